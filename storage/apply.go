@@ -1,0 +1,268 @@
+package storage
+
+import (
+	"encoding/binary"
+	"strconv"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// applyCtx carries one Update call: the batch every change goes into, the
+// replicated clock, and what must be published once the batch commits.
+type applyCtx struct {
+	s       *Store
+	b       *pebble.Batch // indexed: reads inside apply see earlier writes
+	nowMs   int64
+	dirty   []*partState
+	changes []Change
+	touched map[*queueState]bool
+	results [][]byte
+}
+
+func (s *Store) newApplyCtx() *applyCtx {
+	return &applyCtx{s: s, b: s.db.NewIndexedBatch(), nowMs: s.clockMs, touched: map[*queueState]bool{}}
+}
+
+// applyEntry applies every command of one raft entry and returns their
+// results framed for the proposer. A malformed entry or command is answered
+// with CodeBadRequest on every replica alike: it is a proposer bug, never a
+// reason to stop the group.
+func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
+	e, err := wire.ParseEntry(data)
+	if err != nil {
+		s.log.Error("storage: skipping malformed raft entry", "err", err, "bytes", len(data))
+		return wire.AppendResults(nil, nil)
+	}
+	if e.NowMs > s.clockMs {
+		s.clockMs = e.NowMs
+	}
+	ctx.nowMs = s.clockMs
+	ctx.results = ctx.results[:0]
+	for {
+		cmd, ok := e.Next()
+		if !ok {
+			break
+		}
+		ctx.results = append(ctx.results, s.applyCommand(ctx, cmd))
+	}
+	if err := e.Err(); err != nil {
+		s.log.Error("storage: malformed command in raft entry", "err", err)
+	}
+	return wire.AppendResults(nil, ctx.results)
+}
+
+func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
+	switch cmd.Kind {
+	case wire.KindPush:
+		return run(cmd.Body, wire.DecodePushCmd, func(c *wire.PushCmd) wire.PushResult { return s.applyPush(ctx, c) })
+	case wire.KindPop:
+		return run(cmd.Body, wire.DecodePopCmd, func(c *wire.PopCmd) wire.PopResult { return s.applyPop(ctx, c) })
+	case wire.KindAck:
+		return run(cmd.Body, wire.DecodeAckCmd, func(c *wire.AckCmd) wire.AckResult { return s.applyAck(ctx, c) })
+	case wire.KindExtendLease:
+		return run(cmd.Body, wire.DecodeExtendLeaseCmd, func(c *wire.ExtendLeaseCmd) wire.ExtendLeaseResult { return s.applyExtendLease(ctx, c) })
+	case wire.KindCommitPosition:
+		return run(cmd.Body, wire.DecodeCommitPositionCmd, func(c *wire.CommitPositionCmd) wire.CodeResult { return s.applyCommitPosition(ctx, c) })
+	case wire.KindConfigure:
+		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
+	case wire.KindDeleteQueue:
+		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.CodeResult { return s.applyDeleteQueue(ctx, c) })
+	}
+	return []byte{uint8(wire.CodeBadRequest)}
+}
+
+type encoder interface{ Encode([]byte) []byte }
+
+// run decodes a command body, applies it and encodes its result; a body that
+// does not decode is answered with a bare CodeBadRequest.
+func run[C any, R encoder](body []byte, decode func([]byte) (C, error), apply func(*C) R) []byte {
+	c, err := decode(body)
+	if err != nil {
+		return []byte{uint8(wire.CodeBadRequest)}
+	}
+	return apply(&c).Encode(nil)
+}
+
+// finish writes what every batch persists: dirty partition metas, the
+// counters, the clock and the applied index, all in the same batch as the
+// data so the store is always a prefix of the raft log.
+func (ctx *applyCtx) finish(applied uint64) {
+	s := ctx.s
+	for _, p := range ctx.dirty {
+		if !p.deleted.Load() {
+			ctx.set(partitionKey(p.id), p.encodeMeta())
+		}
+	}
+	w := wire.Writer{}
+	w.Uvarint(s.counters.nextQueueID)
+	w.Uvarint(s.counters.nextPartID)
+	w.Uvarint(s.counters.nextDLQID)
+	ctx.set(keyCounters, w.B)
+	ctx.set(keyClock, binary.BigEndian.AppendUint64(nil, uint64(s.clockMs)))
+	ctx.set(keyApplied, binary.BigEndian.AppendUint64(nil, applied))
+}
+
+// publish exposes the committed state to readers.
+func (ctx *applyCtx) publish() {
+	for _, p := range ctx.dirty {
+		p.hwm.Store(p.next)
+		p.logStart.Store(p.start)
+		p.lastWrite.Store(p.lastWriteMs)
+		p.dirty = false
+	}
+}
+
+func (ctx *applyCtx) set(k, v []byte) {
+	_ = ctx.b.Set(k, v, nil) // an in-memory batch append cannot fail
+}
+
+func (ctx *applyCtx) del(k []byte) { _ = ctx.b.Delete(k, nil) }
+
+func (ctx *applyCtx) get(k []byte) ([]byte, bool) {
+	v, closer, err := ctx.b.Get(k)
+	if err != nil {
+		return nil, false
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true
+}
+
+// markDirty schedules p's meta to be persisted and published.
+func (ctx *applyCtx) markDirty(p *partState) {
+	if !p.dirty {
+		p.dirty = true
+		ctx.dirty = append(ctx.dirty, p)
+	}
+}
+
+// touch records that q changed, for long-poll wake-ups.
+func (ctx *applyCtx) touch(q *queueState) {
+	if !ctx.touched[q] {
+		ctx.touched[q] = true
+		ctx.changes = append(ctx.changes, Change{Tenant: q.tenant, Queue: q.name})
+	}
+}
+
+func (s *Store) queue(tenant wire.ID, name string) *queueState {
+	return s.queues[queueKeyT{tenant, name}]
+}
+
+// createQueue creates a queue with cfg and persists it.
+func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name, namespace, task string, cfg wire.QueueConfig, kafka bool) *queueState {
+	q := &queueState{
+		id:        s.counters.nextQueueID,
+		tenant:    tenant,
+		name:      name,
+		namespace: namespace,
+		task:      task,
+		createdMs: ctx.nowMs,
+		kafka:     kafka,
+		cfg:       cfg,
+		byName:    map[string]*partState{},
+		subs:      map[string]*subscription{},
+	}
+	s.counters.nextQueueID++
+	s.queues[queueKeyT{tenant, name}] = q
+	s.queuesByID[q.id] = q
+	ctx.set(queueKey(q.id), q.encodeMeta())
+	return q
+}
+
+// createPartition appends a partition with the next permanent index. An
+// empty name means "named by its index" (Kafka); a name already taken by an
+// HTTP partition gets a suffix so names stay unique.
+func (s *Store) createPartition(ctx *applyCtx, q *queueState, name string) *partState {
+	index := uint32(len(q.parts))
+	if name == "" {
+		name = strconv.FormatUint(uint64(index), 10)
+		for q.byName[name] != nil {
+			name = "kafka-" + name
+		}
+	}
+	p := &partState{
+		id:        s.counters.nextPartID,
+		q:         q,
+		index:     index,
+		name:      name,
+		createdMs: ctx.nowMs,
+		cursors:   map[string]*cursor{},
+	}
+	s.counters.nextPartID++
+	q.parts = append(q.parts, p)
+	q.byName[name] = p
+	s.parts[p.id] = p
+	ctx.markDirty(p)
+	return p
+}
+
+// subscribe returns the group's subscription to q, creating it on first use.
+// The queue-mode group always reads from the start.
+func (s *Store) subscribe(ctx *applyCtx, q *queueState, group string, mode uint8, fromMs int64) *subscription {
+	if sub := q.subs[group]; sub != nil {
+		return sub
+	}
+	if group == wire.QueueModeGroup {
+		mode = wire.SubAll
+	}
+	sub := &subscription{group: group, mode: mode, fromMs: fromMs, createdMs: ctx.nowMs}
+	q.subs[group] = sub
+	ctx.set(subKey(q.id, group), sub.encode())
+	s.rebuildReady(q, sub)
+	return sub
+}
+
+// cursorFor returns the group's cursor in p, creating it at the position the
+// subscription says an untouched partition starts from.
+func (s *Store) cursorFor(ctx *applyCtx, p *partState, sub *subscription) *cursor {
+	if c := p.cursors[sub.group]; c != nil {
+		return c
+	}
+	c := &cursor{group: sub.group, pos: s.initialPosition(ctx, p, sub), updatedMs: ctx.nowMs}
+	p.cursors[sub.group] = c
+	return c
+}
+
+func (s *Store) initialPosition(ctx *applyCtx, p *partState, sub *subscription) uint64 {
+	switch sub.mode {
+	case wire.SubAll:
+		return p.start
+	case wire.SubFrom:
+		return s.offsetForTime(ctx, p, sub.fromMs)
+	default:
+		if p.createdMs >= sub.createdMs {
+			return p.start
+		}
+		return s.offsetForTime(ctx, p, sub.createdMs)
+	}
+}
+
+// offsetForTime is the first offset of p appended at or after ms (the
+// high-water mark when there is none). It walks chunks back from the head,
+// which is short for the common "subscribe now" case.
+func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
+	if p.lastWriteMs < ms || p.next <= p.start {
+		return p.next
+	}
+	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkPrefix(p.id + 1)})
+	defer it.Close()
+	pos := p.next
+	for it.Last(); it.Valid(); it.Prev() {
+		ch, err := wire.ParseChunk(it.Value())
+		if err != nil || ch.AppendMs < ms {
+			break
+		}
+		pos = binary.BigEndian.Uint64(it.Key()[9:])
+	}
+	if pos < p.start {
+		pos = p.start
+	}
+	return pos
+}
+
+func (ctx *applyCtx) saveCursor(p *partState, c *cursor) {
+	c.updatedMs = ctx.nowMs
+	ctx.set(cursorKey(p.id, c.group), c.encode())
+}

@@ -1,0 +1,190 @@
+package storage
+
+import (
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// MaxPopBatch bounds how many messages one pop may lease.
+const MaxPopBatch = 10000
+
+// applyPop claims partitions for a consumer group and leases their next
+// messages. At most one lease exists per (partition, group): a partition
+// leased to the group is skipped, which is what keeps order within a
+// partition even with competing consumers.
+func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
+	var res wire.PopResult
+	q := s.queue(c.Tenant, c.Queue)
+	if q == nil {
+		res.Code = wire.CodeQueueNotFound
+		return res
+	}
+	if c.Batch == 0 || c.Batch > MaxPopBatch || c.Group == "" || (len(c.LeaseIDs) == 0 && !c.CommitOnDelivery) {
+		res.Code = wire.CodeBadRequest
+		return res
+	}
+	// A retried proposal finds its leases already taken: answer with them.
+	if claims := s.replayedClaims(c); claims != nil {
+		res.Claims = claims
+		return res
+	}
+	sub := s.subscribe(ctx, q, c.Group, c.SubMode, c.SubFromMs)
+	leaseMs := int64(c.LeaseMs)
+	if leaseMs == 0 {
+		leaseMs = int64(q.cfg.LeaseTimeSec) * 1000
+	}
+	maxClaims := len(c.LeaseIDs)
+	if c.CommitOnDelivery && maxClaims == 0 {
+		maxClaims = 1
+	}
+	remaining := uint64(c.Batch)
+	claim := func(p *partState) {
+		var id wire.ID
+		if !c.CommitOnDelivery {
+			id = c.LeaseIDs[len(res.Claims)]
+		}
+		if cl, ok := s.claim(ctx, q, p, sub, id, remaining, leaseMs, c.CommitOnDelivery); ok {
+			res.Claims = append(res.Claims, cl)
+			remaining -= cl.To - cl.From
+		}
+	}
+	if c.Partition != "" {
+		if p := q.byName[c.Partition]; p != nil {
+			claim(p)
+		}
+		return res
+	}
+	if len(q.parts) == 0 {
+		return res
+	}
+	sub.ready.forEachFrom(c.StartHint%uint32(len(q.parts)), func(i uint32) bool {
+		if int(i) >= len(q.parts) || q.parts[i] == nil {
+			sub.ready.clear(i)
+			return true
+		}
+		claim(q.parts[i])
+		return len(res.Claims) < maxClaims && remaining > 0
+	})
+	return res
+}
+
+// replayedClaims returns the claims of a pop whose lease ids already exist,
+// or nil.
+func (s *Store) replayedClaims(c *wire.PopCmd) []wire.Claim {
+	var out []wire.Claim
+	for _, id := range c.LeaseIDs {
+		ref, ok := s.leases[id]
+		if !ok {
+			continue
+		}
+		cur := ref.part.cursors[ref.group]
+		if cur == nil || cur.lease == nil || cur.lease.id != id {
+			continue
+		}
+		out = append(out, claimOf(ref.part, cur, cur.lease.from, cur.lease.to, cur.redeliverTo))
+	}
+	return out
+}
+
+// claimOf describes a claim of [from, to); messages below redeliverTo are
+// redeliveries counted by c.attempt.
+func claimOf(p *partState, c *cursor, from, to, redeliverTo uint64) wire.Claim {
+	cl := wire.Claim{PartitionID: p.id, PartitionIndex: p.index, Partition: p.name, From: from, To: to}
+	if c.lease != nil {
+		cl.LeaseID = c.lease.id
+		cl.LeaseExpiresMs = c.lease.expiresMs
+	}
+	if c.attempt > 1 {
+		cl.RedeliverTo, cl.Attempt = min(redeliverTo, to), c.attempt
+	}
+	return cl
+}
+
+// claim leases up to limit messages of p for the group, if p is free.
+func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscription, id wire.ID, limit uint64, leaseMs int64, commitOnDelivery bool) (wire.Claim, bool) {
+	c := s.cursorFor(ctx, p, sub)
+	if c.lease != nil {
+		if c.lease.expiresMs > ctx.nowMs {
+			return wire.Claim{}, false
+		}
+		s.closeLease(ctx, q, p, c)
+	}
+	if c.pos >= p.next {
+		sub.ready.clear(p.index)
+		return wire.Claim{}, false
+	}
+	to := p.next
+	if to-c.pos > limit {
+		to = c.pos + limit
+	}
+	to = s.visibleUpTo(ctx, q, p, c.pos, to)
+	if to <= c.pos {
+		return wire.Claim{}, false
+	}
+	// Messages below redeliverTo were delivered before: count this delivery.
+	redeliverTo := c.redeliverTo
+	if redeliverTo > c.pos {
+		c.attempt++
+	} else {
+		c.attempt = 1
+	}
+	c.redeliverTo = max(redeliverTo, to)
+	from := c.pos
+	if commitOnDelivery {
+		cl := claimOf(p, c, from, to, redeliverTo)
+		c.pos, c.headFailures, c.lastError = to, 0, ""
+		if c.pos >= p.next {
+			sub.ready.clear(p.index)
+		}
+		ctx.saveCursor(p, c)
+		ctx.touch(q)
+		return cl, true
+	}
+	c.lease = &lease{id: id, from: from, to: to, expiresMs: ctx.nowMs + leaseMs,
+		states: make([]uint8, to-from), pending: int(to - from)}
+	s.leases[id] = leaseRef{part: p, group: c.group}
+	ctx.set(leaseKey(id), leaseRefValue(p.id, c.group))
+	ctx.saveCursor(p, c)
+	return claimOf(p, c, from, to, redeliverTo), true
+}
+
+func leaseRefValue(pid uint64, group string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, pid), group...)
+}
+
+// visibleUpTo trims [from, to) to the messages the queue lets consumers see
+// now: a partition inside its windowBuffer shows nothing, and with
+// delayedProcessing only messages older than the delay are visible.
+func (s *Store) visibleUpTo(ctx *applyCtx, q *queueState, p *partState, from, to uint64) uint64 {
+	if w := int64(q.cfg.WindowBufferSec) * 1000; w > 0 && ctx.nowMs-p.lastWriteMs < w {
+		return from
+	}
+	d := int64(q.cfg.DelayedProcessingSec) * 1000
+	if d == 0 {
+		return to
+	}
+	cutoff := ctx.nowMs - d
+	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkKey(p.id, to)})
+	defer it.Close()
+	if !it.SeekLT(chunkKey(p.id, from+1)) && !it.First() {
+		return from
+	}
+	limit := from
+	for ; it.Valid(); it.Next() {
+		ch, err := wire.ParseChunk(it.Value())
+		if err != nil || ch.AppendMs > cutoff {
+			break
+		}
+		limit = binary.BigEndian.Uint64(it.Key()[9:]) + uint64(ch.Count)
+	}
+	if limit > to {
+		limit = to
+	}
+	if limit < from {
+		limit = from
+	}
+	return limit
+}

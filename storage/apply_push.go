@@ -1,0 +1,209 @@
+package storage
+
+import (
+	"encoding/binary"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// applyPush appends a push command's records to one partition as one chunk.
+// Records whose transaction id is already stored (within the queue's dedup
+// window for explicit ids; always for message ids, which only repeat when a
+// proposal is retried) are answered with their original offset and message
+// id and not stored again.
+func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
+	var res wire.PushResult
+	heads, ok := pushHeads(c)
+	if !ok {
+		res.Code = wire.CodeBadRequest
+		return res
+	}
+	q := s.queue(c.Tenant, c.Queue)
+	if q == nil {
+		if c.Flags&wire.PushCreateQueue == 0 {
+			res.Code = wire.CodeQueueNotFound
+			return res
+		}
+		q = s.createPushedQueue(ctx, c)
+		res.QueueCreated = true
+	}
+	p, code := s.pushTarget(ctx, q, c)
+	if code != wire.CodeOK {
+		res.Code = code
+		return res
+	}
+	res.PartitionID, res.PartitionIndex, res.BaseOffset = p.id, p.index, p.next
+
+	index := c.Flags&wire.PushIndexTxn != 0
+	if index {
+		res.Dups = s.findDups(ctx, q, p, heads)
+	}
+	stored := len(heads) - len(res.Dups)
+	if stored == 0 {
+		return res
+	}
+	s.appendChunk(ctx, p, c.Records, heads, res.Dups)
+	if index {
+		var val [16]byte
+		binary.BigEndian.PutUint64(val[8:], uint64(ctx.nowMs))
+		off, d := p.next, 0
+		for i := range heads {
+			if d < len(res.Dups) && res.Dups[d].Index == i {
+				d++
+				continue
+			}
+			binary.BigEndian.PutUint64(val[:8], off)
+			explicit, id := heads[i].head.TxnKey()
+			ctx.set(txnKey(p.id, explicit, id), val[:])
+			off++
+		}
+	}
+	p.next += uint64(stored)
+	p.lastWriteMs = ctx.nowMs
+	ctx.markDirty(p)
+	for _, sub := range q.subs {
+		sub.ready.set(p.index)
+	}
+	ctx.touch(q)
+	return res
+}
+
+type pushHead struct {
+	head   wire.RecordHead
+	framed []byte
+}
+
+// pushHeads parses every record's head before anything changes, so a
+// malformed command is refused whole.
+func pushHeads(c *wire.PushCmd) ([]pushHead, bool) {
+	heads := make([]pushHead, 0, c.Count)
+	it := wire.NewRecordIter(c.Records)
+	for {
+		body, framed, ok := it.Next()
+		if !ok {
+			break
+		}
+		h, err := wire.ParseRecordHead(body)
+		if err != nil {
+			return nil, false
+		}
+		heads = append(heads, pushHead{head: h, framed: framed})
+	}
+	return heads, it.Err() == nil && len(heads) == c.Count
+}
+
+func (s *Store) createPushedQueue(ctx *applyCtx, c *wire.PushCmd) *queueState {
+	kafka := c.Flags&wire.PushFromKafka != 0
+	cfg := wire.PushCreatedQueueConfig()
+	if kafka {
+		cfg = wire.DefaultQueueConfig()
+	}
+	q := s.createQueue(ctx, c.Tenant, c.Queue, c.Namespace, c.Task, cfg, kafka)
+	if c.PartitionIndex >= 0 {
+		for i := uint32(0); i < c.NewPartitions; i++ {
+			s.createPartition(ctx, q, "")
+		}
+	}
+	return q
+}
+
+func (s *Store) pushTarget(ctx *applyCtx, q *queueState, c *wire.PushCmd) (*partState, wire.Code) {
+	if c.PartitionIndex >= 0 {
+		if int(c.PartitionIndex) < len(q.parts) && q.parts[c.PartitionIndex] != nil {
+			return q.parts[c.PartitionIndex], wire.CodeOK
+		}
+		return nil, wire.CodePartitionNotFound
+	}
+	if p := q.byName[c.Partition]; p != nil {
+		return p, wire.CodeOK
+	}
+	if c.Flags&wire.PushCreatePartition == 0 || c.Partition == "" {
+		return nil, wire.CodePartitionNotFound
+	}
+	return s.createPartition(ctx, q, c.Partition), wire.CodeOK
+}
+
+// findDups lists the records whose transaction id is already stored in p, or
+// repeats an earlier record of the same command.
+func (s *Store) findDups(ctx *applyCtx, q *queueState, p *partState, heads []pushHead) []wire.PushDup {
+	var dups []wire.PushDup
+	var seen map[string]int // explicit ids earlier in this command → their index
+	window := int64(q.cfg.DedupWindowSec) * 1000
+	for i := range heads {
+		h := &heads[i].head
+		explicit, id := h.TxnKey()
+		if v, ok := ctx.get(txnKey(p.id, explicit, id)); ok && len(v) == 16 {
+			at := int64(binary.BigEndian.Uint64(v[8:]))
+			if !explicit || ctx.nowMs-at < window {
+				dups = append(dups, wire.PushDup{Index: i, Offset: binary.BigEndian.Uint64(v[:8]), MsgID: s.msgIDAt(ctx, p, binary.BigEndian.Uint64(v[:8]), h.MsgID)})
+				continue
+			}
+		}
+		if explicit {
+			if j, ok := seen[string(id)]; ok {
+				first, _ := (&wire.PushResult{BaseOffset: p.next, Dups: dups}).Offset(j)
+				dups = append(dups, wire.PushDup{Index: i, Offset: first, MsgID: heads[j].head.MsgID})
+				continue
+			}
+			if seen == nil {
+				seen = map[string]int{}
+			}
+			seen[string(id)] = i
+		}
+	}
+	return dups
+}
+
+// msgIDAt returns the message id stored at offset in p; fallback when the
+// record cannot be read (it was removed by retention).
+func (s *Store) msgIDAt(ctx *applyCtx, p *partState, offset uint64, fallback wire.ID) wire.ID {
+	var id wire.ID
+	found := false
+	s.readRange(ctx.b, p.id, offset, offset+1, func(off uint64, body []byte) bool {
+		if h, err := wire.ParseRecordHead(body); err == nil {
+			id, found = h.MsgID, true
+		}
+		return false
+	})
+	if !found {
+		return fallback
+	}
+	return id
+}
+
+// appendChunk stores the non-duplicate records at p.next as one chunk,
+// copying the command's bytes once, straight into the batch.
+func (s *Store) appendChunk(ctx *applyCtx, p *partState, records []byte, heads []pushHead, dups []wire.PushDup) {
+	count := len(heads) - len(dups)
+	hdr := wire.AppendChunkHeader(make([]byte, 0, 24), ctx.nowMs, count)
+	size := len(hdr)
+	if len(dups) == 0 {
+		size += len(records)
+	} else {
+		d := 0
+		for i := range heads {
+			if d < len(dups) && dups[d].Index == i {
+				d++
+				continue
+			}
+			size += len(heads[i].framed)
+		}
+	}
+	key := chunkKey(p.id, p.next)
+	op := ctx.b.SetDeferred(len(key), size)
+	copy(op.Key, key)
+	v := append(op.Value[:0], hdr...)
+	if len(dups) == 0 {
+		v = append(v, records...)
+	} else {
+		d := 0
+		for i := range heads {
+			if d < len(dups) && dups[d].Index == i {
+				d++
+				continue
+			}
+			v = append(v, heads[i].framed...)
+		}
+	}
+	_ = op.Finish()
+}

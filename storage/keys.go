@@ -1,0 +1,99 @@
+package storage
+
+import (
+	"encoding/binary"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// The key space of one group's store. Every key starts with a one-byte tag;
+// ids are fixed-width big-endian so keys of one partition sort by offset.
+const (
+	tagApplied   = 'a' // raft index of the last applied entry
+	tagClock     = 'k' // the replicated clock (unix ms)
+	tagCounters  = 'n' // id counters
+	tagQueue     = 'q' // qid → queue meta
+	tagPartition = 'p' // pid → partition meta
+	tagChunk     = 'm' // pid, base offset → chunk
+	tagTxn       = 't' // pid, kind, transaction id → offset, append time
+	tagCursor    = 'c' // pid, group → consumer cursor
+	tagSub       = 's' // qid, group → subscription
+	tagLease     = 'L' // lease id → pid, group
+	tagDLQ       = 'D' // tenant, dlq id → dead-lettered message
+)
+
+// Transaction index kinds: a message is addressed either by the raw bytes of
+// its message id or by the explicit id its producer gave.
+const (
+	txnByMsgID    = 0
+	txnByExplicit = 1
+)
+
+var (
+	keyApplied  = []byte{tagApplied}
+	keyClock    = []byte{tagClock}
+	keyCounters = []byte{tagCounters}
+)
+
+func appendU64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+func queueKey(qid uint64) []byte { return appendU64([]byte{tagQueue}, qid) }
+
+func partitionKey(pid uint64) []byte { return appendU64([]byte{tagPartition}, pid) }
+
+func chunkKey(pid, base uint64) []byte {
+	b := make([]byte, 0, 17)
+	b = append(b, tagChunk)
+	b = appendU64(b, pid)
+	return appendU64(b, base)
+}
+
+// chunkPrefix bounds the chunks of one partition: [chunkPrefix(pid), chunkPrefix(pid+1)).
+func chunkPrefix(pid uint64) []byte { return appendU64([]byte{tagChunk}, pid) }
+
+func txnKey(pid uint64, explicit bool, id []byte) []byte {
+	b := make([]byte, 0, 10+len(id))
+	b = append(b, tagTxn)
+	b = appendU64(b, pid)
+	if explicit {
+		b = append(b, txnByExplicit)
+	} else {
+		b = append(b, txnByMsgID)
+	}
+	return append(b, id...)
+}
+
+func txnPrefix(pid uint64) []byte { return appendU64([]byte{tagTxn}, pid) }
+
+func cursorKey(pid uint64, group string) []byte {
+	b := appendU64([]byte{tagCursor}, pid)
+	return append(b, group...)
+}
+
+func cursorPrefix(pid uint64) []byte { return appendU64([]byte{tagCursor}, pid) }
+
+func subKey(qid uint64, group string) []byte {
+	b := appendU64([]byte{tagSub}, qid)
+	return append(b, group...)
+}
+
+func subPrefix(qid uint64) []byte { return appendU64([]byte{tagSub}, qid) }
+
+func leaseKey(id wire.ID) []byte { return append([]byte{tagLease}, id[:]...) }
+
+func dlqKey(tenant wire.ID, id uint64) []byte {
+	b := append([]byte{tagDLQ}, tenant[:]...)
+	return appendU64(b, id)
+}
+
+// prefixEnd is the smallest key greater than every key starting with p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil // p is all 0xff: no upper bound
+}

@@ -1,0 +1,182 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// load rebuilds the in-memory model from the database: queues, partitions,
+// subscriptions, cursors and leases, then every subscription's ready set.
+// Ready sets are derived state: rebuilding them conservatively (a superset of
+// the partitions with messages) keeps every replica's pop choices equal.
+func (s *Store) load() error {
+	s.queues = map[queueKeyT]*queueState{}
+	s.queuesByID = map[uint64]*queueState{}
+	s.parts = map[uint64]*partState{}
+	s.leases = map[wire.ID]leaseRef{}
+	s.counters = counters{nextQueueID: 1, nextPartID: 1, nextDLQID: 1}
+	s.clockMs = 0
+
+	if v, ok, err := s.getU64(keyApplied); err != nil {
+		return err
+	} else if ok {
+		s.applied.Store(v)
+	} else {
+		s.applied.Store(0)
+	}
+	if v, ok, err := s.getU64(keyClock); err != nil {
+		return err
+	} else if ok {
+		s.clockMs = int64(v)
+	}
+	if b, closer, err := s.db.Get(keyCounters); err == nil {
+		r := wire.NewReader(b)
+		s.counters = counters{nextQueueID: r.Uvarint(), nextPartID: r.Uvarint(), nextDLQID: r.Uvarint()}
+		err := r.Done()
+		closer.Close()
+		if err != nil {
+			return fmt.Errorf("storage: counters: %w", err)
+		}
+	} else if err != pebble.ErrNotFound {
+		return fmt.Errorf("storage: read counters: %w", err)
+	}
+
+	err := s.scan([]byte{tagQueue}, func(k, v []byte) error {
+		q, err := decodeQueueMeta(binary.BigEndian.Uint64(k[1:]), v)
+		if err != nil {
+			return fmt.Errorf("queue %x: %w", k, err)
+		}
+		s.queues[queueKeyT{q.tenant, q.name}] = q
+		s.queuesByID[q.id] = q
+		return nil
+	})
+	if err == nil {
+		err = s.scan([]byte{tagPartition}, func(k, v []byte) error {
+			p, qid, err := decodePartMeta(binary.BigEndian.Uint64(k[1:]), v)
+			if err != nil {
+				return fmt.Errorf("partition %x: %w", k, err)
+			}
+			q := s.queuesByID[qid]
+			if q == nil {
+				return fmt.Errorf("partition %d of missing queue %d", p.id, qid)
+			}
+			p.q = q
+			for int(p.index) >= len(q.parts) {
+				q.parts = append(q.parts, nil)
+			}
+			q.parts[p.index] = p
+			q.byName[p.name] = p
+			s.parts[p.id] = p
+			p.hwm.Store(p.next)
+			p.logStart.Store(p.start)
+			p.lastWrite.Store(p.lastWriteMs)
+			return nil
+		})
+	}
+	if err == nil {
+		err = s.scan([]byte{tagSub}, func(k, v []byte) error {
+			q := s.queuesByID[binary.BigEndian.Uint64(k[1:9])]
+			if q == nil {
+				return fmt.Errorf("subscription %x of a missing queue", k)
+			}
+			sub, err := decodeSub(string(k[9:]), v)
+			if err != nil {
+				return fmt.Errorf("subscription %x: %w", k, err)
+			}
+			q.subs[sub.group] = sub
+			return nil
+		})
+	}
+	if err == nil {
+		err = s.scan([]byte{tagCursor}, func(k, v []byte) error {
+			p := s.parts[binary.BigEndian.Uint64(k[1:9])]
+			if p == nil {
+				return fmt.Errorf("cursor %x of a missing partition", k)
+			}
+			c, err := decodeCursor(string(k[9:]), v)
+			if err != nil {
+				return fmt.Errorf("cursor %x: %w", k, err)
+			}
+			p.cursors[c.group] = c
+			if c.lease != nil {
+				s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("storage: load: %w", err)
+	}
+	for _, q := range s.queuesByID {
+		for _, sub := range q.subs {
+			s.rebuildReady(q, sub)
+		}
+	}
+	return nil
+}
+
+// rebuildReady marks every partition that may hold messages for sub.
+func (s *Store) rebuildReady(q *queueState, sub *subscription) {
+	sub.ready = readySet{}
+	for _, p := range q.parts {
+		if p == nil {
+			continue
+		}
+		if c := p.cursors[sub.group]; c != nil {
+			if c.pos < p.next || c.lease != nil {
+				sub.ready.set(p.index)
+			}
+			continue
+		}
+		if mayHaveNewFor(p, sub) {
+			sub.ready.set(p.index)
+		}
+	}
+}
+
+// mayHaveNewFor reports whether an untouched partition may hold messages a
+// subscription would deliver.
+func mayHaveNewFor(p *partState, sub *subscription) bool {
+	if p.next <= p.start {
+		return false
+	}
+	switch sub.mode {
+	case wire.SubAll:
+		return true
+	case wire.SubFrom:
+		return p.lastWriteMs >= sub.fromMs
+	default:
+		return p.lastWriteMs >= sub.createdMs
+	}
+}
+
+func (s *Store) getU64(key []byte) (uint64, bool, error) {
+	b, closer, err := s.db.Get(key)
+	if err == pebble.ErrNotFound {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: read %q: %w", key, err)
+	}
+	defer closer.Close()
+	if len(b) != 8 {
+		return 0, false, fmt.Errorf("storage: key %q holds %d bytes, want 8", key, len(b))
+	}
+	return binary.BigEndian.Uint64(b), true, nil
+}
+
+// scan calls f for every key with the given prefix, in key order.
+func (s *Store) scan(prefix []byte, f func(k, v []byte) error) error {
+	it := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	for it.First(); it.Valid(); it.Next() {
+		if err := f(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}

@@ -1,0 +1,246 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// iterSource is what records can be read from: the database, a snapshot of
+// it, or the apply loop's batch.
+type iterSource interface {
+	NewIter(*pebble.IterOptions) *pebble.Iterator
+}
+
+// RecordFunc receives one stored record: its offset, the time the state
+// machine appended it, and its body (see wire.ParseRecord). body is only
+// valid during the call. Returning false stops the read.
+type RecordFunc func(offset uint64, appendMs int64, body []byte) bool
+
+// readRange calls f for the records of partition pid in [from, to).
+func readRange(src iterSource, pid, from, to uint64, f RecordFunc) error {
+	if from >= to {
+		return nil
+	}
+	it := src.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(pid), UpperBound: chunkPrefix(pid + 1)})
+	defer it.Close()
+	// The chunk holding from starts at or before it; when retention removed
+	// it, reading starts at the first chunk left.
+	if !it.SeekLT(chunkKey(pid, from+1)) && !it.First() {
+		return nil
+	}
+	for ; it.Valid(); it.Next() {
+		base := binary.BigEndian.Uint64(it.Key()[9:])
+		if base >= to {
+			return nil
+		}
+		ch, err := wire.ParseChunk(it.Value())
+		if err != nil {
+			return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
+		}
+		ri := wire.NewRecordIter(ch.Records)
+		for off := base; ; off++ {
+			body, _, ok := ri.Next()
+			if !ok {
+				break
+			}
+			if off >= to {
+				return nil
+			}
+			if off >= from && !f(off, ch.AppendMs, body) {
+				return nil
+			}
+		}
+		if err := ri.Err(); err != nil {
+			return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
+		}
+	}
+	return nil
+}
+
+// readRange inside the apply loop, over the batch.
+func (s *Store) readRange(src iterSource, pid, from, to uint64, f func(off uint64, body []byte) bool) {
+	_ = readRange(src, pid, from, to, func(off uint64, _ int64, body []byte) bool { return f(off, body) })
+}
+
+// Partition is a reader's handle on one partition. Its fields never change;
+// its offsets are read from the committed state at each call.
+type Partition struct {
+	ID      uint64
+	Index   uint32
+	Name    string
+	QueueID uint64
+	Queue   string
+	p       *partState
+}
+
+// HighWatermark is the offset after the last committed record.
+func (p Partition) HighWatermark() uint64 { return p.p.hwm.Load() }
+
+// LogStart is the first offset still stored.
+func (p Partition) LogStart() uint64 { return p.p.logStart.Load() }
+
+// LastWriteMs is when the last record was appended (replicated clock).
+func (p Partition) LastWriteMs() int64 { return p.p.lastWrite.Load() }
+
+// Deleted reports whether the partition's queue was deleted.
+func (p Partition) Deleted() bool { return p.p.deleted.Load() }
+
+func handle(p *partState) Partition {
+	return Partition{ID: p.id, Index: p.index, Name: p.name, QueueID: p.q.id, Queue: p.q.name, p: p}
+}
+
+// PartitionByIndex resolves a partition of a tenant's queue by permanent
+// index. ok is false when the queue or partition does not exist.
+func (s *Store) PartitionByIndex(tenant wire.ID, queue string, index uint32) (Partition, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil || int(index) >= len(q.parts) || q.parts[index] == nil {
+		return Partition{}, false
+	}
+	return handle(q.parts[index]), true
+}
+
+// PartitionByName resolves a partition of a tenant's queue by name.
+func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil || q.byName[name] == nil {
+		return Partition{}, false
+	}
+	return handle(q.byName[name]), true
+}
+
+// PartitionByID resolves a partition by its id, checking it belongs to
+// tenant.
+func (s *Store) PartitionByID(tenant wire.ID, pid uint64) (Partition, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p := s.parts[pid]
+	if p == nil || p.q.tenant != tenant {
+		return Partition{}, false
+	}
+	return handle(p), true
+}
+
+// Read calls f for the committed records of p from offset from, stopping
+// at the high-water mark or when f returns false. It returns the
+// high-water mark it read up to.
+func (s *Store) Read(p Partition, from uint64, f RecordFunc) (uint64, error) {
+	hwm := p.HighWatermark()
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return hwm, ErrClosed
+	}
+	return hwm, readRange(s.db, p.ID, from, hwm, f)
+}
+
+// ReadRange calls f for the committed records of p in [from, to).
+func (s *Store) ReadRange(p Partition, from, to uint64, f RecordFunc) error {
+	if hwm := p.HighWatermark(); to > hwm {
+		to = hwm
+	}
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	return readRange(s.db, p.ID, from, to, f)
+}
+
+// QueueInfo is a reader's copy of a queue's metadata.
+type QueueInfo struct {
+	ID         uint64
+	Name       string
+	Namespace  string
+	Task       string
+	CreatedMs  int64
+	Kafka      bool
+	Config     wire.QueueConfig
+	Partitions int
+}
+
+// Queue returns a copy of a tenant's queue metadata.
+func (s *Store) Queue(tenant wire.ID, name string) (QueueInfo, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, name)
+	if q == nil {
+		return QueueInfo{}, false
+	}
+	return queueInfo(q), true
+}
+
+func queueInfo(q *queueState) QueueInfo {
+	return QueueInfo{ID: q.id, Name: q.name, Namespace: q.namespace, Task: q.task, CreatedMs: q.createdMs,
+		Kafka: q.kafka, Config: q.cfg, Partitions: len(q.parts)}
+}
+
+// MayPop reports whether a pop by group on the queue (optionally one
+// partition) could find messages now: a cheap local check long polls make
+// before proposing a pop. It may say yes when a pop finds nothing, never no
+// when it would find something, except for leases that expire later: see
+// NextLeaseExpiry.
+func (s *Store) MayPop(tenant wire.ID, queue, group, partition string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil {
+		return false
+	}
+	sub := q.subs[group]
+	if partition != "" {
+		p := q.byName[partition]
+		if p == nil {
+			return false
+		}
+		if sub == nil {
+			return p.next > p.start
+		}
+		return sub.ready.has(p.index)
+	}
+	if sub == nil {
+		for _, p := range q.parts {
+			if p != nil && p.next > p.start {
+				return true
+			}
+		}
+		return false
+	}
+	return sub.ready.next(0) >= 0
+}
+
+// NextLeaseExpiry returns the earliest expiry (replicated clock, ms) among
+// the group's live leases on the queue, or 0: a parked pop must look again
+// then, because an expired lease makes its messages deliverable.
+func (s *Store) NextLeaseExpiry(tenant wire.ID, queue, group string) int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil {
+		return 0
+	}
+	var min int64
+	for _, p := range q.parts {
+		if p == nil {
+			continue
+		}
+		if c := p.cursors[group]; c != nil && c.lease != nil && (min == 0 || c.lease.expiresMs < min) {
+			min = c.lease.expiresMs
+		}
+	}
+	return min
+}
+
+// ClockMs is the replicated clock as of the last applied entry.
+func (s *Store) ClockMs() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.clockMs
+}

@@ -1,0 +1,231 @@
+package storage
+
+import (
+	"slices"
+	"sync/atomic"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// queueKeyT finds a queue by tenant and name.
+type queueKeyT struct {
+	tenant wire.ID
+	name   string
+}
+
+// queueState is a queue as the apply loop sees it. Readers reach it only
+// under the store's read lock.
+type queueState struct {
+	id        uint64
+	tenant    wire.ID
+	name      string
+	namespace string
+	task      string
+	createdMs int64
+	kafka     bool // created through Kafka: partitions named by index
+	cfg       wire.QueueConfig
+
+	parts  []*partState // by permanent index
+	byName map[string]*partState
+	subs   map[string]*subscription
+}
+
+// partState is one partition. next, start and lastWriteMs belong to the
+// apply loop; readers use the published high-water mark hwm, which only ever
+// covers records already committed to the store.
+type partState struct {
+	id          uint64
+	q           *queueState
+	index       uint32
+	name        string
+	createdMs   int64
+	next        uint64 // offset the next appended record gets
+	start       uint64 // first offset still stored
+	lastWriteMs int64
+
+	hwm       atomic.Uint64 // committed high-water mark for readers
+	logStart  atomic.Uint64 // committed log start for readers
+	lastWrite atomic.Int64  // committed last write time for readers
+	deleted   atomic.Bool
+	cursors   map[string]*cursor
+	dirty     bool // meta changed in the current apply batch
+}
+
+// subscription is a consumer group's subscription to a queue: where it starts
+// reading partitions it has not touched yet, and which partitions may hold
+// messages for it.
+type subscription struct {
+	group     string
+	mode      uint8
+	fromMs    int64
+	createdMs int64
+	ready     readySet
+}
+
+// Lease states of one leased message.
+const (
+	msgPending   uint8 = 0
+	msgCompleted uint8 = 1
+	msgFailed    uint8 = 2
+	msgRetry     uint8 = 3
+	msgDLQ       uint8 = 4
+)
+
+// lease is the one batch a group holds on a partition.
+type lease struct {
+	id        wire.ID
+	from, to  uint64
+	expiresMs int64
+	states    []uint8
+	pending   int
+	errors    map[uint64]string // ack error text of failed messages, by offset
+}
+
+// cursor is a consumer group's position in one partition. Everything below
+// pos is consumed; messages [pos, redeliverTo) were delivered attempt times.
+type cursor struct {
+	group        string
+	pos          uint64
+	headFailures uint32
+	lastError    string
+	attempt      uint32
+	redeliverTo  uint64
+	metadata     string
+	updatedMs    int64
+	lease        *lease
+}
+
+func (p *partState) encodeMeta() []byte {
+	w := wire.Writer{B: make([]byte, 0, 64+len(p.name))}
+	w.Uvarint(p.q.id)
+	w.Uvarint(uint64(p.index))
+	w.String(p.name)
+	w.Varint(p.createdMs)
+	w.Uvarint(p.next)
+	w.Uvarint(p.start)
+	w.Varint(p.lastWriteMs)
+	return w.B
+}
+
+func decodePartMeta(id uint64, b []byte) (p *partState, qid uint64, err error) {
+	r := wire.NewReader(b)
+	qid = r.Uvarint()
+	p = &partState{id: id, cursors: map[string]*cursor{}}
+	p.index = uint32(r.Uvarint())
+	p.name = r.String()
+	p.createdMs = r.Varint()
+	p.next = r.Uvarint()
+	p.start = r.Uvarint()
+	p.lastWriteMs = r.Varint()
+	return p, qid, r.Done()
+}
+
+func (q *queueState) encodeMeta() []byte {
+	w := wire.Writer{B: make([]byte, 0, 128+len(q.name))}
+	w.Fixed(q.tenant[:])
+	w.String(q.name)
+	w.String(q.namespace)
+	w.String(q.task)
+	w.Varint(q.createdMs)
+	w.Bool(q.kafka)
+	q.cfg.Encode(&w)
+	return w.B
+}
+
+func decodeQueueMeta(id uint64, b []byte) (*queueState, error) {
+	r := wire.NewReader(b)
+	q := &queueState{id: id, byName: map[string]*partState{}, subs: map[string]*subscription{}}
+	copy(q.tenant[:], r.Fixed(16))
+	q.name = r.String()
+	q.namespace = r.String()
+	q.task = r.String()
+	q.createdMs = r.Varint()
+	q.kafka = r.Bool()
+	q.cfg.Decode(r)
+	return q, r.Done()
+}
+
+func (s *subscription) encode() []byte {
+	w := wire.Writer{}
+	w.U8(s.mode)
+	w.Varint(s.fromMs)
+	w.Varint(s.createdMs)
+	return w.B
+}
+
+func decodeSub(group string, b []byte) (*subscription, error) {
+	r := wire.NewReader(b)
+	s := &subscription{group: group, mode: r.U8(), fromMs: r.Varint(), createdMs: r.Varint()}
+	return s, r.Done()
+}
+
+func (c *cursor) encode() []byte {
+	w := wire.Writer{B: make([]byte, 0, 64)}
+	w.Uvarint(c.pos)
+	w.Uvarint(uint64(c.headFailures))
+	w.String(c.lastError)
+	w.Uvarint(uint64(c.attempt))
+	w.Uvarint(c.redeliverTo)
+	w.String(c.metadata)
+	w.Varint(c.updatedMs)
+	l := c.lease
+	w.Bool(l != nil)
+	if l != nil {
+		w.Fixed(l.id[:])
+		w.Uvarint(l.from)
+		w.Uvarint(l.to)
+		w.Varint(l.expiresMs)
+		w.Bytes(l.states)
+		w.Uvarint(uint64(len(l.errors)))
+		// Sorted so the encoding is deterministic across replicas.
+		for _, off := range sortedOffsets(l.errors) {
+			w.Uvarint(off)
+			w.String(l.errors[off])
+		}
+	}
+	return w.B
+}
+
+func decodeCursor(group string, b []byte) (*cursor, error) {
+	r := wire.NewReader(b)
+	c := &cursor{group: group}
+	c.pos = r.Uvarint()
+	c.headFailures = uint32(r.Uvarint())
+	c.lastError = r.String()
+	c.attempt = uint32(r.Uvarint())
+	c.redeliverTo = r.Uvarint()
+	c.metadata = r.String()
+	c.updatedMs = r.Varint()
+	if r.Bool() {
+		l := &lease{}
+		copy(l.id[:], r.Fixed(16))
+		l.from = r.Uvarint()
+		l.to = r.Uvarint()
+		l.expiresMs = r.Varint()
+		l.states = append([]uint8(nil), r.Bytes()...)
+		for _, st := range l.states {
+			if st == msgPending {
+				l.pending++
+			}
+		}
+		n := r.Count(len(l.states), 2)
+		for i := 0; i < n; i++ {
+			if l.errors == nil {
+				l.errors = map[uint64]string{}
+			}
+			off := r.Uvarint()
+			l.errors[off] = r.String()
+		}
+		c.lease = l
+	}
+	return c, r.Done()
+}
+
+func sortedOffsets(m map[uint64]string) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,309 @@
+// Package storage owns one raft group's replicated state: queues with their
+// config, partitions with their permanent indexes, the append-only message
+// logs, transaction-id indexes for dedup and acks, consumer-group cursors and
+// leases. Store is the group's dragonboat IOnDiskStateMachine, kept in a
+// pebble database under the group's directory.
+//
+// The apply loop (Update) is deterministic: it reads no clock, no random
+// source and parses no JSON; everything it needs, including "now", is in the
+// entry it applies. Readers (Kafka fetch, HTTP pop payloads, views) read the
+// store concurrently and only ever see records below the committed
+// high-water mark, which never change.
+//
+// This package never talks to raft, the network or clients: raftgroups
+// proposes commands and calls the read methods; wire defines the bytes.
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// Config says where a group's store lives and how much memory it may use.
+type Config struct {
+	Dir           string // the group's store directory (holds CURRENT and sm-N/)
+	CacheBytes    int64
+	MemTableBytes int
+	Logger        *slog.Logger
+}
+
+// Change tells listeners which queues an applied batch touched, so long
+// polls waiting on them can look again.
+type Change struct {
+	Tenant wire.ID
+	Queue  string
+}
+
+// Store is one group's state machine.
+type Store struct {
+	cfg Config
+	log *slog.Logger
+
+	// dbMu guards the database handle, which RecoverFromSnapshot replaces;
+	// readers hold it for reading while they iterate.
+	dbMu  sync.RWMutex
+	db    *pebble.DB
+	dbDir string
+
+	// mu guards the in-memory model below. Update holds it for writing while
+	// it applies a batch; readers hold it for reading to resolve names.
+	mu         sync.RWMutex
+	queues     map[queueKeyT]*queueState
+	queuesByID map[uint64]*queueState
+	parts      map[uint64]*partState
+	leases     map[wire.ID]leaseRef
+	counters   counters
+	clockMs    int64
+
+	applied atomic.Uint64
+	closed  atomic.Bool
+
+	listenMu sync.Mutex
+	listener func([]Change)
+}
+
+type leaseRef struct {
+	part  *partState
+	group string
+}
+
+type counters struct {
+	nextQueueID uint64
+	nextPartID  uint64
+	nextDLQID   uint64
+}
+
+var _ sm.IOnDiskStateMachine = (*Store)(nil)
+
+// New returns a Store that opens its database when dragonboat calls Open.
+func New(cfg Config) *Store {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = 64 << 20
+	}
+	if cfg.MemTableBytes <= 0 {
+		cfg.MemTableBytes = 64 << 20
+	}
+	return &Store{cfg: cfg, log: cfg.Logger}
+}
+
+// OnChange registers the function called (outside every lock) after each
+// applied batch with the queues it touched.
+func (s *Store) OnChange(f func([]Change)) {
+	s.listenMu.Lock()
+	s.listener = f
+	s.listenMu.Unlock()
+}
+
+// Applied is the raft index of the last applied entry.
+func (s *Store) Applied() uint64 { return s.applied.Load() }
+
+// Open opens (or creates) the database and loads the in-memory model. It
+// returns the raft index whose effects are in the store, so dragonboat
+// replays only what came after.
+func (s *Store) Open(stopc <-chan struct{}) (uint64, error) {
+	if err := os.MkdirAll(s.cfg.Dir, 0o755); err != nil {
+		return 0, fmt.Errorf("storage: create %s: %w", s.cfg.Dir, err)
+	}
+	name, err := readCurrent(s.cfg.Dir)
+	if err != nil {
+		return 0, err
+	}
+	if name == "" {
+		name = "sm-1"
+		if err := writeCurrent(s.cfg.Dir, name); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.openDB(filepath.Join(s.cfg.Dir, name)); err != nil {
+		return 0, err
+	}
+	select {
+	case <-stopc:
+		return 0, sm.ErrOpenStopped
+	default:
+	}
+	return s.applied.Load(), nil
+}
+
+func (s *Store) openDB(dir string) error {
+	cache := pebble.NewCache(s.cfg.CacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                s.cfg.MemTableBytes,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       32,
+		LBaseMaxBytes:               256 << 20,
+		MaxConcurrentCompactions:    func() int { return 2 },
+		BytesPerSync:                1 << 20,
+		Logger:                      pebbleLogger{s.log},
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	s.db, s.dbDir = db, dir
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		s.db = nil
+		return err
+	}
+	return nil
+}
+
+// Update applies a batch of committed entries in one database write. The
+// write is not synced: the raft log is the durable record, and pebble's WAL
+// keeps the store a prefix of it after a crash, which is what dragonboat
+// needs from an on-disk state machine. Sync makes it durable.
+func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
+	if len(ents) == 0 {
+		return ents, nil
+	}
+	s.mu.Lock()
+	ctx := s.newApplyCtx()
+	for i := range ents {
+		ents[i].Result = sm.Result{Value: ents[i].Index, Data: s.applyEntry(ctx, ents[i].Cmd)}
+	}
+	last := ents[len(ents)-1].Index
+	ctx.finish(last)
+	err := ctx.b.Commit(pebble.NoSync)
+	_ = ctx.b.Close()
+	if err == nil {
+		ctx.publish()
+		s.applied.Store(last)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		// A failed write leaves the store behind the log; dragonboat treats
+		// the error as fatal and the node restarts from what is durable.
+		return nil, fmt.Errorf("storage: commit apply batch: %w", err)
+	}
+	s.notify(ctx.changes)
+	return ents, nil
+}
+
+func (s *Store) notify(changes []Change) {
+	if len(changes) == 0 {
+		return
+	}
+	s.listenMu.Lock()
+	f := s.listener
+	s.listenMu.Unlock()
+	if f != nil {
+		f(changes)
+	}
+}
+
+// Sync makes everything applied so far durable: dragonboat calls it before
+// recording a snapshot that lets it compact the raft log.
+func (s *Store) Sync() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("storage: sync: %w", err)
+	}
+	return nil
+}
+
+// Lookup answers dragonboat's read queries. The engine reads through the
+// typed methods in read.go instead; this only reports the applied index.
+func (s *Store) Lookup(q interface{}) (interface{}, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.applied.Load(), nil
+}
+
+// ErrClosed is returned by reads after Close.
+var ErrClosed = errors.New("storage: closed")
+
+// Close closes the database. Dragonboat may not call it; nothing relies on it
+// for safety.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// readCurrent returns the name of the live database directory, or "".
+func readCurrent(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "CURRENT"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("storage: read CURRENT: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// writeCurrent atomically points CURRENT at the named database directory.
+func writeCurrent(dir, name string) error {
+	tmp := filepath.Join(dir, "CURRENT.tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("storage: write CURRENT: %w", err)
+	}
+	if _, err := io.WriteString(f, name+"\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("storage: write CURRENT: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("storage: sync CURRENT: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("storage: close CURRENT: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "CURRENT")); err != nil {
+		return fmt.Errorf("storage: rename CURRENT: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("storage: open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("storage: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// pebbleLogger routes pebble's chatter to slog at debug level; its fatal
+// errors stay fatal.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...interface{}) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...interface{}) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+	panic(fmt.Sprintf(format, args...))
+}

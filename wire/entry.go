@@ -1,0 +1,133 @@
+package wire
+
+import "fmt"
+
+// Kind names a command inside a raft entry.
+type Kind uint8
+
+// Command kinds. Never renumber: they are in raft logs and snapshots.
+const (
+	KindPush           Kind = 1
+	KindPop            Kind = 2
+	KindAck            Kind = 3
+	KindExtendLease    Kind = 4
+	KindCommitPosition Kind = 5
+	KindConfigure      Kind = 6
+	KindDeleteQueue    Kind = 7
+)
+
+const (
+	entryMagic   = 0x51 // 'Q'
+	entryVersion = 1
+
+	// MaxCommandsPerEntry bounds how many commands one raft entry may carry.
+	MaxCommandsPerEntry = 1 << 16
+)
+
+// Command is one encoded command waiting to be proposed.
+type Command struct {
+	Kind Kind
+	Body []byte
+}
+
+// EncodedLen is how many bytes the command takes inside an entry.
+func (c Command) EncodedLen() int { return 1 + uvarintLen(uint64(len(c.Body))) + len(c.Body) }
+
+// AppendEntry appends a raft entry carrying cmds, stamped with the
+// proposer's clock in unix milliseconds. The state machine never reads a
+// clock: every notion of "now" it has comes from this stamp.
+func AppendEntry(b []byte, nowMs int64, cmds []Command) []byte {
+	w := Writer{B: b}
+	w.U8(entryMagic)
+	w.U8(entryVersion)
+	w.Varint(nowMs)
+	w.Uvarint(uint64(len(cmds)))
+	for _, c := range cmds {
+		w.U8(uint8(c.Kind))
+		w.Bytes(c.Body)
+	}
+	return w.B
+}
+
+// Entry is a decoded raft entry; Next walks its commands without copying.
+type Entry struct {
+	NowMs int64
+	Count int
+	r     Reader
+	seen  int
+}
+
+// ParseEntry decodes an entry header. Command bodies alias b.
+func ParseEntry(b []byte) (Entry, error) {
+	r := Reader{b: b}
+	if r.U8() != entryMagic {
+		return Entry{}, fmt.Errorf("%w: bad entry magic", ErrMalformed)
+	}
+	if v := r.U8(); v != entryVersion {
+		return Entry{}, fmt.Errorf("%w: entry version %d", ErrMalformed, v)
+	}
+	e := Entry{NowMs: r.Varint()}
+	e.Count = r.Count(MaxCommandsPerEntry, 2)
+	if r.err != nil {
+		return Entry{}, r.err
+	}
+	e.r = r
+	return e, nil
+}
+
+// Next returns the next command; ok is false at the end or on a malformed
+// entry (then Err says why).
+func (e *Entry) Next() (Command, bool) {
+	if e.seen >= e.Count || e.r.err != nil {
+		return Command{}, false
+	}
+	k := Kind(e.r.U8())
+	body := e.r.Bytes()
+	if e.r.err != nil {
+		return Command{}, false
+	}
+	e.seen++
+	return Command{Kind: k, Body: body}, true
+}
+
+// Err reports a decoding error met by Next, or trailing garbage.
+func (e *Entry) Err() error {
+	if e.r.err == nil && e.seen == e.Count && e.r.Len() != 0 {
+		return fmt.Errorf("%w: trailing bytes after entry", ErrMalformed)
+	}
+	return e.r.err
+}
+
+// AppendResults frames per-command results in command order; the proposer
+// splits them back out with SplitResults.
+func AppendResults(b []byte, results [][]byte) []byte {
+	w := Writer{B: b}
+	w.Uvarint(uint64(len(results)))
+	for _, r := range results {
+		w.Bytes(r)
+	}
+	return w.B
+}
+
+// SplitResults undoes AppendResults. The slices alias b.
+func SplitResults(b []byte) ([][]byte, error) {
+	r := Reader{b: b}
+	n := r.Count(MaxCommandsPerEntry, 1)
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = r.Bytes()
+	}
+	if err := r.Done(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
