@@ -1,0 +1,217 @@
+package raftgroups
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/wire"
+)
+
+// freeBase finds a port p such that p..p+groups-1 are free on 127.0.0.1.
+func freeBase(t *testing.T, groups int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := true
+		for n := 0; n < groups && ok; n++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+n))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+type testCluster struct {
+	t       *testing.T
+	peers   []Peer
+	dirs    []string
+	groups  int
+	hosts   []*Host
+	engines []*Engine
+}
+
+func newTestCluster(t *testing.T, nodes, groups int) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, groups: groups}
+	for i := 1; i <= nodes; i++ {
+		c.peers = append(c.peers, Peer{ID: uint64(i), RaftAddr: fmt.Sprintf("127.0.0.1:%d", freeBase(t, groups+1))})
+		c.dirs = append(c.dirs, t.TempDir())
+	}
+	c.hosts = make([]*Host, nodes)
+	c.engines = make([]*Engine, nodes)
+	// Start the nodes concurrently: each start waits for its replica to
+	// recover, which in a fresh cluster needs its peers.
+	errs := make(chan error, nodes)
+	for i := range c.peers {
+		go func(i int) { errs <- c.start(i) }(i)
+	}
+	for range c.peers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, h := range c.hosts {
+			if h != nil {
+				h.Close()
+			}
+		}
+	})
+	return c
+}
+
+func (c *testCluster) start(i int) error {
+	h, err := Start(Config{
+		NodeID: c.peers[i].ID, Peers: append([]Peer(nil), c.peers...), ListenAddr: c.peers[i].RaftAddr,
+		Dir: c.dirs[i], Groups: c.groups, RTTMillisecond: 10, ElectionRTT: 10, HeartbeatRTT: 1,
+		AttemptTimeout: 500 * time.Millisecond, RequestTimeout: 10 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	place, _ := tenancy.NewPlacement(c.groups, "")
+	e, err := NewEngine(h, place)
+	if err != nil {
+		return err
+	}
+	c.hosts[i], c.engines[i] = h, e
+	return nil
+}
+
+func (c *testCluster) waitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		all := true
+		for _, h := range c.hosts {
+			if h != nil && !h.Ready() {
+				all = false
+			}
+		}
+		if all {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatal("cluster not ready")
+}
+
+func (c *testCluster) leaderOf(group int) int {
+	for i, h := range c.hosts {
+		if h == nil {
+			continue
+		}
+		for _, st := range h.Status() {
+			if st.Group == group && st.IsLeader {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func pushOne(ctx context.Context, e *Engine, queue, txn, payload string) (wire.PushResult, error) {
+	id := wire.ID{0: 7}
+	copy(id[1:], txn)
+	rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON | wire.FlagTxnID, MsgID: id, TxnID: []byte(txn), Payload: []byte(payload)})
+	res, err := e.Push(ctx, wire.DefaultTenant, []wire.PushCmd{{Tenant: wire.DefaultTenant, Queue: queue, Partition: "Default",
+		PartitionIndex: -1, Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: 1, Records: rec}})
+	if err != nil {
+		return wire.PushResult{}, err
+	}
+	return res[0], nil
+}
+
+func TestClusterReplicatesAndSurvivesLeaderLoss(t *testing.T) {
+	c := newTestCluster(t, 3, 2)
+	c.waitReady()
+	group := c.engines[0].place.GroupOf(wire.DefaultTenant)
+	leader := c.leaderOf(group)
+	follower := (leader + 1) % 3
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	for i := 0; i < 20; i++ {
+		r, err := pushOne(ctx, c.engines[follower], "orders", fmt.Sprintf("t-%d", i), fmt.Sprint(i))
+		if err != nil || r.BaseOffset != uint64(i) {
+			t.Fatalf("push %d through follower: %+v %v", i, r, err)
+		}
+	}
+	// Every replica holds the same log after a barrier.
+	for i, e := range c.engines {
+		if err := e.Barrier(ctx, wire.DefaultTenant); err != nil {
+			t.Fatal(err)
+		}
+		p, ok := e.Store(wire.DefaultTenant).PartitionByName(wire.DefaultTenant, "orders", "Default")
+		if !ok || p.HighWatermark() != 20 {
+			t.Fatalf("node %d: hwm %d", i, p.HighWatermark())
+		}
+	}
+
+	c.hosts[leader].Close()
+	c.hosts[leader] = nil
+	r, err := pushOne(ctx, c.engines[follower], "orders", "after", "x")
+	if err != nil || r.BaseOffset != 20 {
+		t.Fatalf("push after leader loss: %+v %v", r, err)
+	}
+	// A retried push of an acknowledged transaction id is a duplicate.
+	r, err = pushOne(ctx, c.engines[follower], "orders", "t-3", "again")
+	if err != nil || len(r.Dups) != 1 || r.Dups[0].Offset != 3 {
+		t.Fatalf("dedup across leader change: %+v %v", r, err)
+	}
+
+	// The old leader comes back with its data and catches up.
+	if err := c.start(leader); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := c.engines[leader].Barrier(ctx, wire.DefaultTenant); err == nil {
+			if p, ok := c.engines[leader].Store(wire.DefaultTenant).PartitionByName(wire.DefaultTenant, "orders", "Default"); ok && p.HighWatermark() == 21 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("restarted node did not catch up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestWatchWakesOnApply(t *testing.T) {
+	c := newTestCluster(t, 1, 1)
+	c.waitReady()
+	e := c.engines[0]
+	ch, release := e.Changed(wire.DefaultTenant, "q")
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := pushOne(ctx, e, "q", "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal("waiter not woken by the apply loop")
+	}
+}

@@ -1,0 +1,22 @@
+package raftgroups
+
+import "errors"
+
+// Errors the engine returns for a write that did not go through. The front
+// doors map each to one HTTP status and one Kafka error code, in one place
+// each (http/api/errors.go, kafka/errors.go).
+var (
+	// ErrOverloaded: the group's queue of pending requests is full; the
+	// request was not proposed. Retry later.
+	ErrOverloaded = errors.New("raftgroups: overloaded")
+	// ErrNoLeader: no leader could be reached before the deadline and the
+	// request was never appended to the raft log.
+	ErrNoLeader = errors.New("raftgroups: no leader reachable")
+	// ErrOutcomeUnknown: the request was proposed but its commit was not
+	// confirmed before the deadline; it may or may not have been applied.
+	ErrOutcomeUnknown = errors.New("raftgroups: outcome unknown")
+	// ErrTooLarge: the command exceeds QUEEN_RAFT_ENTRY_MAX_BYTES.
+	ErrTooLarge = errors.New("raftgroups: command too large")
+	// ErrClosed: the node is shutting down.
+	ErrClosed = errors.New("raftgroups: shutting down")
+)

@@ -1,0 +1,346 @@
+// Package raftgroups owns the raft groups of this node and is the engine both
+// front doors call (spec decision 1). Each group is one dragonboat NodeHost
+// with its own listener (raft port + N), its own directory and one on-disk
+// state machine (storage.Store); group 0 sits on the raft port itself.
+//
+// Writes are commands (package wire) proposed through a per-group
+// group-commit loop; reads are served from the local store below its
+// committed high-water mark, with a ReadIndex barrier when they must be
+// linearizable. raftgroups never parses HTTP or Kafka and never decides
+// queue semantics: that is storage's apply loop.
+package raftgroups
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/raftio"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/queen-mq/queen/raftgroups/transport"
+	"github.com/queen-mq/queen/storage"
+)
+
+// Peer is one voting member of the cluster.
+type Peer struct {
+	ID       uint64
+	RaftAddr string // host:port of group 0; group N uses port + N
+	HTTPAddr string
+}
+
+// Config configures this node's raft groups. cmd/queen fills it from the
+// environment; nothing here reads the environment.
+type Config struct {
+	NodeID     uint64
+	Peers      []Peer // every voter, this node included
+	ListenAddr string // host:port group 0 listens on; group N listens on port + N
+	Dir        string
+	Groups     int
+	Token      string
+
+	RTTMillisecond     uint64
+	ElectionRTT        uint64
+	HeartbeatRTT       uint64
+	SnapshotEntries    uint64
+	CompactionOverhead uint64
+
+	MaxEntryBytes  int           // largest command accepted (QUEEN_RAFT_ENTRY_MAX_BYTES)
+	MaxBatchBytes  int           // group commit stops gathering at this entry size
+	AttemptTimeout time.Duration // one proposal attempt
+	RequestTimeout time.Duration // a write's whole budget (QUEEN_STMT_TIMEOUT_MS)
+	MaxInFlight    int           // entries in flight per group
+	QueueDepth     int           // requests waiting per group before ErrOverloaded
+
+	ReadyQuorum time.Duration // the leader must have heard a quorum this recently
+	ReadyLag    uint64        // applied may trail commit by this many entries
+
+	Logger *slog.Logger
+	// Drop is a test hook: a non-nil error for (group, target) drops raft
+	// traffic to that peer as if it were unreachable.
+	Drop func(group int, target string) error
+}
+
+func (c *Config) setDefaults() {
+	if c.Groups <= 0 {
+		c.Groups = 1
+	}
+	if c.RTTMillisecond == 0 {
+		c.RTTMillisecond = 50
+	}
+	if c.HeartbeatRTT == 0 {
+		c.HeartbeatRTT = 2
+	}
+	if c.ElectionRTT == 0 {
+		c.ElectionRTT = 20
+	}
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = 2000
+	}
+	if c.CompactionOverhead == 0 {
+		c.CompactionOverhead = c.SnapshotEntries / 2
+	}
+	if c.MaxEntryBytes <= 0 {
+		c.MaxEntryBytes = 96 << 20
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = 4 << 20
+	}
+	if c.AttemptTimeout <= 0 {
+		c.AttemptTimeout = 3 * time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 8
+	}
+	if c.QueueDepth <= 0 {
+		c.QueueDepth = 4096
+	}
+	if c.ReadyQuorum <= 0 {
+		c.ReadyQuorum = 5 * time.Second
+	}
+	if c.ReadyLag == 0 {
+		c.ReadyLag = 1000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Host runs this node's replica of every raft group.
+type Host struct {
+	cfg    Config
+	log    *slog.Logger
+	groups []*group
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed atomic.Bool
+}
+
+type group struct {
+	n        int
+	shardID  uint64
+	nh       *dragonboat.NodeHost
+	store    *storage.Store
+	tf       *transport.Factory
+	prop     *proposer
+	members  map[uint64]string // replica id → this group's raft address
+	quorumAt atomic.Int64      // unix ms of the last completed ReadIndex
+}
+
+// Start opens every group's store and NodeHost and joins (or bootstraps)
+// the cluster. It returns once every replica has recovered its local state;
+// a leader may still be in election (see Ready).
+func Start(cfg Config) (*Host, error) {
+	cfg.setDefaults()
+	if err := checkPeers(&cfg); err != nil {
+		return nil, err
+	}
+	installDragonboatLogger(cfg.Logger)
+	if _, err := os.Stat("dragonboat-soft-settings.json"); err == nil {
+		cfg.Logger.Warn("raft: dragonboat-soft-settings.json in the working directory overrides raft defaults; remove it")
+	}
+	h := &Host{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	for n := 0; n < cfg.Groups; n++ {
+		g, err := h.startGroup(n)
+		if err != nil {
+			h.closeGroups()
+			return nil, err
+		}
+		h.groups = append(h.groups, g)
+	}
+	h.wg.Add(2)
+	go h.probeQuorum()
+	go h.balanceLeaders()
+	return h, nil
+}
+
+func checkPeers(cfg *Config) error {
+	if len(cfg.Peers) == 0 {
+		return errors.New("raftgroups: no peers (a single node lists itself)")
+	}
+	seen := map[uint64]bool{}
+	self := false
+	for _, p := range cfg.Peers {
+		if p.ID == 0 || seen[p.ID] {
+			return fmt.Errorf("raftgroups: peer id %d is zero or repeated", p.ID)
+		}
+		seen[p.ID] = true
+		if _, err := addrWithOffset(p.RaftAddr, 0); err != nil {
+			return fmt.Errorf("raftgroups: peer %d raft address: %w", p.ID, err)
+		}
+		self = self || p.ID == cfg.NodeID
+	}
+	if !self {
+		return fmt.Errorf("raftgroups: node id %d is not among the peers", cfg.NodeID)
+	}
+	slices.SortFunc(cfg.Peers, func(a, b Peer) int { return int(a.ID) - int(b.ID) })
+	return nil
+}
+
+// GroupDir is where group n keeps its raft log and store: the data dir
+// itself for group 0, groups/g<n>/ for the others (spec §4.7).
+func GroupDir(dir string, n int) string {
+	if n == 0 {
+		return dir
+	}
+	return filepath.Join(dir, "groups", "g"+strconv.Itoa(n))
+}
+
+func (h *Host) startGroup(n int) (*group, error) {
+	cfg := &h.cfg
+	dir := GroupDir(cfg.Dir, n)
+	g := &group{n: n, shardID: uint64(n + 1), members: map[uint64]string{}}
+	var self string
+	for _, p := range cfg.Peers {
+		addr, _ := addrWithOffset(p.RaftAddr, n)
+		g.members[p.ID] = addr
+		if p.ID == cfg.NodeID {
+			self = addr
+		}
+	}
+	listen, err := addrWithOffset(cfg.ListenAddr, n)
+	if err != nil {
+		return nil, fmt.Errorf("raftgroups: QUEEN_RAFT_LISTEN: %w", err)
+	}
+	tcfg := transport.Config{Token: cfg.Token, Group: n, MaxBodyBytes: int64(cfg.MaxEntryBytes) + 1<<20, Logger: h.log}
+	if cfg.Drop != nil {
+		tcfg.Drop = func(target string) error { return cfg.Drop(n, target) }
+	}
+	g.tf = transport.NewFactory(tcfg)
+	logdb := config.GetTinyMemLogDBConfig()
+	logdb.Shards = 1
+	logdb.KVWriteBufferSize = 256 << 20
+	nhc := config.NodeHostConfig{
+		DeploymentID:        0x5155454e, // "QUEN": fixed per product, not a secret
+		NodeHostDir:         filepath.Join(dir, "raft"),
+		RTTMillisecond:      cfg.RTTMillisecond,
+		RaftAddress:         self,
+		ListenAddress:       listen,
+		MaxSendQueueSize:    128 << 20,
+		MaxReceiveQueueSize: 128 << 20,
+		RaftEventListener:   leaderLogger{log: h.log, group: n},
+		Expert: config.ExpertConfig{
+			TransportFactory: g.tf,
+			Engine:           config.EngineConfig{ExecShards: 1, CommitShards: 1, ApplyShards: 1, SnapshotShards: 2, CloseShards: 1},
+			LogDB:            logdb,
+		},
+	}
+	nh, err := dragonboat.NewNodeHost(nhc)
+	if err != nil {
+		return nil, fmt.Errorf("raftgroups: group %d node host: %w", n, err)
+	}
+	g.nh = nh
+	storeDir := filepath.Join(dir, "store")
+	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n)})
+	fresh := !nh.HasNodeInfo(g.shardID, cfg.NodeID)
+	members := map[uint64]dragonboat.Target{}
+	if fresh {
+		if _, err := os.Stat(filepath.Join(storeDir, "CURRENT")); err == nil {
+			nh.Close()
+			return nil, fmt.Errorf("raftgroups: group %d has a store in %s but no raft state: the raft directory was lost; "+
+				"remove this node from the cluster and rejoin it with a new node id", n, storeDir)
+		}
+		for id, addr := range g.members {
+			members[id] = addr
+		}
+	}
+	rc := config.Config{
+		ShardID:             g.shardID,
+		ReplicaID:           cfg.NodeID,
+		ElectionRTT:         cfg.ElectionRTT,
+		HeartbeatRTT:        cfg.HeartbeatRTT,
+		CheckQuorum:         true,
+		PreVote:             true,
+		OrderedConfigChange: true,
+		SnapshotEntries:     cfg.SnapshotEntries,
+		CompactionOverhead:  cfg.CompactionOverhead,
+		MaxInMemLogSize:     256 << 20,
+		WaitReady:           true,
+	}
+	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return g.store }
+	if err := nh.StartOnDiskReplica(members, false, create, rc); err != nil {
+		nh.Close()
+		return nil, fmt.Errorf("raftgroups: group %d start replica: %w", n, err)
+	}
+	g.prop = newProposer(nh, g.shardID, n, cfg)
+	g.prop.start()
+	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh,
+		"members", len(g.members), "applied", g.store.Applied())
+	return g, nil
+}
+
+// addrWithOffset returns host:(port+n).
+func addrWithOffset(addr string, n int) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p+n > 65535 {
+		return "", fmt.Errorf("%q: bad port", addr)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+n)), nil
+}
+
+// Groups is the number of raft groups.
+func (h *Host) Groups() int { return len(h.groups) }
+
+// NodeID is this node's replica id in every group.
+func (h *Host) NodeID() uint64 { return h.cfg.NodeID }
+
+// Peers lists the cluster's voters, sorted by id.
+func (h *Host) Peers() []Peer { return h.cfg.Peers }
+
+// Store is group n's local state machine, for reads.
+func (h *Host) Store(n int) *storage.Store { return h.groups[n].store }
+
+// Transport is group n's raft transport, for its counters.
+func (h *Host) Transport(n int) *transport.Transport { return h.groups[n].tf.Transport() }
+
+// Close hands leadership of every group this node leads to a peer, then
+// stops proposals, NodeHosts and stores, each exactly once.
+func (h *Host) Close() {
+	if h.closed.Swap(true) {
+		return
+	}
+	close(h.stop)
+	h.wg.Wait()
+	h.handOffLeadership(3 * time.Second)
+	h.closeGroups()
+}
+
+func (h *Host) closeGroups() {
+	for _, g := range h.groups {
+		if g.prop != nil {
+			g.prop.close()
+		}
+		g.nh.Close()
+		if err := g.store.Close(); err != nil {
+			h.log.Warn("raft: closing store", "group", g.n, "err", err)
+		}
+	}
+}
+
+// leaderLogger logs leadership changes; dragonboat calls it from one
+// goroutine per NodeHost, so it only logs.
+type leaderLogger struct {
+	log   *slog.Logger
+	group int
+}
+
+func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {
+	l.log.Info("raft: leader changed", "group", l.group, "leader", info.LeaderID, "term", info.Term)
+}

@@ -1,0 +1,95 @@
+package raftgroups
+
+import (
+	"time"
+)
+
+// preferredLeader is the node group n should be led by: groups spread over
+// the sorted voters, group n on voter n mod size (spec decision 4).
+func (h *Host) preferredLeader(n int) uint64 {
+	return h.cfg.Peers[n%len(h.cfg.Peers)].ID
+}
+
+// balanceLeaders moves a group's leadership to its preferred node whenever
+// this node leads it and the preferred node answered recently. A transfer to
+// a node that is down would only stall the group, hence the contact check.
+func (h *Host) balanceLeaders() {
+	defer h.wg.Done()
+	if len(h.cfg.Peers) < 2 {
+		return
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-h.stop:
+			return
+		}
+		for _, g := range h.groups {
+			want := h.preferredLeader(g.n)
+			leader, _, valid, err := g.nh.GetLeaderID(g.shardID)
+			if err != nil || !valid || leader != h.cfg.NodeID || want == h.cfg.NodeID {
+				continue
+			}
+			if t := g.tf.Transport(); t == nil || time.Since(t.LastContact(g.members[want])) > 3*time.Second {
+				continue
+			}
+			if err := g.nh.RequestLeaderTransfer(g.shardID, want); err == nil {
+				h.log.Info("raft: moving leadership to the preferred node", "group", g.n, "to", want)
+			}
+		}
+	}
+}
+
+// handOffLeadership transfers every group this node leads to a reachable
+// peer and waits (up to budget in total) for each to move, so clients see a
+// leader change instead of an election timeout.
+func (h *Host) handOffLeadership(budget time.Duration) {
+	if len(h.cfg.Peers) < 2 {
+		return
+	}
+	deadline := time.Now().Add(budget)
+	for _, g := range h.groups {
+		leader, _, valid, err := g.nh.GetLeaderID(g.shardID)
+		if err != nil || !valid || leader != h.cfg.NodeID {
+			continue
+		}
+		to := h.handOffTarget(g)
+		if to == 0 {
+			h.log.Warn("raft: no reachable peer to hand leadership to", "group", g.n)
+			continue
+		}
+		start := time.Now()
+		if err := g.nh.RequestLeaderTransfer(g.shardID, to); err != nil {
+			h.log.Warn("raft: leadership hand-off refused", "group", g.n, "err", err)
+			continue
+		}
+		for time.Now().Before(deadline) {
+			if l, _, ok, _ := g.nh.GetLeaderID(g.shardID); ok && l != h.cfg.NodeID {
+				h.log.Info("rsm: raft: leadership handed off", "group", g.n, "to", l, "ms", time.Since(start).Milliseconds())
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// handOffTarget prefers the group's preferred node, else any peer that
+// answered within the last few seconds.
+func (h *Host) handOffTarget(g *group) uint64 {
+	t := g.tf.Transport()
+	if t == nil {
+		return 0
+	}
+	recent := func(id uint64) bool { return time.Since(t.LastContact(g.members[id])) < 3*time.Second }
+	if want := h.preferredLeader(g.n); want != h.cfg.NodeID && recent(want) {
+		return want
+	}
+	for _, p := range h.cfg.Peers {
+		if p.ID != h.cfg.NodeID && recent(p.ID) {
+			return p.ID
+		}
+	}
+	return 0
+}

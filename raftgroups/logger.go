@@ -1,0 +1,47 @@
+package raftgroups
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/lni/dragonboat/v4/logger"
+)
+
+var loggerOnce sync.Once
+
+// installDragonboatLogger routes dragonboat's logs into slog. Its INFO level
+// is chatty (every election step), so it is logged at debug; warnings and
+// errors keep their level. The factory is process-wide, hence the Once.
+func installDragonboatLogger(log *slog.Logger) {
+	loggerOnce.Do(func() {
+		logger.SetLoggerFactory(func(pkg string) logger.ILogger {
+			return &dbLogger{log: log.With("component", "dragonboat/"+pkg)}
+		})
+	})
+}
+
+type dbLogger struct {
+	log *slog.Logger
+}
+
+func (l *dbLogger) SetLevel(logger.LogLevel) {}
+
+func (l *dbLogger) emit(level slog.Level, format string, args []interface{}) {
+	if l.log.Enabled(context.Background(), level) {
+		l.log.Log(context.Background(), level, fmt.Sprintf(format, args...))
+	}
+}
+
+func (l *dbLogger) Debugf(format string, args ...interface{}) { l.emit(slog.LevelDebug-4, format, args) }
+func (l *dbLogger) Infof(format string, args ...interface{})  { l.emit(slog.LevelDebug, format, args) }
+func (l *dbLogger) Warningf(format string, args ...interface{}) {
+	l.emit(slog.LevelWarn, format, args)
+}
+func (l *dbLogger) Errorf(format string, args ...interface{}) { l.emit(slog.LevelError, format, args) }
+func (l *dbLogger) Panicf(format string, args ...interface{}) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error(msg)
+	panic(msg)
+}

@@ -1,0 +1,216 @@
+package raftgroups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/client"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// request is one caller's commands; they always travel in the same raft
+// entry, so a caller's commands are applied together or not at all.
+type request struct {
+	cmds []wire.Command
+	size int
+	done chan reply
+}
+
+type reply struct {
+	results [][]byte
+	err     error
+}
+
+// proposer is a group's group-commit loop: it gathers whatever requests are
+// waiting into one raft entry (up to maxEntryBytes), keeps up to maxInFlight
+// entries in flight, and fans results back out. While entries are in flight
+// new requests queue up, so the busier the group, the larger its entries and
+// the fewer fsyncs per request.
+type proposer struct {
+	nh             *dragonboat.NodeHost
+	session        *client.Session
+	group          int
+	in             chan *request
+	slots          chan struct{}
+	maxEntryBytes  int
+	attemptTimeout time.Duration
+	requestTimeout time.Duration
+	stop           chan struct{}
+	wg             sync.WaitGroup
+}
+
+func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config) *proposer {
+	return &proposer{
+		nh:             nh,
+		session:        nh.GetNoOPSession(shardID),
+		group:          group,
+		in:             make(chan *request, cfg.QueueDepth),
+		slots:          make(chan struct{}, cfg.MaxInFlight),
+		maxEntryBytes:  cfg.MaxBatchBytes,
+		attemptTimeout: cfg.AttemptTimeout,
+		requestTimeout: cfg.RequestTimeout,
+		stop:           make(chan struct{}),
+	}
+}
+
+func (p *proposer) start() {
+	p.wg.Add(1)
+	go p.run()
+}
+
+// close stops gathering, fails what is queued and waits for in-flight
+// entries to finish their current attempt.
+func (p *proposer) close() {
+	close(p.stop)
+	p.wg.Wait()
+	for {
+		select {
+		case r := <-p.in:
+			r.done <- reply{err: ErrClosed}
+		default:
+			return
+		}
+	}
+}
+
+// submit queues cmds and waits for their results. A full queue is refused at
+// once (ErrOverloaded) rather than letting memory grow.
+func (p *proposer) submit(ctx context.Context, cmds []wire.Command) ([][]byte, error) {
+	r := &request{cmds: cmds, done: make(chan reply, 1)}
+	for _, c := range cmds {
+		r.size += c.EncodedLen()
+	}
+	select {
+	case <-p.stop:
+		return nil, ErrClosed
+	default:
+	}
+	select {
+	case p.in <- r:
+	default:
+		return nil, ErrOverloaded
+	}
+	select {
+	case rep := <-r.done:
+		return rep.results, rep.err
+	case <-ctx.Done():
+		// The entry may still commit; the caller cannot know.
+		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
+	}
+}
+
+func (p *proposer) run() {
+	defer p.wg.Done()
+	for {
+		select {
+		case p.slots <- struct{}{}:
+		case <-p.stop:
+			return
+		}
+		var first *request
+		select {
+		case first = <-p.in:
+		case <-p.stop:
+			<-p.slots
+			return
+		}
+		batch, size := []*request{first}, first.size
+	gather:
+		for size < p.maxEntryBytes {
+			select {
+			case r := <-p.in:
+				batch = append(batch, r)
+				size += r.size
+			default:
+				break gather
+			}
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer func() { <-p.slots }()
+			p.propose(batch, size)
+		}()
+	}
+}
+
+// propose appends one entry and retries it until it is applied, a
+// non-temporary error, or the request deadline. Retrying is safe because
+// every command is idempotent (see wire and storage).
+func (p *proposer) propose(batch []*request, size int) {
+	var cmds []wire.Command
+	for _, r := range batch {
+		cmds = append(cmds, r.cmds...)
+	}
+	data := wire.AppendEntry(make([]byte, 0, size+32), time.Now().UnixMilli(), cmds)
+	results, err := p.proposeEntry(data)
+	if err == nil && len(results) != len(cmds) {
+		err = fmt.Errorf("raftgroups: group %d answered %d results for %d commands", p.group, len(results), len(cmds))
+	}
+	for _, r := range batch {
+		if err != nil {
+			r.done <- reply{err: err}
+			continue
+		}
+		r.done <- reply{results: results[:len(r.cmds):len(r.cmds)]}
+		results = results[len(r.cmds):]
+	}
+}
+
+func (p *proposer) proposeEntry(data []byte) ([][]byte, error) {
+	deadline := time.Now().Add(p.requestTimeout)
+	backoff := 5 * time.Millisecond
+	proposed := false
+	for {
+		timeout := min(p.attemptTimeout, time.Until(deadline))
+		if timeout < 10*time.Millisecond {
+			timeout = 10 * time.Millisecond
+		}
+		rs, err := p.nh.Propose(p.session, data, timeout)
+		if err == nil {
+			proposed = true
+			var res dragonboat.RequestResult
+			select {
+			case res = <-rs.ResultC():
+			case <-p.stop:
+				rs.Release()
+				return nil, ErrClosed
+			}
+			rs.Release()
+			switch {
+			case res.Completed():
+				return wire.SplitResults(res.GetResult().Data)
+			case res.Rejected():
+				return nil, fmt.Errorf("raftgroups: group %d rejected the proposal", p.group)
+			case res.Terminated():
+				return nil, ErrClosed
+			}
+			err = dragonboat.ErrTimeout // timed out, dropped or aborted: try again
+		}
+		if errors.Is(err, dragonboat.ErrPayloadTooBig) {
+			return nil, ErrTooLarge
+		}
+		if !dragonboat.IsTempError(err) {
+			return nil, fmt.Errorf("raftgroups: group %d propose: %w", p.group, err)
+		}
+		if time.Now().After(deadline) {
+			if proposed {
+				return nil, ErrOutcomeUnknown
+			}
+			return nil, ErrNoLeader
+		}
+		sleep := backoff/2 + rand.N(backoff/2+1)
+		select {
+		case <-time.After(sleep):
+		case <-p.stop:
+			return nil, ErrClosed
+		}
+		backoff = min(backoff*2, 200*time.Millisecond)
+	}
+}

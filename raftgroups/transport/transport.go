@@ -1,0 +1,332 @@
+// Package transport is the raft transport between queen nodes: dragonboat's
+// messages and snapshot chunks carried as HTTP/1.1 POSTs, one listener per
+// raft group (group N on raft port + N).
+//
+// Every request carries the cluster's raft token in x-queen-raft-token. The
+// receiving side checks it in constant time from the headers alone, before a
+// single body byte is read, and answers a wrong token with 401 and closes the
+// connection: a peer without the token can neither vote, append nor install a
+// snapshot, and cannot make this node decode anything. The sending side
+// reports a 401 as an error (and a warning in its log) that says its token
+// was refused.
+//
+// This package knows nothing about queues or commands; it moves dragonboat's
+// bytes and nothing else.
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/raftio"
+	pb "github.com/lni/dragonboat/v4/raftpb"
+)
+
+// Header names on every raft RPC.
+const (
+	TokenHeader = "X-Queen-Raft-Token"
+	GroupHeader = "X-Queen-Raft-Group"
+
+	batchPath = "/raft/v1/batch"
+	chunkPath = "/raft/v1/chunk"
+)
+
+// ErrRefused is the error a send returns when the peer refused this node's
+// token. Its text is what operators grep for.
+var ErrRefused = errors.New("refused this node's QUEEN_RAFT_TOKEN")
+
+// Config configures the transport of one group.
+type Config struct {
+	Token        string // empty: no check (the node warns at boot)
+	Group        int
+	MaxBodyBytes int64 // largest message batch accepted; chunks are capped separately
+	Logger       *slog.Logger
+	// Drop, when set, is consulted before every send: a non-nil error drops
+	// the send as if the peer were unreachable. Tests use it to partition.
+	Drop func(target string) error
+}
+
+// Factory is the dragonboat TransportFactory for one group's NodeHost. It
+// keeps the transport it created so the node can read its counters.
+type Factory struct {
+	cfg Config
+	mu  sync.Mutex
+	t   *Transport
+}
+
+// NewFactory returns a factory for one group's transport.
+func NewFactory(cfg Config) *Factory {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 97 << 20
+	}
+	return &Factory{cfg: cfg}
+}
+
+// Create is called by dragonboat when the NodeHost starts.
+func (f *Factory) Create(nhc config.NodeHostConfig, mh raftio.MessageHandler, ch raftio.ChunkHandler) raftio.ITransport {
+	t := newTransport(f.cfg, nhc.GetListenAddress(), nhc.DeploymentID, mh, ch)
+	f.mu.Lock()
+	f.t = t
+	f.mu.Unlock()
+	return t
+}
+
+// Validate checks a raft address: host:port with a port in range.
+func (f *Factory) Validate(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	return err == nil && p > 0 && p < 65536
+}
+
+// Transport returns the transport once dragonboat has created it.
+func (f *Factory) Transport() *Transport {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+// Transport implements raftio.ITransport over HTTP.
+type Transport struct {
+	cfg      Config
+	listen   string
+	tokenSum [32]byte
+	mh       raftio.MessageHandler
+	ch       raftio.ChunkHandler
+	client   *http.Client
+
+	srv  *http.Server
+	done chan struct{}
+
+	refused  atomic.Uint64 // requests this node answered with 401
+	rejected atomic.Uint64 // sends a peer answered with 401
+	lastOK   sync.Map      // target → time.Time of the last successful send
+	warnedAt sync.Map      // target → time.Time of the last refused-token warning
+}
+
+func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.MessageHandler, ch raftio.ChunkHandler) *Transport {
+	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	t.client = &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 10 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}}
+	return t
+}
+
+// Name is reported in dragonboat's logs.
+func (t *Transport) Name() string { return "queen-http-token" }
+
+// Start listens and serves raft RPCs until Close.
+func (t *Transport) Start() error {
+	ln, err := net.Listen("tcp", t.listen)
+	if err != nil {
+		return fmt.Errorf("raft transport group %d: listen %s: %w", t.cfg.Group, t.listen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(batchPath, t.guard(t.cfg.MaxBodyBytes, t.serveBatch))
+	mux.Handle(chunkPath, t.guard(8<<20, t.serveChunk))
+	t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 2 * time.Minute}
+	t.done = make(chan struct{})
+	go func() {
+		defer close(t.done)
+		_ = t.srv.Serve(ln)
+	}()
+	return nil
+}
+
+// Close stops the listener, drops open connections and waits for the
+// serving goroutine.
+func (t *Transport) Close() error {
+	if t.srv != nil {
+		_ = t.srv.Close()
+		<-t.done
+	}
+	t.client.CloseIdleConnections()
+	return nil
+}
+
+// Refused counts raft requests this node answered with 401.
+func (t *Transport) Refused() uint64 { return t.refused.Load() }
+
+// Rejected counts sends a peer answered with 401.
+func (t *Transport) Rejected() uint64 { return t.rejected.Load() }
+
+// LastContact is when a send to target last succeeded (zero if never).
+func (t *Transport) LastContact(target string) time.Time {
+	if v, ok := t.lastOK.Load(target); ok {
+		return v.(time.Time)
+	}
+	return time.Time{}
+}
+
+// guard checks method, group and token from the headers, before the body is
+// touched, then hands the size-limited body to next.
+func (t *Transport) guard(maxBody int64, next func([]byte) int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		sum := sha256.Sum256([]byte(r.Header.Get(TokenHeader)))
+		if t.cfg.Token != "" && subtle.ConstantTimeCompare(sum[:], t.tokenSum[:]) != 1 {
+			t.refused.Add(1)
+			w.Header().Set("Connection", "close")
+			http.Error(w, "bad raft token", http.StatusUnauthorized)
+			return
+		}
+		if g := r.Header.Get(GroupHeader); g != strconv.Itoa(t.cfg.Group) {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "wrong raft group for this port", http.StatusMisdirectedRequest)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+			return
+		}
+		w.WriteHeader(next(body))
+	})
+}
+
+func (t *Transport) serveBatch(body []byte) int {
+	var b pb.MessageBatch
+	if err := b.Unmarshal(body); err != nil {
+		return http.StatusBadRequest
+	}
+	t.mh(b)
+	return http.StatusNoContent
+}
+
+func (t *Transport) serveChunk(body []byte) int {
+	var c pb.Chunk
+	if err := c.Unmarshal(body); err != nil {
+		return http.StatusBadRequest
+	}
+	if !t.ch(c) {
+		return http.StatusConflict
+	}
+	return http.StatusNoContent
+}
+
+// GetConnection returns a connection to target after a quick dial probe, so
+// a dead peer fails fast and dragonboat's breaker backs off.
+func (t *Transport) GetConnection(ctx context.Context, target string) (raftio.IConnection, error) {
+	if err := t.probe(ctx, target); err != nil {
+		return nil, err
+	}
+	return &conn{t: t, target: target, path: batchPath}, nil
+}
+
+// GetSnapshotConnection returns a connection for snapshot chunks.
+func (t *Transport) GetSnapshotConnection(ctx context.Context, target string) (raftio.ISnapshotConnection, error) {
+	if err := t.probe(ctx, target); err != nil {
+		return nil, err
+	}
+	return &conn{t: t, target: target, path: chunkPath}, nil
+}
+
+func (t *Transport) probe(ctx context.Context, target string) error {
+	if t.cfg.Drop != nil {
+		if err := t.cfg.Drop(target); err != nil {
+			return err
+		}
+	}
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		return fmt.Errorf("raft transport group %d: dial %s: %w", t.cfg.Group, target, err)
+	}
+	return c.Close()
+}
+
+// post sends one RPC and turns any non-2xx answer into an error.
+func (t *Transport) post(target, path string, body []byte) error {
+	if t.cfg.Drop != nil {
+		if err := t.cfg.Drop(target); err != nil {
+			return err
+		}
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+target+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("raft transport: request to %s: %w", target, err)
+	}
+	req.Header.Set(TokenHeader, t.cfg.Token)
+	req.Header.Set(GroupHeader, strconv.Itoa(t.cfg.Group))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("raft transport group %d: send to %s: %w", t.cfg.Group, target, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		t.rejected.Add(1)
+		t.warnRefused(target)
+		return fmt.Errorf("raft transport group %d: peer %s %w (401)", t.cfg.Group, target, ErrRefused)
+	case resp.StatusCode/100 != 2:
+		return fmt.Errorf("raft transport group %d: peer %s answered %s", t.cfg.Group, target, resp.Status)
+	}
+	t.lastOK.Store(target, time.Now())
+	return nil
+}
+
+// warnRefused logs the refusal at most once every 10 s per peer: the breaker
+// retries, and a log line per retry helps nobody.
+func (t *Transport) warnRefused(target string) {
+	now := time.Now()
+	if v, ok := t.warnedAt.Load(target); ok && now.Sub(v.(time.Time)) < 10*time.Second {
+		return
+	}
+	t.warnedAt.Store(target, now)
+	t.cfg.Logger.Warn("raft: replication to peer failed: the peer refused this node's QUEEN_RAFT_TOKEN; set the same QUEEN_RAFT_TOKEN on every node",
+		"peer", target, "group", t.cfg.Group)
+}
+
+// conn is one peer connection as dragonboat sees it; dragonboat uses each
+// from a single goroutine, one send at a time, which keeps order.
+type conn struct {
+	t      *Transport
+	target string
+	path   string
+}
+
+func (c *conn) Close() {}
+
+func (c *conn) SendMessageBatch(b pb.MessageBatch) error {
+	body, err := b.Marshal()
+	if err != nil {
+		return fmt.Errorf("raft transport: marshal batch: %w", err)
+	}
+	return c.t.post(c.target, c.path, body)
+}
+
+func (c *conn) SendChunk(ch pb.Chunk) error {
+	body, err := ch.Marshal()
+	if err != nil {
+		return fmt.Errorf("raft transport: marshal chunk: %w", err)
+	}
+	return c.t.post(c.target, c.path, body)
+}
