@@ -34,8 +34,10 @@ func (l *dbLogger) emit(level slog.Level, format string, args []interface{}) {
 	}
 }
 
-func (l *dbLogger) Debugf(format string, args ...interface{}) { l.emit(slog.LevelDebug-4, format, args) }
-func (l *dbLogger) Infof(format string, args ...interface{})  { l.emit(slog.LevelDebug, format, args) }
+func (l *dbLogger) Debugf(format string, args ...interface{}) {
+	l.emit(slog.LevelDebug-4, format, args)
+}
+func (l *dbLogger) Infof(format string, args ...interface{}) { l.emit(slog.LevelDebug, format, args) }
 func (l *dbLogger) Warningf(format string, args ...interface{}) {
 	l.emit(slog.LevelWarn, format, args)
 }
