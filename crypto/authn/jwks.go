@@ -45,9 +45,8 @@ type jwksCache struct {
 	base    context.Context // cancelled by Verifier.Close
 	wg      *sync.WaitGroup // fetch and refresh goroutines, waited for by Close
 
-	keys    atomic.Pointer[keySet]
-	fetches atomic.Int64 // completed HTTP round trips, for tests and logs
-	joins   atomic.Int64 // refresh calls that waited on another's fetch
+	keys  atomic.Pointer[keySet]
+	joins atomic.Int64 // refresh calls that waited on another's fetch
 
 	mu          sync.Mutex
 	inflight    *flight
@@ -130,7 +129,6 @@ func (c *jwksCache) fetch() error {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
-	c.fetches.Add(1)
 	if err != nil {
 		return fmt.Errorf("JWKS read: %w", err)
 	}
