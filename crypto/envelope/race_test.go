@@ -1,0 +1,5 @@
+//go:build race
+
+package envelope
+
+const raceEnabled = true

@@ -1,0 +1,104 @@
+// Package secret holds the small pieces every part of queen that handles a
+// secret (JWT secret, raft and link tokens, API keys, the encryption key)
+// needs: comparisons whose timing reveals neither the content nor the length
+// of the secret, and masking for boot log lines.
+//
+// It owns no secret and keeps none: it never reads the environment, never
+// logs, and never stores what it is given beyond a Matcher's digest.
+package secret
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Equal reports whether a and b are equal and both non-empty, in time that
+// does not depend on where they differ or on whether their lengths differ:
+// both sides are hashed with SHA-256 and the digests compared with
+// subtle.ConstantTimeCompare. An empty side never matches, so an unset
+// configured token can never be satisfied by an empty credential.
+//
+// Hashing still takes time proportional to the inputs' lengths; where the
+// configured secret is fixed, NewMatcher hashes it once and removes even that.
+func Equal(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	da, db := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
+}
+
+// EqualBytes is Equal for byte slices.
+func EqualBytes(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	da, db := sha256.Sum256(a), sha256.Sum256(b)
+	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
+}
+
+// Matcher checks presented credentials against one configured secret, keeping
+// only its SHA-256 digest. The zero Matcher, and one made from an empty
+// secret, matches nothing. A Matcher is safe for concurrent use.
+type Matcher struct {
+	digest [sha256.Size]byte
+	set    bool
+}
+
+// NewMatcher returns a Matcher for secret.
+func NewMatcher(secret string) Matcher {
+	if secret == "" {
+		return Matcher{}
+	}
+	return Matcher{digest: sha256.Sum256([]byte(secret)), set: true}
+}
+
+// Set reports whether the Matcher was made from a non-empty secret.
+func (m Matcher) Set() bool { return m.set }
+
+// Match reports whether presented equals the secret, as Equal does.
+func (m Matcher) Match(presented string) bool {
+	if !m.set || presented == "" {
+		return false
+	}
+	d := sha256.Sum256([]byte(presented))
+	return subtle.ConstantTimeCompare(d[:], m.digest[:]) == 1
+}
+
+// String keeps the digest out of logs.
+func (m Matcher) String() string {
+	if !m.set {
+		return "secret.Matcher(<unset>)"
+	}
+	return "secret.Matcher(set)"
+}
+
+// GoString keeps the digest out of %#v.
+func (m Matcher) GoString() string { return m.String() }
+
+// Unset is what Mask shows for an empty secret, as in the spec's boot line
+// `encryption_key=<unset>`.
+const Unset = "<unset>"
+
+// Mask renders a secret for a boot log line without revealing it: Unset when
+// empty; otherwise the first two characters, "***" and the length, e.g.
+// "ab***(64 chars)". Secrets shorter than 8 characters show no characters at
+// all ("***(5 chars)"), since two of five would be most of it.
+func Mask(s string) string {
+	if s == "" {
+		return Unset
+	}
+	n := utf8.RuneCountInString(s)
+	out := make([]byte, 0, 24)
+	if n >= 8 {
+		_, w1 := utf8.DecodeRuneInString(s)
+		_, w2 := utf8.DecodeRuneInString(s[w1:])
+		out = append(out, s[:w1+w2]...)
+	}
+	out = append(out, "***("...)
+	out = strconv.AppendInt(out, int64(n), 10)
+	out = append(out, " chars)"...)
+	return string(out)
+}

@@ -1,0 +1,72 @@
+package secret
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestEqual(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"token", "token", true},
+		{"token", "tokex", false},
+		{"token", "token2", false},
+		{"token2", "token", false},
+		{"", "", false},
+		{"", "x", false},
+		{"x", "", false},
+		{"é", "é", true},
+		{strings.Repeat("a", 1000), strings.Repeat("a", 1000), true},
+	} {
+		if got := Equal(tc.a, tc.b); got != tc.want {
+			t.Errorf("Equal(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+		if got := EqualBytes([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("EqualBytes(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+		if got := NewMatcher(tc.a).Match(tc.b); got != tc.want {
+			t.Errorf("NewMatcher(%q).Match(%q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestZeroMatcherMatchesNothing(t *testing.T) {
+	var m Matcher
+	if m.Set() || m.Match("") || m.Match("x") {
+		t.Fatal("zero Matcher matched")
+	}
+	if NewMatcher("").Set() {
+		t.Fatal("empty secret gave a set Matcher")
+	}
+}
+
+func TestMatcherDoesNotPrintDigest(t *testing.T) {
+	m := NewMatcher("hunter2hunter2")
+	for _, s := range []string{fmt.Sprint(m), fmt.Sprintf("%v %+v %#v", m, m, m)} {
+		if strings.Contains(s, "hunter") || strings.ContainsAny(s, "0123456789") {
+			t.Fatalf("Matcher printed %q", s)
+		}
+	}
+}
+
+func TestMask(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "<unset>"},
+		{"a", "***(1 chars)"},
+		{"short12", "***(7 chars)"},
+		{"abcdefgh", "ab***(8 chars)"},
+		{strings.Repeat("f", 64), "ff***(64 chars)"},
+		{"éàabcdefg", "éà***(9 chars)"},
+	} {
+		got := Mask(tc.in)
+		if got != tc.want {
+			t.Errorf("Mask(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if len(tc.in) > 4 && strings.Contains(got, tc.in[2:]) {
+			t.Errorf("Mask(%q) = %q reveals the secret", tc.in, got)
+		}
+	}
+}
