@@ -17,8 +17,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +31,8 @@ import (
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 	pb "github.com/lni/dragonboat/v4/raftpb"
+
+	"github.com/queen-mq/queen/crypto/secret"
 )
 
 // Header names on every raft RPC.
@@ -108,7 +108,7 @@ func (f *Factory) Transport() *Transport {
 type Transport struct {
 	cfg      Config
 	listen   string
-	tokenSum [32]byte
+	token    secret.Matcher
 	mh       raftio.MessageHandler
 	ch       raftio.ChunkHandler
 	client   *http.Client
@@ -123,7 +123,7 @@ type Transport struct {
 }
 
 func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.MessageHandler, ch raftio.ChunkHandler) *Transport {
-	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token)}
 	t.client = &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 10 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 16,
@@ -189,8 +189,7 @@ func (t *Transport) guard(maxBody int64, next func([]byte) int) http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		sum := sha256.Sum256([]byte(r.Header.Get(TokenHeader)))
-		if t.cfg.Token != "" && subtle.ConstantTimeCompare(sum[:], t.tokenSum[:]) != 1 {
+		if t.cfg.Token != "" && !t.token.Match(r.Header.Get(TokenHeader)) {
 			t.refused.Add(1)
 			w.Header().Set("Connection", "close")
 			http.Error(w, "bad raft token", http.StatusUnauthorized)
