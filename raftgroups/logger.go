@@ -11,9 +11,11 @@ import (
 
 var loggerOnce sync.Once
 
-// installDragonboatLogger routes dragonboat's logs into slog. Its INFO level
-// is chatty (every election step), so it is logged at debug; warnings and
-// errors keep their level. The factory is process-wide, hence the Once.
+// installDragonboatLogger routes dragonboat's logs into slog. Dragonboat logs
+// every election step as a warning and routine progress as info, so its
+// warnings become info and its info becomes debug; errors keep their level.
+// Everything an operator must act on, queen logs itself. The factory is
+// process-wide, hence the Once.
 func installDragonboatLogger(log *slog.Logger) {
 	loggerOnce.Do(func() {
 		logger.SetLoggerFactory(func(pkg string) logger.ILogger {
@@ -39,7 +41,7 @@ func (l *dbLogger) Debugf(format string, args ...interface{}) {
 }
 func (l *dbLogger) Infof(format string, args ...interface{}) { l.emit(slog.LevelDebug, format, args) }
 func (l *dbLogger) Warningf(format string, args ...interface{}) {
-	l.emit(slog.LevelWarn, format, args)
+	l.emit(slog.LevelInfo, format, args)
 }
 func (l *dbLogger) Errorf(format string, args ...interface{}) { l.emit(slog.LevelError, format, args) }
 func (l *dbLogger) Panicf(format string, args ...interface{}) {

@@ -183,11 +183,10 @@ func queueInfo(q *queueState) QueueInfo {
 }
 
 // MayPop reports whether a pop by group on the queue (optionally one
-// partition) could find messages now: a cheap local check long polls make
-// before proposing a pop. It may say yes when a pop finds nothing, never no
-// when it would find something, except for leases that expire later: see
-// NextLeaseExpiry.
-func (s *Store) MayPop(tenant wire.ID, queue, group, partition string) bool {
+// partition) could find messages at nowMs: a cheap local check long polls
+// make before proposing a pop. It may say yes when a pop then finds nothing
+// (messages not yet visible), never no when a pop would find something.
+func (s *Store) MayPop(tenant wire.ID, queue, group, partition string, nowMs int64) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
@@ -195,25 +194,37 @@ func (s *Store) MayPop(tenant wire.ID, queue, group, partition string) bool {
 		return false
 	}
 	sub := q.subs[group]
-	if partition != "" {
-		p := q.byName[partition]
+	free := func(p *partState) bool {
 		if p == nil {
 			return false
 		}
-		if sub == nil {
-			return p.next > p.start
+		c := p.cursors[group]
+		switch {
+		case c == nil:
+			return p.next > p.start && (sub == nil || mayHaveNewFor(p, sub))
+		case c.lease != nil && c.lease.expiresMs > nowMs:
+			return false
+		default:
+			return c.lease != nil || c.pos < p.next
 		}
-		return sub.ready.has(p.index)
+	}
+	if partition != "" {
+		return free(q.byName[partition])
 	}
 	if sub == nil {
 		for _, p := range q.parts {
-			if p != nil && p.next > p.start {
+			if free(p) {
 				return true
 			}
 		}
 		return false
 	}
-	return sub.ready.next(0) >= 0
+	found := false
+	sub.ready.forEachFrom(0, func(i uint32) bool {
+		found = int(i) < len(q.parts) && free(q.parts[i])
+		return !found
+	})
+	return found
 }
 
 // NextLeaseExpiry returns the earliest expiry (replicated clock, ms) among

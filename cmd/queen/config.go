@@ -1,0 +1,231 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queen-mq/queen/http/api"
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Config is every setting of the binary, read from the environment once at
+// boot (names and defaults from spec queen.md §8) and passed down as the
+// per-package config structs.
+type Config struct {
+	ServerID string
+	LogLevel slog.Level
+	LogJSON  bool
+
+	HTTP          api.Config
+	Raft          raftgroups.Config
+	Placement     tenancy.Placement
+	TenantGroups  string
+	ShutdownGrace time.Duration
+}
+
+// env reads variables through a lookup function, remembering the first
+// error so a whole config can be read and checked once. Every error names
+// its variable.
+type env struct {
+	lookup func(string) string
+	err    error
+}
+
+func (e *env) fail(name, format string, args ...any) {
+	if e.err == nil {
+		e.err = fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...))
+	}
+}
+
+func (e *env) str(name, def string) string {
+	if v := strings.TrimSpace(e.lookup(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (e *env) int(name string, def, min, max int) int {
+	v := strings.TrimSpace(e.lookup(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		e.fail(name, "must be a whole number in %d..%d, got %q", min, max, v)
+		return def
+	}
+	return n
+}
+
+// bool accepts true/false, 1/0, yes/no, on/off (spec §5.2); anything else
+// stops the boot.
+func (e *env) bool(name string, def bool) bool {
+	switch strings.ToLower(strings.TrimSpace(e.lookup(name))) {
+	case "":
+		return def
+	case "true", "1", "yes", "on":
+		return true
+	case "false", "0", "no", "off":
+		return false
+	}
+	e.fail(name, "must be true/false, 1/0, yes/no or on/off, got %q", e.lookup(name))
+	return def
+}
+
+func (e *env) millis(name string, def time.Duration, min, max time.Duration) time.Duration {
+	ms := e.int(name, int(def/time.Millisecond), int(min/time.Millisecond), int(max/time.Millisecond))
+	return time.Duration(ms) * time.Millisecond
+}
+
+// loadConfig reads the whole configuration. The first bad variable stops
+// the boot with one line naming it.
+func loadConfig(lookup func(string) string) (Config, error) {
+	e := &env{lookup: lookup}
+	var c Config
+	host, _ := os.Hostname()
+	c.ServerID = e.str("QUEEN_SERVER_ID", host)
+	c.LogJSON = e.bool("QUEEN_LOG_JSON", false)
+	c.LogLevel = e.logLevel()
+
+	port := e.int("PORT", 6632, 1, 65535)
+	bind := e.str("QUEEN_BIND_ADDR", "0.0.0.0")
+	c.HTTP = api.Config{
+		Addr:              net.JoinHostPort(bind, strconv.Itoa(port)),
+		MaxBodyBytes:      e.int("QUEEN_MAX_BODY_BYTES", 64<<20, 1024, 1<<30),
+		RequestTimeout:    e.millis("QUEEN_STMT_TIMEOUT_MS", 30*time.Second, 100*time.Millisecond, 10*time.Minute),
+		PopDefaultTimeout: e.millis("POP_DEFAULT_TIMEOUT_MS", e.millis("DEFAULT_TIMEOUT", 30*time.Second, 0, time.Hour), 0, time.Hour),
+		PopMaxTimeout:     60 * time.Second,
+		Version:           version,
+	}
+	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
+	case "new", "new-only":
+		c.HTTP.DefaultSubscription = wire.SubNew
+	default:
+		c.HTTP.DefaultSubscription = wire.SubAll
+	}
+
+	c.Raft = e.raftConfig()
+	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
+	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
+	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
+	if e.err != nil {
+		return c, e.err
+	}
+	p, err := tenancy.NewPlacement(c.Raft.Groups, c.TenantGroups)
+	if err != nil {
+		return c, err
+	}
+	c.Placement = p
+	return c, nil
+}
+
+func (e *env) logLevel() slog.Level {
+	v := e.str("LOG_LEVEL", e.str("RUST_LOG", "info"))
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(v))); err != nil {
+		e.fail("LOG_LEVEL", "must be debug, info, warn or error, got %q", v)
+	}
+	return l
+}
+
+func (e *env) raftConfig() raftgroups.Config {
+	r := raftgroups.Config{
+		NodeID:     uint64(e.int("QUEEN_RAFT_NODE_ID", 1, 1, 1<<30)),
+		ListenAddr: e.str("QUEEN_RAFT_LISTEN", "0.0.0.0:7400"),
+		Dir:        e.str("QUEEN_RAFT_DIR", "./queen-data"),
+		Groups:     e.int("QUEEN_RAFT_GROUPS", 1, 1, 64),
+		Token:      e.lookup("QUEEN_RAFT_TOKEN"),
+
+		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
+		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 2000, 10, 1<<24)),
+		MaxEntryBytes:   e.int("QUEEN_RAFT_ENTRY_MAX_BYTES", 96<<20, 1<<20, 1<<30),
+		QueueDepth:      e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
+		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
+		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
+	}
+	if _, _, err := net.SplitHostPort(r.ListenAddr); err != nil {
+		e.fail("QUEEN_RAFT_LISTEN", "must be host:port, got %q", r.ListenAddr)
+	}
+	r.Peers = e.peers(r.NodeID, r.ListenAddr)
+	// Spec §4.1: a cluster elects in about a second with a 100 ms heartbeat;
+	// a single node needs no patience (150 ms, 50 ms).
+	rtt := r.RTTMillisecond
+	if len(r.Peers) > 1 {
+		r.HeartbeatRTT = max(1, 100/rtt)
+		r.ElectionRTT = max(r.HeartbeatRTT*10, 1000/rtt)
+	} else {
+		r.HeartbeatRTT = 1
+		r.ElectionRTT = max(3, 150/rtt)
+	}
+	return r
+}
+
+// peers parses QUEEN_RAFT_PEERS ("1=host1:7400/host1:6632,2=..."). Unset,
+// the node is a cluster of one at its own raft address.
+func (e *env) peers(self uint64, listen string) []raftgroups.Peer {
+	spec := e.str("QUEEN_RAFT_PEERS", "")
+	if spec == "" {
+		return []raftgroups.Peer{{ID: self, RaftAddr: loopbackIfUnspecified(listen)}}
+	}
+	var out []raftgroups.Peer
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		id, addrs, ok := strings.Cut(item, "=")
+		n, err := strconv.ParseUint(strings.TrimSpace(id), 10, 64)
+		if !ok || err != nil || n == 0 {
+			e.fail("QUEEN_RAFT_PEERS", "%q is not <id>=<raft host:port>/<http host:port>", item)
+			return nil
+		}
+		raft, httpAddr, _ := strings.Cut(addrs, "/")
+		if _, _, err := net.SplitHostPort(raft); err != nil {
+			e.fail("QUEEN_RAFT_PEERS", "peer %d raft address %q is not host:port", n, raft)
+			return nil
+		}
+		out = append(out, raftgroups.Peer{ID: n, RaftAddr: raft, HTTPAddr: httpAddr})
+	}
+	found := false
+	for _, p := range out {
+		found = found || p.ID == self
+	}
+	if !found {
+		e.fail("QUEEN_RAFT_PEERS", "does not list this node (QUEEN_RAFT_NODE_ID=%d)", self)
+	}
+	return out
+}
+
+// loopbackIfUnspecified turns a wildcard listen address into one a node can
+// be reached at on this host, which is all a single node needs.
+func loopbackIfUnspecified(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// loopbackOnly reports whether a listen address is reachable from this host
+// only.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,95 @@
+// Command queen runs one queen node: the raft groups holding the data, the
+// native HTTP API on PORT and (later) the Kafka listener, all from settings
+// read once from the environment.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/queen-mq/queen/crypto/secret"
+	"github.com/queen-mq/queen/http/api"
+	"github.com/queen-mq/queen/raftgroups"
+)
+
+const version = "0.1.0"
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	cfg, err := loadConfig(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "queen: bad configuration: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg)
+	slog.SetDefault(log)
+	cfg.Raft.Logger = log
+	logConfig(log, &cfg)
+
+	host, err := raftgroups.Start(cfg.Raft)
+	if err != nil {
+		log.Error("boot: raft groups did not start", "err", err)
+		return 1
+	}
+	engine, err := raftgroups.NewEngine(host, cfg.Placement)
+	if err != nil {
+		host.Close()
+		log.Error("boot: engine", "err", err)
+		return 1
+	}
+	srv := api.New(cfg.HTTP, engine, log)
+	if err := srv.Start(); err != nil {
+		host.Close()
+		log.Error("boot: http listener", "err", err)
+		return 1
+	}
+	log.Info("boot: serving", "http", srv.Addr(), "raft", cfg.Raft.ListenAddr, "groups", cfg.Raft.Groups,
+		"node", cfg.Raft.NodeID, "version", version)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	<-ctx.Done()
+	stop()
+	log.Info("shutdown: signal received, draining")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown: http drain incomplete", "err", err)
+	}
+	host.Close()
+	log.Info("shutdown: complete")
+	return 0
+}
+
+func newLogger(cfg Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogJSON {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// logConfig states each mode the node runs in, one `config: <area>` line
+// per area, secrets masked.
+func logConfig(log *slog.Logger, cfg *Config) {
+	log.Info("config: server", "addr", cfg.HTTP.Addr, "server_id", cfg.ServerID,
+		"max_body_bytes", cfg.HTTP.MaxBodyBytes, "stmt_timeout", cfg.HTTP.RequestTimeout)
+	mode := "single"
+	if len(cfg.Raft.Peers) > 1 {
+		mode = "cluster"
+	}
+	log.Info("config: storage", "dir", cfg.Raft.Dir, "mode", mode, "node_id", cfg.Raft.NodeID,
+		"peers", len(cfg.Raft.Peers), "groups", cfg.Raft.Groups, "raft_listen", cfg.Raft.ListenAddr,
+		"raft_token", secret.Mask(cfg.Raft.Token), "rtt_ms", cfg.Raft.RTTMillisecond,
+		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "")
+	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	if cfg.Raft.Token == "" && !loopbackOnly(cfg.Raft.ListenAddr) {
+		log.Warn("config: the raft listener is reachable beyond loopback and QUEEN_RAFT_TOKEN is unset: "+
+			"anyone who reaches it can vote, append and install snapshots; set QUEEN_RAFT_TOKEN on every node",
+			"raft_listen", cfg.Raft.ListenAddr)
+	}
+}

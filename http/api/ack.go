@@ -1,0 +1,161 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// flexID accepts a partition id sent as a JSON string or number.
+type flexID uint64
+
+func (f *flexID) UnmarshalJSON(b []byte) error {
+	b = bytes.Trim(b, `"`)
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return badRequest("partitionId must be a numeric id")
+	}
+	*f = flexID(n)
+	return nil
+}
+
+type ackItem struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   flexID `json:"partitionId"`
+	ConsumerGroup string `json:"consumerGroup"`
+	LeaseID       string `json:"leaseId"`
+	Status        string `json:"status"`
+	Error         string `json:"error"`
+}
+
+type ackBatchRequest struct {
+	ConsumerGroup   string    `json:"consumerGroup"`
+	Acknowledgments []ackItem `json:"acknowledgments"`
+}
+
+type ackAnswer struct {
+	Index         int     `json:"index"`
+	TransactionID string  `json:"transactionId"`
+	Success       bool    `json:"success"`
+	Error         *string `json:"error"`
+	LeaseReleased bool    `json:"leaseReleased"`
+	DLQ           bool    `json:"dlq"`
+	Noop          bool    `json:"noop"`
+	Conflated     bool    `json:"conflated"`
+}
+
+// ack is POST /api/v1/ack (spec §2.6).
+func (s *Server) ack(ctx *fasthttp.RequestCtx) error {
+	var it ackItem
+	if err := readJSON(ctx, &it); err != nil {
+		return err
+	}
+	return s.acknowledge(ctx, it.ConsumerGroup, []ackItem{it})
+}
+
+// ackBatch is POST /api/v1/ack/batch: every acknowledgment in one command.
+func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) error {
+	var req ackBatchRequest
+	if err := readJSON(ctx, &req); err != nil {
+		return err
+	}
+	if len(req.Acknowledgments) == 0 {
+		return badRequest("acknowledgments must be a non-empty array")
+	}
+	if len(req.Acknowledgments) > wire.MaxAckItems {
+		return badRequest("too many acknowledgments in one call")
+	}
+	return s.acknowledge(ctx, req.ConsumerGroup, req.Acknowledgments)
+}
+
+func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, group string, items []ackItem) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	if group == "" {
+		group = items[0].ConsumerGroup
+	}
+	if group == "" {
+		group = wire.QueueModeGroup
+	}
+	if err := checkName("consumerGroup", group); err != nil {
+		return err
+	}
+	cmd := wire.AckCmd{Tenant: tenant, Group: group, Items: make([]wire.AckItem, len(items))}
+	for i, it := range items {
+		if it.TransactionID == "" || it.PartitionID == 0 {
+			return badRequest("each acknowledgment needs transactionId and partitionId")
+		}
+		status, ok := ackStatus(it.Status)
+		if !ok {
+			return badRequest("status must be completed, failed, retry or dlq")
+		}
+		ai := wire.AckItem{PartitionID: uint64(it.PartitionID), TxnID: []byte(it.TransactionID), Status: status, Error: it.Error}
+		if it.LeaseID != "" {
+			if ai.LeaseID, err = wire.ParseID(it.LeaseID); err != nil {
+				return badRequest("leaseId is not a lease id")
+			}
+		}
+		cmd.Items[i] = ai
+	}
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := s.engine.Ack(rctx, &cmd)
+	if err != nil {
+		return err
+	}
+	out := make([]ackAnswer, len(items))
+	for i, o := range res.Items {
+		a := ackAnswer{Index: i, TransactionID: items[i].TransactionID, LeaseReleased: o.LeaseReleased, DLQ: o.DLQ}
+		switch o.Code {
+		case wire.CodeOK:
+			a.Success = true
+		case wire.CodeNoop:
+			a.Success, a.Noop = true, true
+		default:
+			msg := ackErrorText(o.Code)
+			a.Error = &msg
+		}
+		out[i] = a
+	}
+	writeJSON(ctx, http.StatusOK, out)
+	return nil
+}
+
+func ackStatus(s string) (uint8, bool) {
+	switch strings.ToLower(s) {
+	case "", "completed", "success", "acked", "ok":
+		return wire.AckCompleted, true
+	case "failed":
+		return wire.AckFailed, true
+	case "retry":
+		return wire.AckRetry, true
+	case "dlq":
+		return wire.AckDLQ, true
+	}
+	return 0, false
+}
+
+// ackErrorText names why an acknowledgment was refused.
+func ackErrorText(c wire.Code) string {
+	switch c {
+	case wire.CodeLeaseMismatch:
+		return "rejected_ack: the lease no longer holds this message"
+	case wire.CodeNotLeased:
+		return "message is not leased to this consumer group"
+	case wire.CodeMessageNotFound:
+		return "message not found"
+	case wire.CodePartitionNotFound:
+		return "partition not found"
+	}
+	return c.Err().Error()
+}
+
+var _ json.Unmarshaler = (*flexID)(nil)

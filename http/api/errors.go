@@ -1,0 +1,82 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/wire"
+)
+
+// apiError is an error with the HTTP status and code it is answered with.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &apiError{http.StatusBadRequest, "bad_request", msg} }
+
+func nameTooLong(msg string) error {
+	return &apiError{http.StatusRequestEntityTooLarge, "name_too_long", msg}
+}
+
+// errorStatus is the one place engine and storage errors become HTTP
+// statuses and error codes (spec §2.1).
+func errorStatus(err error) (status int, code string, retry bool) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.code, false
+	case errors.Is(err, raftgroups.ErrOverloaded):
+		return http.StatusTooManyRequests, "overloaded", true
+	case errors.Is(err, raftgroups.ErrOutcomeUnknown):
+		return http.StatusServiceUnavailable, "outcome_unknown", true
+	case errors.Is(err, raftgroups.ErrNoLeader):
+		return http.StatusServiceUnavailable, "no_leader", true
+	case errors.Is(err, raftgroups.ErrClosed):
+		return http.StatusServiceUnavailable, "retry", true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable, "timeout", true
+	case errors.Is(err, raftgroups.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, "too_large", false
+	case errors.Is(err, wire.ErrQueueNotFound):
+		return http.StatusNotFound, "queue_not_found", false
+	case errors.Is(err, wire.ErrPartitionNotFound):
+		return http.StatusNotFound, "partition_not_found", false
+	case errors.Is(err, wire.ErrLeaseNotFound):
+		return http.StatusNotFound, "lease_not_found", false
+	case errors.Is(err, wire.ErrMessageNotFound), errors.Is(err, wire.ErrNotFound):
+		return http.StatusNotFound, "not_found", false
+	case errors.Is(err, wire.ErrBadRequest):
+		return http.StatusBadRequest, "bad_request", false
+	case errors.Is(err, wire.ErrExists), errors.Is(err, wire.ErrConflict):
+		return http.StatusConflict, "conflict", false
+	}
+	return http.StatusInternalServerError, "internal", false
+}
+
+// writeError answers err as the spec's error envelope.
+func writeError(ctx *fasthttp.RequestCtx, err error) {
+	status, code, retry := errorStatus(err)
+	if retry {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	writeJSON(ctx, status, errorBody{Error: err.Error(), Code: code})
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	Path  string `json:"path,omitempty"`
+}
+
+// noSuchRoute answers every method+path no route matches.
+func noSuchRoute(ctx *fasthttp.RequestCtx) {
+	writeJSON(ctx, http.StatusNotFound, errorBody{Error: "not found", Code: "no_such_route", Path: string(ctx.Path())})
+}

@@ -1,0 +1,66 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+)
+
+type raftHealth struct {
+	Role           string `json:"role"`
+	Leader         uint64 `json:"leader"`
+	Term           uint64 `json:"term"`
+	Applied        uint64 `json:"applied"`
+	Commit         uint64 `json:"commit"`
+	Lag            uint64 `json:"lag"`
+	StorageReady   bool   `json:"storageReady"`
+	ClusterVersion int    `json:"clusterVersion"`
+	QuorumAckMs    int64  `json:"quorumAckMs"`
+	Group          int    `json:"group"`
+}
+
+type healthAnswer struct {
+	Status  string       `json:"status"`
+	Engine  string       `json:"engine"`
+	Version string       `json:"version"`
+	Raft    raftHealth   `json:"raft"`
+	Groups  []raftHealth `json:"groups"`
+}
+
+// clusterVersion is the feature level this build implements (spec §4.6).
+const clusterVersion = 7
+
+// health is GET /health (spec §2.18): 200 once every raft group has a leader
+// that recently heard a quorum and this node has applied close to its
+// commit index; 503 while the node is settling.
+func (s *Server) health(ctx *fasthttp.RequestCtx) error {
+	host := s.engine.Host()
+	ans := healthAnswer{Status: "healthy", Engine: "raft", Version: s.cfg.Version}
+	for _, st := range host.Status() {
+		h := raftHealth{
+			Role: "follower", Leader: st.LeaderID, Term: st.Term, Applied: st.Applied, Commit: st.Commit,
+			StorageReady: true, ClusterVersion: clusterVersion, QuorumAckMs: st.QuorumAge.Milliseconds(), Group: st.Group,
+		}
+		if st.IsLeader {
+			h.Role = "leader"
+		} else if st.LeaderID == 0 {
+			h.Role = "candidate"
+		}
+		if st.Commit > st.Applied {
+			h.Lag = st.Commit - st.Applied
+		}
+		if !st.Ready {
+			ans.Status = "unhealthy"
+		}
+		ans.Groups = append(ans.Groups, h)
+	}
+	if len(ans.Groups) > 0 {
+		ans.Raft = ans.Groups[0]
+	}
+	status := http.StatusOK
+	if ans.Status != "healthy" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(ctx, status, ans)
+	return nil
+}

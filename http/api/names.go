@@ -1,0 +1,63 @@
+package api
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Name limits of spec §1.1.
+const (
+	// nameBudget is shared by tenant + queue + the longer of partition and
+	// consumer group.
+	nameBudget       = 447
+	tenantNameLen    = 36
+	maxTxnIDBytes    = 65535
+	defaultPartition = "Default"
+)
+
+// checkNames validates a queue name and the partition or group names used
+// with it: each must be non-empty text without control characters, and
+// together they must fit the spec's byte budget (413 name_too_long).
+func checkNames(queue string, others ...string) error {
+	if err := checkName("queue", queue); err != nil {
+		return err
+	}
+	longest := 0
+	for _, o := range others {
+		if o == "" {
+			continue
+		}
+		if err := checkName("name", o); err != nil {
+			return err
+		}
+		longest = max(longest, len(o))
+	}
+	if tenantNameLen+len(queue)+longest > nameBudget {
+		return nameTooLong("tenant, queue and partition/group names exceed 447 bytes together")
+	}
+	return nil
+}
+
+func checkName(what, s string) error {
+	if s == "" {
+		return badRequest(what + " is required")
+	}
+	if len(s) > nameBudget {
+		return nameTooLong(what + " is longer than 447 bytes")
+	}
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return badRequest(what + " must be UTF-8 text without control characters")
+	}
+	return nil
+}
+
+// queueLabels derives a push-created queue's namespace and task from the
+// first two dot-separated parts of its name ("billing.invoice.v1" →
+// "billing", "invoice"); a name without dots has neither.
+func queueLabels(queue string) (namespace, task string) {
+	parts := strings.SplitN(queue, ".", 3)
+	if len(parts) < 2 {
+		return "", ""
+	}
+	return parts[0], parts[1]
+}

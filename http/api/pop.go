@@ -1,0 +1,292 @@
+package api
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/storage"
+	"github.com/queen-mq/queen/wire"
+)
+
+type popMessage struct {
+	ID              string          `json:"id"`
+	TransactionID   string          `json:"transactionId"`
+	TraceID         *string         `json:"traceId"`
+	Data            json.RawMessage `json:"data"`
+	Encoding        string          `json:"encoding,omitempty"`
+	Key             json.RawMessage `json:"key,omitempty"`
+	KeyEncoding     string          `json:"keyEncoding,omitempty"`
+	Headers         []kafkaHeader   `json:"headers,omitempty"`
+	ProducerSub     *string         `json:"producerSub"`
+	CreatedAt       string          `json:"createdAt"`
+	PartitionID     string          `json:"partitionId"`
+	Partition       string          `json:"partition"`
+	Offset          uint64          `json:"offset"`
+	LeaseID         *string         `json:"leaseId"`
+	ConsumerGroup   string          `json:"consumerGroup"`
+	DeliveryAttempt uint32          `json:"deliveryAttempt"`
+}
+
+type popAnswer struct {
+	Success           bool         `json:"success"`
+	Queue             string       `json:"queue"`
+	Partition         string       `json:"partition"`
+	PartitionID       string       `json:"partitionId"`
+	LeaseID           *string      `json:"leaseId"`
+	ConsumerGroup     string       `json:"consumerGroup"`
+	Messages          []popMessage `json:"messages"`
+	PartitionsClaimed int          `json:"partitionsClaimed"`
+}
+
+// popParams are a pop's query parameters (spec §2.5).
+type popParams struct {
+	batch            uint32
+	partitions       int
+	wait             bool
+	timeout          time.Duration
+	leaseMs          uint32
+	group            string
+	subMode          uint8
+	subFromMs        int64
+	commitOnDelivery bool
+}
+
+func (s *Server) popQueue(ctx *fasthttp.RequestCtx) error {
+	return s.pop(ctx, ctx.UserValue("queue").(string), "")
+}
+
+func (s *Server) popPartition(ctx *fasthttp.RequestCtx) error {
+	return s.pop(ctx, ctx.UserValue("queue").(string), ctx.UserValue("partition").(string))
+}
+
+func (s *Server) parsePopParams(args *fasthttp.Args) (popParams, error) {
+	p := popParams{batch: 1, partitions: 1, timeout: s.cfg.PopDefaultTimeout, group: wire.QueueModeGroup, subMode: s.cfg.DefaultSubscription}
+	if v := args.Peek("batch"); v != nil {
+		n, err := strconv.ParseUint(string(v), 10, 32)
+		if err != nil || n < 1 || n > storage.MaxPopBatch {
+			return p, badRequest("batch must be 1.." + strconv.Itoa(storage.MaxPopBatch))
+		}
+		p.batch = uint32(n)
+	}
+	if v := args.Peek("partitions"); v != nil {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > wire.MaxPopPartitions {
+			return p, badRequest("partitions must be 1..64")
+		}
+		p.partitions = n
+	}
+	p.wait = isTrue(args.Peek("wait"))
+	if v := args.Peek("timeout"); v != nil {
+		n, err := strconv.ParseUint(string(v), 10, 32)
+		if err != nil {
+			return p, badRequest("timeout must be milliseconds")
+		}
+		p.timeout = min(time.Duration(n)*time.Millisecond, s.cfg.PopMaxTimeout)
+	}
+	if v := args.Peek("leaseSeconds"); v != nil {
+		n, err := strconv.ParseUint(string(v), 10, 32)
+		if err != nil || n < 1 || n > 7*24*3600 {
+			return p, badRequest("leaseSeconds must be 1..604800")
+		}
+		p.leaseMs = uint32(n) * 1000
+	}
+	if v := args.Peek("consumerGroup"); len(v) > 0 {
+		p.group = string(v)
+	}
+	switch v := string(args.Peek("subscriptionMode")); v {
+	case "":
+	case "new", "new-only":
+		p.subMode = wire.SubNew
+	default:
+		p.subMode = wire.SubAll
+	}
+	if v := string(args.Peek("subscriptionFrom")); v != "" {
+		p.subMode = wire.SubFrom
+		if v == "now" {
+			p.subFromMs = time.Now().UnixMilli()
+		} else {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return p, badRequest("subscriptionFrom must be an ISO timestamp or now")
+			}
+			p.subFromMs = t.UnixMilli()
+		}
+	}
+	p.commitOnDelivery = isTrue(args.Peek("commitOnDelivery")) || isTrue(args.Peek("autoAck"))
+	return p, nil
+}
+
+func isTrue(v []byte) bool {
+	switch strings.ToLower(string(v)) {
+	case "true", "1", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// pop is GET /api/v1/pop/queue/:queue[/partition/:partition]. With
+// wait=true an empty pop parks until the apply loop reports a change to the
+// queue, or one of the group's leases there expires, then tries again, until
+// the timeout; parking costs a goroutine and a channel, no polling.
+func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := s.parsePopParams(ctx.QueryArgs())
+	if err != nil {
+		return err
+	}
+	if err := checkNames(queue, partition, p.group); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(p.timeout)
+	var backoff time.Duration
+	for {
+		res, err := s.popOnce(tenant, queue, partition, &p)
+		if err != nil {
+			return err
+		}
+		if len(res.Claims) > 0 || !p.wait || !s.parkUntilPoppable(tenant, queue, partition, p.group, deadline, backoff) {
+			return s.answerPop(ctx, tenant, queue, &p, res)
+		}
+		// The store said yes and the pop found nothing (messages not yet
+		// visible, a racing consumer): look again less eagerly.
+		backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
+	}
+}
+
+// parkUntilPoppable waits until the local store says a pop could find
+// messages, and reports false when the deadline (or shutdown) came first.
+// An empty pop costs a raft round trip, so it is not retried blindly: after
+// an unfruitful one the caller passes a backoff that must pass (or a change
+// must arrive) before the store is asked again.
+func (s *Server) parkUntilPoppable(tenant wire.ID, queue, partition, group string, deadline time.Time, backoff time.Duration) bool {
+	store := s.engine.Store(tenant)
+	notBefore := time.Now().Add(backoff)
+	for {
+		// Register before looking, so a change between the look and the
+		// wait is not missed.
+		changed, release := s.engine.Changed(tenant, queue)
+		if !time.Now().Before(notBefore) && store.MayPop(tenant, queue, group, partition, time.Now().UnixMilli()) {
+			release()
+			return true
+		}
+		wait := time.Until(deadline)
+		if b := time.Until(notBefore); b > 0 {
+			wait = min(wait, b)
+		}
+		if exp := store.NextLeaseExpiry(tenant, queue, group); exp > 0 {
+			wait = min(wait, time.Until(time.UnixMilli(exp))+10*time.Millisecond)
+		}
+		if wait <= 0 {
+			release()
+			return time.Now().Before(deadline)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-changed:
+			notBefore = time.Time{}
+		case <-timer.C:
+		case <-s.base.Done():
+		}
+		timer.Stop()
+		release()
+		if s.base.Err() != nil || !time.Now().Before(deadline) {
+			return false
+		}
+	}
+}
+
+func (s *Server) popOnce(tenant wire.ID, queue, partition string, p *popParams) (wire.PopResult, error) {
+	c := wire.PopCmd{
+		Tenant: tenant, Queue: queue, Partition: partition, Group: p.group, Batch: p.batch, LeaseMs: p.leaseMs,
+		SubMode: p.subMode, SubFromMs: p.subFromMs, CommitOnDelivery: p.commitOnDelivery, StartHint: rand.Uint32(),
+	}
+	if !p.commitOnDelivery {
+		c.LeaseIDs = make([]wire.ID, p.partitions)
+		for i := range c.LeaseIDs {
+			c.LeaseIDs[i] = wire.ID(uuid.New())
+		}
+	}
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := s.engine.Pop(rctx, &c)
+	if err != nil {
+		return res, err
+	}
+	switch res.Code {
+	case wire.CodeOK, wire.CodeQueueNotFound:
+		return res, nil // a queue that does not exist yet simply has nothing to pop
+	}
+	return res, res.Code.Err()
+}
+
+// answerPop reads the claimed messages from the local store (the pop was
+// applied here before it returned) and renders them.
+func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue string, p *popParams, res wire.PopResult) error {
+	if len(res.Claims) == 0 {
+		ctx.SetStatusCode(http.StatusNoContent)
+		return nil
+	}
+	store := s.engine.Store(tenant)
+	ans := popAnswer{Success: true, Queue: queue, ConsumerGroup: p.group, PartitionsClaimed: len(res.Claims), Messages: []popMessage{}}
+	for ci := range res.Claims {
+		cl := &res.Claims[ci]
+		var leaseID *string
+		if !cl.LeaseID.IsZero() {
+			id := cl.LeaseID.String()
+			leaseID = &id
+		}
+		pid := strconv.FormatUint(cl.PartitionID, 10)
+		if ci == 0 {
+			ans.Partition, ans.PartitionID, ans.LeaseID = cl.Partition, pid, leaseID
+		}
+		part, ok := store.PartitionByID(tenant, cl.PartitionID)
+		if !ok {
+			continue
+		}
+		var rerr error
+		err := store.ReadRange(part, cl.From, cl.To, func(off uint64, appendMs int64, body []byte) bool {
+			rec, err := wire.ParseRecord(body)
+			if err != nil {
+				rerr = err
+				return false
+			}
+			m := popMessage{
+				ID: rec.MsgID.String(), TransactionID: txnIDOf(&rec), TraceID: optString(rec.TraceID),
+				ProducerSub: optString(rec.ProducerSub), CreatedAt: isoMillis(appendMs), PartitionID: pid,
+				Partition: cl.Partition, Offset: off, LeaseID: leaseID, ConsumerGroup: p.group,
+				DeliveryAttempt: cl.DeliveryAttempt(off),
+			}
+			var b64 bool
+			m.Data, b64 = renderData(&rec)
+			if b64 {
+				m.Encoding = "base64"
+			}
+			if rec.Flags&wire.FlagKey != 0 {
+				if m.Key, b64 = renderBytes(rec.Key); b64 {
+					m.KeyEncoding = "base64"
+				}
+			}
+			m.Headers = renderHeaders(rec.Headers)
+			ans.Messages = append(ans.Messages, m)
+			return true
+		})
+		if err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	writeJSON(ctx, http.StatusOK, ans)
+	return nil
+}

@@ -1,0 +1,151 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+type pushRequest struct {
+	Items []pushItem `json:"items"`
+}
+
+type pushItem struct {
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition"`
+	Payload       json.RawMessage `json:"payload"`
+	TransactionID string          `json:"transactionId"`
+	TraceID       string          `json:"traceId"`
+}
+
+type pushAnswer struct {
+	Index         int     `json:"index"`
+	MessageID     string  `json:"message_id,omitempty"`
+	TransactionID string  `json:"transaction_id,omitempty"`
+	QueueName     string  `json:"queueName"`
+	Status        string  `json:"status"`
+	Offset        *uint64 `json:"offset,omitempty"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// push is POST /api/v1/push (spec §2.4): items are grouped by queue and
+// partition, each group becomes one push command, and all of a request's
+// commands commit in one raft entry.
+func (s *Server) push(ctx *fasthttp.RequestCtx) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	var req pushRequest
+	if err := readJSON(ctx, &req); err != nil {
+		return err
+	}
+	if len(req.Items) == 0 {
+		return badRequest("items must be a non-empty array")
+	}
+	cmds, placed, ids, err := buildPushCommands(tenant, req.Items)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	results, err := s.engine.Push(rctx, tenant, cmds)
+	if err != nil {
+		return err
+	}
+	out := make([]pushAnswer, len(req.Items))
+	for i, it := range req.Items {
+		p := placed[i]
+		res := &results[p.cmd]
+		a := pushAnswer{Index: i, QueueName: it.Queue}
+		if res.Code != wire.CodeOK {
+			a.Status, a.Error = "error", res.Code.Err().Error()
+			out[i] = a
+			continue
+		}
+		off, dup := res.Offset(p.rec)
+		msgID := ids[i]
+		a.Status = "queued"
+		// A duplicate of this very request's own message id is a retried
+		// proposal that committed twice: from the client's view it is
+		// simply queued.
+		if dup != nil && dup.MsgID != msgID {
+			a.Status, msgID = "duplicate", dup.MsgID
+		}
+		a.MessageID = msgID.String()
+		a.TransactionID = it.TransactionID
+		if a.TransactionID == "" {
+			a.TransactionID = a.MessageID
+		}
+		a.Offset = &off
+		out[i] = a
+	}
+	writeJSON(ctx, http.StatusCreated, out)
+	return nil
+}
+
+// itemPlace says where an item went: which command, which record in it.
+type itemPlace struct{ cmd, rec int }
+
+// buildPushCommands validates every item and groups them by queue and
+// partition in first-appearance order. Nothing is proposed if any item is
+// invalid.
+func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
+	type key struct{ queue, partition string }
+	byKey := map[key]int{}
+	var cmds []wire.PushCmd
+	placed := make([]itemPlace, len(items))
+	ids := make([]wire.ID, len(items))
+	for i := range items {
+		it := &items[i]
+		if it.Partition == "" {
+			it.Partition = defaultPartition
+		}
+		if err := checkNames(it.Queue, it.Partition); err != nil {
+			return nil, nil, nil, err
+		}
+		if len(it.TransactionID) > maxTxnIDBytes {
+			return nil, nil, nil, badRequest("transactionId is longer than 65535 bytes")
+		}
+		payload := bytes.TrimSpace(it.Payload)
+		if len(payload) == 0 {
+			payload = []byte("null")
+		}
+		k := key{it.Queue, it.Partition}
+		ci, ok := byKey[k]
+		if !ok {
+			ns, task := queueLabels(it.Queue)
+			ci = len(cmds)
+			byKey[k] = ci
+			cmds = append(cmds, wire.PushCmd{
+				Tenant: tenant, Queue: it.Queue, Partition: it.Partition, PartitionIndex: -1,
+				Flags:     wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn,
+				Namespace: ns, Task: task,
+			})
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ids[i] = wire.ID(id)
+		rec := wire.Record{Flags: wire.FlagJSON, MsgID: ids[i], Payload: payload}
+		if it.TransactionID != "" {
+			rec.Flags |= wire.FlagTxnID
+			rec.TxnID = []byte(it.TransactionID)
+		}
+		if it.TraceID != "" {
+			rec.Flags |= wire.FlagTrace
+			rec.TraceID = []byte(it.TraceID)
+		}
+		c := &cmds[ci]
+		c.Records = wire.AppendRecord(c.Records, &rec)
+		placed[i] = itemPlace{cmd: ci, rec: c.Count}
+		c.Count++
+	}
+	return cmds, placed, ids, nil
+}

@@ -1,0 +1,53 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/crypto/authn"
+)
+
+// route is one method+path with the access level it requires (spec §2.2).
+// Every route is in routes(): a route cannot exist without a level.
+type route struct {
+	method string
+	path   string
+	level  authn.Level
+	handle func(*fasthttp.RequestCtx) error
+}
+
+const (
+	get  = http.MethodGet
+	post = http.MethodPost
+)
+
+// routes is the whole HTTP API.
+func (s *Server) routes() []route {
+	return []route{
+		{get, "/health", authn.LevelPublic, s.health},
+
+		{post, "/api/v1/push", authn.LevelWriteOnly, s.push},
+		{get, "/api/v1/pop/queue/{queue}", authn.LevelReadWrite, s.popQueue},
+		{get, "/api/v1/pop/queue/{queue}/partition/{partition}", authn.LevelReadWrite, s.popPartition},
+		{post, "/api/v1/ack", authn.LevelReadWrite, s.ack},
+		{post, "/api/v1/ack/batch", authn.LevelReadWrite, s.ackBatch},
+	}
+}
+
+// wrap turns a route's handler into a fasthttp handler: errors become the
+// error envelope, and a panic becomes a 500 for that request only.
+func (s *Server) wrap(rt route) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("http: handler panic", "route", rt.path, "panic", fmt.Sprint(v))
+				writeJSON(ctx, http.StatusInternalServerError, errorBody{Error: "internal error", Code: "internal"})
+			}
+		}()
+		if err := rt.handle(ctx); err != nil {
+			writeError(ctx, err)
+		}
+	}
+}

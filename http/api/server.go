@@ -1,0 +1,130 @@
+// Package api is Queen's native HTTP API on port 6632: routing, request
+// decoding, validation and JSON rendering. Every handler turns a request into
+// engine calls (raftgroups.Engine) and the engine's answers into JSON; no
+// handler touches raft or the store's internals, and no queue semantics live
+// here. Status codes for engine errors are decided in one place, errors.go;
+// every route and its access level is in one table, routes.go.
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Config is the HTTP API's configuration, filled by cmd/queen from env.
+type Config struct {
+	Addr                string // host:port (QUEEN_BIND_ADDR, PORT)
+	MaxBodyBytes        int    // QUEEN_MAX_BODY_BYTES
+	RequestTimeout      time.Duration
+	PopDefaultTimeout   time.Duration // POP_DEFAULT_TIMEOUT_MS
+	PopMaxTimeout       time.Duration
+	DefaultSubscription uint8 // DEFAULT_SUBSCRIPTION_MODE
+	Version             string
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	cfg    Config
+	engine *raftgroups.Engine
+	log    *slog.Logger
+	srv    *fasthttp.Server
+	ln     net.Listener
+	done   chan struct{}
+	// base is cancelled at shutdown so every engine call and parked long
+	// poll returns at once.
+	base       context.Context
+	cancelBase context.CancelFunc
+	started    time.Time
+}
+
+// New builds the server and its routes.
+func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.PopDefaultTimeout <= 0 {
+		cfg.PopDefaultTimeout = 30 * time.Second
+	}
+	if cfg.PopMaxTimeout <= 0 {
+		cfg.PopMaxTimeout = 60 * time.Second
+	}
+	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now()}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	r := router.New()
+	r.HandleMethodNotAllowed = false // an unknown method+path is an unknown route: 404
+	r.RedirectTrailingSlash = false
+	r.NotFound = noSuchRoute
+	for _, rt := range s.routes() {
+		r.Handle(rt.method, rt.path, s.wrap(rt))
+	}
+	s.srv = &fasthttp.Server{
+		Handler:               r.Handler,
+		Name:                  "queen",
+		MaxRequestBodySize:    cfg.MaxBodyBytes,
+		ReadTimeout:           cfg.PopMaxTimeout + time.Minute,
+		IdleTimeout:           2 * time.Minute,
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{log},
+	}
+	return s
+}
+
+// Start listens and serves until Shutdown.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("http: listen %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil {
+			s.log.Error("http: serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Shutdown wakes parked long polls, stops accepting and waits for in-flight
+// requests up to ctx's deadline.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancelBase()
+	if s.done == nil {
+		return nil
+	}
+	err := s.srv.ShutdownWithContext(ctx)
+	<-s.done
+	return err
+}
+
+// requestCtx is the context engine calls made for one request run under:
+// bounded by the request timeout and cancelled at shutdown.
+func (s *Server) requestCtx(timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.base, timeout)
+}
+
+// tenantOf is the tenant a request is scoped by.
+func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
+	return wire.DefaultTenant, nil
+}
+
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug("http: " + fmt.Sprintf(format, args...))
+}
