@@ -106,12 +106,12 @@ func (f *Factory) Transport() *Transport {
 
 // Transport implements raftio.ITransport over HTTP.
 type Transport struct {
-	cfg      Config
-	listen   string
-	token    secret.Matcher
-	mh       raftio.MessageHandler
-	ch       raftio.ChunkHandler
-	client   *http.Client
+	cfg    Config
+	listen string
+	token  secret.Matcher
+	mh     raftio.MessageHandler
+	ch     raftio.ChunkHandler
+	client *http.Client
 
 	srv  *http.Server
 	done chan struct{}
