@@ -266,17 +266,8 @@ func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue strin
 				Partition: cl.Partition, Offset: off, LeaseID: leaseID, ConsumerGroup: p.group,
 				DeliveryAttempt: cl.DeliveryAttempt(off),
 			}
-			var b64 bool
-			m.Data, b64 = renderData(&rec)
-			if b64 {
-				m.Encoding = "base64"
-			}
-			if rec.Flags&wire.FlagKey != 0 {
-				if m.Key, b64 = renderBytes(rec.Key); b64 {
-					m.KeyEncoding = "base64"
-				}
-			}
-			m.Headers = renderHeaders(rec.Headers)
+			v := viewOf(&rec)
+			m.Data, m.Encoding, m.Key, m.KeyEncoding, m.Headers = v.value, v.encoding, v.key, v.keyEncoding, v.headers
 			ans.Messages = append(ans.Messages, m)
 			return true
 		})

@@ -84,3 +84,28 @@ func optString(b []byte) *string {
 	s := string(b)
 	return &s
 }
+
+// recordView is a stored record rendered for JSON: its value, key and
+// headers, with the encodings a client needs to decode them.
+type recordView struct {
+	value       json.RawMessage
+	encoding    string
+	key         json.RawMessage
+	keyEncoding string
+	headers     []kafkaHeader
+}
+
+func viewOf(rec *wire.Record) recordView {
+	var v recordView
+	var b64 bool
+	if v.value, b64 = renderData(rec); b64 {
+		v.encoding = "base64"
+	}
+	if rec.Flags&wire.FlagKey != 0 {
+		if v.key, b64 = renderBytes(rec.Key); b64 {
+			v.keyEncoding = "base64"
+		}
+	}
+	v.headers = renderHeaders(rec.Headers)
+	return v
+}

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -27,24 +28,30 @@ const (
 func (s *Server) routes() []route {
 	return []route{
 		{get, "/health", authn.LevelPublic, s.health},
+		{get, "/metrics/prometheus", authn.LevelPublic, s.metricsPrometheus},
 
 		{post, "/api/v1/push", authn.LevelWriteOnly, s.push},
 		{get, "/api/v1/pop/queue/{queue}", authn.LevelReadWrite, s.popQueue},
 		{get, "/api/v1/pop/queue/{queue}/partition/{partition}", authn.LevelReadWrite, s.popPartition},
 		{post, "/api/v1/ack", authn.LevelReadWrite, s.ack},
 		{post, "/api/v1/ack/batch", authn.LevelReadWrite, s.ackBatch},
+		{post, "/api/v1/fetch", authn.LevelReadOnly, s.fetch},
 	}
 }
 
 // wrap turns a route's handler into a fasthttp handler: errors become the
-// error envelope, and a panic becomes a 500 for that request only.
+// error envelope, a panic becomes a 500 for that request only, and every
+// request is counted and timed per route.
 func (s *Server) wrap(rt route) fasthttp.RequestHandler {
+	m := newRouteMetrics(s.metrics, rt)
 	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
 		defer func() {
 			if v := recover(); v != nil {
 				s.log.Error("http: handler panic", "route", rt.path, "panic", fmt.Sprint(v))
 				writeJSON(ctx, http.StatusInternalServerError, errorBody{Error: "internal error", Code: "internal"})
 			}
+			m.observe(ctx.Response.StatusCode(), start)
 		}()
 		if err := rt.handle(ctx); err != nil {
 			writeError(ctx, err)

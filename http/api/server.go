@@ -13,6 +13,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
@@ -44,6 +45,7 @@ type Server struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 	started    time.Time
+	metrics    *metrics.Set
 }
 
 // New builds the server and its routes.
@@ -57,7 +59,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	if cfg.PopMaxTimeout <= 0 {
 		cfg.PopMaxTimeout = 60 * time.Second
 	}
-	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now()}
+	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	r := router.New()
 	r.HandleMethodNotAllowed = false // an unknown method+path is an unknown route: 404

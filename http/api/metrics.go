@@ -1,0 +1,67 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+)
+
+// routeMetrics are one route's request counters and latency histogram.
+type routeMetrics struct {
+	set      *metrics.Set
+	label    string
+	duration *metrics.Histogram
+}
+
+func newRouteMetrics(set *metrics.Set, rt route) *routeMetrics {
+	label := fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)
+	return &routeMetrics{
+		set:      set,
+		label:    label,
+		duration: set.NewHistogram(`queen_http_request_duration_seconds{` + label + `}`),
+	}
+}
+
+func (m *routeMetrics) observe(status int, start time.Time) {
+	m.duration.UpdateDuration(start)
+	m.set.GetOrCreateCounter(`queen_http_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
+}
+
+// metricsPrometheus is GET /metrics/prometheus: request metrics, raft state
+// per group and process metrics, in the Prometheus text format.
+func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
+	var buf bytes.Buffer
+	s.metrics.WritePrometheus(&buf)
+	s.writeRaftMetrics(&buf)
+	metrics.WriteProcessMetrics(&buf)
+	ctx.SetStatusCode(http.StatusOK)
+	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+	ctx.SetBody(buf.Bytes())
+	return nil
+}
+
+func (s *Server) writeRaftMetrics(w io.Writer) {
+	host := s.engine.Host()
+	for _, st := range host.Status() {
+		g := fmt.Sprintf(`{group="%d"}`, st.Group)
+		isLeader := uint64(0)
+		if st.IsLeader {
+			isLeader = 1
+		}
+		metrics.WriteGaugeUint64(w, "queen_raft_leader_id"+g, st.LeaderID)
+		metrics.WriteGaugeUint64(w, "queen_raft_is_leader"+g, isLeader)
+		metrics.WriteGaugeUint64(w, "queen_raft_term"+g, st.Term)
+		metrics.WriteGaugeUint64(w, "queen_raft_applied_index"+g, st.Applied)
+		metrics.WriteGaugeUint64(w, "queen_raft_commit_index"+g, st.Commit)
+		if t := host.Transport(st.Group); t != nil {
+			metrics.WriteCounterUint64(w, "queen_raft_rpc_refused_total"+g, t.Refused())
+			metrics.WriteCounterUint64(w, "queen_raft_rpc_rejected_total"+g, t.Rejected())
+		}
+	}
+}
