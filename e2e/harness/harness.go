@@ -1,0 +1,365 @@
+// Package harness builds the queen binary and runs real queen nodes for the
+// end-to-end tests and the benchmarks: free 127.0.0.1 ports, a temp data dir
+// per node, logs to a file, and SIGKILL / SIGTERM / restart. It never talks
+// to a node's internals, only to its ports.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Build compiles ./cmd/queen of the module containing this package into dir
+// and returns the binary's path.
+func Build(dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "queen")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/queen")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("harness: go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("harness: go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("harness: not inside the queen module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// Node is one queen process and the ports it owns.
+type Node struct {
+	ID        int
+	HTTPAddr  string // 127.0.0.1:port
+	RaftAddr  string // group 0's raft address; group N is port + N
+	KafkaAddr string
+	Dir       string
+	Env       map[string]string // extra settings, e.g. QUEEN_RAFT_TOKEN
+
+	bin     string
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logPath string
+}
+
+// Options shape a cluster.
+type Options struct {
+	Nodes  int
+	Groups int               // QUEEN_RAFT_GROUPS (default 1)
+	Env    map[string]string // settings for every node
+	// BaseDir holds the nodes' data dirs (a test's TempDir).
+	BaseDir string
+}
+
+// Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
+type Cluster struct {
+	Nodes []*Node
+	peers string
+}
+
+// NewCluster allocates ports and directories; nodes are started with Start.
+func NewCluster(bin string, o Options) (*Cluster, error) {
+	if o.Nodes < 1 {
+		o.Nodes = 1
+	}
+	if o.Groups < 1 {
+		o.Groups = 1
+	}
+	c := &Cluster{}
+	var peers []string
+	for i := 1; i <= o.Nodes; i++ {
+		raftPort, err := FreePortRange(o.Groups)
+		if err != nil {
+			return nil, err
+		}
+		httpPort, err := FreePortRange(1)
+		if err != nil {
+			return nil, err
+		}
+		kafkaPort, err := FreePortRange(1)
+		if err != nil {
+			return nil, err
+		}
+		n := &Node{
+			ID: i, bin: bin,
+			HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", httpPort),
+			RaftAddr:  fmt.Sprintf("127.0.0.1:%d", raftPort),
+			KafkaAddr: fmt.Sprintf("127.0.0.1:%d", kafkaPort),
+			Dir:       filepath.Join(o.BaseDir, fmt.Sprintf("node%d", i)),
+			Env:       map[string]string{"QUEEN_RAFT_GROUPS": strconv.Itoa(o.Groups)},
+		}
+		for k, v := range o.Env {
+			n.Env[k] = v
+		}
+		c.Nodes = append(c.Nodes, n)
+		peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.RaftAddr, n.HTTPAddr))
+	}
+	if o.Nodes > 1 {
+		c.peers = strings.Join(peers, ",")
+	}
+	return c, nil
+}
+
+// StartAll starts every node.
+func (c *Cluster) StartAll() error {
+	for _, n := range c.Nodes {
+		if err := c.Start(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Start starts (or restarts) one node with its data dir and ports.
+func (c *Cluster) Start(n *Node) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		return fmt.Errorf("harness: node %d already running", n.ID)
+	}
+	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return err
+	}
+	_, httpPort, _ := net.SplitHostPort(n.HTTPAddr)
+	env := append(os.Environ(),
+		"PORT="+httpPort,
+		"QUEEN_BIND_ADDR=127.0.0.1",
+		"QUEEN_RAFT_DIR="+filepath.Join(n.Dir, "data"),
+		"QUEEN_RAFT_LISTEN="+n.RaftAddr,
+		"QUEEN_RAFT_NODE_ID="+strconv.Itoa(n.ID),
+		"QUEEN_KAFKA_ADDR="+n.KafkaAddr,
+		"QUEEN_KAFKA_ADVERTISED_ADDR="+n.KafkaAddr,
+		"QUEEN_RAFT_RTT_MS=20",
+		"QUEEN_STMT_TIMEOUT_MS=15000",
+		"QUEEN_SHUTDOWN_GRACE_MS=5000",
+	)
+	if c.peers != "" {
+		env = append(env, "QUEEN_RAFT_PEERS="+c.peers)
+	}
+	for k, v := range n.Env {
+		env = append(env, k+"="+v)
+	}
+	n.logPath = filepath.Join(n.Dir, "queen.log")
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(n.bin)
+	cmd.Env = env
+	cmd.Dir = n.Dir // keeps stray files (dragonboat settings) out of the repo
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// The node dies with the process that started it, so a test that is
+	// killed (timeout, panic) leaves no queen behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("harness: start node %d: %w", n.ID, err)
+	}
+	n.cmd = cmd
+	n.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}(cmd, n.exited)
+	return nil
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (n *Node) Kill() { n.signal(syscall.SIGKILL, 10*time.Second) }
+
+// Stop sends SIGTERM and waits up to 30 s, then SIGKILLs.
+func (n *Node) Stop() {
+	if !n.signal(syscall.SIGTERM, 30*time.Second) {
+		n.Kill()
+	}
+}
+
+func (n *Node) signal(sig syscall.Signal, wait time.Duration) bool {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(wait):
+		return false
+	}
+	n.mu.Lock()
+	n.cmd = nil
+	n.mu.Unlock()
+	return true
+}
+
+// Running reports whether the process is alive.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// StopAll stops every node (SIGTERM, then SIGKILL).
+func (c *Cluster) StopAll() {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		wg.Add(1)
+		go func(n *Node) { defer wg.Done(); n.Stop() }(n)
+	}
+	wg.Wait()
+}
+
+// URL is the node's HTTP base URL.
+func (n *Node) URL() string { return "http://" + n.HTTPAddr }
+
+// Log returns the node's log so far.
+func (n *Node) Log() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
+
+// WaitHealthy polls /health until it answers 200 or ctx ends.
+func (n *Node) WaitHealthy(ctx context.Context) error {
+	return Poll(ctx, 20*time.Millisecond, func() (bool, error) {
+		if !n.Running() {
+			return false, fmt.Errorf("node %d exited; log:\n%s", n.ID, tail(n.Log(), 3000))
+		}
+		resp, err := http.Get(n.URL() + "/health")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// WaitAllHealthy waits for every running node.
+func (c *Cluster) WaitAllHealthy(ctx context.Context) error {
+	for _, n := range c.Nodes {
+		if err := n.WaitHealthy(ctx); err != nil {
+			return fmt.Errorf("node %d: %w", n.ID, err)
+		}
+	}
+	return nil
+}
+
+// Poll calls f every interval until it reports done, returns an error, or
+// ctx ends (then the last state is reported as an error).
+func Poll(ctx context.Context, interval time.Duration, f func() (bool, error)) error {
+	for {
+		done, err := f()
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("harness: gave up waiting: %w", ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}
+
+// FreePortRange returns a port p such that p..p+n-1 are free on 127.0.0.1
+// right now.
+func FreePortRange(n int) (int, error) {
+	for try := 0; try < 100; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if base+n > 65535 {
+			continue
+		}
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			if !portFree(base + i) {
+				ok = false
+			}
+		}
+		if ok && reserve(base, n) {
+			return base, nil
+		}
+	}
+	return 0, errors.New("harness: no free port range")
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// reserved remembers ports handed out in this process, so two nodes of one
+// test never get overlapping ranges.
+var (
+	reservedMu sync.Mutex
+	reserved   = map[int]bool{}
+)
+
+func reserve(base, n int) bool {
+	reservedMu.Lock()
+	defer reservedMu.Unlock()
+	for i := 0; i < n; i++ {
+		if reserved[base+i] {
+			return false
+		}
+	}
+	for i := 0; i < n; i++ {
+		reserved[base+i] = true
+	}
+	return true
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// Tail returns the last n bytes of a node's log, for failure messages.
+func (n *Node) Tail(size int) string { return tail(n.Log(), size) }
+
+// Grep reports whether the node's log contains s.
+func (n *Node) Grep(s string) bool { return bytes.Contains([]byte(n.Log()), []byte(s)) }
