@@ -8,6 +8,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -78,6 +79,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 		NoDefaultContentType:  true,
 		CloseOnShutdown:       true,
 		Logger:                fasthttpLogger{log},
+		ErrorHandler:          transportError,
 	}
 	return s
 }
@@ -123,6 +125,16 @@ func (s *Server) requestCtx(timeout time.Duration) (context.Context, context.Can
 // tenantOf is the tenant a request is scoped by.
 func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
 	return wire.DefaultTenant, nil
+}
+
+// transportError answers requests fasthttp could not read: a body over
+// QUEEN_MAX_BODY_BYTES is a plain-text 413 (spec §2.1), anything else a 400.
+func transportError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		ctx.Error("request body exceeds QUEEN_MAX_BODY_BYTES", fasthttp.StatusRequestEntityTooLarge)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusBadRequest, errorBody{Error: "unreadable request: " + err.Error(), Code: "bad_request"})
 }
 
 type fasthttpLogger struct{ log *slog.Logger }
