@@ -167,7 +167,10 @@ func (p *proposer) proposeEntry(data []byte) ([][]byte, error) {
 	deadline := time.Now().Add(p.requestTimeout)
 	backoff := 5 * time.Millisecond
 	proposed := false
-	for {
+	for attempt := 0; ; attempt++ {
+		if attempt == 1 {
+			data = wire.MarkRetry(data)
+		}
 		timeout := min(p.attemptTimeout, time.Until(deadline))
 		if timeout < 10*time.Millisecond {
 			timeout = 10 * time.Millisecond

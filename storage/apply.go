@@ -15,6 +15,7 @@ type applyCtx struct {
 	s       *Store
 	b       *pebble.Batch // indexed: reads inside apply see earlier writes
 	nowMs   int64
+	retry   bool // the entry being applied repeats an earlier proposal
 	dirty   []*partState
 	changes []Change
 	touched map[*queueState]bool
@@ -39,6 +40,7 @@ func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
 		s.clockMs = e.NowMs
 	}
 	ctx.nowMs = s.clockMs
+	ctx.retry = e.Retry
 	ctx.results = ctx.results[:0]
 	for {
 		cmd, ok := e.Next()

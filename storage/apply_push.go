@@ -124,7 +124,10 @@ func (s *Store) pushTarget(ctx *applyCtx, q *queueState, c *wire.PushCmd) (*part
 }
 
 // findDups lists the records whose transaction id is already stored in p, or
-// repeats an earlier record of the same command.
+// repeats an earlier record of the same command. A record addressed by its
+// message id (fresh for every push) can only be stored already when the
+// entry is a retry, so only then is it looked up: the lookup of an id that
+// is not there is the expensive case.
 func (s *Store) findDups(ctx *applyCtx, q *queueState, p *partState, heads []pushHead) []wire.PushDup {
 	var dups []wire.PushDup
 	var seen map[string]int // explicit ids earlier in this command → their index
@@ -132,6 +135,9 @@ func (s *Store) findDups(ctx *applyCtx, q *queueState, p *partState, heads []pus
 	for i := range heads {
 		h := &heads[i].head
 		explicit, id := h.TxnKey()
+		if !explicit && !ctx.retry {
+			continue
+		}
 		if v, ok := ctx.get(txnKey(p.id, explicit, id)); ok && len(v) == 16 {
 			at := int64(binary.BigEndian.Uint64(v[8:]))
 			if !explicit || ctx.nowMs-at < window {

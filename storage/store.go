@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/queen-mq/queen/wire"
@@ -143,7 +144,14 @@ func (s *Store) Open(stopc <-chan struct{}) (uint64, error) {
 func (s *Store) openDB(dir string) error {
 	cache := pebble.NewCache(s.cfg.CacheBytes)
 	defer cache.Unref()
+	// Bloom filters let a lookup that misses (a new transaction id, the
+	// common case of dedup) skip reading data blocks.
+	levels := make([]pebble.LevelOptions, 7)
+	for i := range levels {
+		levels[i] = pebble.LevelOptions{FilterPolicy: bloom.FilterPolicy(10), FilterType: pebble.TableFilter}
+	}
 	opts := &pebble.Options{
+		Levels:                      levels,
 		Cache:                       cache,
 		MemTableSize:                s.cfg.MemTableBytes,
 		MemTableStopWritesThreshold: 4,
@@ -153,6 +161,12 @@ func (s *Store) openDB(dir string) error {
 		MaxConcurrentCompactions:    func() int { return 2 },
 		BytesPerSync:                1 << 20,
 		Logger:                      pebbleLogger{s.log},
+		// No WAL: the raft log is this store's write-ahead log. After a
+		// crash the store is its last flushed memtable, a prefix of the
+		// applied entries that carries its own applied index, and
+		// dragonboat replays the rest from the raft log, which it never
+		// compacts past an index Sync (a flush) made durable here.
+		DisableWAL: true,
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -168,8 +182,9 @@ func (s *Store) openDB(dir string) error {
 }
 
 // Update applies a batch of committed entries in one database write. The
-// write is not synced: the raft log is the durable record, and pebble's WAL
-// keeps the store a prefix of it after a crash, which is what dragonboat
+// write is not synced and not logged: the raft log is the durable record,
+// and the store only ever persists whole flushed memtables, so after a
+// crash it is a prefix of the applied entries, which is what dragonboat
 // needs from an on-disk state machine. Sync makes it durable.
 func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if len(ents) == 0 {
@@ -210,10 +225,11 @@ func (s *Store) notify(changes []Change) {
 	}
 }
 
-// Sync makes everything applied so far durable: dragonboat calls it before
-// recording a snapshot that lets it compact the raft log.
+// Sync makes everything applied so far durable by flushing the memtable:
+// dragonboat calls it before recording a snapshot that lets it compact the
+// raft log.
 func (s *Store) Sync() error {
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("storage: sync: %w", err)
 	}
 	return nil
@@ -231,8 +247,9 @@ func (s *Store) Lookup(q interface{}) (interface{}, error) {
 // ErrClosed is returned by reads after Close.
 var ErrClosed = errors.New("storage: closed")
 
-// Close closes the database. Dragonboat may not call it; nothing relies on it
-// for safety.
+// Close flushes and closes the database. Dragonboat may not call it and a
+// crash skips it; the flush only saves replaying the raft log at the next
+// start.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -242,7 +259,10 @@ func (s *Store) Close() error {
 	if s.db == nil {
 		return nil
 	}
-	err := s.db.Close()
+	err := s.db.Flush()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
 	s.db = nil
 	return err
 }

@@ -41,8 +41,12 @@ func (h *harness) open() {
 
 func (h *harness) apply(kind wire.Kind, body []byte) []byte {
 	h.t.Helper()
+	return h.applyEntry(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: kind, Body: body}}))
+}
+
+func (h *harness) applyEntry(data []byte) []byte {
+	h.t.Helper()
 	h.index++
-	data := wire.AppendEntry(nil, h.now, []wire.Command{{Kind: kind, Body: body}})
 	out, err := h.s.Update([]sm.Entry{{Index: h.index, Cmd: data}})
 	if err != nil {
 		h.t.Fatal(err)
@@ -182,6 +186,9 @@ func TestPushDedupByTransactionID(t *testing.T) {
 	}
 }
 
+// firstMsgID is the message id stored at r's base offset.
+func (h *harness) firstMsgID(t *testing.T, r wire.PushResult) wire.ID { return mustFirstMsgID(t, h, r) }
+
 func mustFirstMsgID(t *testing.T, h *harness, r wire.PushResult) wire.ID {
 	p, _ := h.s.PartitionByID(wire.DefaultTenant, r.PartitionID)
 	var id wire.ID
@@ -196,9 +203,12 @@ func mustFirstMsgID(t *testing.T, h *harness, r wire.PushResult) wire.ID {
 func TestRetriedPushIsIdempotent(t *testing.T) {
 	h := newHarness(t)
 	recs := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: h.nextID(), Payload: []byte("x")})
-	a := h.pushRaw("q", "p", 1, recs)
-	b := h.pushRaw("q", "p", 1, recs)
-	if len(b.Dups) != 1 || b.Dups[0].Offset != a.BaseOffset {
+	c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1,
+		Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: 1, Records: recs}
+	entry := wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindPush, Body: c.Encode(nil)}})
+	a, _ := wire.DecodePushResult(h.applyEntry(entry))
+	b, _ := wire.DecodePushResult(h.applyEntry(wire.MarkRetry(entry)))
+	if len(b.Dups) != 1 || b.Dups[0].Offset != a.BaseOffset || b.Dups[0].MsgID != h.firstMsgID(t, a) {
 		t.Fatalf("retry not deduplicated: %+v", b)
 	}
 }

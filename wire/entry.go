@@ -33,6 +33,11 @@ type Command struct {
 // EncodedLen is how many bytes the command takes inside an entry.
 func (c Command) EncodedLen() int { return 1 + uvarintLen(uint64(len(c.Body))) + len(c.Body) }
 
+// entryFlagRetry marks an entry proposed again after an attempt whose
+// outcome is unknown: the state machine then checks every record for a
+// duplicate, not only those with client-chosen transaction ids.
+const entryFlagRetry = 1
+
 // AppendEntry appends a raft entry carrying cmds, stamped with the
 // proposer's clock in unix milliseconds. The state machine never reads a
 // clock: every notion of "now" it has comes from this stamp.
@@ -40,6 +45,7 @@ func AppendEntry(b []byte, nowMs int64, cmds []Command) []byte {
 	w := Writer{B: b}
 	w.U8(entryMagic)
 	w.U8(entryVersion)
+	w.U8(0)
 	w.Varint(nowMs)
 	w.Uvarint(uint64(len(cmds)))
 	for _, c := range cmds {
@@ -49,8 +55,21 @@ func AppendEntry(b []byte, nowMs int64, cmds []Command) []byte {
 	return w.B
 }
 
+// MarkRetry returns a copy of an encoded entry flagged as a retry. Raft
+// orders a retry after the attempt it repeats (an attempt that was never
+// appended cannot be appended later), so only the retry needs the full
+// duplicate check.
+func MarkRetry(entry []byte) []byte {
+	out := append([]byte(nil), entry...)
+	if len(out) > 2 {
+		out[2] |= entryFlagRetry
+	}
+	return out
+}
+
 // Entry is a decoded raft entry; Next walks its commands without copying.
 type Entry struct {
+	Retry bool
 	NowMs int64
 	Count int
 	r     Reader
@@ -66,7 +85,8 @@ func ParseEntry(b []byte) (Entry, error) {
 	if v := r.U8(); v != entryVersion {
 		return Entry{}, fmt.Errorf("%w: entry version %d", ErrMalformed, v)
 	}
-	e := Entry{NowMs: r.Varint()}
+	flags := r.U8()
+	e := Entry{Retry: flags&entryFlagRetry != 0, NowMs: r.Varint()}
 	e.Count = r.Count(MaxCommandsPerEntry, 2)
 	if r.err != nil {
 		return Entry{}, r.err

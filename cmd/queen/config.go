@@ -28,6 +28,9 @@ type Config struct {
 	Placement     tenancy.Placement
 	TenantGroups  string
 	ShutdownGrace time.Duration
+	// PprofAddr serves net/http/pprof when set (QUEEN_PPROF_ADDR, our own
+	// addition for profiling; keep it on loopback).
+	PprofAddr string
 }
 
 // env reads variables through a lookup function, remembering the first
@@ -115,6 +118,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
+	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")
 	if e.err != nil {
 		return c, e.err
 	}

@@ -31,6 +31,10 @@ func run() int {
 	cfg.Raft.Logger = log
 	logConfig(log, &cfg)
 
+	if cfg.PprofAddr != "" {
+		stopPprof := servePprof(log, cfg.PprofAddr)
+		defer stopPprof()
+	}
 	host, err := raftgroups.Start(cfg.Raft)
 	if err != nil {
 		log.Error("boot: raft groups did not start", "err", err)
