@@ -41,17 +41,22 @@ func freeBase(t *testing.T, groups int) int {
 }
 
 type testCluster struct {
-	t       *testing.T
-	peers   []Peer
-	dirs    []string
-	groups  int
-	hosts   []*Host
-	engines []*Engine
+	t        *testing.T
+	snapshot uint64 // SnapshotEntries (0: default)
+	peers    []Peer
+	dirs     []string
+	groups   int
+	hosts    []*Host
+	engines  []*Engine
 }
 
 func newTestCluster(t *testing.T, nodes, groups int) *testCluster {
+	return newTestClusterWith(t, nodes, groups, 0)
+}
+
+func newTestClusterWith(t *testing.T, nodes, groups int, snapshotEntries uint64) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, groups: groups}
+	c := &testCluster{t: t, groups: groups, snapshot: snapshotEntries}
 	for i := 1; i <= nodes; i++ {
 		c.peers = append(c.peers, Peer{ID: uint64(i), RaftAddr: fmt.Sprintf("127.0.0.1:%d", freeBase(t, groups+1))})
 		c.dirs = append(c.dirs, t.TempDir())
@@ -84,7 +89,8 @@ func (c *testCluster) start(i int) error {
 		NodeID: c.peers[i].ID, Peers: append([]Peer(nil), c.peers...), ListenAddr: c.peers[i].RaftAddr,
 		Dir: c.dirs[i], Groups: c.groups, RTTMillisecond: 10, ElectionRTT: 10, HeartbeatRTT: 1,
 		AttemptTimeout: 500 * time.Millisecond, RequestTimeout: 10 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SnapshotEntries: c.snapshot, CompactionOverhead: c.snapshot / 2,
+		Logger: slog.New(slog.NewTextHandler(testLogOut, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		return err
@@ -215,3 +221,74 @@ func TestWatchWakesOnApply(t *testing.T) {
 		t.Fatal("waiter not woken by the apply loop")
 	}
 }
+
+func TestLaggingReplicaCatchesUpFromAStreamedSnapshot(t *testing.T) {
+	c := newTestClusterWith(t, 3, 1, 20)
+	c.waitReady()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lagging := (c.leaderOf(0) + 1) % 3
+	writer := (lagging + 1) % 3
+	c.hosts[lagging].Close()
+	c.hosts[lagging] = nil
+	// Far more entries than the log keeps: the replica cannot catch up from
+	// the log and must be sent the store.
+	for i := 0; i < 200; i++ {
+		if _, err := pushOne(ctx, c.engines[writer], "q", fmt.Sprintf("t-%d", i), fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Log compaction follows snapshots asynchronously: wait for it.
+	for compacted := false; !compacted; {
+		for _, h := range c.hosts {
+			if h == nil {
+				continue
+			}
+			r, err := h.groups[0].nh.GetLogReader(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _ := r.GetRange()
+			compacted = first > 100
+			if !compacted {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the raft log was never compacted")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.start(lagging); err != nil {
+		t.Fatal(err)
+	}
+	store := c.engines[lagging].Store(wire.DefaultTenant)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if p, ok := store.PartitionByName(wire.DefaultTenant, "q", "Default"); ok && p.HighWatermark() == 200 && store.SnapshotsRecovered() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lagging replica did not catch up from a snapshot (snapshots recovered: %d)", store.SnapshotsRecovered())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The recovered replica serves the data and keeps applying.
+	if _, err := pushOne(ctx, c.engines[lagging], "q", "after", "x"); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := store.PartitionByName(wire.DefaultTenant, "q", "Default")
+	var got []string
+	if _, err := store.Read(p, 198, func(_ uint64, _ int64, body []byte) bool {
+		r, _ := wire.ParseRecord(body)
+		got = append(got, string(r.Payload))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[198 199 x]" {
+		t.Fatalf("tail after recovery: %v", got)
+	}
+}
+
+var testLogOut io.Writer = io.Discard

@@ -111,6 +111,7 @@ func (s *Store) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error {
 	if old != nil {
 		_ = old.Close()
 	}
+	s.recovered.Add(1)
 	err = s.openDB(dir)
 	s.mu.Unlock()
 	s.dbMu.Unlock()

@@ -68,8 +68,9 @@ type Store struct {
 	counters   counters
 	clockMs    int64
 
-	applied atomic.Uint64
-	closed  atomic.Bool
+	applied   atomic.Uint64
+	closed    atomic.Bool
+	recovered atomic.Uint64 // snapshots installed from the leader
 
 	listenMu sync.Mutex
 	listener func([]Change)
@@ -109,6 +110,9 @@ func (s *Store) OnChange(f func([]Change)) {
 	s.listener = f
 	s.listenMu.Unlock()
 }
+
+// SnapshotsRecovered counts snapshots this store was rebuilt from.
+func (s *Store) SnapshotsRecovered() uint64 { return s.recovered.Load() }
 
 // Applied is the raft index of the last applied entry.
 func (s *Store) Applied() uint64 { return s.applied.Load() }
