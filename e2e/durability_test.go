@@ -411,3 +411,26 @@ func TestEachGroupListensOnRaftPortPlusN(t *testing.T) {
 		}
 	}
 }
+
+func TestSIGTERMHandsLeadershipOffAndExitsCleanly(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 3})
+	ctx := deadline(t, 2*time.Minute)
+	leader := waitLeader(t, ctx, c)
+	old := c.Nodes[leader]
+	if !old.Terminate(30 * time.Second) {
+		t.Fatal("the leader did not exit within 30 s of SIGTERM")
+	}
+	if code := old.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if !old.Grep("leadership handed off") || !old.Grep("shutdown: complete") {
+		t.Fatalf("no hand-off logged:\n%s", old.Tail(3000))
+	}
+	// The survivors have a leader and take writes.
+	a := &acked{m: map[string]ackedAt{}}
+	survivor := c.Nodes[(leader+1)%3]
+	if err := pushUntilAcked(ctx, func() string { return survivor.URL() },
+		[]pushItem{{Queue: "q", Partition: "p", Payload: 1, TransactionID: "after-term"}}, a); err != nil {
+		t.Fatal(err)
+	}
+}

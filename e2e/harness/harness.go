@@ -58,11 +58,12 @@ type Node struct {
 	Dir       string
 	Env       map[string]string // extra settings, e.g. QUEEN_RAFT_TOKEN
 
-	bin     string
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	logPath string
+	bin      string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitCode int
+	logPath  string
 }
 
 // Options shape a cluster.
@@ -183,6 +184,9 @@ func (c *Cluster) Start(n *Node) error {
 	go func(cmd *exec.Cmd, exited chan struct{}) {
 		_ = cmd.Wait()
 		logf.Close()
+		n.mu.Lock()
+		n.exitCode = cmd.ProcessState.ExitCode()
+		n.mu.Unlock()
 		close(exited)
 	}(cmd, n.exited)
 	return nil
@@ -216,6 +220,18 @@ func (n *Node) signal(sig syscall.Signal, wait time.Duration) bool {
 	n.mu.Unlock()
 	return true
 }
+
+// ExitCode is the exit code of the last process run (-1 if killed by a
+// signal).
+func (n *Node) ExitCode() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exitCode
+}
+
+// Terminate sends SIGTERM and reports whether the process exited within
+// wait.
+func (n *Node) Terminate(wait time.Duration) bool { return n.signal(syscall.SIGTERM, wait) }
 
 // Running reports whether the process is alive.
 func (n *Node) Running() bool {
