@@ -1,0 +1,69 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func lookup(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
+func TestDefaultsStartOneNode(t *testing.T) {
+	c, err := loadConfig(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Addr != "0.0.0.0:6632" || c.Raft.Dir != "./queen-data" || c.Raft.ListenAddr != "0.0.0.0:7400" || c.Raft.Groups != 1 {
+		t.Fatalf("defaults: %+v %+v", c.HTTP, c.Raft)
+	}
+	if len(c.Raft.Peers) != 1 || c.Raft.Peers[0].RaftAddr != "127.0.0.1:7400" || c.Raft.Peers[0].ID != 1 {
+		t.Fatalf("single node peers: %+v", c.Raft.Peers)
+	}
+	if c.Raft.ElectionRTT*c.Raft.RTTMillisecond != 150 || c.Raft.HeartbeatRTT*c.Raft.RTTMillisecond != 50 {
+		t.Fatalf("single node timings: %d/%d ticks of %d ms", c.Raft.ElectionRTT, c.Raft.HeartbeatRTT, c.Raft.RTTMillisecond)
+	}
+}
+
+func TestClusterConfig(t *testing.T) {
+	c, err := loadConfig(lookup(map[string]string{
+		"QUEEN_RAFT_NODE_ID": "2",
+		"QUEEN_RAFT_PEERS":   "1=h1:7400/h1:6632, 2=h2:7400/h2:6632,3=h3:7400/h3:6632",
+		"QUEEN_RAFT_GROUPS":  "4",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Raft.Peers) != 3 || c.Raft.Peers[1].HTTPAddr != "h2:6632" || c.Placement.Groups() != 4 {
+		t.Fatalf("%+v", c.Raft.Peers)
+	}
+	if c.Raft.ElectionRTT*c.Raft.RTTMillisecond != 1000 || c.Raft.HeartbeatRTT*c.Raft.RTTMillisecond != 100 {
+		t.Fatalf("cluster timings: %d/%d ticks of %d ms", c.Raft.ElectionRTT, c.Raft.HeartbeatRTT, c.Raft.RTTMillisecond)
+	}
+}
+
+func TestBadConfigNamesTheVariable(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"PORT":                {"PORT": "http"},
+		"QUEEN_RAFT_GROUPS":   {"QUEEN_RAFT_GROUPS": "65"},
+		"QUEEN_RAFT_PEERS":    {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
+		"QUEEN_LOG_JSON":      {"QUEEN_LOG_JSON": "maybe"},
+		"QUEEN_RAFT_LISTEN":   {"QUEEN_RAFT_LISTEN": "7400"},
+		"LOG_LEVEL":           {"LOG_LEVEL": "loud"},
+		"QUEEN_TENANT_GROUPS": {"QUEEN_TENANT_GROUPS": "x=1"},
+	} {
+		_, err := loadConfig(lookup(env))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: error %v does not name the variable", name, err)
+		}
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:7400": true, "localhost:7400": true, "[::1]:7400": true,
+		"0.0.0.0:7400": false, "10.0.0.1:7400": false, ":7400": false} {
+		if got := loopbackOnly(addr); got != want {
+			t.Errorf("%s: %v", addr, got)
+		}
+	}
+}

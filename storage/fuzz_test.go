@@ -1,0 +1,40 @@
+package storage
+
+import (
+	"testing"
+
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// FuzzApply feeds arbitrary raft entries to one store: whatever a peer
+// proposes, the apply loop answers and never fails (a failed Update stops
+// the replica) or panics.
+func FuzzApply(f *testing.F) {
+	rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON | wire.FlagTxnID, MsgID: wire.ID{1}, TxnID: []byte("t"), Payload: []byte("1")})
+	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1,
+		Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: 1, Records: rec}
+	pop := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 5, SubMode: wire.SubAll, LeaseIDs: []wire.ID{{7}}}
+	ack := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: wire.AckFailed}}}
+	f.Add(wire.AppendEntry(nil, 1, []wire.Command{{Kind: wire.KindPush, Body: push.Encode(nil)},
+		{Kind: wire.KindPop, Body: pop.Encode(nil)}, {Kind: wire.KindAck, Body: ack.Encode(nil)}}))
+
+	dir := f.TempDir()
+	s := New(Config{Dir: dir})
+	index, err := s.Open(make(chan struct{}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		index++
+		out, err := s.Update([]sm.Entry{{Index: index, Cmd: b}})
+		if err != nil {
+			t.Fatalf("apply failed: %v", err)
+		}
+		if _, err := wire.SplitResults(out[0].Result.Data); err != nil {
+			t.Fatalf("results do not frame: %v", err)
+		}
+	})
+}
