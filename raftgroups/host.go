@@ -161,9 +161,10 @@ func Start(cfg Config) (*Host, error) {
 		}
 		h.groups = append(h.groups, g)
 	}
-	h.wg.Add(2)
+	h.wg.Add(3)
 	go h.probeQuorum()
 	go h.balanceLeaders()
+	go h.proposeTicks()
 	return h, nil
 }
 

@@ -14,6 +14,14 @@ const (
 	KindCommitPosition Kind = 5
 	KindConfigure      Kind = 6
 	KindDeleteQueue    Kind = 7
+	// KindTick carries no body: the leader proposes one when the store
+	// says time-driven work is due (lease and retention sweeps, timers);
+	// the entry's clock stamp is the "now" that work runs at.
+	KindTick Kind = 8
+
+	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
+	// consumer-group and message administration, 30..49 for the Kafka
+	// facade, 50..69 for KV, locks, timers and traces.
 )
 
 const (

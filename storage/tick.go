@@ -1,0 +1,36 @@
+package storage
+
+// A sweeper is time-driven work the apply loop does when the leader
+// proposes a tick: expiring, retaining, firing. The leader asks due (a read
+// under the store's read lock, with its wall clock) whether any sweeper has
+// work; if so it proposes a tick, and every replica runs sweep at the tick's
+// replicated clock. sweep must be deterministic and bounded (it runs on the
+// group's only apply goroutine): it does at most a fixed budget of work per
+// tick and leaves the rest for the next one.
+type sweeper interface {
+	name() string
+	due(s *Store, nowMs int64) bool
+	sweep(s *Store, ctx *applyCtx)
+}
+
+// sweepers run in this order at every tick. Add new time-driven work here.
+var sweepers = []sweeper{}
+
+func (s *Store) applyTick(ctx *applyCtx) {
+	for _, sw := range sweepers {
+		sw.sweep(s, ctx)
+	}
+}
+
+// TickDue reports whether any sweeper has work at nowMs (the caller's wall
+// clock, close to the clock the tick will carry).
+func (s *Store) TickDue(nowMs int64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, sw := range sweepers {
+		if sw.due(s, nowMs) {
+			return true
+		}
+	}
+	return false
+}
