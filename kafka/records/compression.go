@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -144,8 +145,9 @@ type lz4Decompressor struct {
 var (
 	gzipDecompressors = sync.Pool{New: func() any { return new(gzipDecompressor) }}
 	lz4Decompressors  = sync.Pool{New: func() any { return &lz4Decompressor{r: lz4.NewReader(nil)} }}
-	// zstdDecoders holds one pool per decoded-size bound: the bound is a
-	// decoder option, and callers use one or two fixed limits.
+	// zstdDecoders holds one pool per decoded-size bound, a power of two:
+	// the bound is a decoder option, and rounding keeps the pools few
+	// whatever limits callers pass.
 	zstdDecoders sync.Map // int -> *sync.Pool of *zstd.Decoder
 )
 
@@ -153,9 +155,9 @@ var (
 // than limit bytes. The result is freshly allocated (records alias it).
 //
 // zstd decoders carry their bound as an option and are pooled per bound, so
-// they are built with the call's whole cap (callCap, a fixed configuration
-// value) rather than what is left of it; the output is then checked against
-// limit. A zstd batch can therefore transiently use up to callCap bytes.
+// they are built with the call's whole cap (callCap) rounded up to a power of
+// two rather than what is left of it; the output is then checked against
+// limit. A zstd batch can therefore transiently use up to twice callCap.
 func decompress(codec Compression, src []byte, limit, callCap int) ([]byte, error) {
 	switch codec {
 	case CompressionGzip:
@@ -249,7 +251,7 @@ func decompressSnappy(src []byte, limit int) ([]byte, error) {
 // declared size is over the bound before allocating, and stops a frame that
 // grows past it while decoding.
 func decompressZstd(src []byte, limit, callCap int) ([]byte, error) {
-	pool := zstdDecoderPool(max(limit, callCap))
+	pool := zstdDecoderPool(1 << bits.Len(uint(max(limit, callCap)-1)))
 	d, ok := pool.Get().(*zstd.Decoder)
 	if !ok {
 		return nil, fmt.Errorf("%w: zstd: no decoder for a %d byte limit", ErrTooLarge, callCap)

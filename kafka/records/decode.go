@@ -14,7 +14,10 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 // Limits.MaxDecompressedBytes is zero.
 const DefaultMaxDecompressedBytes = 64 << 20
 
-// Limits bound the memory one Decode call may use.
+// Limits bound the memory one Decode call may use. Beyond the decompressed
+// bytes, the decoded Record values cost up to about 13 times the records
+// section for pathological 7-byte records, so callers should also bound the
+// input (MaxBatchBytes, and the request size).
 type Limits struct {
 	// MaxBatchBytes bounds the wire size of one batch, its 12-byte length
 	// prefix included (Kafka's max.message.bytes). Zero means no bound
