@@ -140,7 +140,9 @@ func (c *Conn) serve() {
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
 		c.log.Debug("kafka connection closed", "reason", err)
 	default:
-		c.log.Warn("kafka connection closed", "err", err)
+		// Client-caused (bad frames, unknown keys, refused credentials):
+		// worth seeing, not worth waking anyone.
+		c.log.Info("kafka connection closed", "err", err)
 	}
 	c.shutdown()
 	close(c.inflight) // the reader was its only sender
@@ -198,17 +200,9 @@ func (c *Conn) readLoop() error {
 		if size < 0 || size > limit {
 			return fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, size, limit)
 		}
-		if err := c.srv.budget.acquire(c.ctx, size); err != nil {
+		frame, err := c.readFrameBody(br, size)
+		if err != nil {
 			return err
-		}
-		frame := make([]byte, size)
-		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
-			c.srv.budget.release(size)
-			return err
-		}
-		if _, err := io.ReadFull(br, frame); err != nil {
-			c.srv.budget.release(size)
-			return fmt.Errorf("reading a %d byte frame: %w", size, err)
 		}
 		p, err := c.dispatch(frame)
 		if err != nil {
@@ -222,6 +216,40 @@ func (c *Conn) readLoop() error {
 			}
 		}
 	}
+}
+
+// frameChunk is the first allocation for a frame body; larger bodies grow by
+// doubling as their bytes arrive.
+const frameChunk = 256 << 10
+
+// readFrameBody reads a body of size bytes, taking budget for the buffer as
+// it grows. Growing with the bytes actually received means a client that
+// announces a large frame and stalls holds little memory and budget. On
+// success the frame holds exactly size bytes of budget, which dispatch and
+// the handler release.
+func (c *Conn) readFrameBody(br *bufio.Reader, size int) ([]byte, error) {
+	var frame []byte
+	for len(frame) < size {
+		grown := min(size, max(2*len(frame), frameChunk))
+		if err := c.srv.budget.acquire(c.ctx, grown-cap(frame)); err != nil {
+			c.srv.budget.release(cap(frame))
+			return nil, err
+		}
+		next := make([]byte, len(frame), grown)
+		copy(next, frame)
+		frame = next
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+			c.srv.budget.release(cap(frame))
+			return nil, err
+		}
+		n, err := io.ReadFull(br, frame[len(frame):grown])
+		frame = frame[:len(frame)+n]
+		if err != nil {
+			c.srv.budget.release(cap(frame))
+			return nil, fmt.Errorf("reading a %d byte frame: %w", size, err)
+		}
+	}
+	return frame, nil
 }
 
 // readFrameSize reads the 4-byte size prefix. Waiting past IdleTimeout ends

@@ -75,13 +75,15 @@ func mirror(resp, req reflect.Value, code int16) {
 	}
 }
 
-// requestList finds the request list that the response list name answers.
+// requestList finds the request list that the response list name answers:
+// the first non-empty candidate, since a request can carry a list for old
+// versions and another for new ones (DeleteTopics TopicNames and Topics).
 func requestList(req reflect.Value, name string) reflect.Value {
 	if !req.IsValid() || req.Kind() != reflect.Struct {
 		return reflect.Value{}
 	}
 	for _, n := range append([]string{name}, sliceSources[name]...) {
-		if f := req.FieldByName(n); f.IsValid() && f.Kind() == reflect.Slice {
+		if f := req.FieldByName(n); f.IsValid() && f.Kind() == reflect.Slice && f.Len() > 0 {
 			return f
 		}
 	}

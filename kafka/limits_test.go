@@ -154,3 +154,14 @@ func TestMetadataRequestSurvivesKmsgRoundTrip(t *testing.T) {
 		t.Fatalf("decoded %+v", d)
 	}
 }
+
+// TestStalledFrameHoldsLittleBudget: announcing a large frame and sending
+// little of it takes budget for what arrived, not for what was announced.
+func TestStalledFrameHoldsLittleBudget(t *testing.T) {
+	s := startServer(t, Config{MaxRequestBytes: 64 << 20}, nil)
+	c := dialRaw(t, s)
+	c.writeRaw(append(binary.BigEndian.AppendUint32(nil, 60<<20), make([]byte, 300<<10)...))
+	waitFor(t, "the reader to grow past its first chunk", func() bool { return s.budget.inUse() == 2*frameChunk })
+	c.conn.Close()
+	waitFor(t, "the budget to be returned", func() bool { return s.budget.inUse() == 0 })
+}
