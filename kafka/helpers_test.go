@@ -91,6 +91,19 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// within receives from ch, failing the test at testTimeout.
+func within[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(testTimeout):
+		var zero T
+		t.Fatalf("timed out waiting on a %T channel", zero)
+		return zero
+	}
+}
+
 // rawClient speaks the wire protocol by hand with kmsg-encoded bodies.
 type rawClient struct {
 	t    testing.TB

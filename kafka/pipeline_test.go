@@ -95,7 +95,7 @@ func TestProduceAcksZeroGetsNoResponse(t *testing.T) {
 	req.SetVersion(9)
 	req.Acks = 0
 	c.send(req)
-	if acks := <-produced; acks != 0 {
+	if acks := within(t, produced); acks != 0 {
 		t.Fatalf("acks %d", acks)
 	}
 	c.roundTrip(apiVersionsRequest(3)) // fails if a produce response came first
@@ -155,7 +155,7 @@ func TestRequestHeaderFromContext(t *testing.T) {
 	c := dialRaw(t, s)
 	corr := c.send(heartbeat("g"))
 	c.recv(heartbeat(""), corr)
-	h := <-got
+	h := within(t, got)
 	if h.Key != 12 || h.Version != 2 || h.CorrelationID != corr || h.ClientID != "raw-test" {
 		t.Fatalf("header %+v", h)
 	}

@@ -130,7 +130,7 @@ func TestSASLHandshakeV1Flow(t *testing.T) {
 		t.Fatalf("authenticate: %+v", resp)
 	}
 	c.roundTrip(metadataV9())
-	if p := <-rec.seen; p.User != "alice" {
+	if p := within(t, rec.seen); p.User != "alice" {
 		t.Fatalf("principal %+v", p)
 	}
 	// A second handshake on an authenticated connection is refused.
@@ -174,7 +174,7 @@ func TestSASLHandshakeV0Flow(t *testing.T) {
 		t.Fatalf("raw token answer: %q %v", frame, err)
 	}
 	c.roundTrip(metadataV9())
-	if p := <-rec.seen; p.User != "alice" || p.Identity != "tenant-a" {
+	if p := within(t, rec.seen); p.User != "alice" || p.Identity != "tenant-a" {
 		t.Fatalf("principal %+v", p)
 	}
 

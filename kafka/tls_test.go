@@ -88,7 +88,7 @@ func TestTLSWithKgo(t *testing.T) {
 	if _, err := seeds[0].Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
 		t.Fatalf("Metadata over TLS+SASL: %v", err)
 	}
-	if got := <-sni; got != "localhost" {
+	if got := within(t, sni); got != "localhost" {
 		t.Fatalf("SNI %q", got)
 	}
 
