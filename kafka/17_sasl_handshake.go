@@ -1,0 +1,37 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SaslHandshake (key 17), v0-1, registered only when SASL is on. It picks
+// the mechanism (PLAIN only) and the flow: after v0 the client sends its
+// token as a bare size-prefixed frame (see rawSaslToken); after v1 it sends
+// SaslAuthenticate. A second handshake, or one after authentication, is
+// ILLEGAL_SASL_STATE; either refusal closes the connection, as in Kafka.
+func handleSaslHandshake(_ context.Context, c *Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.SASLHandshakeRequest)
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	resp.SupportedMechanisms = []string{mechanismPlain}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sasl != saslExpectHandshake {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, ErrCloseAfterResponse
+	}
+	if req.Mechanism != mechanismPlain {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		c.log.Info("kafka SASL mechanism refused", "mechanism", req.Mechanism)
+		return resp, ErrCloseAfterResponse
+	}
+	if req.Version == 0 {
+		c.sasl = saslExpectRawToken
+	} else {
+		c.sasl = saslExpectAuthenticate
+	}
+	return resp, nil
+}

@@ -1,0 +1,125 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Defaults for the zero values of Config.
+const (
+	// DefaultMaxConnections is QUEEN_KAFKA_MAX_CONNECTIONS's default.
+	DefaultMaxConnections = 4096
+	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
+	DefaultMaxRequestBytes = 100 << 20
+	// DefaultMaxInFlightPerConnection bounds pipelining per connection;
+	// clients pipeline at most 5 by default.
+	DefaultMaxInFlightPerConnection = 16
+	// DefaultMaxBufferedRequestBytes bounds the request bytes held by all
+	// connections together (raised to MaxRequestBytes if that is larger).
+	DefaultMaxBufferedRequestBytes = 256 << 20
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms.
+	DefaultIdleTimeout = 10 * time.Minute
+	// maxUnauthenticatedRequestBytes caps frames before SASL completes,
+	// as Kafka's sasl.server.max.receive.size does.
+	maxUnauthenticatedRequestBytes = 512 << 10
+	// tlsHandshakeTimeout bounds a TLS handshake.
+	tlsHandshakeTimeout = 10 * time.Second
+)
+
+// Principal is who a SASL-authenticated connection acts as.
+type Principal struct {
+	// User is the SASL user name (filled from the PLAIN token when the
+	// authenticator leaves it empty).
+	User string
+	// Identity is whatever the authenticator returned to describe the
+	// caller (token claims, tenant, access level); this package never
+	// looks inside it.
+	Identity any
+}
+
+// PlainAuthenticator checks a SASL/PLAIN user name and password. An error
+// means the credentials are refused; the client gets
+// SASL_AUTHENTICATION_FAILED without the error's text, which is logged.
+type PlainAuthenticator func(ctx context.Context, user, password string) (Principal, error)
+
+// Config configures a Server. The zero value of each field picks its default.
+type Config struct {
+	// Addr is the listen address, host:port (":9092"; "127.0.0.1:0" for a
+	// free port).
+	Addr string
+	// MaxConnections bounds open connections; a connection accepted over
+	// the limit is closed at once.
+	MaxConnections int
+	// MaxRequestBytes bounds one request frame; a larger frame closes the
+	// connection without reading it.
+	MaxRequestBytes int
+	// MaxInFlightPerConnection bounds the requests of one connection that
+	// are read but not yet answered; the connection is not read further
+	// until one is answered.
+	MaxInFlightPerConnection int
+	// MaxBufferedRequestBytes bounds the request frames held in memory by
+	// all connections; readers wait for room before reading a frame.
+	MaxBufferedRequestBytes int
+	// IdleTimeout closes a connection that sends nothing while nothing of
+	// it is in flight, and one whose responses make no progress.
+	IdleTimeout time.Duration
+	// TLS, when set, makes the listener speak TLS only.
+	TLS *tls.Config
+	// Authenticate, when set, turns on SASL/PLAIN: until a connection
+	// authenticates it may only send ApiVersions, SaslHandshake and
+	// SaslAuthenticate.
+	Authenticate PlainAuthenticator
+	// Logger receives connection-level events; nil discards them.
+	Logger *slog.Logger
+}
+
+// withDefaults validates c and fills its zero values.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	if c.Addr == "" {
+		errs = append(errs, errors.New("kafka: Config.Addr is empty"))
+	}
+	for name, v := range map[string]int{
+		"MaxConnections": c.MaxConnections, "MaxRequestBytes": c.MaxRequestBytes,
+		"MaxInFlightPerConnection": c.MaxInFlightPerConnection, "MaxBufferedRequestBytes": c.MaxBufferedRequestBytes,
+	} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("kafka: Config.%s is negative (%d)", name, v))
+		}
+	}
+	if c.MaxRequestBytes > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("kafka: Config.MaxRequestBytes %d exceeds a frame's int32 size", c.MaxRequestBytes))
+	}
+	if c.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("kafka: Config.IdleTimeout is negative (%s)", c.IdleTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxInFlightPerConnection == 0 {
+		c.MaxInFlightPerConnection = DefaultMaxInFlightPerConnection
+	}
+	if c.MaxBufferedRequestBytes == 0 {
+		c.MaxBufferedRequestBytes = DefaultMaxBufferedRequestBytes
+	}
+	c.MaxBufferedRequestBytes = max(c.MaxBufferedRequestBytes, c.MaxRequestBytes)
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, nil
+}

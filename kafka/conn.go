@@ -1,0 +1,496 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Conn is one client connection. Handlers receive it to learn who is calling.
+//
+// Goroutines: serve (the reader) owns the connection; it starts one writer
+// and one goroutine per request, and waits for all of them before it
+// returns.
+type Conn struct {
+	srv *Server
+	id  uint64
+	raw net.Conn // the TCP connection; closing it ends everything
+	nc  net.Conn // what requests are read from: raw, or TLS over raw
+	log *slog.Logger
+
+	ctx       context.Context // cancelled by shutdown
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+
+	tlsState *tls.ConnectionState // set before the first request
+
+	// inflight holds the requests read and not yet answered, in request
+	// order; only the reader sends and closes, only the writer receives.
+	// Its capacity is one less than the in-flight limit because the writer
+	// holds one more slot while it waits for that response.
+	inflight   chan *pending
+	unanswered atomic.Int32 // slots queued or held by the writer
+	handlers   sync.WaitGroup
+
+	mu            sync.Mutex
+	sasl          saslStage
+	authenticated bool
+	principal     Principal
+}
+
+// pending is one request's slot in the response order.
+type pending struct {
+	ready      chan struct{} // closed once the fields below are final
+	frame      []byte        // the encoded response; nil writes nothing
+	closeAfter bool          // close the connection after writing frame
+	err        error         // close the connection without writing
+}
+
+func newConn(s *Server, nc net.Conn) *Conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	id := s.nextConnID.Add(1)
+	conn := nc
+	if s.cfg.TLS != nil {
+		conn = tls.Server(nc, s.cfg.TLS) // the handshake happens in serve
+	}
+	return &Conn{
+		srv:      s,
+		id:       id,
+		raw:      nc,
+		nc:       conn,
+		log:      s.log.With("conn", id, "remote", nc.RemoteAddr().String()),
+		ctx:      ctx,
+		cancel:   cancel,
+		inflight: make(chan *pending, s.cfg.MaxInFlightPerConnection-1),
+	}
+}
+
+// ID identifies the connection in logs; unique per server.
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr is the client's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
+
+// LocalAddr is the listener address the client reached.
+func (c *Conn) LocalAddr() net.Addr { return c.raw.LocalAddr() }
+
+// Logger is the server's logger with the connection's id and address.
+func (c *Conn) Logger() *slog.Logger { return c.log }
+
+// TLSConnectionState is the TLS state (SNI server name, peer certificates)
+// of a TLS connection; false on plaintext.
+func (c *Conn) TLSConnectionState() (tls.ConnectionState, bool) {
+	if c.tlsState == nil {
+		return tls.ConnectionState{}, false
+	}
+	return *c.tlsState, true
+}
+
+// Principal is who the connection authenticated as with SASL; false when
+// SASL is off or has not completed.
+func (c *Conn) Principal() (Principal, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.principal, c.authenticated
+}
+
+func (c *Conn) isAuthenticated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.authenticated
+}
+
+// shutdown cancels the connection's handlers and closes the socket, which
+// unblocks the reader and the writer. Safe to call from anywhere, any number
+// of times. It closes the TCP connection under TLS directly: a TLS
+// close_notify could block on a client that stopped reading.
+func (c *Conn) shutdown() {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		_ = c.raw.Close()
+	})
+}
+
+// serve runs the connection to its end.
+func (c *Conn) serve() {
+	defer c.shutdown()
+	if !c.handshakeTLS() {
+		return
+	}
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+	err := c.readLoopSafely()
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+		c.log.Debug("kafka connection closed", "reason", err)
+	default:
+		// Client-caused (bad frames, unknown keys, refused credentials):
+		// worth seeing, not worth waking anyone.
+		c.log.Info("kafka connection closed", "err", err)
+	}
+	c.shutdown()
+	close(c.inflight) // the reader was its only sender
+	<-writerDone
+	c.handlers.Wait()
+}
+
+func (c *Conn) handshakeTLS() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.log.Debug("kafka TLS handshake failed", "err", err)
+		return false
+	}
+	state := tc.ConnectionState()
+	c.tlsState = &state
+	return true
+}
+
+// recovered turns a panic into an error after logging its stack: the last
+// resort that keeps one bad input from taking the process down.
+func (c *Conn) recovered(where string, r any) error {
+	c.log.Error("kafka panic; closing the connection", "in", where, "panic", r, "stack", string(debug.Stack()))
+	return fmt.Errorf("kafka: panic in %s: %v", where, r)
+}
+
+func (c *Conn) readLoopSafely() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = c.recovered("reader", r)
+		}
+	}()
+	return c.readLoop()
+}
+
+// readLoop reads frames until the connection ends, dispatching each.
+func (c *Conn) readLoop() error {
+	br := bufio.NewReaderSize(c.nc, 16<<10)
+	for {
+		// Before SASL completes a connection is served one request at a
+		// time, so the authentication state a request sees is settled.
+		serial := c.srv.saslEnabled && !c.isAuthenticated()
+		limit := c.srv.cfg.MaxRequestBytes
+		if serial {
+			limit = min(limit, maxUnauthenticatedRequestBytes)
+		}
+		size, err := c.readFrameSize(br)
+		if err != nil {
+			return err
+		}
+		if size < 0 || size > limit {
+			return fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, size, limit)
+		}
+		frame, err := c.readFrameBody(br, size)
+		if err != nil {
+			return err
+		}
+		p, err := c.dispatch(frame)
+		if err != nil {
+			return err
+		}
+		if serial {
+			select {
+			case <-p.ready:
+			case <-c.ctx.Done():
+				return c.ctx.Err()
+			}
+		}
+	}
+}
+
+// frameChunk is the first allocation for a frame body; larger bodies grow by
+// doubling as their bytes arrive.
+const frameChunk = 256 << 10
+
+// readFrameBody reads a body of size bytes, taking budget for the buffer as
+// it grows. Growing with the bytes actually received means a client that
+// announces a large frame and stalls holds little memory and budget. On
+// success the frame holds exactly size bytes of budget, which dispatch and
+// the handler release.
+func (c *Conn) readFrameBody(br *bufio.Reader, size int) ([]byte, error) {
+	var frame []byte
+	for len(frame) < size {
+		grown := min(size, max(2*len(frame), frameChunk))
+		if err := c.srv.budget.acquire(c.ctx, grown-cap(frame)); err != nil {
+			c.srv.budget.release(cap(frame))
+			return nil, err
+		}
+		next := make([]byte, len(frame), grown)
+		copy(next, frame)
+		frame = next
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+			c.srv.budget.release(cap(frame))
+			return nil, err
+		}
+		n, err := io.ReadFull(br, frame[len(frame):grown])
+		frame = frame[:len(frame)+n]
+		if err != nil {
+			c.srv.budget.release(cap(frame))
+			return nil, fmt.Errorf("reading a %d byte frame: %w", size, err)
+		}
+	}
+	return frame, nil
+}
+
+// readFrameSize reads the 4-byte size prefix. Waiting past IdleTimeout ends
+// the connection, unless requests of ours are still in flight: a client
+// waiting on a long poll is not idle.
+func (c *Conn) readFrameSize(br *bufio.Reader) (int, error) {
+	var b [4]byte
+	for n := 0; n < len(b); {
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+			return 0, err
+		}
+		m, err := br.Read(b[n:])
+		n += m
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && n == 0 && c.unanswered.Load() > 0 {
+				continue
+			}
+			if errors.Is(err, io.EOF) && n > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+	}
+	return int(int32(binary.BigEndian.Uint32(b[:]))), nil
+}
+
+// dispatch decodes one frame, queues its response slot and starts its
+// handler. It owns the frame's budget: released here on failure, by the
+// handler goroutine otherwise. An error closes the connection.
+func (c *Conn) dispatch(frame []byte) (*pending, error) {
+	size := len(frame)
+	release := func() { c.srv.budget.release(size) }
+
+	if c.saslStage() == saslExpectRawToken {
+		defer release()
+		return c.rawSaslToken(frame)
+	}
+	d, err := decodeRequest(frame)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	h := c.srv.handlers[d.hdr.Key]
+	if h == nil {
+		release()
+		return nil, fmt.Errorf("%w: %s (key %d) has no handler", errUnknownKey, KeyName(d.hdr.Key), d.hdr.Key)
+	}
+	if c.srv.saslEnabled && !c.isAuthenticated() {
+		switch d.hdr.Key {
+		case keyApiVersions, keySaslHandshake, keySaslAuthenticate:
+		default:
+			release()
+			return nil, fmt.Errorf("kafka: %s before SASL authentication", KeyName(d.hdr.Key))
+		}
+	}
+	if !d.inWindow {
+		defer release()
+		frame, err := c.srv.unsupportedVersionFrame(d)
+		if err != nil {
+			return nil, err
+		}
+		c.log.Debug("kafka request version out of window", "key", KeyName(d.hdr.Key), "version", d.hdr.Version)
+		return c.enqueueReady(&pending{frame: frame})
+	}
+
+	p := &pending{ready: make(chan struct{})}
+	if err := c.enqueue(p); err != nil {
+		release()
+		return nil, err
+	}
+	c.handlers.Add(1)
+	go c.runHandler(p, h, d, release)
+	return p, nil
+}
+
+// unsupportedVersionFrame answers a request whose version is outside the
+// window. ApiVersions gets the v0 layout with the supported list, which is
+// what lets a newer client retry at a version we speak.
+func (s *Server) unsupportedVersionFrame(d decodedRequest) ([]byte, error) {
+	if d.hdr.Key == keyApiVersions {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(0)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ApiKeys = s.advertised
+		return appendResponseFrame(nil, d.hdr.CorrelationID, resp)
+	}
+	return appendResponseFrame(nil, d.hdr.CorrelationID, ErrorResponse(d.req, kerr.UnsupportedVersion.Code))
+}
+
+// enqueue takes the next response slot, waiting while the connection has
+// MaxInFlightPerConnection requests unanswered.
+func (c *Conn) enqueue(p *pending) error {
+	c.unanswered.Add(1)
+	select {
+	case c.inflight <- p:
+		return nil
+	case <-c.ctx.Done():
+		c.unanswered.Add(-1)
+		return c.ctx.Err()
+	}
+}
+
+// enqueueReady queues a response that needs no handler.
+func (c *Conn) enqueueReady(p *pending) (*pending, error) {
+	p.ready = make(chan struct{})
+	close(p.ready)
+	return p, c.enqueue(p)
+}
+
+// runHandler runs h for one request and fills its response slot.
+func (c *Conn) runHandler(p *pending, h Handler, d decodedRequest, release func()) {
+	defer c.handlers.Done()
+	defer release()
+	defer close(p.ready)
+	defer func() {
+		if r := recover(); r != nil {
+			p.frame, p.closeAfter = nil, false
+			p.err = c.recovered(KeyName(d.hdr.Key)+" handler", r)
+		}
+	}()
+	ctx := context.WithValue(c.ctx, requestHeaderKey{}, d.hdr)
+	resp, err := h(ctx, c, d.req)
+	closeAfter := errors.Is(err, ErrCloseAfterResponse)
+	if err != nil && !closeAfter {
+		p.err = fmt.Errorf("kafka: %s v%d handler: %w", KeyName(d.hdr.Key), d.hdr.Version, err)
+		return
+	}
+	if pr, ok := d.req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
+		p.closeAfter = closeAfter // acks=0: the client reads no response
+		return
+	}
+	if resp == nil {
+		p.err = fmt.Errorf("kafka: %s handler returned no response", KeyName(d.hdr.Key))
+		return
+	}
+	if resp.Key() != d.hdr.Key {
+		p.err = fmt.Errorf("kafka: %s handler returned a %s response", KeyName(d.hdr.Key), KeyName(resp.Key()))
+		return
+	}
+	resp.SetVersion(d.hdr.Version)
+	p.frame, p.err = appendResponseFrame(nil, d.hdr.CorrelationID, resp)
+	p.closeAfter = closeAfter
+}
+
+// writeLoop writes responses in request order, batching writes while more
+// responses are ready and flushing before it waits.
+func (c *Conn) writeLoop() {
+	w := responseWriter{c: c, bw: bufio.NewWriterSize(c.nc, 32<<10)}
+	defer func() {
+		if r := recover(); r != nil {
+			_ = c.recovered("writer", r)
+			c.shutdown()
+			for range c.inflight { // let the reader finish; it stops at ctx
+			}
+		}
+	}()
+	for {
+		var p *pending
+		var ok bool
+		select {
+		case p, ok = <-c.inflight:
+		default:
+			w.flush()
+			p, ok = <-c.inflight
+		}
+		if !ok {
+			w.flush()
+			return
+		}
+		w.write(p)
+		c.unanswered.Add(-1)
+	}
+}
+
+// responseWriter is the writer goroutine's state.
+type responseWriter struct {
+	c      *Conn
+	bw     *bufio.Writer
+	broken bool // after a failure or a close, slots are drained unwritten
+}
+
+func (w *responseWriter) fail(err error) {
+	if !w.broken && w.c.ctx.Err() == nil {
+		w.c.log.Debug("kafka write failed", "err", err)
+	}
+	w.broken = true
+	w.c.shutdown()
+}
+
+func (w *responseWriter) flush() {
+	if w.broken || w.bw.Buffered() == 0 {
+		return
+	}
+	if err := w.c.nc.SetWriteDeadline(time.Now().Add(w.c.srv.cfg.IdleTimeout)); err != nil {
+		w.fail(err)
+		return
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.fail(err)
+	}
+}
+
+// write waits for p's response and writes it.
+func (w *responseWriter) write(p *pending) {
+	c := w.c
+	if w.broken || c.ctx.Err() != nil {
+		w.broken = true
+		return
+	}
+	select {
+	case <-p.ready:
+	default:
+		w.flush() // do not hold finished responses while this one runs
+		select {
+		case <-p.ready:
+		case <-c.ctx.Done():
+			w.broken = true
+			return
+		}
+	}
+	if p.err != nil {
+		c.log.Warn("kafka closing connection", "err", p.err)
+		w.flush() // the answers before this one still go out
+		w.broken = true
+		c.shutdown()
+		return
+	}
+	if p.frame != nil {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+			w.fail(err)
+			return
+		}
+		if _, err := w.bw.Write(p.frame); err != nil {
+			w.fail(err)
+			return
+		}
+	}
+	if p.closeAfter {
+		w.flush()
+		w.broken = true
+		c.shutdown()
+	}
+}

@@ -1,0 +1,260 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Handler serves one API key. It runs on its own goroutine; handlers of one
+// connection may run concurrently, and their responses are written in
+// request order whatever order they finish in.
+//
+// The response's version is set to the request's before it is encoded. A
+// handler reports Kafka errors inside the response (see ErrorResponse); a
+// returned error means the request cannot be answered and closes the
+// connection, except ErrCloseAfterResponse, which writes the response first.
+// For Produce with acks=0 the response is dropped and may be nil.
+//
+// ctx is cancelled when the connection or the server closes; handlers must
+// return promptly then, because Close waits for them.
+type Handler func(ctx context.Context, c *Conn, req kmsg.Request) (kmsg.Response, error)
+
+// ErrCloseAfterResponse, returned with a response, writes the response and
+// then closes the connection (failed authentication, fatal client errors).
+var ErrCloseAfterResponse = errors.New("kafka: close the connection after this response")
+
+// Server accepts Kafka connections and dispatches their requests.
+type Server struct {
+	cfg         Config
+	log         *slog.Logger
+	handlers    map[int16]Handler // frozen by Start
+	advertised  []kmsg.ApiVersionsResponseApiKey
+	budget      *byteBudget
+	saslEnabled bool
+
+	ctx    context.Context // cancelled by Close; parent of every connection's
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the accept loop and every connection's serve
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	ln      net.Listener
+	conns   map[*Conn]struct{}
+
+	nextConnID   atomic.Uint64
+	lastLimitLog atomic.Int64 // unix nanos of the last "over the limit" log
+}
+
+// NewServer validates cfg and returns a server with the built-in handlers
+// registered: ApiVersions, and SaslHandshake/SaslAuthenticate when
+// cfg.Authenticate is set.
+func NewServer(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		handlers:    map[int16]Handler{keyApiVersions: handleApiVersions},
+		budget:      newByteBudget(cfg.MaxBufferedRequestBytes),
+		saslEnabled: cfg.Authenticate != nil,
+		ctx:         ctx,
+		cancel:      cancel,
+		conns:       map[*Conn]struct{}{},
+	}
+	if s.saslEnabled {
+		s.handlers[keySaslHandshake] = handleSaslHandshake
+		s.handlers[keySaslAuthenticate] = handleSaslAuthenticate
+	}
+	return s, nil
+}
+
+// RegisterHandler installs the handler for an API key of the version table.
+// It must be called before Start; ApiVersions and the SASL keys are built in.
+func (s *Server) RegisterHandler(key int16, h Handler) error {
+	if h == nil {
+		return fmt.Errorf("kafka: nil handler for %s", KeyName(key))
+	}
+	if _, ok := SupportedVersions(key); !ok {
+		return fmt.Errorf("kafka: API key %d (%s) is not in the version table", key, KeyName(key))
+	}
+	switch key {
+	case keyApiVersions, keySaslHandshake, keySaslAuthenticate:
+		return fmt.Errorf("kafka: %s is built in", KeyName(key))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return fmt.Errorf("kafka: RegisterHandler(%s) after Start", KeyName(key))
+	}
+	if _, dup := s.handlers[key]; dup {
+		return fmt.Errorf("kafka: a handler for %s is already registered", KeyName(key))
+	}
+	s.handlers[key] = h
+	return nil
+}
+
+// Start listens on cfg.Addr and serves connections in the background until
+// Close.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		return errors.New("kafka: server already started or closed")
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("kafka: listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.started = true
+	s.ln = ln
+	s.advertised = advertisedVersions(s.handlers)
+	s.wg.Add(1)
+	go s.acceptLoop(ln)
+	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil,
+		"sasl", s.saslEnabled, "api_keys", len(s.advertised))
+	if s.saslEnabled && s.cfg.TLS == nil {
+		s.log.Warn("kafka SASL/PLAIN is on over plaintext: passwords cross the network in clear")
+	}
+	return nil
+}
+
+// advertisedVersions lists the keys that have handlers, with their windows,
+// in key order.
+func advertisedVersions(handlers map[int16]Handler) []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]int16, 0, len(handlers))
+	for k := range handlers {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(keys))
+	for _, k := range keys {
+		w, _ := SupportedVersions(k)
+		v := kmsg.NewApiVersionsResponseApiKey()
+		v.ApiKey, v.MinVersion, v.MaxVersion = k, w.Min, w.Max
+		out = append(out, v)
+	}
+	return out
+}
+
+// Addr is the address the server listens on (nil before Start).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// OpenConnections is the number of connections being served.
+func (s *Server) OpenConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Close stops accepting, closes every connection, and returns once every
+// goroutine the server started (handlers included) has returned.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	ln := s.ln
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	if already {
+		s.wg.Wait()
+		return nil
+	}
+	s.cancel()
+	var err error
+	if ln != nil {
+		if cerr := ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = fmt.Errorf("kafka: closing the listener: %w", cerr)
+		}
+	}
+	for _, c := range conns {
+		c.shutdown()
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait and retry, as
+			// net/http does, rather than spin or give up.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("kafka accept failed; retrying", "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		s.admit(nc)
+	}
+}
+
+// admit starts serving nc, or closes it when the server is closing or full.
+func (s *Server) admit(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxConnections {
+		s.mu.Unlock()
+		_ = nc.Close()
+		// Rate-limited: a reconnect storm must not flood the log.
+		now := time.Now().UnixNano()
+		if last := s.lastLimitLog.Load(); now-last > int64(time.Second) && s.lastLimitLog.CompareAndSwap(last, now) {
+			s.log.Warn("kafka connection refused: max connections reached",
+				"max_connections", s.cfg.MaxConnections, "remote", nc.RemoteAddr().String())
+		}
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer s.forget(c)
+		c.serve()
+	}()
+}
+
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
