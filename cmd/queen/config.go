@@ -25,6 +25,7 @@ type Config struct {
 
 	HTTP          api.Config
 	Raft          raftgroups.Config
+	Kafka         KafkaConfig
 	Placement     tenancy.Placement
 	TenantGroups  string
 	ShutdownGrace time.Duration
@@ -116,6 +117,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
+	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
 	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")

@@ -27,9 +27,10 @@ func TestDefaultsStartOneNode(t *testing.T) {
 
 func TestClusterConfig(t *testing.T) {
 	c, err := loadConfig(lookup(map[string]string{
-		"QUEEN_RAFT_NODE_ID": "2",
-		"QUEEN_RAFT_PEERS":   "1=h1:7400/h1:6632, 2=h2:7400/h2:6632,3=h3:7400/h3:6632",
-		"QUEEN_RAFT_GROUPS":  "4",
+		"QUEEN_RAFT_NODE_ID":          "2",
+		"QUEEN_RAFT_PEERS":            "1=h1:7400/h1:6632, 2=h2:7400/h2:6632,3=h3:7400/h3:6632",
+		"QUEEN_RAFT_GROUPS":           "4",
+		"QUEEN_KAFKA_ADVERTISED_ADDR": "h2:9092",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -44,13 +45,16 @@ func TestClusterConfig(t *testing.T) {
 
 func TestBadConfigNamesTheVariable(t *testing.T) {
 	for name, env := range map[string]map[string]string{
-		"PORT":                {"PORT": "http"},
-		"QUEEN_RAFT_GROUPS":   {"QUEEN_RAFT_GROUPS": "65"},
-		"QUEEN_RAFT_PEERS":    {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
-		"QUEEN_LOG_JSON":      {"QUEEN_LOG_JSON": "maybe"},
-		"QUEEN_RAFT_LISTEN":   {"QUEEN_RAFT_LISTEN": "7400"},
-		"LOG_LEVEL":           {"LOG_LEVEL": "loud"},
-		"QUEEN_TENANT_GROUPS": {"QUEEN_TENANT_GROUPS": "x=1"},
+		"PORT":                        {"PORT": "http"},
+		"QUEEN_RAFT_GROUPS":           {"QUEEN_RAFT_GROUPS": "65"},
+		"QUEEN_RAFT_PEERS":            {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
+		"QUEEN_LOG_JSON":              {"QUEEN_LOG_JSON": "maybe"},
+		"QUEEN_RAFT_LISTEN":           {"QUEEN_RAFT_LISTEN": "7400"},
+		"LOG_LEVEL":                   {"LOG_LEVEL": "loud"},
+		"QUEEN_TENANT_GROUPS":         {"QUEEN_TENANT_GROUPS": "x=1"},
+		"QUEEN_KAFKA_ADVERTISED_ADDR": {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
+		"QUEEN_KAFKA_TLS_CERT":        {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
+		"QUEEN_KAFKA_SASL":            {"QUEEN_KAFKA_SASL": "scram"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {

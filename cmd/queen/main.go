@@ -13,6 +13,7 @@ import (
 
 	"github.com/queen-mq/queen/crypto/secret"
 	"github.com/queen-mq/queen/http/api"
+	"github.com/queen-mq/queen/kafka/broker"
 	"github.com/queen-mq/queen/raftgroups"
 )
 
@@ -52,8 +53,18 @@ func run() int {
 		log.Error("boot: http listener", "err", err)
 		return 1
 	}
-	log.Info("boot: serving", "http", srv.Addr(), "raft", cfg.Raft.ListenAddr, "groups", cfg.Raft.Groups,
-		"node", cfg.Raft.NodeID, "version", version)
+	kb, err := broker.New(cfg.Kafka.Broker, engine, log)
+	if err == nil {
+		err = kb.Start()
+	}
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		host.Close()
+		log.Error("boot: kafka listener", "err", err)
+		return 1
+	}
+	log.Info("boot: serving", "http", srv.Addr(), "kafka", kb.Addr(), "raft", cfg.Raft.ListenAddr,
+		"groups", cfg.Raft.Groups, "node", cfg.Raft.NodeID, "version", version)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	<-ctx.Done()
@@ -64,9 +75,19 @@ func run() int {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown: http drain incomplete", "err", err)
 	}
+	if err := kb.Close(); err != nil {
+		log.Warn("shutdown: kafka listener", "err", err)
+	}
 	host.Close()
 	log.Info("shutdown: complete")
 	return 0
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func newLogger(cfg Config) *slog.Logger {
@@ -91,6 +112,13 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"raft_token", secret.Mask(cfg.Raft.Token), "rtt_ms", cfg.Raft.RTTMillisecond,
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "")
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	k := &cfg.Kafka
+	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
+		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
+		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions)
+	if k.SASL != "" && k.TLSCert == "" {
+		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
+	}
 	if cfg.Raft.Token == "" && !loopbackOnly(cfg.Raft.ListenAddr) {
 		log.Warn("config: the raft listener is reachable beyond loopback and QUEEN_RAFT_TOKEN is unset: "+
 			"anyone who reaches it can vote, append and install snapshots; set QUEEN_RAFT_TOKEN on every node",

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"crypto/tls"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/broker"
+)
+
+// KafkaConfig is the Kafka facade's part of Config.
+type KafkaConfig struct {
+	Broker    broker.Config
+	SASL      string // "" or "plain"
+	SASLUsers map[string]string
+	TLSCert   string
+	TLSKey    string
+}
+
+// kafkaConfig reads spec §3.6's variables. In a cluster every node must say
+// where clients reach it; a single node defaults to its listen address.
+func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
+	addr := e.str("QUEEN_KAFKA_ADDR", "0.0.0.0:9092")
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		e.fail("QUEEN_KAFKA_ADDR", "must be host:port, got %q", addr)
+	}
+	adv := e.str("QUEEN_KAFKA_ADVERTISED_ADDR", "")
+	if adv == "" {
+		if cluster {
+			e.fail("QUEEN_KAFKA_ADVERTISED_ADDR", "is required in a cluster: the host:port Kafka clients reach this node at")
+		}
+		adv = loopbackIfUnspecified(addr)
+	} else if _, _, err := net.SplitHostPort(adv); err != nil {
+		e.fail("QUEEN_KAFKA_ADVERTISED_ADDR", "must be host:port, got %q", adv)
+	}
+	k := KafkaConfig{
+		Broker: broker.Config{
+			Listener: kafka.Config{
+				Addr:           addr,
+				MaxConnections: e.int("QUEEN_KAFKA_MAX_CONNECTIONS", kafka.DefaultMaxConnections, 1, 1<<20),
+			},
+			NodeID:                 int32(nodeID),
+			AdvertisedAddr:         adv,
+			DefaultPartitions:      int32(e.int("QUEEN_KAFKA_DEFAULT_PARTITIONS", 1, 1, 1<<20)),
+			MaxPartitions:          int32(e.int("QUEEN_KAFKA_MAX_PARTITIONS", 1000000, 1, 1<<30)),
+			DedupWindow:            time.Duration(e.int("QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", 900, 1, 1<<30)) * time.Second,
+			GroupMinSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", 6*time.Second, time.Millisecond, time.Hour),
+			GroupMaxSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", 300*time.Second, time.Millisecond, time.Hour),
+			GroupJoinDelay:         e.millis("QUEEN_KAFKA_GROUP_JOIN_DELAY_MS", 3*time.Second, 0, time.Hour),
+		},
+		TLSCert: e.str("QUEEN_KAFKA_TLS_CERT", ""),
+		TLSKey:  e.str("QUEEN_KAFKA_TLS_KEY", ""),
+	}
+	switch m := strings.ToLower(e.str("QUEEN_KAFKA_SASL", "")); m {
+	case "", "none", "off":
+	case "plain":
+		k.SASL = "plain"
+		k.SASLUsers = e.users("QUEEN_KAFKA_SASL_USERS")
+	default:
+		e.fail("QUEEN_KAFKA_SASL", "must be plain or unset, got %q", m)
+	}
+	if (k.TLSCert == "") != (k.TLSKey == "") {
+		e.fail("QUEEN_KAFKA_TLS_CERT", "and QUEEN_KAFKA_TLS_KEY must be set together")
+	} else if k.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(k.TLSCert, k.TLSKey)
+		if err != nil {
+			e.fail("QUEEN_KAFKA_TLS_CERT", "cannot load the certificate and key: %v", err)
+		} else {
+			k.Broker.Listener.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		}
+	}
+	if k.SASL == "plain" {
+		k.Broker.Listener.Authenticate = broker.StaticUsers(k.SASLUsers)
+	}
+	return k
+}
+
+// users parses "user:password,user2:password2".
+func (e *env) users(name string) map[string]string {
+	out := map[string]string{}
+	for _, item := range strings.Split(e.lookup(name), ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		u, p, ok := strings.Cut(item, ":")
+		if !ok || strings.TrimSpace(u) == "" {
+			e.fail(name, "must be user:password pairs separated by commas")
+			return nil
+		}
+		out[strings.TrimSpace(u)] = p
+	}
+	return out
+}
