@@ -1,0 +1,248 @@
+// Package groups is the classic Kafka group coordinator: members,
+// generations, protocol selection and the join/sync/heartbeat/leave state
+// machine of Apache Kafka's GroupCoordinator, held in memory on the node
+// that leads a tenant's raft group (spec queen.md §3.1, decision 8).
+//
+// It knows nothing of the network, the engine or committed offsets: the
+// broker turns requests into calls here and persists offsets itself, asking
+// ValidateCommit first. Time comes from an injected Clock, so every timer
+// (session expiry, rebalance timeout, the initial rebalance delay, idle
+// groups) can be driven by a test. The broker only relays assignments
+// computed by the group's leader, so eager and cooperative assignors both
+// work: a cooperative rebalance is just more join/sync rounds.
+//
+// Nothing here is replicated: a new raft leader starts with no groups and
+// rebuilds them from the clients that rejoin after NOT_COORDINATOR.
+package groups
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Clock is where the coordinator gets its timers. The real one is
+// time.AfterFunc; tests drive a fake one.
+type Clock interface {
+	AfterFunc(d time.Duration, f func()) Stopper
+}
+
+// Stopper cancels a timer (time.Timer satisfies it).
+type Stopper interface{ Stop() bool }
+
+type realClock struct{}
+
+func (realClock) AfterFunc(d time.Duration, f func()) Stopper { return time.AfterFunc(d, f) }
+
+// Config bounds what clients may ask for and sets the coordinator's timers.
+type Config struct {
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session
+	// timeout (QUEEN_KAFKA_GROUP_MIN/MAX_SESSION_TIMEOUT_MS); outside them a
+	// join gets INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is how long the first rebalance of an empty
+	// group waits for more members (QUEEN_KAFKA_GROUP_JOIN_DELAY_MS).
+	InitialRebalanceDelay time.Duration
+	// IdleTimeout is how long an empty group stays in memory (10 min).
+	IdleTimeout time.Duration
+	// Clock defaults to the wall clock.
+	Clock Clock
+	// NewMemberID names a new member; it defaults to clientID-<uuid>.
+	NewMemberID func(clientID string) string
+	// Logger receives rebalance events at debug level.
+	Logger *slog.Logger
+}
+
+// DefaultIdleTimeout is how long an empty group stays in memory (spec §3.1).
+const DefaultIdleTimeout = 10 * time.Minute
+
+// State is a group's state, named as Kafka names it in DescribeGroups and
+// ListGroups.
+type State int8
+
+// Group states.
+const (
+	Empty State = iota
+	PreparingRebalance
+	CompletingRebalance
+	Stable
+	Dead
+)
+
+func (s State) String() string {
+	switch s {
+	case Empty:
+		return "Empty"
+	case PreparingRebalance:
+		return "PreparingRebalance"
+	case CompletingRebalance:
+		return "CompletingRebalance"
+	case Stable:
+		return "Stable"
+	}
+	return "Dead"
+}
+
+// Coordinator holds the groups of one tenant while this node leads the
+// tenant's raft group. All state is guarded by mu; timer callbacks take it
+// too, so the state machine runs one event at a time.
+type Coordinator struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	groups map[string]*group
+}
+
+// New returns an empty coordinator.
+func New(cfg Config) *Coordinator {
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.NewMemberID == nil {
+		cfg.NewMemberID = func(clientID string) string { return clientID + "-" + uuid.NewString() }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Logger, groups: map[string]*group{}}
+}
+
+// Close forgets every group, stops every timer and answers the joins and
+// syncs still waiting with NOT_COORDINATOR, so their clients look for the
+// new coordinator. It is what happens when this node stops leading.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for name, g := range c.groups {
+		for _, m := range g.members {
+			c.dropMember(m, kerr.NotCoordinator)
+		}
+		for _, p := range g.pending {
+			p.stop()
+		}
+		g.join.stop()
+		g.idle.stop()
+		delete(c.groups, name)
+	}
+}
+
+// timer is a scheduled callback that runs under c.mu unless it was stopped
+// first or the coordinator closed. stop and the fired check both happen
+// under c.mu, so a callback that lost the race to stop does nothing.
+type timer struct {
+	t    Stopper
+	done bool
+}
+
+func (t *timer) stop() {
+	if t != nil && !t.done {
+		t.done = true
+		t.t.Stop()
+	}
+}
+
+// after schedules f under c.mu. The caller holds c.mu.
+func (c *Coordinator) after(d time.Duration, f func()) *timer {
+	t := &timer{}
+	t.t = c.cfg.Clock.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed || t.done {
+			return
+		}
+		t.done = true
+		f()
+	})
+	return t
+}
+
+// Listing is one group as ListGroups shows it.
+type Listing struct {
+	Group        string
+	ProtocolType string
+	State        State
+}
+
+// List returns every group in memory.
+func (c *Coordinator) List() []Listing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Listing, 0, len(c.groups))
+	for _, g := range c.groups {
+		out = append(out, Listing{Group: g.name, ProtocolType: g.protocolType, State: g.state})
+	}
+	return out
+}
+
+// MemberDescription is one member as DescribeGroups shows it.
+type MemberDescription struct {
+	MemberID   string
+	ClientID   string
+	ClientHost string
+	Metadata   []byte // for the selected protocol, once Stable
+	Assignment []byte // once Stable
+}
+
+// Description is one group as DescribeGroups shows it.
+type Description struct {
+	State        State
+	ProtocolType string
+	Protocol     string // once Stable
+	Members      []MemberDescription
+}
+
+// Describe returns the group's state and members; ok is false when the
+// group is not in memory.
+func (c *Coordinator) Describe(group string) (Description, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil {
+		return Description{}, false
+	}
+	d := Description{State: g.state, ProtocolType: g.protocolType}
+	stable := g.state == Stable
+	if stable {
+		d.Protocol = g.protocol
+	}
+	for _, m := range g.ordered() {
+		md := MemberDescription{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost}
+		if stable {
+			md.Metadata, md.Assignment = m.metadata(g.protocol), m.assignment
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, true
+}
+
+// Delete removes an empty group from memory (the caller deletes its
+// offsets). A group with members or members still joining is refused with
+// NON_EMPTY_GROUP; a group not in memory is not an error here, because its
+// offsets may still exist.
+func (c *Coordinator) Delete(group string) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil {
+		return nil
+	}
+	if len(g.members) > 0 || len(g.pending) > 0 {
+		return kerr.NonEmptyGroup
+	}
+	g.join.stop()
+	g.idle.stop()
+	delete(c.groups, group)
+	return nil
+}

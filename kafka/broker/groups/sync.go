@@ -1,0 +1,215 @@
+package groups
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SyncRequest is a SyncGroup as the coordinator needs it.
+type SyncRequest struct {
+	Group      string
+	MemberID   string
+	Generation int32
+	// Assignments, from the leader only, maps member ids to the bytes
+	// each will receive.
+	Assignments map[string][]byte
+}
+
+// SyncResult is the answer to a SyncGroup.
+type SyncResult struct {
+	Err          *kerr.Error
+	ProtocolType string
+	Protocol     string
+	Assignment   []byte
+}
+
+// Sync handles a SyncGroup. Followers block until the leader's sync brings
+// the assignments (or the rebalance restarts); ctx ending returns its error.
+func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
+	return await(ctx, c, "sync", req.Group, func() (SyncResult, chan SyncResult) { return c.sync(req) })
+}
+
+func (c *Coordinator) sync(req SyncRequest) (SyncResult, chan SyncResult) {
+	g, m, err := c.member(req.Group, req.MemberID, req.Generation)
+	if err != nil {
+		return SyncResult{Err: err}, nil
+	}
+	switch g.state {
+	case PreparingRebalance:
+		return SyncResult{Err: kerr.RebalanceInProgress}, nil
+	case Stable:
+		c.heartbeat(g, m)
+		return SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment}, nil
+	case CompletingRebalance:
+	default:
+		return SyncResult{Err: kerr.UnknownMemberID}, nil
+	}
+	if m.syncWait != nil {
+		m.syncWait <- SyncResult{Err: kerr.RebalanceInProgress}
+	}
+	m.syncWait = make(chan SyncResult, 1)
+	wait := m.syncWait
+	c.heartbeat(g, m)
+	if m.id == g.leader {
+		for _, o := range g.members {
+			o.assignment = req.Assignments[o.id]
+		}
+		g.state = Stable
+		c.log.Debug("kafka group stable", "group", g.name, "generation", g.generation)
+		for _, o := range g.members {
+			if o.syncWait != nil {
+				o.syncWait <- SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: o.assignment}
+				o.syncWait = nil
+			}
+		}
+	}
+	return SyncResult{}, wait
+}
+
+// member finds a member of a group at a generation: UNKNOWN_MEMBER_ID when
+// either is unknown, ILLEGAL_GENERATION when the generation is not the
+// group's. The caller holds c.mu.
+func (c *Coordinator) member(group, id string, generation int32) (*group, *member, *kerr.Error) {
+	if c.closed {
+		return nil, nil, kerr.NotCoordinator
+	}
+	g := c.groups[group]
+	if g == nil {
+		return nil, nil, kerr.UnknownMemberID
+	}
+	m := g.members[id]
+	if m == nil {
+		return g, nil, kerr.UnknownMemberID
+	}
+	if generation != g.generation {
+		return g, m, kerr.IllegalGeneration
+	}
+	return g, m, nil
+}
+
+// Heartbeat keeps a member's session alive and tells it whether a
+// rebalance is under way (REBALANCE_IN_PROGRESS: join again).
+func (c *Coordinator) Heartbeat(group, memberID string, generation int32) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, m, err := c.member(group, memberID, generation)
+	if err != nil {
+		return err
+	}
+	switch g.state {
+	case PreparingRebalance:
+		c.heartbeat(g, m)
+		return kerr.RebalanceInProgress
+	case CompletingRebalance, Stable:
+		// A member between its join answer and its sync answer is alive
+		// and in step: it is not told to rejoin.
+		c.heartbeat(g, m)
+		return nil
+	}
+	return kerr.UnknownMemberID
+}
+
+// Leave removes members (LeaveGroup) and returns one code per member id,
+// in order. The group rebalances without them.
+func (c *Coordinator) Leave(group string, memberIDs []string) []*kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*kerr.Error, len(memberIDs))
+	g := c.groups[group]
+	for i, id := range memberIDs {
+		switch {
+		case c.closed:
+			out[i] = kerr.NotCoordinator
+		case g == nil:
+			out[i] = kerr.UnknownMemberID
+		case g.pending[id] != nil:
+			g.pending[id].stop()
+			delete(g.pending, id)
+			if g.state == PreparingRebalance {
+				c.tryCompleteJoin(g)
+			}
+			c.checkIdle(g)
+		case g.members[id] != nil:
+			c.log.Debug("kafka group member left", "group", group, "member", id)
+			c.removeAndRebalance(g, g.members[id])
+		default:
+			out[i] = kerr.UnknownMemberID
+		}
+	}
+	return out
+}
+
+// ValidateCommit says whether an OffsetCommit from memberID at generation
+// may be written, as Kafka's classic groups decide: a commit with a
+// negative generation and no member is an admin or simple-consumer commit,
+// allowed while the group has no members; otherwise the member must be in
+// the group at its generation, and not between join and sync. A valid
+// commit counts as a heartbeat.
+func (c *Coordinator) ValidateCommit(group, memberID string, generation int32) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return kerr.NotCoordinator
+	}
+	g := c.groups[group]
+	if g == nil {
+		if generation < 0 {
+			return nil
+		}
+		// A member of a generation this coordinator never saw (an earlier
+		// leader's): it must rejoin.
+		return kerr.IllegalGeneration
+	}
+	if generation < 0 && memberID == "" {
+		if g.state == Empty {
+			return nil
+		}
+		return kerr.UnknownMemberID
+	}
+	g, m, err := c.member(group, memberID, generation)
+	if err != nil {
+		return err
+	}
+	if g.state == CompletingRebalance {
+		return kerr.RebalanceInProgress
+	}
+	c.heartbeat(g, m)
+	return nil
+}
+
+// Subscriptions reports the topics the group's live members consume, for
+// OffsetDelete. inMemory is false when the group is not here. A non-empty
+// group whose members are not Kafka consumers (unreadable metadata) answers
+// NON_EMPTY_GROUP, since nothing can say which topics it uses.
+func (c *Coordinator) Subscriptions(group string) (topics map[string]bool, inMemory bool, err *kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false, kerr.NotCoordinator
+	}
+	g := c.groups[group]
+	if g == nil {
+		return nil, false, nil
+	}
+	topics = map[string]bool{}
+	if len(g.members) == 0 {
+		return topics, true, nil
+	}
+	if g.protocolType != "consumer" {
+		return nil, true, kerr.NonEmptyGroup
+	}
+	for _, m := range g.members {
+		for _, p := range m.protocols {
+			var meta kmsg.ConsumerMemberMetadata
+			if err := meta.ReadFrom(p.Metadata); err != nil {
+				continue
+			}
+			for _, t := range meta.Topics {
+				topics[t] = true
+			}
+		}
+	}
+	return topics, true, nil
+}
