@@ -22,6 +22,9 @@ const (
 	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
 	// consumer-group and message administration, 30..49 for the Kafka
 	// facade, 50..69 for KV, locks, timers and traces.
+
+	// Kafka consumer groups (range 40..49, wire/kafka_groups.go).
+	KindDeleteOffsets Kind = 40 // drop a group's positions in named partitions
 )
 
 const (

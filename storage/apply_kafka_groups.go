@@ -1,0 +1,44 @@
+package storage
+
+import "github.com/queen-mq/queen/wire"
+
+// applyDeleteOffsets forgets a group's cursors in the named partitions
+// (Kafka OffsetDelete). The group's subscription stays: an untouched
+// partition starts where the subscription says, and the ready set is
+// brought back in line with that. A lease the group held there goes with
+// the cursor. A partition without a cursor is left alone and answered OK,
+// so a retried proposal is harmless.
+func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire.CodesResult {
+	res := wire.CodesResult{Codes: make([]wire.Code, len(c.Items))}
+	for i, it := range c.Items {
+		q := s.queue(c.Tenant, it.Queue)
+		if q == nil {
+			res.Codes[i] = wire.CodeQueueNotFound
+			continue
+		}
+		if int(it.Partition) >= len(q.parts) || q.parts[it.Partition] == nil {
+			res.Codes[i] = wire.CodePartitionNotFound
+			continue
+		}
+		p := q.parts[it.Partition]
+		cur := p.cursors[c.Group]
+		if cur == nil {
+			continue
+		}
+		if cur.lease != nil {
+			delete(s.leases, cur.lease.id)
+			ctx.del(leaseKey(cur.lease.id))
+		}
+		delete(p.cursors, c.Group)
+		ctx.del(cursorKey(p.id, c.Group))
+		if sub := q.subs[c.Group]; sub != nil {
+			if mayHaveNewFor(p, sub) {
+				sub.ready.set(p.index)
+			} else {
+				sub.ready.clear(p.index)
+			}
+		}
+		ctx.touch(q)
+	}
+	return res
+}
