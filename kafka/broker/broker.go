@@ -18,6 +18,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
 )
@@ -52,6 +54,7 @@ type Broker struct {
 	engine *raftgroups.Engine
 	log    *slog.Logger
 	srv    *kafka.Server
+	groups *coordinators // consumer-group coordination (coordinator.go)
 }
 
 // New builds the broker and its listener; Start opens it.
@@ -63,7 +66,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv}
+	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, groups: newCoordinators(engine, cfg, log)}
 	for key, h := range b.handlers() {
 		if err := srv.RegisterHandler(key, h); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
@@ -74,7 +77,18 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 
 // handlers is every engine-backed API key this broker answers, by key.
 func (b *Broker) handlers() map[int16]kafka.Handler {
-	return map[int16]kafka.Handler{}
+	return map[int16]kafka.Handler{
+		int16(kmsg.OffsetCommit):    b.handleOffsetCommit,
+		int16(kmsg.OffsetFetch):     b.handleOffsetFetch,
+		int16(kmsg.FindCoordinator): b.handleFindCoordinator,
+		int16(kmsg.JoinGroup):       b.handleJoinGroup,
+		int16(kmsg.Heartbeat):       b.handleHeartbeat,
+		int16(kmsg.LeaveGroup):      b.handleLeaveGroup,
+		int16(kmsg.SyncGroup):       b.handleSyncGroup,
+		int16(kmsg.DescribeGroups):  b.handleDescribeGroups,
+		int16(kmsg.ListGroups):      b.handleListGroups,
+		int16(kmsg.OffsetDelete):    b.handleOffsetDelete,
+	}
 }
 
 // Start listens for Kafka clients.
@@ -85,4 +99,7 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Close stops the listener, closes every connection and waits for their
 // handlers.
-func (b *Broker) Close() error { return b.srv.Close() }
+func (b *Broker) Close() error {
+	b.groups.close() // parked joins answer NOT_COORDINATOR while their connections are open
+	return b.srv.Close()
+}

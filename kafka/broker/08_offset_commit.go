@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/wire"
+)
+
+// OffsetCommit (key 8), v2-6. A committed offset IS the Queen group's
+// position in the partition (spec §3.2): every partition of the request is
+// one CommitPosition command, all proposed as one raft entry, so a commit
+// is durable on a quorum before it is acknowledged. The coordinator first
+// checks the member and generation as Kafka does (ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS); a commit with generation -1
+// and no member (an admin tool, a consumer without group management) is
+// taken while the group has no live members.
+func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
+	if kErr == nil {
+		kErr = coord.ValidateCommit(req.Group, req.MemberID, req.Generation)
+	}
+	if kErr != nil {
+		return kafka.ErrorResponse(req, kErr.Code), nil
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	var cmds []wire.CommitPositionCmd
+	var slots []*int16 // the response code each command answers
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(t.Partitions))
+		for i, p := range t.Partitions {
+			rp := &rt.Partitions[i]
+			rp.Default()
+			rp.Partition = p.Partition
+			switch {
+			case p.Partition < 0:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p.Offset < 0:
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code // a position is never negative
+			case p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				cmd := wire.CommitPositionCmd{Tenant: tenant, Queue: t.Topic, Group: req.Group,
+					PartitionIndex: p.Partition, Offset: uint64(p.Offset)}
+				if p.Metadata != nil {
+					cmd.Metadata = *p.Metadata
+				}
+				cmds = append(cmds, cmd)
+				slots = append(slots, &rp.ErrorCode)
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(cmds) == 0 {
+		return resp, nil
+	}
+	res, err := b.commitPositions(ctx, tenant, cmds)
+	answerPositions(c, "commit", req.Group, slots, err, func(i int) wire.Code { return res[i].Code })
+	return resp, nil
+}
+
+// commitPositions proposes the commands as one entry.
+//
+// TODO: use Engine.CommitPositions once the http-views branch lands it.
+func (b *Broker) commitPositions(ctx context.Context, tenant wire.ID, cmds []wire.CommitPositionCmd) ([]wire.CodeResult, error) {
+	enc := make([]wire.Command, len(cmds))
+	for i := range cmds {
+		enc[i] = wire.Command{Kind: wire.KindCommitPosition, Body: cmds[i].Encode(nil)}
+	}
+	res, err := b.engine.Propose(ctx, tenant, enc...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: commit offsets: %w", err)
+	}
+	out := make([]wire.CodeResult, len(res))
+	for i, r := range res {
+		code, _ := wire.ResultCode(r)
+		out[i] = wire.CodeResult{Code: code}
+	}
+	return out, nil
+}

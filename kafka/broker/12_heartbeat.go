@@ -1,0 +1,22 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+)
+
+// Heartbeat (key 12), v0-2: keeps a member's session alive;
+// REBALANCE_IN_PROGRESS tells it to join again.
+func (b *Broker) handleHeartbeat(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	_, coord, kErr := b.groupCoordinator(c, req.Group)
+	if kErr == nil {
+		kErr = coord.Heartbeat(req.Group, req.MemberID, req.Generation)
+	}
+	resp.ErrorCode = errCode(kErr)
+	return resp, nil
+}

@@ -1,0 +1,231 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/broker/groups"
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Group coordination plumbing shared by the group API keys: which tenant a
+// connection acts for, whether this node coordinates that tenant's groups,
+// and the in-memory coordinator that holds them while it does.
+
+// leadershipCheckInterval is how often coordinators check that this node
+// still leads their tenant's raft group.
+const leadershipCheckInterval = time.Second
+
+// maxOffsetMetadata is Kafka's offset.metadata.max.bytes.
+const maxOffsetMetadata = 4096
+
+// groupTenant is the tenant a connection's group requests belong to.
+//
+// TODO(issue 5): resolve the tenant from the connection's principal, in
+// the one tenant function the data path defines, once it lands.
+func (b *Broker) groupTenant(*kafka.Conn) wire.ID { return wire.DefaultTenant }
+
+// brokerEndpoint is where Kafka clients reach a node.
+//
+// TODO: other nodes' advertised addresses come with the data path's broker
+// registry (Metadata); until then only this node's is known.
+func (b *Broker) brokerEndpoint(node uint64) (host string, port int32, ok bool) {
+	if node != uint64(b.cfg.NodeID) {
+		return "", 0, false
+	}
+	h, p, err := net.SplitHostPort(b.cfg.AdvertisedAddr)
+	if err != nil {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(p, 10, 32)
+	if err != nil {
+		return "", 0, false
+	}
+	return h, int32(n), true
+}
+
+// coordinators holds one groups.Coordinator per tenant whose raft group
+// this node leads, stamped with the raft term it was built in. Losing
+// leadership (or winning it back in a later term, after another node
+// coordinated meanwhile) discards it: clients rebuild the group at the
+// leader by rejoining (spec §3.1).
+type coordinators struct {
+	engine *raftgroups.Engine
+	self   uint64
+	cfg    groups.Config
+
+	mu       sync.Mutex
+	closed   bool
+	byTenant map[wire.ID]*termCoordinator
+	watching bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+type termCoordinator struct {
+	term uint64
+	c    *groups.Coordinator
+}
+
+func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *coordinators {
+	gc := groups.Config{
+		MinSessionTimeout:     cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
+		InitialRebalanceDelay: cfg.GroupJoinDelay,
+		Logger:                log,
+	}
+	if gc.MaxSessionTimeout <= 0 {
+		gc.MinSessionTimeout, gc.MaxSessionTimeout = 6*time.Second, 5*time.Minute // spec §3.6 defaults
+	}
+	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc,
+		byTenant: map[wire.ID]*termCoordinator{}, stop: make(chan struct{})}
+}
+
+// get returns the tenant's coordinator when this node leads the tenant's
+// raft group, else NOT_COORDINATOR (another node leads: clients look it up
+// again) or COORDINATOR_NOT_AVAILABLE (no leader right now).
+func (cs *coordinators) get(tenant wire.ID) (*groups.Coordinator, *kerr.Error) {
+	leader, term, ok := cs.engine.GroupLeader(tenant)
+	if !ok {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	if leader != cs.self {
+		return nil, kerr.NotCoordinator
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.closed {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	tc := cs.byTenant[tenant]
+	if tc != nil && tc.term != term {
+		tc.c.Close()
+		tc = nil
+	}
+	if tc == nil {
+		tc = &termCoordinator{term: term, c: groups.New(cs.cfg)}
+		cs.byTenant[tenant] = tc
+	}
+	if !cs.watching {
+		cs.watching = true
+		cs.wg.Add(1)
+		go cs.watch()
+	}
+	return tc.c, nil
+}
+
+// watch discards the coordinators of tenants this node no longer leads, so
+// joins parked there hear NOT_COORDINATOR now rather than at their
+// rebalance timeout.
+func (cs *coordinators) watch() {
+	defer cs.wg.Done()
+	t := time.NewTicker(leadershipCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-cs.stop:
+			return
+		case <-t.C:
+		}
+		cs.mu.Lock()
+		for tenant, tc := range cs.byTenant {
+			if leader, term, ok := cs.engine.GroupLeader(tenant); !ok || leader != cs.self || term != tc.term {
+				tc.c.Close()
+				delete(cs.byTenant, tenant)
+			}
+		}
+		cs.mu.Unlock()
+	}
+}
+
+// close stops the watcher and every coordinator.
+func (cs *coordinators) close() {
+	cs.mu.Lock()
+	if cs.closed {
+		cs.mu.Unlock()
+		return
+	}
+	cs.closed = true
+	for tenant, tc := range cs.byTenant {
+		tc.c.Close()
+		delete(cs.byTenant, tenant)
+	}
+	close(cs.stop)
+	cs.mu.Unlock()
+	cs.wg.Wait()
+}
+
+// groupCoordinator is the coordinator of the connection's tenant for a
+// group, or the Kafka error to answer with. Queen's implicit queue-mode
+// group is no Kafka group: clients joining it, committing to it or
+// deleting it would move the positions of every competing HTTP consumer.
+func (b *Broker) groupCoordinator(c *kafka.Conn, group string) (wire.ID, *groups.Coordinator, *kerr.Error) {
+	tenant := b.groupTenant(c)
+	if group == wire.QueueModeGroup {
+		return tenant, nil, kerr.InvalidGroupID
+	}
+	coord, err := b.groups.get(tenant)
+	return tenant, coord, err
+}
+
+// groupWriteError maps an engine error on a group write (commit, delete)
+// to the Kafka code the client retries or gives up on.
+func groupWriteError(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, raftgroups.ErrNoLeader):
+		return kerr.NotCoordinator
+	case errors.Is(err, raftgroups.ErrOverloaded), errors.Is(err, raftgroups.ErrClosed):
+		return kerr.CoordinatorNotAvailable
+	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut
+	case errors.Is(err, raftgroups.ErrTooLarge):
+		return kerr.InvalidCommitOffsetSize
+	}
+	return kerr.UnknownServerError
+}
+
+// answerPositions writes the outcome of a write of group positions into
+// each partition's response slot: the engine's error for every slot when
+// the write failed, else the store's code for each.
+func answerPositions(c *kafka.Conn, what, group string, slots []*int16, err error, code func(i int) wire.Code) {
+	if err != nil {
+		c.Logger().Warn("kafka group offsets not written", "op", what, "group", group, "err", err)
+	}
+	for i, slot := range slots {
+		if err != nil {
+			*slot = groupWriteError(err).Code
+		} else {
+			*slot = errCode(positionError(code(i)))
+		}
+	}
+}
+
+// positionError maps a store outcome on one partition to its Kafka code.
+func positionError(c wire.Code) *kerr.Error {
+	switch c {
+	case wire.CodeOK:
+		return nil
+	case wire.CodeQueueNotFound, wire.CodePartitionNotFound:
+		return kerr.UnknownTopicOrPartition
+	}
+	return kerr.UnknownServerError
+}
+
+// errCode is the wire code of a Kafka error (0 for none).
+func errCode(err *kerr.Error) int16 {
+	if err == nil {
+		return 0
+	}
+	return err.Code
+}
+
+func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
