@@ -67,6 +67,8 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
+	kvVersion  uint64 // last KV version handed out (keyKVVersion)
+	traceSeq   uint64 // last trace event sequence (keyTraceSeq)
 
 	applied   atomic.Uint64
 	closed    atomic.Bool
