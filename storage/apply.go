@@ -75,6 +75,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeKVCmd, func(c *wire.KVCmd) wire.KVResult { return s.applyKV(ctx, c) })
 	case wire.KindLocks:
 		return run(cmd.Body, wire.DecodeLocksCmd, func(c *wire.LocksCmd) wire.LocksResult { return s.applyLocks(ctx, c) })
+	case wire.KindTimers:
+		return run(cmd.Body, wire.DecodeTimersCmd, func(c *wire.TimersCmd) wire.TimersResult { return s.applyTimers(ctx, c) })
 	case wire.KindTick:
 		s.applyTick(ctx)
 		return wire.CodeResult{Code: wire.CodeOK}.Encode(nil)

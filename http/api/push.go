@@ -119,7 +119,7 @@ func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []item
 		k := key{it.Queue, it.Partition}
 		ci, ok := byKey[k]
 		if !ok {
-			ns, task := queueLabels(it.Queue)
+			ns, task := wire.QueueLabels(it.Queue)
 			ci = len(cmds)
 			byKey[k] = ci
 			cmds = append(cmds, wire.PushCmd{
