@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"bytes"
-
 	"github.com/cockroachdb/pebble"
 
 	"github.com/queen-mq/queen/wire"
@@ -43,29 +41,7 @@ func (s *Store) KVList(tenant wire.ID, ns string, prefix, after []byte, limit in
 	return s.kvScan(s.db, tenant, ns, prefix, after, limit, now), nil
 }
 
-// KVNamespaces lists the tenant's namespaces that hold at least one key,
-// skipping from one namespace to the next instead of reading every key.
+// KVNamespaces lists the tenant's namespaces that hold at least one key.
 func (s *Store) KVNamespaces(tenant wire.ID) ([]string, error) {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	if s.db == nil {
-		return nil, ErrClosed
-	}
-	lower := append([]byte{tagKV}, tenant[:]...)
-	it := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	defer it.Close()
-	var out []string
-	for valid := it.First(); valid; {
-		rest := it.Key()[len(lower):]
-		i := bytes.IndexByte(rest, 0)
-		if i < 0 {
-			valid = it.Next()
-			continue
-		}
-		ns := string(rest[:i])
-		out = append(out, ns)
-		// Jump past every key of this namespace: its keys start with ns,0.
-		valid = it.SeekGE(append(append(append([]byte(nil), lower...), ns...), 1))
-	}
-	return out, it.Error()
+	return s.distinctNames(append([]byte{tagKV}, tenant[:]...), 1<<20)
 }
