@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/tenancy"
@@ -29,6 +30,12 @@ type Config struct {
 	Placement     tenancy.Placement
 	TenantGroups  string
 	ShutdownGrace time.Duration
+	// EncryptionKey is QUEEN_ENCRYPTION_KEY parsed; EncryptionKeyErr says
+	// why a set key is unusable (the node then runs without encryption,
+	// as the spec says, and warns).
+	EncryptionKey    envelope.Key
+	EncryptionKeySet bool
+	EncryptionKeyErr error
 	// PprofAddr serves net/http/pprof when set (QUEEN_PPROF_ADDR, our own
 	// addition for profiling; keep it on loopback).
 	PprofAddr string
@@ -107,6 +114,8 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		PopDefaultTimeout: e.millis("POP_DEFAULT_TIMEOUT_MS", e.millis("DEFAULT_TIMEOUT", 30*time.Second, 0, time.Hour), 0, time.Hour),
 		PopMaxTimeout:     60 * time.Second,
 		Version:           version,
+		KVMaxValueBytes:   e.int("QUEEN_KV_MAX_VALUE_BYTES", 64<<10, 1, 16<<20),
+		TimersMaxHorizon:  time.Duration(e.int("QUEEN_TIMERS_MAX_HORIZON_S", 7776000, 1, 1<<31-1)) * time.Second,
 	}
 	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
 	case "new", "new-only":
@@ -121,6 +130,10 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
 	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")
+	if raw := e.lookup("QUEEN_ENCRYPTION_KEY"); raw != "" {
+		c.EncryptionKeySet = true
+		c.EncryptionKey, c.EncryptionKeyErr = envelope.ParseKey(raw)
+	}
 	if e.err != nil {
 		return c, e.err
 	}

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/crypto/secret"
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/kafka/broker"
@@ -46,6 +47,10 @@ func run() int {
 		host.Close()
 		log.Error("boot: engine", "err", err)
 		return 1
+	}
+	if cfg.EncryptionKey.Valid() {
+		engine.SetPayloadKey(cfg.EncryptionKey)
+		log.Info("encryption service initialized (AES-256-GCM)")
 	}
 	srv := api.New(cfg.HTTP, engine, log)
 	if err := srv.Start(); err != nil {
@@ -112,6 +117,15 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"raft_token", secret.Mask(cfg.Raft.Token), "rtt_ms", cfg.Raft.RTTMillisecond,
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "")
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	switch {
+	case !cfg.EncryptionKeySet:
+		log.Info("config: security", "encryption_key", secret.Unset)
+	case cfg.EncryptionKeyErr != nil:
+		log.Info("config: security", "encryption_key", "<invalid>")
+		log.Warn(envelope.DisabledWarning, "err", cfg.EncryptionKeyErr)
+	default:
+		log.Info("config: security", "encryption_key", "<set>", "cipher", "AES-256-GCM")
+	}
 	k := &cfg.Kafka
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",

@@ -48,7 +48,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if len(req.Items) == 0 {
 		return badRequest("items must be a non-empty array")
 	}
-	cmds, placed, ids, err := buildPushCommands(tenant, req.Items)
+	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, s.engine)
 	if err != nil {
 		return err
 	}
@@ -92,12 +92,19 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 // itemPlace says where an item went: which command, which record in it.
 type itemPlace struct{ cmd, rec int }
 
+// payloadSealer seals payloads of encrypted queues (raftgroups.Engine).
+type payloadSealer interface {
+	QueueEncrypted(tenant wire.ID, queue string) bool
+	SealPayload(payload []byte) ([]byte, uint64, error)
+}
+
 // buildPushCommands validates every item and groups them by queue and
-// partition in first-appearance order. Nothing is proposed if any item is
-// invalid.
-func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
+// partition in first-appearance order, sealing the payloads of encrypted
+// queues. Nothing is proposed if any item is invalid.
+func buildPushCommands(tenant wire.ID, items []pushItem, sealer payloadSealer) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
 	type key struct{ queue, partition string }
 	byKey := map[key]int{}
+	encrypted := map[string]bool{}
 	var cmds []wire.PushCmd
 	placed := make([]itemPlace, len(items))
 	ids := make([]wire.ID, len(items))
@@ -115,6 +122,11 @@ func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []item
 		payload := bytes.TrimSpace(it.Payload)
 		if len(payload) == 0 {
 			payload = []byte("null")
+		}
+		enc, known := encrypted[it.Queue]
+		if !known {
+			enc = sealer.QueueEncrypted(tenant, it.Queue)
+			encrypted[it.Queue] = enc
 		}
 		k := key{it.Queue, it.Partition}
 		ci, ok := byKey[k]
@@ -134,6 +146,13 @@ func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []item
 		}
 		ids[i] = wire.ID(id)
 		rec := wire.Record{Flags: wire.FlagJSON, MsgID: ids[i], Payload: payload}
+		if enc {
+			sealed, flag, err := sealer.SealPayload(payload)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			rec.Payload, rec.Flags = sealed, rec.Flags|flag
+		}
 		if it.TransactionID != "" {
 			rec.Flags |= wire.FlagTxnID
 			rec.TxnID = []byte(it.TransactionID)

@@ -31,6 +31,8 @@ type Config struct {
 	PopMaxTimeout       time.Duration
 	DefaultSubscription uint8 // DEFAULT_SUBSCRIPTION_MODE
 	Version             string
+	KVMaxValueBytes     int // QUEEN_KV_MAX_VALUE_BYTES
+	TimersMaxHorizon    time.Duration
 }
 
 // Server serves the HTTP API.
@@ -59,6 +61,12 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	}
 	if cfg.PopMaxTimeout <= 0 {
 		cfg.PopMaxTimeout = 60 * time.Second
+	}
+	if cfg.KVMaxValueBytes <= 0 {
+		cfg.KVMaxValueBytes = 64 << 10
+	}
+	if cfg.TimersMaxHorizon <= 0 {
+		cfg.TimersMaxHorizon = 90 * 24 * time.Hour
 	}
 	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
