@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/VictoriaMetrics/metrics v1.45.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/pebble v0.0.0-20221207173255-0f086d933dac
 	github.com/fasthttp/router v1.5.4
 	github.com/golang-jwt/jwt/v5 v5.3.1
@@ -19,7 +20,6 @@ require (
 require (
 	github.com/DataDog/zstd v1.4.5 // indirect
 	github.com/HdrHistogram/hdrhistogram-go v1.1.2 // indirect
-	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/armon/go-metrics v0.0.0-20180917152333-f0300d1749da // indirect
 	github.com/cespare/xxhash/v2 v2.1.2 // indirect
 	github.com/cockroachdb/errors v1.9.0 // indirect
