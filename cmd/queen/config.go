@@ -168,6 +168,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		QueueDepth:      e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
 		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
 		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
+		TraceRetention:  time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
 	}
 	if _, _, err := net.SplitHostPort(r.ListenAddr); err != nil {
 		e.fail("QUEEN_RAFT_LISTEN", "must be host:port, got %q", r.ListenAddr)
