@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/raftgroups"
@@ -27,6 +28,7 @@ type Config struct {
 	HTTP          api.Config
 	Raft          raftgroups.Config
 	Kafka         KafkaConfig
+	Auth          authn.Config
 	Placement     tenancy.Placement
 	TenantGroups  string
 	ShutdownGrace time.Duration
@@ -124,6 +126,8 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		c.HTTP.DefaultSubscription = wire.SubAll
 	}
 
+	c.Auth = e.authConfig()
+	c.HTTP.TenancyHeader = e.tenancyConfig()
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)

@@ -7,10 +7,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/crypto/secret"
 	"github.com/queen-mq/queen/http/api"
@@ -32,6 +34,14 @@ func run() int {
 	slog.SetDefault(log)
 	cfg.Raft.Logger = log
 	logConfig(log, &cfg)
+	verifier, err := authn.New(context.Background(), cfg.Auth, log, &http.Client{Timeout: cfg.Auth.JWKSTimeout})
+	if err != nil {
+		log.Error("boot: broker JWT", "err", err)
+		return 2
+	}
+	defer verifier.Close()
+	log.Info("config: auth", "jwt", verifier.Describe(), "tenancy_header", cfg.HTTP.TenancyHeader)
+	cfg.HTTP.Auth = verifier
 
 	if cfg.PprofAddr != "" {
 		stopPprof := servePprof(log, cfg.PprofAddr)

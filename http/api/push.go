@@ -48,7 +48,11 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if len(req.Items) == 0 {
 		return badRequest("items must be a non-empty array")
 	}
-	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, s.engine)
+	var sub string
+	if p, ok := principalOf(ctx); ok {
+		sub = p.Subject
+	}
+	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, sub, s.engine)
 	if err != nil {
 		return err
 	}
@@ -100,8 +104,9 @@ type payloadSealer interface {
 
 // buildPushCommands validates every item and groups them by queue and
 // partition in first-appearance order, sealing the payloads of encrypted
-// queues. Nothing is proposed if any item is invalid.
-func buildPushCommands(tenant wire.ID, items []pushItem, sealer payloadSealer) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
+// queues and recording the producer's JWT subject. Nothing is proposed if
+// any item is invalid.
+func buildPushCommands(tenant wire.ID, items []pushItem, sub string, sealer payloadSealer) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
 	type key struct{ queue, partition string }
 	byKey := map[key]int{}
 	encrypted := map[string]bool{}
@@ -160,6 +165,10 @@ func buildPushCommands(tenant wire.ID, items []pushItem, sealer payloadSealer) (
 		if it.TraceID != "" {
 			rec.Flags |= wire.FlagTrace
 			rec.TraceID = []byte(it.TraceID)
+		}
+		if sub != "" {
+			rec.Flags |= wire.FlagSub
+			rec.ProducerSub = []byte(sub)
 		}
 		c := &cmds[ci]
 		c.Records = wire.AppendRecord(c.Records, &rec)

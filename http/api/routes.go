@@ -71,6 +71,9 @@ func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 			}
 			m.observe(ctx.Response.StatusCode(), start)
 		}()
+		if !s.authorize(ctx, rt.level) {
+			return
+		}
 		if err := rt.handle(ctx); err != nil {
 			writeError(ctx, err)
 		}

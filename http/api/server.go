@@ -18,8 +18,8 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/wire"
 )
 
 // Config is the HTTP API's configuration, filled by cmd/queen from env.
@@ -33,6 +33,10 @@ type Config struct {
 	Version             string
 	KVMaxValueBytes     int // QUEEN_KV_MAX_VALUE_BYTES
 	TimersMaxHorizon    time.Duration
+	// Auth verifies broker JWTs (nil or disabled: everything is open).
+	Auth *authn.Verifier
+	// TenancyHeader scopes requests by x-queen-tenant (QUEEN_TENANCY_HEADER).
+	TenancyHeader bool
 }
 
 // Server serves the HTTP API.
@@ -128,11 +132,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // bounded by the request timeout and cancelled at shutdown.
 func (s *Server) requestCtx(timeout time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(s.base, timeout)
-}
-
-// tenantOf is the tenant a request is scoped by.
-func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
-	return wire.DefaultTenant, nil
 }
 
 // transportError answers requests fasthttp could not read: a body over
