@@ -71,6 +71,14 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
 	case wire.KindDeleteQueue:
 		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.CodeResult { return s.applyDeleteQueue(ctx, c) })
+	case wire.KindKV:
+		return run(cmd.Body, wire.DecodeKVCmd, func(c *wire.KVCmd) wire.KVResult { return s.applyKV(ctx, c) })
+	case wire.KindLocks:
+		return run(cmd.Body, wire.DecodeLocksCmd, func(c *wire.LocksCmd) wire.LocksResult { return s.applyLocks(ctx, c) })
+	case wire.KindTimers:
+		return run(cmd.Body, wire.DecodeTimersCmd, func(c *wire.TimersCmd) wire.TimersResult { return s.applyTimers(ctx, c) })
+	case wire.KindTrace:
+		return run(cmd.Body, wire.DecodeTraceCmd, func(c *wire.TraceCmd) wire.TraceResult { return s.applyTrace(ctx, c) })
 	case wire.KindDeleteOffsets:
 		return run(cmd.Body, wire.DecodeDeleteOffsetsCmd, func(c *wire.DeleteOffsetsCmd) wire.CodesResult { return s.applyDeleteOffsets(ctx, c) })
 	case wire.KindTick:

@@ -19,6 +19,12 @@ const (
 	// the entry's clock stamp is the "now" that work runs at.
 	KindTick Kind = 8
 
+	// KV, locks, timers and traces.
+	KindKV     Kind = 50
+	KindLocks  Kind = 51
+	KindTimers Kind = 52
+	KindTrace  Kind = 53
+
 	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
 	// consumer-group and message administration, 30..49 for the Kafka
 	// facade, 50..69 for KV, locks, timers and traces.

@@ -22,6 +22,8 @@ type route struct {
 const (
 	get  = http.MethodGet
 	post = http.MethodPost
+	put  = http.MethodPut
+	del  = http.MethodDelete
 )
 
 // routes is the whole HTTP API.
@@ -36,6 +38,22 @@ func (s *Server) routes() []route {
 		{post, "/api/v1/ack", authn.LevelReadWrite, s.ack},
 		{post, "/api/v1/ack/batch", authn.LevelReadWrite, s.ackBatch},
 		{post, "/api/v1/fetch", authn.LevelReadOnly, s.fetch},
+
+		{post, "/api/v1/kv", authn.LevelReadWrite, s.kv},
+		{get, "/api/v1/kv/{ns}/{key:*}", authn.LevelReadOnly, s.kvGet},
+		{put, "/api/v1/kv/{ns}/{key:*}", authn.LevelReadWrite, s.kvPut},
+		{del, "/api/v1/kv/{ns}/{key:*}", authn.LevelReadWrite, s.kvDelete},
+		{get, "/api/v1/resources/kv/namespaces", authn.LevelReadOnly, s.kvNamespaces},
+		{post, "/api/v1/resources/kv/list", authn.LevelReadOnly, s.kvList},
+		{post, "/api/v1/locks", authn.LevelReadWrite, s.locks},
+		{post, "/api/v1/timers", authn.LevelWriteOnly, s.timers},
+		{get, "/api/v1/timers/{queue}", authn.LevelReadOnly, s.timersList},
+		{get, "/api/v1/timers/{queue}/{timerKey:*}", authn.LevelReadOnly, s.timerPeek},
+		{del, "/api/v1/timers/{queue}/{timerKey:*}", authn.LevelReadWrite, s.timerCancel},
+		{post, "/api/v1/traces", authn.LevelReadWrite, s.traceAdd},
+		{get, "/api/v1/traces/names", authn.LevelReadOnly, s.traceNames},
+		{get, "/api/v1/traces/by-name/{name}", authn.LevelReadOnly, s.tracesByName},
+		{get, "/api/v1/traces/{partitionId}/{transactionId}", authn.LevelReadOnly, s.tracesOfMessage},
 	}
 }
 
@@ -53,6 +71,9 @@ func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 			}
 			m.observe(ctx.Response.StatusCode(), start)
 		}()
+		if !s.authorize(ctx, rt.level) {
+			return
+		}
 		if err := rt.handle(ctx); err != nil {
 			writeError(ctx, err)
 		}

@@ -18,8 +18,8 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/wire"
 )
 
 // Config is the HTTP API's configuration, filled by cmd/queen from env.
@@ -31,6 +31,12 @@ type Config struct {
 	PopMaxTimeout       time.Duration
 	DefaultSubscription uint8 // DEFAULT_SUBSCRIPTION_MODE
 	Version             string
+	KVMaxValueBytes     int // QUEEN_KV_MAX_VALUE_BYTES
+	TimersMaxHorizon    time.Duration
+	// Auth verifies broker JWTs (nil or disabled: everything is open).
+	Auth *authn.Verifier
+	// TenancyHeader scopes requests by x-queen-tenant (QUEEN_TENANCY_HEADER).
+	TenancyHeader bool
 }
 
 // Server serves the HTTP API.
@@ -59,6 +65,12 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	}
 	if cfg.PopMaxTimeout <= 0 {
 		cfg.PopMaxTimeout = 60 * time.Second
+	}
+	if cfg.KVMaxValueBytes <= 0 {
+		cfg.KVMaxValueBytes = 64 << 10
+	}
+	if cfg.TimersMaxHorizon <= 0 {
+		cfg.TimersMaxHorizon = 90 * 24 * time.Hour
 	}
 	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
@@ -120,11 +132,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // bounded by the request timeout and cancelled at shutdown.
 func (s *Server) requestCtx(timeout time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(s.base, timeout)
-}
-
-// tenantOf is the tenant a request is scoped by.
-func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
-	return wire.DefaultTenant, nil
 }
 
 // transportError answers requests fasthttp could not read: a body over
