@@ -21,10 +21,7 @@ import (
 // taken while the group has no live members.
 func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
-	if kErr == nil {
-		kErr = coord.ValidateCommit(req.Group, req.MemberID, req.Generation)
-	}
+	tenant, kErr := b.admitGroupCommit(c, req.Group, req.MemberID, req.Generation)
 	if kErr != nil {
 		return kafka.ErrorResponse(req, kErr.Code), nil
 	}

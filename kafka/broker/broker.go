@@ -54,7 +54,7 @@ type Broker struct {
 	engine *raftgroups.Engine
 	log    *slog.Logger
 	srv    *kafka.Server
-	groups *coordinators // consumer-group coordination (coordinator.go)
+	groups *coordinators // consumer-group coordination (group_coordination.go)
 }
 
 // New builds the broker and its listener; Start opens it.

@@ -79,8 +79,8 @@ func newGroupsTestBroker(t *testing.T) *groupsTestBroker {
 	return &groupsTestBroker{t: t, ctx: ctx, engine: e, broker: b, client: cl}
 }
 
-// req sends a request to the broker and returns its typed response.
-func req[R kmsg.Response](tb *groupsTestBroker, r kmsg.Request) R {
+// groupReq sends a request to the broker and returns its typed response.
+func groupReq[R kmsg.Response](tb *groupsTestBroker, r kmsg.Request) R {
 	tb.t.Helper()
 	resp, err := tb.client.SeedBrokers()[0].Request(tb.ctx, r)
 	if err != nil {
@@ -120,12 +120,12 @@ func (tb *groupsTestBroker) join(group string, topics ...string) *kmsg.JoinGroup
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name, p.Metadata = "range", consumerMeta(topics...)
 	jr.Protocols = append(jr.Protocols, p)
-	first := req[*kmsg.JoinGroupResponse](tb, jr)
+	first := groupReq[*kmsg.JoinGroupResponse](tb, jr)
 	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" {
 		tb.t.Fatalf("first join: %v, member %q", kerr.ErrorForCode(first.ErrorCode), first.MemberID)
 	}
 	jr.MemberID = first.MemberID
-	return req[*kmsg.JoinGroupResponse](tb, jr)
+	return groupReq[*kmsg.JoinGroupResponse](tb, jr)
 }
 
 func (tb *groupsTestBroker) commit(group, member string, gen int32, topic string, offsets map[int32]int64) map[int32]int16 {
@@ -140,7 +140,7 @@ func (tb *groupsTestBroker) commit(group, member string, gen int32, topic string
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	cr.Topics = append(cr.Topics, rt)
-	resp := req[*kmsg.OffsetCommitResponse](tb, cr)
+	resp := groupReq[*kmsg.OffsetCommitResponse](tb, cr)
 	out := map[int32]int16{}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -161,7 +161,7 @@ func (tb *groupsTestBroker) fetch(group string, topic string, partitions ...int3
 		rt.Topic, rt.Partitions = topic, partitions
 		fr.Topics = append(fr.Topics, rt)
 	}
-	resp := req[*kmsg.OffsetFetchResponse](tb, fr)
+	resp := groupReq[*kmsg.OffsetFetchResponse](tb, fr)
 	if resp.ErrorCode != 0 {
 		tb.t.Fatalf("offset fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
@@ -184,7 +184,7 @@ func (tb *groupsTestBroker) offsetDelete(group, topic string, partition int32) (
 	rp.Partition = partition
 	rt.Partitions = append(rt.Partitions, rp)
 	dr.Topics = append(dr.Topics, rt)
-	resp := req[*kmsg.OffsetDeleteResponse](tb, dr)
+	resp := groupReq[*kmsg.OffsetDeleteResponse](tb, dr)
 	if resp.ErrorCode != 0 {
 		return resp.ErrorCode, 0
 	}
@@ -195,7 +195,7 @@ func (tb *groupsTestBroker) listGroups(states ...string) map[string]string {
 	tb.t.Helper()
 	lr := kmsg.NewPtrListGroupsRequest()
 	lr.StatesFilter = states
-	resp := req[*kmsg.ListGroupsResponse](tb, lr)
+	resp := groupReq[*kmsg.ListGroupsResponse](tb, lr)
 	out := map[string]string{}
 	for _, g := range resp.Groups {
 		out[g.Group] = g.GroupState
@@ -209,7 +209,7 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey = "g"
-	if r := req[*kmsg.FindCoordinatorResponse](tb, fc); r.ErrorCode != 0 || r.NodeID != 1 ||
+	if r := groupReq[*kmsg.FindCoordinatorResponse](tb, fc); r.ErrorCode != 0 || r.NodeID != 1 ||
 		net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port))) != tb.broker.Addr() {
 		t.Fatalf("find coordinator: %+v", r)
 	}
@@ -223,12 +223,12 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 	a := kmsg.NewSyncGroupRequestGroupAssignment()
 	a.MemberID, a.MemberAssignment = j.MemberID, []byte("assignment")
 	sr.GroupAssignment = append(sr.GroupAssignment, a)
-	if s := req[*kmsg.SyncGroupResponse](tb, sr); s.ErrorCode != 0 || string(s.MemberAssignment) != "assignment" {
+	if s := groupReq[*kmsg.SyncGroupResponse](tb, sr); s.ErrorCode != 0 || string(s.MemberAssignment) != "assignment" {
 		t.Fatalf("sync: %+v", s)
 	}
 	hb := kmsg.NewPtrHeartbeatRequest()
 	hb.Group, hb.MemberID, hb.Generation = "g", j.MemberID, j.Generation
-	if r := req[*kmsg.HeartbeatResponse](tb, hb); r.ErrorCode != 0 {
+	if r := groupReq[*kmsg.HeartbeatResponse](tb, hb); r.ErrorCode != 0 {
 		t.Fatalf("heartbeat: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 
@@ -259,7 +259,7 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 
 	dg := kmsg.NewPtrDescribeGroupsRequest()
 	dg.Groups = []string{"g", "nobody"}
-	d := req[*kmsg.DescribeGroupsResponse](tb, dg)
+	d := groupReq[*kmsg.DescribeGroupsResponse](tb, dg)
 	if g := d.Groups[0]; g.State != "Stable" || g.Protocol != "range" || len(g.Members) != 1 ||
 		string(g.Members[0].MemberAssignment) != "assignment" || g.Members[0].ClientID != "groups-test" {
 		t.Fatalf("describe g: %+v", g)
@@ -273,7 +273,7 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 
 	lv := kmsg.NewPtrLeaveGroupRequest()
 	lv.Group, lv.MemberID = "g", j.MemberID
-	if r := req[*kmsg.LeaveGroupResponse](tb, lv); r.ErrorCode != 0 {
+	if r := groupReq[*kmsg.LeaveGroupResponse](tb, lv); r.ErrorCode != 0 {
 		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	if got := tb.listGroups("Empty"); got["g"] != "Empty" {
@@ -301,7 +301,7 @@ func TestQueueModeGroupIsNoKafkaGroup(t *testing.T) {
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name = "range"
 	jr.Protocols = append(jr.Protocols, p)
-	if r := req[*kmsg.JoinGroupResponse](tb, jr); r.ErrorCode != kerr.InvalidGroupID.Code {
+	if r := groupReq[*kmsg.JoinGroupResponse](tb, jr); r.ErrorCode != kerr.InvalidGroupID.Code {
 		t.Fatalf("join of the queue-mode group: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	tb.topic("t", 1, 1)

@@ -177,6 +177,18 @@ func (b *Broker) groupCoordinator(c *kafka.Conn, group string) (wire.ID, *groups
 	return tenant, coord, err
 }
 
+// admitGroupCommit checks that offsets of group may be committed by member
+// at generation through this node: it coordinates the group and the member
+// is in it at that generation (see groups.Coordinator.ValidateCommit).
+// OffsetCommit and TxnOffsetCommit both ask it before writing.
+func (b *Broker) admitGroupCommit(c *kafka.Conn, group, member string, generation int32) (wire.ID, *kerr.Error) {
+	tenant, coord, kErr := b.groupCoordinator(c, group)
+	if kErr != nil {
+		return tenant, kErr
+	}
+	return tenant, coord.ValidateCommit(group, member, generation)
+}
+
 // groupWriteError maps an engine error on a group write (commit, delete)
 // to the Kafka code the client retries or gives up on.
 func groupWriteError(err error) *kerr.Error {
