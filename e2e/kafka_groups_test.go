@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/e2e/harness"
+)
+
+// Kafka consumer groups against real nodes. The raw tests speak the group
+// protocol request by request (kmsg through a franz-go seed broker), so
+// they play members that misbehave on purpose, such as one that dies
+// without leaving.
+
+// groupEnv makes group timers short enough for tests: a 300 ms initial
+// rebalance delay and sessions from 500 ms.
+var groupEnv = map[string]string{
+	"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS":          "300",
+	"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "500",
+}
+
+// kafkaClient is a franz-go client of one node, closed when the test ends.
+func kafkaClient(t *testing.T, n *harness.Node, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.KafkaAddr), kgo.ClientID("e2e")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// kreq sends one request to the client's seed broker.
+func kreq[R kmsg.Response](ctx context.Context, t *testing.T, cl *kgo.Client, r kmsg.Request) R {
+	t.Helper()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, r)
+	if err != nil {
+		t.Fatalf("%T: %v", r, err)
+	}
+	return resp.(R)
+}
+
+// rawMember is one group member driven request by request.
+type rawMember struct {
+	t       *testing.T
+	cl      *kgo.Client
+	group   string
+	id      string
+	gen     int32
+	leader  bool
+	members []string
+}
+
+const rawSessionMs = 1500
+
+func (m *rawMember) joinRequest() *kmsg.JoinGroupRequest {
+	jr := kmsg.NewPtrJoinGroupRequest()
+	jr.Group, jr.MemberID, jr.ProtocolType = m.group, m.id, "consumer"
+	jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis = rawSessionMs, 10000
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = []string{"orders"}
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", meta.AppendTo(nil)
+	jr.Protocols = append(jr.Protocols, p)
+	return jr
+}
+
+// join joins (doing the MEMBER_ID_REQUIRED round trip the first time) and
+// returns once the rebalance completes.
+func (m *rawMember) join(ctx context.Context) {
+	m.t.Helper()
+	if m.id == "" {
+		r := kreq[*kmsg.JoinGroupResponse](ctx, m.t, m.cl, m.joinRequest())
+		if r.ErrorCode != kerr.MemberIDRequired.Code {
+			m.t.Fatalf("first join: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		m.id = r.MemberID
+	}
+	r := kreq[*kmsg.JoinGroupResponse](ctx, m.t, m.cl, m.joinRequest())
+	if r.ErrorCode != 0 {
+		m.t.Fatalf("join of %s: %v", m.id, kerr.ErrorForCode(r.ErrorCode))
+	}
+	m.gen, m.leader, m.members = r.Generation, r.LeaderID == m.id, nil
+	for _, o := range r.Members {
+		m.members = append(m.members, o.MemberID)
+	}
+}
+
+// sync syncs; the leader hands every member the same assignment bytes.
+func (m *rawMember) sync(ctx context.Context) []byte {
+	m.t.Helper()
+	sr := kmsg.NewPtrSyncGroupRequest()
+	sr.Group, sr.MemberID, sr.Generation = m.group, m.id, m.gen
+	for _, id := range m.members {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID, a.MemberAssignment = id, []byte(fmt.Sprintf("gen %d", m.gen))
+		sr.GroupAssignment = append(sr.GroupAssignment, a)
+	}
+	r := kreq[*kmsg.SyncGroupResponse](ctx, m.t, m.cl, sr)
+	if r.ErrorCode != 0 {
+		m.t.Fatalf("sync of %s: %v", m.id, kerr.ErrorForCode(r.ErrorCode))
+	}
+	return r.MemberAssignment
+}
+
+func (m *rawMember) heartbeat(ctx context.Context) int16 {
+	m.t.Helper()
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = m.group, m.id, m.gen
+	return kreq[*kmsg.HeartbeatResponse](ctx, m.t, m.cl, hb).ErrorCode
+}
+
+func commitOffsets(ctx context.Context, t *testing.T, cl *kgo.Client, group, member string, gen int32, offsets map[int32]int64) map[int32]int16 {
+	t.Helper()
+	cr := kmsg.NewPtrOffsetCommitRequest()
+	cr.Group, cr.MemberID, cr.Generation = group, member, gen
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "orders"
+	for p, o := range offsets {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, o
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	cr.Topics = append(cr.Topics, rt)
+	out := map[int32]int16{}
+	for _, t := range kreq[*kmsg.OffsetCommitResponse](ctx, t, cl, cr).Topics {
+		for _, p := range t.Partitions {
+			out[p.Partition] = p.ErrorCode
+		}
+	}
+	return out
+}
+
+// fetchOffsets reads a group's committed offsets of orders/0..n-1.
+func fetchOffsets(ctx context.Context, t *testing.T, cl *kgo.Client, group string, n int32) []int64 {
+	t.Helper()
+	fr := kmsg.NewPtrOffsetFetchRequest()
+	fr.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic = "orders"
+	for p := range n {
+		rt.Partitions = append(rt.Partitions, p)
+	}
+	fr.Topics = append(fr.Topics, rt)
+	resp := kreq[*kmsg.OffsetFetchResponse](ctx, t, cl, fr)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("offset fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	out := make([]int64, n)
+	for _, p := range resp.Topics[0].Partitions {
+		out[p.Partition] = p.Offset
+	}
+	return out
+}
+
+// pushOrders creates queue orders with partitions "0".."n-1" (indexes 0..n-1)
+// holding 5 messages each.
+func pushOrders(ctx context.Context, t *testing.T, base string, n int) {
+	t.Helper()
+	for p := range n {
+		var items []pushItem
+		for i := range 5 {
+			items = append(items, pushItem{Queue: "orders", Partition: fmt.Sprint(p), Payload: map[string]int{"i": i}})
+		}
+		if _, code, err := push(ctx, base, items); err != nil || code != 201 {
+			t.Fatalf("push: %d %v", code, err)
+		}
+	}
+}
+
+func describeGroup(ctx context.Context, t *testing.T, cl *kgo.Client, group string) kmsg.DescribeGroupsResponseGroup {
+	t.Helper()
+	dr := kmsg.NewPtrDescribeGroupsRequest()
+	dr.Groups = []string{group}
+	return kreq[*kmsg.DescribeGroupsResponse](ctx, t, cl, dr).Groups[0]
+}
+
+// TestKafkaGroupProtocolOnARealNode plays two members by hand: a join with
+// MEMBER_ID_REQUIRED, a rebalance when the second arrives, the second
+// dying without a word and its session evicting it, then offsets that
+// outlive the client and a node restart, while the membership (held in
+// memory) does not.
+func TestKafkaGroupProtocolOnARealNode(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 1, Env: groupEnv})
+	n := c.Nodes[0]
+	ctx := deadline(t, 90*time.Second)
+	pushOrders(ctx, t, n.URL(), 3)
+
+	a := &rawMember{t: t, cl: kafkaClient(t, n), group: "billing"}
+	a.join(ctx)
+	if !a.leader || a.gen != 1 || len(a.members) != 1 {
+		t.Fatalf("a's first join: gen %d leader %v members %v", a.gen, a.leader, a.members)
+	}
+	a.sync(ctx)
+
+	// b arrives: its join parks until a, told by its heartbeat, rejoins.
+	b := &rawMember{t: t, cl: kafkaClient(t, n), group: "billing"}
+	bJoined := make(chan struct{})
+	go func() { defer close(bJoined); b.join(ctx) }()
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		return a.heartbeat(ctx) == kerr.RebalanceInProgress.Code, nil
+	}); err != nil {
+		t.Fatal("a never heard of the rebalance:", err)
+	}
+	a.join(ctx)
+	<-bJoined
+	if a.gen != 2 || b.gen != 2 || !a.leader || len(a.members) != 2 {
+		t.Fatalf("second generation: a %d (leader %v, %v), b %d", a.gen, a.leader, a.members, b.gen)
+	}
+	bSynced := make(chan []byte, 1)
+	go func() { bSynced <- b.sync(ctx) }()
+	a.sync(ctx)
+	if got := string(<-bSynced); got != "gen 2" {
+		t.Fatalf("b's assignment %q", got)
+	}
+	if codes := commitOffsets(ctx, t, a.cl, "billing", a.id, a.gen, map[int32]int64{0: 2, 1: 5}); codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("commit: %v", codes)
+	}
+
+	// b dies silently; a keeps heartbeating and is told to rejoin once b's
+	// session ends.
+	if err := harness.Poll(ctx, 200*time.Millisecond, func() (bool, error) {
+		return a.heartbeat(ctx) == kerr.RebalanceInProgress.Code, nil
+	}); err != nil {
+		t.Fatal("b's death never started a rebalance:", err)
+	}
+	if code := b.heartbeat(ctx); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("the evicted member's heartbeat: %v", kerr.ErrorForCode(code))
+	}
+	a.join(ctx)
+	if a.gen != 3 || len(a.members) != 1 {
+		t.Fatalf("after b's eviction: gen %d members %v", a.gen, a.members)
+	}
+	a.sync(ctx)
+	if g := describeGroup(ctx, t, a.cl, "billing"); g.State != "Stable" || len(g.Members) != 1 || g.Members[0].MemberID != a.id {
+		t.Fatalf("describe: %+v", g)
+	}
+
+	// A new client reads what the old one committed; so does one after the
+	// node restarts, when the group's membership is gone.
+	if got := fetchOffsets(ctx, t, kafkaClient(t, n), "billing", 3); fmt.Sprint(got) != "[2 5 -1]" {
+		t.Fatalf("offsets seen by a new client: %v", got)
+	}
+	n.Stop()
+	if err := c.Start(n); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := kafkaClient(t, n)
+	if got := fetchOffsets(ctx, t, after, "billing", 3); fmt.Sprint(got) != "[2 5 -1]" {
+		t.Fatalf("offsets after a restart: %v", got)
+	}
+	a.cl = after
+	if code := a.heartbeat(ctx); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat of a member the restarted node never saw: %v", kerr.ErrorForCode(code))
+	}
+	if codes := commitOffsets(ctx, t, after, "billing", a.id, a.gen, map[int32]int64{0: 3}); codes[0] != kerr.IllegalGeneration.Code {
+		t.Fatalf("commit of a generation the restarted node never saw: %v", kerr.ErrorForCode(codes[0]))
+	}
+}
