@@ -236,6 +236,22 @@ func TestJoinValidation(t *testing.T) {
 	}
 }
 
+func TestJoinWithoutMemberIDRequirement(t *testing.T) {
+	h := newHarness(t)
+	r := joinReq("")
+	r.RequireKnownMemberID = false // JoinGroup v0-3
+	p := h.join(r)
+	h.clock.Advance(delay)
+	res := mustAnswer(t, p)
+	if res.Err != nil || res.MemberID == "" || res.LeaderID != res.MemberID || res.Generation != 1 {
+		t.Fatalf("v3 join: %+v", res)
+	}
+	r.SessionTimeout = 2 * time.Minute
+	if res := mustAnswer(t, h.join(r)); res.Err != kerr.InvalidSessionTimeout {
+		t.Fatalf("session above the maximum: %v", res.Err)
+	}
+}
+
 func TestInitialDelayWaitsForMoreMembers(t *testing.T) {
 	h := newHarness(t)
 	a, pa := h.newMember()
