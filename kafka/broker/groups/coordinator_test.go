@@ -418,6 +418,35 @@ func TestParkedSyncKeepsMemberAlive(t *testing.T) {
 	}
 }
 
+func TestLeaderThatNeverSyncsIsDropped(t *testing.T) {
+	h := newHarness(t)
+	ids, gen := h.stable(2)
+	h.rejoin(ids...)
+	h.clock.Advance(time.Second)
+	sb := h.sync(ids[1], gen+1, nil)
+	// The leader heartbeats (so its session lives) but never syncs: at the
+	// rebalance timeout, 30 s after the join, it is dropped and b is told
+	// to rejoin.
+	for range 7 {
+		h.clock.Advance(4 * time.Second)
+		mustWait(t, sb)
+		if err := h.c.Heartbeat("g", ids[0], gen+1); err != nil {
+			t.Fatalf("leader's heartbeat: %v", err)
+		}
+	}
+	h.clock.Advance(time.Second)
+	if s := mustAnswer(t, sb); s.Err != kerr.RebalanceInProgress {
+		t.Fatalf("b's parked sync: %+v", s)
+	}
+	if err := h.c.Heartbeat("g", ids[0], gen+1); err != kerr.UnknownMemberID {
+		t.Fatalf("dropped leader's heartbeat: %v", err)
+	}
+	r := h.rejoin(ids[1])
+	if r[0].LeaderID != ids[1] || len(r[0].Members) != 1 {
+		t.Fatalf("b's rejoin: %+v", r[0])
+	}
+}
+
 func TestLeaveRebalancesAndMovesLeadership(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stable(3)

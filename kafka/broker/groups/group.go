@@ -21,7 +21,10 @@ type group struct {
 	pending      map[string]*timer // member ids told MEMBER_ID_REQUIRED, expiring unless they rejoin
 	joinSeq      uint64            // orders members by first join, for deterministic choices
 
-	join *timer // the rebalance deadline, or the initial delay while initial is set
+	// join is the deadline of the current phase: the rebalance timeout
+	// while members rejoin (or the initial delay while initial is set),
+	// then the rebalance timeout again for the leader's SyncGroup.
+	join *timer
 	// initial is set while the first rebalance of an empty group waits
 	// for more members: it completes only when the delay runs out.
 	initial          bool
@@ -46,6 +49,7 @@ type member struct {
 	// SyncGroup waits on; each gets exactly one answer, then is cleared.
 	joinWait   chan JoinResult
 	syncWait   chan SyncResult
+	syncedGen  int32 // the generation this member last sent SyncGroup in
 	assignment []byte
 }
 

@@ -252,6 +252,27 @@ func (c *Coordinator) completeJoin(g *group) {
 		m.joinWait = nil
 		c.heartbeat(g, m)
 	}
+	gen := g.generation
+	g.join = c.after(g.maxRebalanceTimeout(), func() { c.syncExpired(g, gen) })
+}
+
+// syncExpired ends a sync phase that outlived the rebalance timeout (a
+// leader that heartbeats but never syncs would otherwise hold the group in
+// CompletingRebalance for ever): members that did not sync are dropped and
+// the rest rebalance, as Kafka does with its pending-sync members.
+func (c *Coordinator) syncExpired(g *group, gen int32) {
+	if g.state != CompletingRebalance || g.generation != gen {
+		return
+	}
+	for _, m := range g.members {
+		if m.syncedGen != gen {
+			c.log.Debug("kafka group member never synced", "group", g.name, "member", m.id, "generation", gen)
+			c.removeMember(g, m, kerr.UnknownMemberID)
+		}
+	}
+	g.pickLeader()
+	c.prepareRebalance(g)
+	c.checkIdle(g)
 }
 
 func (c *Coordinator) joinResult(g *group, m *member) JoinResult {

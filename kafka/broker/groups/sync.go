@@ -50,9 +50,11 @@ func (c *Coordinator) sync(req SyncRequest) (SyncResult, chan SyncResult) {
 		m.syncWait <- SyncResult{Err: kerr.RebalanceInProgress}
 	}
 	m.syncWait = make(chan SyncResult, 1)
+	m.syncedGen = g.generation
 	wait := m.syncWait
 	c.heartbeat(g, m)
 	if m.id == g.leader {
+		g.join.stop()
 		for _, o := range g.members {
 			o.assignment = req.Assignments[o.id]
 		}
