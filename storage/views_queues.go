@@ -192,7 +192,7 @@ func (s *Store) Series(tenant wire.ID, queue string, fromMs, toMs int64) []Minut
 	var out []MinuteActivity
 	for _, q := range s.tenantQueues(tenant) {
 		if (queue == "" || q.name == queue) && q.stats != nil {
-			out = mergeSeries(out, q.stats.series(fromMs, toMs))
+			out = MergeSeries(out, q.stats.series(fromMs, toMs))
 		}
 	}
 	return out
@@ -205,7 +205,7 @@ func (s *Store) AllSeries(fromMs, toMs int64) []MinuteActivity {
 	var out []MinuteActivity
 	for _, q := range s.queuesByID {
 		if q.stats != nil {
-			out = mergeSeries(out, q.stats.series(fromMs, toMs))
+			out = MergeSeries(out, q.stats.series(fromMs, toMs))
 		}
 	}
 	return out

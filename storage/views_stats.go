@@ -93,8 +93,8 @@ func (st *queueStats) series(fromMs, toMs int64) []MinuteActivity {
 	return out
 }
 
-// mergeSeries adds b's minutes into a (both sorted), keeping the order.
-func mergeSeries(a, b []MinuteActivity) []MinuteActivity {
+// MergeSeries adds b's minutes into a (both sorted), keeping the order.
+func MergeSeries(a, b []MinuteActivity) []MinuteActivity {
 	out := make([]MinuteActivity, 0, len(a)+len(b))
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {

@@ -106,6 +106,8 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		PopDefaultTimeout: e.millis("POP_DEFAULT_TIMEOUT_MS", e.millis("DEFAULT_TIMEOUT", 30*time.Second, 0, time.Hour), 0, time.Hour),
 		PopMaxTimeout:     60 * time.Second,
 		Version:           version,
+
+		GroupLagMaxCursors: e.int("QUEEN_METRICS_GROUP_LAG_MAX_CURSORS", 200000, 1, 1<<30),
 	}
 	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
 	case "new", "new-only":

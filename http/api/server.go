@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -31,6 +32,9 @@ type Config struct {
 	PopMaxTimeout       time.Duration
 	DefaultSubscription uint8 // DEFAULT_SUBSCRIPTION_MODE
 	Version             string
+	// GroupLagMaxCursors caps the cursors the consumer-group lag metrics
+	// walk per scrape (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
+	GroupLagMaxCursors int
 }
 
 // Server serves the HTTP API.
@@ -47,6 +51,7 @@ type Server struct {
 	cancelBase context.CancelFunc
 	started    time.Time
 	metrics    *metrics.Set
+	requests   atomic.Uint64 // requests answered, for GET /metrics
 }
 
 // New builds the server and its routes.
