@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -240,18 +241,18 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx) error {
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.engine.DeleteQueue(rctx, &wire.DeleteQueueCmd{Tenant: tenant, Queue: name})
+	if errors.Is(err, wire.ErrQueueNotFound) {
+		writeJSON(ctx, http.StatusOK, map[string]any{"deleted": false, "queue": name, "existed": false,
+			"message": "Queue not found, nothing was deleted"})
+		return nil
+	}
+	if err == nil {
+		err = res.Code.Err()
+	}
 	if err != nil {
 		return err
 	}
-	switch res.Code {
-	case wire.CodeOK:
-		writeJSON(ctx, http.StatusOK, map[string]any{"deleted": true, "queue": name, "existed": true})
-	case wire.CodeQueueNotFound:
-		writeJSON(ctx, http.StatusOK, map[string]any{"deleted": false, "queue": name, "existed": false,
-			"message": "Queue not found, nothing was deleted"})
-	default:
-		return res.Code.Err()
-	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"deleted": true, "queue": name, "existed": true})
 	return nil
 }
 

@@ -124,14 +124,21 @@ func (l *lagStats) json() map[string]any {
 	}
 }
 
+// queueLag measures each partition of a queue from its most-behind group
+// (a partition no group read yet is wholly behind).
 func queueLag(st *storage.Store, q *storage.QueueView, now int64, l *lagStats) {
 	for i := range q.Partitions {
 		p := &q.Partitions[i]
-		for j := range p.Cursors {
-			if off, secs := lagOf(st, p, &p.Cursors[j], now); off > 0 {
-				l.add(off, secs)
-			}
+		pending, processing, _ := p.Depth()
+		behind := pending + processing
+		if behind == 0 {
+			continue
 		}
+		var secs int64
+		if at, ok := st.AppendTime(p.ID, p.HighWatermark-behind); ok && at <= now {
+			secs = (now - at) / 1000
+		}
+		l.add(behind, secs)
 	}
 }
 
