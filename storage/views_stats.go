@@ -29,7 +29,8 @@ type Activity struct {
 	AckOps    uint64 // acknowledgment commands
 }
 
-func (a *Activity) add(b *Activity) {
+// Add adds b into a.
+func (a *Activity) Add(b *Activity) {
 	a.Pushed += b.Pushed
 	a.Popped += b.Popped
 	a.Completed += b.Completed
@@ -70,13 +71,13 @@ func (q *queueState) counters() *queueStats {
 // count adds one command's effect to the total and to the minute of nowMs.
 func (q *queueState) count(nowMs int64, a Activity) {
 	st := q.counters()
-	st.total.add(&a)
+	st.total.Add(&a)
 	m := nowMs / 60000
 	slot := &st.minutes[int(m%statMinutes+statMinutes)%statMinutes]
 	if slot.minute != m {
 		*slot = minuteSlot{minute: m}
 	}
-	slot.add(&a)
+	slot.Add(&a)
 }
 
 // series copies the minutes of st within [fromMs, toMs), oldest first.
@@ -107,7 +108,7 @@ func MergeSeries(a, b []MinuteActivity) []MinuteActivity {
 			j++
 		default:
 			m := a[i]
-			m.add(&b[j].Activity)
+			m.Add(&b[j].Activity)
 			out = append(out, m)
 			i++
 			j++

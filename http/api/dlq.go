@@ -49,11 +49,7 @@ func dlqJSON(r *storage.DLQRow) (dlqMessage, error) {
 // listDLQ is GET /api/v1/dlq?queue=&consumerGroup=&limit=100&offset=0:
 // rows not yet replayed, newest first, with the number of all matching.
 func (s *Server) listDLQ(ctx *fasthttp.RequestCtx) error {
-	limit, err := intArg(ctx, "limit", 100, 1, 1000)
-	if err != nil {
-		return err
-	}
-	offset, err := intArg(ctx, "offset", 0, 0, 1<<30)
+	limit, offset, err := pageArgs(ctx, 100, 1000)
 	if err != nil {
 		return err
 	}

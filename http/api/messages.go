@@ -85,11 +85,7 @@ type listedMessage struct {
 // [from, to) (from defaults to an hour ago), newest first, filtered by
 // queue, partition, namespace, task and status; limit ≤ 1000.
 func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
-	limit, err := intArg(ctx, "limit", 200, 1, 1000)
-	if err != nil {
-		return err
-	}
-	skip, err := intArg(ctx, "offset", 0, 0, 1<<20)
+	limit, skip, err := pageArgs(ctx, 200, 1000)
 	if err != nil {
 		return err
 	}

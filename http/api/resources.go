@@ -68,11 +68,7 @@ func (s *Server) listQueues(ctx *fasthttp.RequestCtx) error {
 
 // statusQueues is GET /api/v1/status/queues: the list, paged.
 func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) error {
-	limit, err := intArg(ctx, "limit", 100, 1, 10000)
-	if err != nil {
-		return err
-	}
-	offset, err := intArg(ctx, "offset", 0, 0, 1<<30)
+	limit, offset, err := pageArgs(ctx, 100, 10000)
 	if err != nil {
 		return err
 	}
@@ -324,11 +320,7 @@ func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
 
 // listPartitions is GET /api/v1/resources/partitions[?queue=&limit=&offset=].
 func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
-	limit, err := intArg(ctx, "limit", 1000, 1, 100000)
-	if err != nil {
-		return err
-	}
-	offset, err := intArg(ctx, "offset", 0, 0, 1<<30)
+	limit, offset, err := pageArgs(ctx, 1000, 100000)
 	if err != nil {
 		return err
 	}

@@ -69,15 +69,8 @@ func throughputPoints(series []storage.MinuteActivity) []throughputPoint {
 
 func sumSeries(series []storage.MinuteActivity) storage.Activity {
 	var a storage.Activity
-	for _, m := range series {
-		a.Pushed += m.Pushed
-		a.Popped += m.Popped
-		a.Completed += m.Completed
-		a.Failed += m.Failed
-		a.DLQ += m.DLQ
-		a.PushOps += m.PushOps
-		a.PopOps += m.PopOps
-		a.AckOps += m.AckOps
+	for i := range series {
+		a.Add(&series[i].Activity)
 	}
 	return a
 }
@@ -265,8 +258,7 @@ func (s *Server) statusAnalytics(ctx *fasthttp.RequestCtx) error {
 			buckets[k] = &storage.Activity{}
 			keys = append(keys, k)
 		}
-		a := buckets[k]
-		a.Pushed, a.Popped, a.Completed, a.Failed, a.DLQ = a.Pushed+m.Pushed, a.Popped+m.Popped, a.Completed+m.Completed, a.Failed+m.Failed, a.DLQ+m.DLQ
+		buckets[k].Add(&m.Activity)
 	}
 	points := make([]map[string]any, 0, len(keys))
 	for _, k := range keys {
