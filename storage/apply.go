@@ -79,6 +79,18 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeTimersCmd, func(c *wire.TimersCmd) wire.TimersResult { return s.applyTimers(ctx, c) })
 	case wire.KindTrace:
 		return run(cmd.Body, wire.DecodeTraceCmd, func(c *wire.TraceCmd) wire.TraceResult { return s.applyTrace(ctx, c) })
+	case wire.KindSeek:
+		return run(cmd.Body, wire.DecodeSeekCmd, func(c *wire.SeekCmd) wire.CountResult { return s.applySeek(ctx, c) })
+	case wire.KindDeleteGroup:
+		return run(cmd.Body, wire.DecodeDeleteGroupCmd, func(c *wire.DeleteGroupCmd) wire.CountResult { return s.applyDeleteGroup(ctx, c) })
+	case wire.KindSubscription:
+		return run(cmd.Body, wire.DecodeSubscriptionCmd, func(c *wire.SubscriptionCmd) wire.CountResult { return s.applySubscription(ctx, c) })
+	case wire.KindDLQPurge:
+		return run(cmd.Body, wire.DecodeDLQPurgeCmd, func(c *wire.DLQPurgeCmd) wire.CountResult { return s.applyDLQPurge(ctx, c) })
+	case wire.KindDLQReplay:
+		return run(cmd.Body, wire.DecodeDLQReplayCmd, func(c *wire.DLQReplayCmd) wire.DLQReplayResult { return s.applyDLQReplay(ctx, c) })
+	case wire.KindDeleteMessage:
+		return run(cmd.Body, wire.DecodeDeleteMessageCmd, func(c *wire.DeleteMessageCmd) wire.CodeResult { return s.applyDeleteMessage(ctx, c) })
 	case wire.KindDeleteOffsets:
 		return run(cmd.Body, wire.DecodeDeleteOffsetsCmd, func(c *wire.DeleteOffsetsCmd) wire.CodesResult { return s.applyDeleteOffsets(ctx, c) })
 	case wire.KindTick:

@@ -60,6 +60,7 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 	}
 	p.next += uint64(stored)
 	p.lastWriteMs = ctx.nowMs
+	q.count(ctx.nowMs, Activity{Pushed: uint64(stored), PushOps: 1})
 	ctx.markDirty(p)
 	for _, sub := range q.subs {
 		sub.ready.set(p.index)

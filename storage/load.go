@@ -126,7 +126,7 @@ func (s *Store) load() error {
 			s.rebuildReady(q, sub)
 		}
 	}
-	return nil
+	return s.countDLQRows()
 }
 
 // rebuildReady marks every partition that may hold messages for sub.

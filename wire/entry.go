@@ -24,6 +24,13 @@ const (
 	KindLocks  Kind = 51
 	KindTimers Kind = 52
 	KindTrace  Kind = 53
+	// Consumer-group and message administration (range 20..29).
+	KindSeek          Kind = 20 // move a group's cursors to the end or to a time
+	KindDeleteGroup   Kind = 21 // drop a group's cursors (and its subscriptions)
+	KindSubscription  Kind = 22 // change where a group starts untouched partitions
+	KindDLQPurge      Kind = 23 // delete dead-lettered rows
+	KindDLQReplay     Kind = 24 // push a dead-lettered message again
+	KindDeleteMessage Kind = 25 // erase one message's payload
 
 	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
 	// consumer-group and message administration, 30..49 for the Kafka

@@ -118,6 +118,8 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		Version:           version,
 		KVMaxValueBytes:   e.int("QUEEN_KV_MAX_VALUE_BYTES", 64<<10, 1, 16<<20),
 		TimersMaxHorizon:  time.Duration(e.int("QUEEN_TIMERS_MAX_HORIZON_S", 7776000, 1, 1<<31-1)) * time.Second,
+
+		GroupLagMaxCursors: e.int("QUEEN_METRICS_GROUP_LAG_MAX_CURSORS", 200000, 1, 1<<30),
 	}
 	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
 	case "new", "new-only":

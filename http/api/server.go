@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -37,6 +38,9 @@ type Config struct {
 	Auth *authn.Verifier
 	// TenancyHeader scopes requests by x-queen-tenant (QUEEN_TENANCY_HEADER).
 	TenancyHeader bool
+	// GroupLagMaxCursors caps the cursors the consumer-group lag metrics
+	// walk per scrape (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
+	GroupLagMaxCursors int
 }
 
 // Server serves the HTTP API.
@@ -53,6 +57,7 @@ type Server struct {
 	cancelBase context.CancelFunc
 	started    time.Time
 	metrics    *metrics.Set
+	requests   atomic.Uint64 // requests answered, for GET /metrics
 }
 
 // New builds the server and its routes.

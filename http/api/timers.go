@@ -192,13 +192,6 @@ func (s *Server) timersList(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 func timerRowOf(t storage.TimerInfo, withPayload bool) timerRow {
 	r := timerRow{TimerKey: t.Key, Queue: t.Queue, Partition: t.Partition, DueAt: isoMillis(t.DueMs), Attempts: t.Attempts}
 	if t.Txn != "" {
