@@ -51,10 +51,8 @@ func (s *Store) GroupPositions(tenant wire.ID, group, queue string) []GroupPosit
 		}
 		return out
 	}
-	for k, q := range s.queues {
-		if k.tenant == tenant {
-			add(q)
-		}
+	for _, q := range s.tenantQueues(tenant) {
+		add(q)
 	}
 	slices.SortFunc(out, func(a, b GroupPosition) int {
 		if c := strings.Compare(a.Queue, b.Queue); c != 0 {
@@ -71,10 +69,7 @@ func (s *Store) GroupNames(tenant wire.ID) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	seen := map[string]bool{}
-	for k, q := range s.queues {
-		if k.tenant != tenant {
-			continue
-		}
+	for _, q := range s.tenantQueues(tenant) {
 		for g := range q.subs {
 			seen[g] = true
 		}
@@ -92,8 +87,8 @@ func (s *Store) GroupNames(tenant wire.ID) []string {
 func (s *Store) HasGroup(tenant wire.ID, group string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for k, q := range s.queues {
-		if k.tenant == tenant && q.subs[group] != nil {
+	for _, q := range s.tenantQueues(tenant) {
+		if q.subs[group] != nil {
 			return true
 		}
 	}

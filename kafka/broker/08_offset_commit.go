@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,27 +57,7 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kms
 	if len(cmds) == 0 {
 		return resp, nil
 	}
-	res, err := b.commitPositions(ctx, tenant, cmds)
+	res, err := b.engine.CommitPositions(ctx, tenant, cmds)
 	answerPositions(c, "commit", req.Group, slots, err, func(i int) wire.Code { return res[i].Code })
 	return resp, nil
-}
-
-// commitPositions proposes the commands as one entry.
-//
-// TODO: use Engine.CommitPositions once the http-views branch lands it.
-func (b *Broker) commitPositions(ctx context.Context, tenant wire.ID, cmds []wire.CommitPositionCmd) ([]wire.CodeResult, error) {
-	enc := make([]wire.Command, len(cmds))
-	for i := range cmds {
-		enc[i] = wire.Command{Kind: wire.KindCommitPosition, Body: cmds[i].Encode(nil)}
-	}
-	res, err := b.engine.Propose(ctx, tenant, enc...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka: commit offsets: %w", err)
-	}
-	out := make([]wire.CodeResult, len(res))
-	for i, r := range res {
-		code, _ := wire.ResultCode(r)
-		out[i] = wire.CodeResult{Code: code}
-	}
-	return out, nil
 }

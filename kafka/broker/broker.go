@@ -87,6 +87,7 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.SyncGroup):       b.handleSyncGroup,
 		int16(kmsg.DescribeGroups):  b.handleDescribeGroups,
 		int16(kmsg.ListGroups):      b.handleListGroups,
+		int16(kmsg.DeleteGroups):    b.handleDeleteGroups,
 		int16(kmsg.OffsetDelete):    b.handleOffsetDelete,
 	}
 }

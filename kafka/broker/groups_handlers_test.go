@@ -271,6 +271,10 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 		t.Fatalf("list of stable groups: %v", got)
 	}
 
+	if codes := tb.deleteGroups("g"); codes["g"] != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete of a live group: %v", kerr.ErrorForCode(codes["g"]))
+	}
+
 	lv := kmsg.NewPtrLeaveGroupRequest()
 	lv.Group, lv.MemberID = "g", j.MemberID
 	if r := groupReq[*kmsg.LeaveGroupResponse](tb, lv); r.ErrorCode != 0 {
@@ -292,6 +296,28 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 	if c := tb.commit("g", "", -1, "t", map[int32]int64{0: 2}); c[0] != 0 {
 		t.Fatalf("admin commit: %v", kerr.ErrorForCode(c[0]))
 	}
+
+	deleted := tb.deleteGroups("g", "nobody")
+	if deleted["g"] != 0 || deleted["nobody"] != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete groups: %v", deleted)
+	}
+	if got := tb.fetch("g", "t", 0, 1); got["t/0"] != -1 || got["t/1"] != -1 {
+		t.Fatalf("fetch after the group was deleted: %v", got)
+	}
+	if got := tb.listGroups(); len(got) != 0 {
+		t.Fatalf("groups after the delete: %v", got)
+	}
+}
+
+func (tb *groupsTestBroker) deleteGroups(names ...string) map[string]int16 {
+	tb.t.Helper()
+	dr := kmsg.NewPtrDeleteGroupsRequest()
+	dr.Groups = names
+	out := map[string]int16{}
+	for _, g := range groupReq[*kmsg.DeleteGroupsResponse](tb, dr).Groups {
+		out[g.Group] = g.ErrorCode
+	}
+	return out
 }
 
 func TestQueueModeGroupIsNoKafkaGroup(t *testing.T) {

@@ -1,0 +1,58 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/wire"
+)
+
+// DeleteGroups (key 42), v0-2: deletes the Queen group with all its
+// positions and subscriptions (spec §3.2), the same command as the HTTP
+// DELETE /api/v1/consumer-groups/:group?deleteMetadata=true. A group with
+// live members is refused with NON_EMPTY_GROUP; one that exists nowhere
+// with GROUP_ID_NOT_FOUND.
+func (b *Broker) handleDeleteGroups(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, name := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = name
+		rg.ErrorCode = errCode(b.deleteGroup(ctx, c, name))
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
+
+func (b *Broker) deleteGroup(ctx context.Context, c *kafka.Conn, name string) *kerr.Error {
+	if name == "" {
+		return kerr.InvalidGroupID
+	}
+	tenant, coord, kErr := b.groupCoordinator(c, name)
+	if kErr != nil {
+		return kErr
+	}
+	if _, inMemory := coord.Describe(name); !inMemory && !b.engine.Store(tenant).HasGroup(tenant, name) {
+		return kerr.GroupIDNotFound
+	}
+	if kErr := coord.Delete(name); kErr != nil {
+		return kErr
+	}
+	cmd := wire.DeleteGroupCmd{Tenant: tenant, Group: name, DeleteMetadata: true}
+	for {
+		res, err := b.engine.DeleteGroup(ctx, &cmd)
+		if err != nil {
+			c.Logger().Warn("kafka group not deleted", "group", name, "err", err)
+			return groupWriteError(err)
+		}
+		if res.Code != wire.CodeOK {
+			return kerr.UnknownServerError
+		}
+		if !res.More {
+			return nil
+		}
+	}
+}
