@@ -174,6 +174,32 @@ func pushOrders(ctx context.Context, t *testing.T, base string, n int) {
 	}
 }
 
+// httpGroupRow is a row of GET /api/v1/consumer-groups.
+type httpGroupRow struct {
+	Name              string `json:"name"`
+	QueueName         string `json:"queueName"`
+	PartitionCursors  int    `json:"partitionCursors"`
+	PartitionsWithLag int    `json:"partitionsWithLag"`
+	TotalLag          uint64 `json:"totalLag"`
+	State             string `json:"state"`
+}
+
+// httpGroup returns the group's row for queue from the HTTP view.
+func httpGroup(ctx context.Context, t *testing.T, base, group, queue string) httpGroupRow {
+	t.Helper()
+	var rows []httpGroupRow
+	if code, err := call(ctx, "GET", base+"/api/v1/consumer-groups", nil, &rows); err != nil || code != 200 {
+		t.Fatalf("GET /api/v1/consumer-groups: %d %v", code, err)
+	}
+	for _, r := range rows {
+		if r.Name == group && r.QueueName == queue {
+			return r
+		}
+	}
+	t.Fatalf("group %s on %s not in GET /api/v1/consumer-groups: %+v", group, queue, rows)
+	return httpGroupRow{}
+}
+
 func describeGroup(ctx context.Context, t *testing.T, cl *kgo.Client, group string) kmsg.DescribeGroupsResponseGroup {
 	t.Helper()
 	dr := kmsg.NewPtrDescribeGroupsRequest()
@@ -221,6 +247,11 @@ func TestKafkaGroupProtocolOnARealNode(t *testing.T) {
 	}
 	if codes := commitOffsets(ctx, t, a.cl, "billing", a.id, a.gen, map[int32]int64{0: 2, 1: 5}); codes[0] != 0 || codes[1] != 0 {
 		t.Fatalf("commit: %v", codes)
+	}
+
+	// Over HTTP the Kafka group is the Queen group, with its lag.
+	if row := httpGroup(ctx, t, n.URL(), "billing", "orders"); row.TotalLag != 3 || row.PartitionCursors != 2 || row.PartitionsWithLag != 1 {
+		t.Fatalf("GET /api/v1/consumer-groups row: %+v", row)
 	}
 
 	// b dies silently; a keeps heartbeating and is told to rejoin once b's
