@@ -297,3 +297,67 @@ func TestKafkaGroupProtocolOnARealNode(t *testing.T) {
 		t.Fatalf("commit of a generation the restarted node never saw: %v", kerr.ErrorForCode(codes[0]))
 	}
 }
+
+// TestKafkaGroupCoordinatorIsTheRaftLeader runs a 3-node cluster: only the
+// raft leader coordinates (followers answer NOT_COORDINATOR), and when the
+// leader is SIGKILLed the new one starts without the group's membership but
+// with every committed offset, and the group is rebuilt by rejoining.
+func TestKafkaGroupCoordinatorIsTheRaftLeader(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
+	ctx := deadline(t, 3*time.Minute)
+	li := waitLeader(t, ctx, c)
+	leader := c.Nodes[li]
+	pushOrders(ctx, t, leader.URL(), 3)
+
+	for i, n := range c.Nodes {
+		if i == li {
+			continue
+		}
+		cl := kafkaClient(t, n)
+		m := &rawMember{t: t, cl: cl, group: "billing"}
+		if r := kreq[*kmsg.JoinGroupResponse](ctx, t, cl, m.joinRequest()); r.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("join at follower %d: %v", n.ID, kerr.ErrorForCode(r.ErrorCode))
+		}
+		if codes := commitOffsets(ctx, t, cl, "billing", "", -1, map[int32]int64{0: 1}); codes[0] != kerr.NotCoordinator.Code {
+			t.Fatalf("commit at follower %d: %v", n.ID, kerr.ErrorForCode(codes[0]))
+		}
+		lg := kreq[*kmsg.ListGroupsResponse](ctx, t, cl, kmsg.NewPtrListGroupsRequest())
+		if lg.ErrorCode != 0 || len(lg.Groups) != 0 {
+			t.Fatalf("list groups at follower %d: %+v", n.ID, lg)
+		}
+	}
+	cl := kafkaClient(t, leader)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "billing"
+	if r := kreq[*kmsg.FindCoordinatorResponse](ctx, t, cl, fc); r.ErrorCode != 0 || int(r.NodeID) != leader.ID ||
+		fmt.Sprintf("%s:%d", r.Host, r.Port) != leader.KafkaAddr {
+		t.Fatalf("find coordinator at the leader: %+v", r)
+	}
+	a := &rawMember{t: t, cl: cl, group: "billing"}
+	a.join(ctx)
+	a.sync(ctx)
+	if codes := commitOffsets(ctx, t, cl, "billing", a.id, a.gen, map[int32]int64{0: 4}); codes[0] != 0 {
+		t.Fatalf("commit at the leader: %v", kerr.ErrorForCode(codes[0]))
+	}
+
+	leader.Kill()
+	next := c.Nodes[waitLeader(t, ctx, c)]
+	a.cl = kafkaClient(t, next)
+	// The new coordinator may still be settling: poll until it answers as
+	// one that never saw the member.
+	var code int16
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		code = a.heartbeat(ctx)
+		return code != kerr.NotCoordinator.Code && code != kerr.CoordinatorNotAvailable.Code, nil
+	}); err != nil || code != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat at the new leader: %v %v", kerr.ErrorForCode(code), err)
+	}
+	if got := fetchOffsets(ctx, t, a.cl, "billing", 3); fmt.Sprint(got) != "[4 -1 -1]" {
+		t.Fatalf("offsets at the new leader: %v", got)
+	}
+	a.id = ""
+	a.join(ctx)
+	if a.gen != 1 || !a.leader {
+		t.Fatalf("rebuilt group: generation %d, leader %v", a.gen, a.leader)
+	}
+}
