@@ -20,7 +20,12 @@ import (
 // path is built on another branch).
 func requireDataPath(ctx context.Context, t *testing.T, n *harness.Node) {
 	t.Helper()
-	resp := kreq[*kmsg.ApiVersionsResponse](ctx, t, kafkaClient(t, n), kmsg.NewPtrApiVersionsRequest())
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "queen-e2e", "1"
+	resp := kreq[*kmsg.ApiVersionsResponse](ctx, t, kafkaClient(t, n), av)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions: error %d", resp.ErrorCode)
+	}
 	have := map[int16]bool{}
 	for _, k := range resp.ApiKeys {
 		have[k.ApiKey] = true
@@ -96,9 +101,14 @@ func (o *ownership) String() string {
 
 func startGroupConsumer(t *testing.T, n *harness.Node, group, name string, own *ownership, balancer kgo.GroupBalancer) *groupConsumer {
 	t.Helper()
+	return startGroupConsumerOf(t, []string{n.KafkaAddr}, group, name, own, balancer)
+}
+
+func startGroupConsumerOf(t *testing.T, seeds []string, group, name string, own *ownership, balancer kgo.GroupBalancer) *groupConsumer {
+	t.Helper()
 	gc := &groupConsumer{name: name, peer: own, got: map[string]int{}, done: make(chan struct{})}
 	topic := func(m map[string][]int32) []int32 { return m["orders"] }
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.ClientID(name),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(name),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"), kgo.Balancers(balancer),
 		kgo.SessionTimeout(3*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
 		kgo.RebalanceTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
@@ -234,5 +244,51 @@ func TestKafkaCommittedOffsetsSurviveAClientRestart(t *testing.T) {
 		if off < 5 {
 			t.Fatalf("second client got %s, committed before it started", k)
 		}
+	}
+}
+
+// TestKafkaConsumerGroupSurvivesALeaderKill runs two franz-go members on a
+// 3-node cluster and SIGKILLs the raft leader, which is the group
+// coordinator: the members find the new leader, rebuild the group there,
+// and go on consuming from the committed offsets.
+func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
+	ctx := deadline(t, 3*time.Minute)
+	li := waitLeader(t, ctx, c)
+	requireDataPath(ctx, t, c.Nodes[li])
+	pushOrders(ctx, t, c.Nodes[li].URL(), 4)
+	var seeds []string
+	for _, n := range c.Nodes {
+		seeds = append(seeds, n.KafkaAddr)
+	}
+	own := &ownership{owner: map[int32]string{}}
+	members := []*groupConsumer{
+		startGroupConsumerOf(t, seeds, "failover", "m0", own, kgo.CooperativeStickyBalancer()),
+		startGroupConsumerOf(t, seeds, "failover", "m1", own, kgo.CooperativeStickyBalancer()),
+	}
+	delivered := func() int {
+		all := map[string]bool{}
+		for _, m := range members {
+			for k := range m.delivered() {
+				all[k] = true
+			}
+		}
+		return len(all)
+	}
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		return own.settled(4, "m0", "m1") && delivered() == 20, nil
+	}); err != nil {
+		t.Fatalf("before the kill: %v delivered %d: %v", own, delivered(), err)
+	}
+	c.Nodes[li].Kill()
+	next := c.Nodes[waitLeader(t, ctx, c)]
+	pushOrders(ctx, t, next.URL(), 4) // offsets 5..9 of each partition
+	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		return own.settled(4, "m0", "m1") && delivered() == 40, nil
+	}); err != nil {
+		t.Fatalf("after the kill: %v delivered %d: %v", own, delivered(), err)
+	}
+	if len(own.conflicts) > 0 {
+		t.Fatalf("double ownership: %v", own.conflicts)
 	}
 }
