@@ -172,6 +172,7 @@ func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name, namespace, task
 	s.counters.nextQueueID++
 	s.queues[queueKeyT{tenant, name}] = q
 	s.queuesByID[q.id] = q
+	s.noteQueueConfig(q)
 	ctx.set(queueKey(q.id), q.encodeMeta())
 	return q
 }

@@ -20,6 +20,7 @@ const (
 	tagSub       = 's' // qid, group → subscription
 	tagLease     = 'L' // lease id → pid, group
 	tagDLQ       = 'D' // tenant, dlq id → dead-lettered message
+	tagSweep     = 'w' // sweeper name → where its pass stands (sweep.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of
@@ -85,6 +86,8 @@ func dlqKey(tenant wire.ID, id uint64) []byte {
 	b := append([]byte{tagDLQ}, tenant[:]...)
 	return appendU64(b, id)
 }
+
+func sweepKey(name string) []byte { return append([]byte{tagSweep}, name...) }
 
 // prefixEnd is the smallest key greater than every key starting with p.
 func prefixEnd(p []byte) []byte {

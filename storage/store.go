@@ -67,6 +67,10 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
+	// timed indexes the queues whose options need time-driven work and
+	// sweeps holds each sweeper's progress (sweep.go).
+	timed  map[uint64]*queueState
+	sweeps map[string]*sweepState
 
 	applied   atomic.Uint64
 	closed    atomic.Bool
