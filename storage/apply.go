@@ -71,6 +71,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
 	case wire.KindDeleteQueue:
 		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.CodeResult { return s.applyDeleteQueue(ctx, c) })
+	case wire.KindTransaction:
+		return run(cmd.Body, wire.DecodeTxnCmd, func(c *wire.TxnCmd) wire.TxnResult { return s.applyTransaction(ctx, c) })
 	case wire.KindTick:
 		s.applyTick(ctx)
 		return wire.CodeResult{Code: wire.CodeOK}.Encode(nil)

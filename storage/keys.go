@@ -21,6 +21,7 @@ const (
 	tagLease     = 'L' // lease id → pid, group
 	tagDLQ       = 'D' // tenant, dlq id → dead-lettered message
 	tagSweep     = 'w' // sweeper name → where its pass stands (sweep.go)
+	tagTxnDone   = 'x' // transaction id (UUIDv7, so time-ordered) → its committed result
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of
@@ -88,6 +89,8 @@ func dlqKey(tenant wire.ID, id uint64) []byte {
 }
 
 func sweepKey(name string) []byte { return append([]byte{tagSweep}, name...) }
+
+func txnDoneKey(id wire.ID) []byte { return append([]byte{tagTxnDone}, id[:]...) }
 
 // prefixEnd is the smallest key greater than every key starting with p.
 func prefixEnd(p []byte) []byte {

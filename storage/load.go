@@ -48,6 +48,9 @@ func (s *Store) load() error {
 	if err := s.loadSweeps(); err != nil {
 		return fmt.Errorf("storage: sweeps: %w", err)
 	}
+	if err := s.loadTxnDone(); err != nil {
+		return fmt.Errorf("storage: transaction results: %w", err)
+	}
 
 	err := s.scan([]byte{tagQueue}, func(k, v []byte) error {
 		q, err := decodeQueueMeta(binary.BigEndian.Uint64(k[1:]), v)

@@ -68,9 +68,11 @@ type Store struct {
 	counters   counters
 	clockMs    int64
 	// timed indexes the queues whose options need time-driven work and
-	// sweeps holds each sweeper's progress (sweep.go).
-	timed  map[uint64]*queueState
-	sweeps map[string]*sweepState
+	// sweeps holds each sweeper's progress (sweep.go); hasTxnDone says
+	// transaction results may be stored (apply_txn.go).
+	timed      map[uint64]*queueState
+	sweeps     map[string]*sweepState
+	hasTxnDone bool
 
 	applied   atomic.Uint64
 	closed    atomic.Bool
