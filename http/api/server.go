@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -47,6 +48,8 @@ type Server struct {
 	cancelBase context.CancelFunc
 	started    time.Time
 	metrics    *metrics.Set
+	gates      probeGates   // long-poll probe slots (longpoll.go)
+	parked     atomic.Int64 // pops parked right now
 }
 
 // New builds the server and its routes.
