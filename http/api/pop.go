@@ -92,7 +92,7 @@ func (s *Server) parsePopParams(args *fasthttp.Args) (popParams, error) {
 	}
 	if v := args.Peek("leaseSeconds"); v != nil {
 		n, err := strconv.ParseUint(string(v), 10, 32)
-		if err != nil || n < 1 || n > 7*24*3600 {
+		if err != nil || n < 1 || n > maxLeaseSeconds {
 			return p, badRequest("leaseSeconds must be 1..604800")
 		}
 		p.leaseMs = uint32(n) * 1000

@@ -30,11 +30,15 @@ func (s *Server) routes() []route {
 		{get, "/health", authn.LevelPublic, s.health},
 		{get, "/metrics/prometheus", authn.LevelPublic, s.metricsPrometheus},
 
+		// Data plane, spec §2.3 routes 1-12.
 		{post, "/api/v1/push", authn.LevelWriteOnly, s.push},
 		{get, "/api/v1/pop/queue/{queue}", authn.LevelReadWrite, s.popQueue},
 		{get, "/api/v1/pop/queue/{queue}/partition/{partition}", authn.LevelReadWrite, s.popPartition},
+		{get, "/api/v1/pop", authn.LevelReadWrite, s.popDiscover},
 		{post, "/api/v1/ack", authn.LevelReadWrite, s.ack},
 		{post, "/api/v1/ack/batch", authn.LevelReadWrite, s.ackBatch},
+		{post, "/api/v1/lease/{leaseId}/extend", authn.LevelReadWrite, s.leaseExtend},
+		{post, "/api/v1/configure", authn.LevelReadWrite, s.configure},
 		{post, "/api/v1/fetch", authn.LevelReadOnly, s.fetch},
 	}
 }
