@@ -38,8 +38,11 @@ func (s *Server) routes() []route {
 		{post, "/api/v1/ack", authn.LevelReadWrite, s.ack},
 		{post, "/api/v1/ack/batch", authn.LevelReadWrite, s.ackBatch},
 		{post, "/api/v1/lease/{leaseId}/extend", authn.LevelReadWrite, s.leaseExtend},
+		{post, "/api/v1/transaction", authn.LevelReadWrite, s.transaction},
 		{post, "/api/v1/configure", authn.LevelReadWrite, s.configure},
 		{post, "/api/v1/fetch", authn.LevelReadOnly, s.fetch},
+		{post, "/api/v1/fetch/offsets", authn.LevelReadOnly, s.fetchOffsets},
+		{post, "/api/v1/partitions/changed", authn.LevelReadOnly, s.partitionsChanged},
 	}
 }
 
