@@ -20,6 +20,9 @@ type applyCtx struct {
 	changes []Change
 	touched map[*queueState]bool
 	results [][]byte
+	// leaseIdx caches the transaction ids of leases acks looked into
+	// during this batch (apply_ack.go).
+	leaseIdx map[leaseKeyT]map[string]uint64
 }
 
 func (s *Store) newApplyCtx() *applyCtx {

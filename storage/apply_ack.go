@@ -115,10 +115,18 @@ func (s *Store) resolveAck(ctx *applyCtx, tenant wire.ID, group string, it *wire
 	return t
 }
 
-// findOffset resolves a transaction id to an offset in p: through the
-// transaction index (explicit id, then message id), or, for records stored
-// without an index (Kafka produce), by scanning the group's live lease l.
+// findOffset resolves a transaction id to an offset in p. An ack nearly
+// always names a message of the group's live lease l, so l's records are
+// looked at first, through an index of them built once per apply batch:
+// one sequential read of the chunks the pop just read, instead of a random
+// transaction-index lookup per message (most of an ack's cost otherwise).
+// Then the transaction index: explicit id, then message id.
 func (s *Store) findOffset(ctx *applyCtx, p *partState, l *lease, txn []byte) (uint64, bool) {
+	if l != nil {
+		if off, ok := s.leaseIndex(ctx, p, l)[string(txn)]; ok {
+			return off, true
+		}
+	}
 	if v, ok := ctx.get(txnKey(p.id, true, txn)); ok && len(v) == 16 {
 		return binary.BigEndian.Uint64(v[:8]), true
 	}
@@ -129,20 +137,44 @@ func (s *Store) findOffset(ctx *applyCtx, p *partState, l *lease, txn []byte) (u
 	if v, ok := ctx.get(txnKey(p.id, false, id[:])); ok && len(v) == 16 {
 		return binary.BigEndian.Uint64(v[:8]), true
 	}
-	if l == nil {
-		return 0, false
+	return 0, false
+}
+
+// leaseKeyT identifies a lease's records: a lease id with its range (a
+// retried pop may reuse an id once its first lease is gone).
+type leaseKeyT struct {
+	id       wire.ID
+	from, to uint64
+}
+
+// leaseIndex maps the transaction ids of l's records (explicit, or the
+// message id's text) to their offsets. Records without a transaction
+// index (Kafka produce) are found this way too.
+func (s *Store) leaseIndex(ctx *applyCtx, p *partState, l *lease) map[string]uint64 {
+	k := leaseKeyT{l.id, l.from, l.to}
+	if idx, ok := ctx.leaseIdx[k]; ok {
+		return idx
 	}
-	var off uint64
-	found := false
+	idx := make(map[string]uint64, l.to-l.from)
 	s.readRange(ctx.b, p.id, l.from, l.to, func(o uint64, body []byte) bool {
 		h, err := wire.ParseRecordHead(body)
-		if err == nil && h.MsgID == id && h.Flags&wire.FlagTxnID == 0 {
-			off, found = o, true
-			return false
+		if err != nil {
+			return true
+		}
+		key := h.MsgID.String()
+		if explicit, id := h.TxnKey(); explicit {
+			key = string(id)
+		}
+		if _, dup := idx[key]; !dup {
+			idx[key] = o
 		}
 		return true
 	})
-	return off, found
+	if ctx.leaseIdx == nil {
+		ctx.leaseIdx = map[leaseKeyT]map[string]uint64{}
+	}
+	ctx.leaseIdx[k] = idx
+	return idx
 }
 
 // closeLease ends c's lease: the cursor advances over the completed and
