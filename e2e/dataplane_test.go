@@ -223,6 +223,15 @@ func TestLongPollDelaysAndWindows(t *testing.T) {
 		t.Fatalf("woken poll: %d %+v", r.code, r.a)
 	}
 
+	// A lease expiring wakes a parked pop of the same group.
+	cl.push(items("lx", "p", "leased")...)
+	cl.mustPop(popPath("lx", "leaseSeconds=1"), 1)
+	leased := time.Now()
+	if r := <-parked(popPath("lx", "wait=true", "timeout=20000")); r.code != http.StatusOK || r.a.Messages[0].DeliveryAttempt != 2 ||
+		time.Since(leased) > 10*time.Second {
+		t.Fatalf("poll woken by a lease expiry: %d %+v after %v", r.code, r.a, time.Since(leased))
+	}
+
 	for _, opt := range []string{"delayedProcessing", "windowBuffer"} {
 		q := "held-" + opt
 		cl.configure(map[string]any{"queue": q, opt: 2})

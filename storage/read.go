@@ -276,26 +276,27 @@ func (s *Store) visibleAt(q *queueState, p *partState, pos uint64) int64 {
 	return at
 }
 
-// NextLeaseExpiry returns the earliest expiry (replicated clock, ms) among
-// the group's live leases on the queue, or 0: a parked pop must look again
-// then, because an expired lease makes its messages deliverable.
-func (s *Store) NextLeaseExpiry(tenant wire.ID, queue, group string) int64 {
+// NextLeaseExpiry returns the earliest expiry after afterMs (replicated
+// clock, ms) among the group's leases on the queue, or 0: a parked pop
+// must look again then, because an expired lease makes its messages
+// deliverable. Leases already expired at afterMs count as free elsewhere.
+func (s *Store) NextLeaseExpiry(tenant wire.ID, queue, group string, afterMs int64) int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
 	if q == nil {
 		return 0
 	}
-	var min int64
+	var next int64
 	for _, p := range q.parts {
 		if p == nil {
 			continue
 		}
-		if c := p.cursors[group]; c != nil && c.lease != nil && (min == 0 || c.lease.expiresMs < min) {
-			min = c.lease.expiresMs
+		if c := p.cursors[group]; c != nil && c.lease != nil && c.lease.expiresMs > afterMs && (next == 0 || c.lease.expiresMs < next) {
+			next = c.lease.expiresMs
 		}
 	}
-	return min
+	return next
 }
 
 // ClockMs is the replicated clock as of the last applied entry.

@@ -91,7 +91,8 @@ func (s *Server) parkUntilPoppable(tenant wire.ID, queue, partition, group strin
 				wait = min(wait, time.Until(time.UnixMilli(retryAt)))
 			}
 		}
-		if exp := store.NextLeaseExpiry(tenant, queue, group); exp > 0 {
+		// A lease expiring makes its messages deliverable again.
+		if exp := store.NextLeaseExpiry(tenant, queue, group, time.Now().UnixMilli()); exp > 0 {
 			wait = min(wait, time.Until(time.UnixMilli(exp))+10*time.Millisecond)
 		}
 		if !time.Now().Before(deadline) || s.base.Err() != nil {
