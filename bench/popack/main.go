@@ -41,7 +41,7 @@ func main() {
 		partitions = flag.Int("partitions", 100, "partitions of the preloaded queue")
 		batch      = flag.Int("batch", 100, "messages per pop (and per batch ack)")
 		consumers  = flag.Int("consumers", 32, "concurrent consumers")
-		preload    = flag.Int("preload", 600000, "messages pushed before consuming")
+		preload    = flag.Int("preload", 1500000, "messages pushed before consuming (more than the run consumes)")
 		size       = flag.Int("size", 256, "payload bytes per message")
 		duration   = flag.Duration("duration", 15*time.Second, "how long to consume")
 		warmup     = flag.Duration("warmup", 2*time.Second, "consuming before measuring")
@@ -73,6 +73,7 @@ func main() {
 	res.total.Print(os.Stdout, "msg", float64(*size))
 	fmt.Printf("  pop:       p50 %v  p99 %v\n", res.pop.P50.Round(10*time.Microsecond), res.pop.P99.Round(10*time.Microsecond))
 	fmt.Printf("  ack:       p50 %v  p99 %v\n", res.ack.P50.Round(10*time.Microsecond), res.ack.P99.Round(10*time.Microsecond))
+	fmt.Printf("  empty pops: %d (a consumer found no free partition with messages)\n", res.empty)
 
 	lat, pushed := b.latency("latency", *latRate, *latFor)
 	fmt.Printf("push→pop latency rate=%d/s duration=%s (%d pushed, %d delivered, %d errors)\n", *latRate, *latFor, pushed, lat.Requests, lat.Errors)
@@ -228,12 +229,13 @@ func (b *bench) popAndAck(path string) (popAnswer, time.Duration, time.Duration,
 
 type consumeResult struct {
 	total, pop, ack stats.Result
+	empty           int64
 }
 
 func (b *bench) consume(queue string, consumers, batch int, warmup, duration time.Duration) consumeResult {
 	var (
 		measuring, stop atomic.Bool
-		errors          atomic.Int64
+		errors, empty   atomic.Int64
 		wg              sync.WaitGroup
 		total           = stats.NewRecorder()
 		pops, acks      = stats.NewRecorder(), stats.NewRecorder()
@@ -249,6 +251,9 @@ func (b *bench) consume(queue string, consumers, batch int, warmup, duration tim
 				if err != nil {
 					errors.Add(1)
 					continue
+				}
+				if measuring.Load() && len(a.Messages) == 0 {
+					empty.Add(1)
 				}
 				if measuring.Load() && len(a.Messages) > 0 {
 					total.Observe(time.Since(start), len(a.Messages))
@@ -267,7 +272,7 @@ func (b *bench) consume(queue string, consumers, batch int, warmup, duration tim
 	stop.Store(true)
 	wg.Wait()
 	r := consumeResult{total: total.Result(elapsed), pop: pops.Result(elapsed), ack: acks.Result(elapsed)}
-	r.total.Errors = errors.Load()
+	r.total.Errors, r.empty = errors.Load(), empty.Load()
 	return r
 }
 
