@@ -38,22 +38,33 @@ func (s *Store) sweepDue(name string, nowMs, intervalMs int64) bool {
 	return st.passDue(nowMs, intervalMs)
 }
 
+// partitionSweeper is a sweeper that walks the partitions of the queues
+// that match (sweepPartitions) every intervalMs with a budget per tick.
+type partitionSweeper struct {
+	id         string
+	intervalMs int64
+	budget     *int
+	match      func(*queueState) bool
+	visit      func(*Store, *applyCtx, *queueState, *partState, int) (int, bool)
+}
+
+func (w partitionSweeper) name() string { return w.id }
+
+func (w partitionSweeper) due(s *Store, nowMs int64) bool {
+	return s.anyTimed(w.match) && s.sweepDue(w.id, nowMs, w.intervalMs)
+}
+
+func (w partitionSweeper) sweep(s *Store, ctx *applyCtx) {
+	s.sweepPartitions(ctx, w.id, w.intervalMs, *w.budget, w.match, func(ctx *applyCtx, q *queueState, p *partState, budget int) (int, bool) {
+		return w.visit(s, ctx, q, p, budget)
+	})
+}
+
 // retentionSweeper deletes old messages of queues with retentionEnabled:
 // everything older than retentionSeconds, and what every consumer has
 // consumed once it is older than completedRetentionSeconds.
-type retentionSweeper struct{}
-
-func (retentionSweeper) name() string { return "retention" }
-
-func (r retentionSweeper) due(s *Store, nowMs int64) bool {
-	return s.anyTimed(retentionMatch) && s.sweepDue(r.name(), nowMs, retentionIntervalMs)
-}
-
-func (r retentionSweeper) sweep(s *Store, ctx *applyCtx) {
-	s.sweepPartitions(ctx, r.name(), retentionIntervalMs, retentionBudget, retentionMatch, s.retainPartition)
-}
-
-func retentionMatch(q *queueState) bool { return retentionOn(&q.cfg) }
+var retentionSweeper = partitionSweeper{id: "retention", intervalMs: retentionIntervalMs, budget: &retentionBudget,
+	match: func(q *queueState) bool { return retentionOn(&q.cfg) }, visit: (*Store).retainPartition}
 
 // retainPartition deletes p's oldest chunks while they are past the
 // queue's retention, with their transaction-index entries, and moves the
@@ -191,19 +202,8 @@ func (s *Store) moveCursorsToStart(ctx *applyCtx, q *queueState, p *partState) {
 // maxWaitTimeSeconds for a consumer group: they go to the dead-letter queue
 // (or are dropped without one) and the group moves past them. Messages in
 // a live lease are being processed and are left alone.
-type maxWaitSweeper struct{}
-
-func (maxWaitSweeper) name() string { return "maxwait" }
-
-func (m maxWaitSweeper) due(s *Store, nowMs int64) bool {
-	return s.anyTimed(maxWaitMatch) && s.sweepDue(m.name(), nowMs, maxWaitIntervalMs)
-}
-
-func (m maxWaitSweeper) sweep(s *Store, ctx *applyCtx) {
-	s.sweepPartitions(ctx, m.name(), maxWaitIntervalMs, maxWaitBudget, maxWaitMatch, s.expireWaiting)
-}
-
-func maxWaitMatch(q *queueState) bool { return q.cfg.MaxWaitTimeSec > 0 }
+var maxWaitSweeper = partitionSweeper{id: "maxwait", intervalMs: maxWaitIntervalMs, budget: &maxWaitBudget,
+	match: func(q *queueState) bool { return q.cfg.MaxWaitTimeSec > 0 }, visit: (*Store).expireWaiting}
 
 func (s *Store) expireWaiting(ctx *applyCtx, q *queueState, p *partState, budget int) (int, bool) {
 	if p.start >= p.next || len(q.subs) == 0 {

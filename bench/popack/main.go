@@ -18,7 +18,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -30,8 +29,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-mq/queen/bench/internal/node"
 	"github.com/queen-mq/queen/bench/internal/stats"
-	"github.com/queen-mq/queen/e2e/harness"
 )
 
 func main() {
@@ -81,34 +80,15 @@ func main() {
 }
 
 func startNode(pprof string) (func(), string, error) {
-	dir, err := os.MkdirTemp("", "queen-bench")
-	if err != nil {
-		return nil, "", err
-	}
-	bin, err := harness.Build(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	env := map[string]string{"QUEEN_RAFT_RTT_MS": "50", "LOG_LEVEL": "warn"}
+	var env map[string]string
 	if pprof != "" {
-		env["QUEEN_PPROF_ADDR"] = pprof
+		env = map[string]string{"QUEEN_PPROF_ADDR": pprof}
 	}
-	c, err := harness.NewCluster(bin, harness.Options{Nodes: 1, BaseDir: dir, Env: env})
+	stop, urls, err := node.Start(1, env)
 	if err != nil {
 		return nil, "", err
 	}
-	stop := func() { c.StopAll(); os.RemoveAll(dir) }
-	if err := c.StartAll(); err != nil {
-		stop()
-		return nil, "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.WaitAllHealthy(ctx); err != nil {
-		stop()
-		return nil, "", err
-	}
-	return stop, c.Nodes[0].URL(), nil
+	return stop, urls[0], nil
 }
 
 type bench struct {
