@@ -35,6 +35,10 @@ const (
 	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
 	// consumer-group and message administration, 30..49 for the Kafka
 	// facade, 50..69 for KV, locks, timers and traces.
+
+	// KindTransaction commits pushes, acks and position writes all
+	// together or not at all (txn.go).
+	KindTransaction Kind = 9
 )
 
 const (
