@@ -57,8 +57,9 @@ func TestTransactionsAreAllOrNothing(t *testing.T) {
 		{"bad name", "name_too_long", "push", 0, map[string]any{"operations": []any{map[string]any{"type": "push",
 			"items": []map[string]any{{"queue": strings.Repeat("q", 500), "payload": 1}}}}}},
 		{"no operations", "bad_request", "", -1, map[string]any{"operations": []any{}}},
-		{"KV is not here yet", "unavailable", "", -1, map[string]any{"operations": []any{push("n1")},
-			"kv": []any{map[string]any{"op": "put", "ns": "app", "key": "k", "value": 1}}}},
+		{"a KV guard that does not hold", "kv_precondition", "kv", 1, map[string]any{"operations": []any{push("n1")},
+			"kv": []any{map[string]any{"op": "put", "ns": "app", "key": "k", "value": 1},
+				map[string]any{"op": "check", "ns": "app", "key": "k", "expect": 42, "required": true}}}},
 	} {
 		r := cl.txn(tc.body)
 		idx := -1

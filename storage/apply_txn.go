@@ -19,11 +19,14 @@ const (
 
 // txnOp is a decoded transaction operation.
 type txnOp struct {
-	kind  uint8
-	push  wire.PushCmd
-	heads []pushHead
-	ack   wire.AckCmd
-	pos   wire.PositionOp
+	kind   uint8
+	push   wire.PushCmd
+	heads  []pushHead
+	ack    wire.AckCmd
+	pos    wire.PositionOp
+	kv     wire.KVCmd
+	kvRes  wire.KVResult // computed by the check, committed by the apply
+	timers wire.TimersCmd
 }
 
 // applyTransaction commits every operation of c, in order, or none: all of
@@ -41,7 +44,8 @@ func (s *Store) applyTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
 	if fail.Code != wire.CodeOK {
 		return fail
 	}
-	if fail := s.checkTxn(ctx, c, ops); fail.Code != wire.CodeOK {
+	kv, fail := s.checkTxn(ctx, c, ops)
+	if fail.Code != wire.CodeOK {
 		return fail
 	}
 	res := wire.TxnResult{Code: wire.CodeOK, FailedLease: -1, FailedOp: -1, FailedItem: -1, Ops: make([][]byte, len(ops))}
@@ -54,7 +58,17 @@ func (s *Store) applyTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
 			res.Ops[i] = s.applyAck(ctx, &op.ack).Encode(nil)
 		case wire.TxnOpPosition:
 			res.Ops[i] = s.applyPosition(ctx, c.Tenant, &op.pos).Encode(nil)
+		case wire.TxnOpKV:
+			res.Ops[i] = op.kvRes.Encode(nil)
+		case wire.TxnOpTimers:
+			res.Ops[i] = s.applyTimers(ctx, &op.timers).Encode(nil)
 		}
+	}
+	// The KV operations were staged by the check, against the state the
+	// transaction started from (they touch no queue state, so the other
+	// operations cannot change what they see).
+	if kv != nil {
+		kv.commit()
 	}
 	ctx.set(txnDoneKey(c.ID), res.Encode(nil))
 	s.hasTxnDone = true
@@ -84,6 +98,12 @@ func decodeTxnOps(c *wire.TxnCmd) ([]txnOp, wire.TxnResult) {
 			tenant = op.ack.Tenant
 		case wire.TxnOpPosition:
 			op.pos, err = wire.DecodePositionOp(raw.Body)
+		case wire.TxnOpKV:
+			op.kv, err = wire.DecodeKVCmd(raw.Body)
+			tenant = op.kv.Tenant
+		case wire.TxnOpTimers:
+			op.timers, err = wire.DecodeTimersCmd(raw.Body)
+			tenant = op.timers.Tenant
 		default:
 			err = wire.ErrMalformed
 		}
@@ -111,13 +131,15 @@ type ackedKey struct {
 }
 
 // checkTxn reports the first required lease or operation that could not
-// be applied, or OK. It changes nothing.
-func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) wire.TxnResult {
+// be applied, or OK. It changes nothing: KV operations run against staged
+// state, returned for the apply to commit.
+func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) (*kvTxn, wire.TxnResult) {
 	for i, id := range c.RequiredLeases {
 		if !s.leaseLive(ctx, c.Tenant, id) {
-			return wire.TxnFailure(wire.CodeLeaseNotFound, i, -1, -1)
+			return nil, wire.TxnFailure(wire.CodeLeaseNotFound, i, -1, -1)
 		}
 	}
+	var kv *kvTxn
 	chk := txnCheck{queues: map[string]bool{}, parts: map[string]bool{}, txnIDs: map[string]bool{}, acked: map[ackedKey]bool{}}
 	for i := range ops {
 		op := &ops[i]
@@ -142,12 +164,26 @@ func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) wire.TxnRes
 			}
 		case wire.TxnOpPosition:
 			code = s.checkTxnPosition(c.Tenant, &op.pos, &chk)
+		case wire.TxnOpKV:
+			if kv == nil {
+				kv = s.newKVTxn(ctx, c.Tenant)
+			}
+			op.kvRes = wire.KVResult{Code: wire.CodeOK, OK: true, FailedIndex: -1, Ops: make([]wire.KVOpResult, len(op.kv.Ops))}
+			for j := range op.kv.Ops {
+				r := kv.apply(&op.kv.Ops[j])
+				op.kvRes.Ops[j] = r
+				if op.kv.Ops[j].Required && !r.Applied {
+					fail := wire.TxnFailure(wire.CodeConflict, -1, i, j)
+					fail.Detail = r.Reason
+					return nil, fail
+				}
+			}
 		}
 		if code != wire.CodeOK {
-			return wire.TxnFailure(code, -1, i, item)
+			return nil, wire.TxnFailure(code, -1, i, item)
 		}
 	}
-	return wire.TxnResult{Code: wire.CodeOK}
+	return kv, wire.TxnResult{Code: wire.CodeOK}
 }
 
 // leaseLive reports whether lease id exists, belongs to tenant and has not

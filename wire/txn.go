@@ -2,12 +2,13 @@ package wire
 
 // Transaction operation kinds. An operation's body is the codec of the
 // command it stands for, so a transaction's push is exactly a PushCmd and the
-// state machine applies it with the same code. KV and timer operations will
-// take the next numbers.
+// state machine applies it with the same code.
 const (
 	TxnOpPush     uint8 = 1 // body: PushCmd
 	TxnOpAck      uint8 = 2 // body: AckCmd
 	TxnOpPosition uint8 = 3 // body: PositionOp
+	TxnOpKV       uint8 = 4 // body: KVCmd (a required failure rolls back, CodeConflict)
+	TxnOpTimers   uint8 = 5 // body: TimersCmd
 )
 
 // Limits of one transaction (spec §2.8: 16,384 positions).
@@ -126,6 +127,8 @@ type TxnResult struct {
 	FailedOp    int
 	FailedItem  int
 	Ops         [][]byte
+	// Detail says more about a rollback (a KV operation's reason).
+	Detail string
 }
 
 // TxnFailure is a rolled-back result.
@@ -144,6 +147,7 @@ func (t TxnResult) Encode(b []byte) []byte {
 	for _, o := range t.Ops {
 		w.Bytes(o)
 	}
+	w.String(t.Detail)
 	return w.B
 }
 
@@ -161,5 +165,6 @@ func DecodeTxnResult(b []byte) (TxnResult, error) {
 			t.Ops[i] = r.Bytes()
 		}
 	}
+	t.Detail = r.String()
 	return t, r.Done()
 }

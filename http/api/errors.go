@@ -88,6 +88,8 @@ func txnReason(err error) (reason string, ok bool) {
 		return "rejected_ack", true
 	case errors.Is(err, wire.ErrBadRequest), errors.Is(err, wire.ErrMalformed):
 		return "bad_request", true
+	case errors.Is(err, wire.ErrConflict):
+		return "kv_precondition", true
 	}
 	return "internal", false
 }

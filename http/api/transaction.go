@@ -13,11 +13,11 @@ import (
 )
 
 type txnRequest struct {
-	Operations     []txnOperation  `json:"operations"`
-	RequiredLeases []string        `json:"requiredLeases"`
-	Positions      []txnPosition   `json:"positions"`
-	KV             json.RawMessage `json:"kv"`
-	Timers         json.RawMessage `json:"timers"`
+	Operations     []txnOperation   `json:"operations"`
+	RequiredLeases []string         `json:"requiredLeases"`
+	Positions      []txnPosition    `json:"positions"`
+	KV             []kvOpRequest    `json:"kv"`
+	Timers         []timerOpRequest `json:"timers"`
 }
 
 // txnOperation is one of "operations": an ack (the fields of an
@@ -45,6 +45,7 @@ type txnAnswer struct {
 	Error         string      `json:"error,omitempty"`
 	FailedIndex   *int        `json:"failedIndex,omitempty"`
 	FailedType    string      `json:"failedType,omitempty"`
+	KVReason      string      `json:"kvReason,omitempty"`
 }
 
 // txnResult is one operation's (or position's) outcome.
@@ -58,19 +59,24 @@ type txnResult struct {
 	Partition     string  `json:"partition,omitempty"`
 	ConsumerGroup string  `json:"consumerGroup,omitempty"`
 	Offset        *uint64 `json:"offset,omitempty"`
+	// kv and timers: their per-operation results.
+	KV     []kvOpAnswer     `json:"kv,omitempty"`
+	Timers []map[string]any `json:"timers,omitempty"`
 }
 
 // Limits of one transaction (spec §2.8).
 const (
 	maxTxnPositions  = 16384
 	maxTxnOperations = 16384
+	maxTxnKVOps      = 64
+	maxTxnKVKeys     = 256
 )
 
 // txnPlan maps the request onto the command: which wire operations each
 // request operation became, and what its results are rendered from.
 type txnPlan struct {
 	cmd       wire.TxnCmd
-	kinds     []string // per wire op: "push", "ack", "position"
+	kinds     []string // per wire op: "push", "ack", "position", "kv", "timers"
 	requests  []int    // per wire op: index in operations, or in positions
 	pushes    map[int]pushPlan
 	positions []wire.PositionOp
@@ -100,15 +106,10 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx) error {
 	ans := txnAnswer{TransactionID: id.String()}
 	fail := func(f *txnFault) error {
 		ans.Reason, _ = txnReason(f.err)
-		ans.Error, ans.FailedType = f.err.Error(), f.kind
+		ans.Error, ans.FailedType, ans.KVReason = f.err.Error(), f.kind, f.detail
 		if f.index >= 0 {
 			ans.FailedIndex = &f.index
 		}
-		writeJSON(ctx, http.StatusOK, ans)
-		return nil
-	}
-	if hasItems(req.KV) || hasItems(req.Timers) {
-		ans.Reason, ans.Error = "unavailable", "KV and timer operations are not available in this version"
 		writeJSON(ctx, http.StatusOK, ans)
 		return nil
 	}
@@ -122,7 +123,7 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx) error {
 	res, err := s.engine.Transaction(rctx, &plan.cmd)
 	if err != nil {
 		if _, rollback := txnReason(err); rollback {
-			return fail(&txnFault{err, "", -1})
+			return fail(&txnFault{err, "", -1, ""})
 		}
 		return err
 	}
@@ -137,26 +138,22 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-func hasItems(raw json.RawMessage) bool {
-	var items []json.RawMessage
-	return len(raw) > 0 && !isNull(raw) && (json.Unmarshal(raw, &items) != nil || len(items) > 0)
-}
-
 // txnFault is why a transaction is rolled back: the error, and the kind
 // and index of the part it blames ("" and -1 for the whole request).
 type txnFault struct {
-	err   error
-	kind  string
-	index int
+	err    error
+	kind   string
+	index  int
+	detail string // kv: the failed operation's reason
 }
 
 // planTxn validates the request and builds the command.
 func (s *Server) planTxn(tenant wire.ID, sub string, req *txnRequest) (*txnPlan, *txnFault) {
-	if len(req.Operations) == 0 && len(req.Positions) == 0 {
-		return nil, &txnFault{badRequest("operations must be a non-empty array"), "", -1}
+	if len(req.Operations) == 0 && len(req.Positions) == 0 && len(req.KV) == 0 && len(req.Timers) == 0 {
+		return nil, &txnFault{badRequest("operations must be a non-empty array"), "", -1, ""}
 	}
 	if len(req.Operations) > maxTxnOperations || len(req.Positions) > maxTxnPositions || len(req.RequiredLeases) > wire.MaxTxnLeases {
-		return nil, &txnFault{badRequest("too many operations, positions or required leases"), "", -1}
+		return nil, &txnFault{badRequest("too many operations, positions or required leases"), "", -1, ""}
 	}
 	plan := &txnPlan{cmd: wire.TxnCmd{Tenant: tenant}, pushes: map[int]pushPlan{}}
 	add := func(kind string, request int, op uint8, body []byte) {
@@ -166,7 +163,7 @@ func (s *Server) planTxn(tenant wire.ID, sub string, req *txnRequest) (*txnPlan,
 	for i, l := range req.RequiredLeases {
 		id, err := wire.ParseID(l)
 		if err != nil {
-			return nil, &txnFault{badRequest("requiredLeases holds something that is not a lease id"), "requiredLease", i}
+			return nil, &txnFault{badRequest("requiredLeases holds something that is not a lease id"), "requiredLease", i, ""}
 		}
 		plan.cmd.RequiredLeases = append(plan.cmd.RequiredLeases, id)
 	}
@@ -175,11 +172,11 @@ func (s *Server) planTxn(tenant wire.ID, sub string, req *txnRequest) (*txnPlan,
 		switch op.Type {
 		case "push":
 			if len(op.Items) == 0 {
-				return nil, &txnFault{badRequest("a push operation needs items"), op.Type, i}
+				return nil, &txnFault{badRequest("a push operation needs items"), op.Type, i, ""}
 			}
 			cmds, placed, ids, err := buildPushCommands(tenant, op.Items, sub, s.engine)
 			if err != nil {
-				return nil, &txnFault{err, op.Type, i}
+				return nil, &txnFault{err, op.Type, i, ""}
 			}
 			plan.pushes[i] = pushPlan{first: len(plan.cmd.Ops), placed: placed, ids: ids}
 			for c := range cmds {
@@ -188,22 +185,56 @@ func (s *Server) planTxn(tenant wire.ID, sub string, req *txnRequest) (*txnPlan,
 		case "ack":
 			cmds, _, err := buildAckCommands(tenant, "", []ackItem{op.ackItem})
 			if err != nil {
-				return nil, &txnFault{err, op.Type, i}
+				return nil, &txnFault{err, op.Type, i, ""}
 			}
 			add(op.Type, i, wire.TxnOpAck, cmds[0].Encode(nil))
 		default:
-			return nil, &txnFault{badRequest(fmt.Sprintf("operation type %q is not push or ack", op.Type)), op.Type, i}
+			return nil, &txnFault{badRequest(fmt.Sprintf("operation type %q is not push or ack", op.Type)), op.Type, i, ""}
 		}
 	}
 	for i := range req.Positions {
 		pos, err := s.positionOp(&req.Positions[i])
 		if err != nil {
-			return nil, &txnFault{err, "position", i}
+			return nil, &txnFault{err, "position", i, ""}
 		}
 		plan.positions = append(plan.positions, pos)
 		add("position", i, wire.TxnOpPosition, pos.Encode(nil))
 	}
+	if len(req.KV) > 0 {
+		ops, err := txnKVOps(req.KV, s.cfg.KVMaxValueBytes)
+		if err != nil {
+			return nil, &txnFault{err, "kv", -1, ""}
+		}
+		add("kv", 0, wire.TxnOpKV, (&wire.KVCmd{Tenant: tenant, Ops: ops}).Encode(nil))
+	}
+	if len(req.Timers) > 0 {
+		cmd, err := s.buildTimerOps(tenant, req.Timers)
+		if err != nil {
+			return nil, &txnFault{err, "timers", -1, ""}
+		}
+		add("timers", 0, wire.TxnOpTimers, cmd.Encode(nil))
+	}
 	return plan, nil
+}
+
+// txnKVOps validates a transaction's KV operations: those of POST
+// /api/v1/kv, within the transaction's smaller limits.
+func txnKVOps(reqs []kvOpRequest, valueLimit int) ([]wire.KVOp, error) {
+	if len(reqs) > maxTxnKVOps {
+		return nil, badRequest("a transaction holds at most 64 KV operations")
+	}
+	ops, err := kvBuildOps(reqs, valueLimit)
+	if err != nil {
+		return nil, err
+	}
+	keys := 0
+	for _, o := range ops {
+		keys += 1 + len(o.Keys)
+	}
+	if keys > maxTxnKVKeys {
+		return nil, badRequest("a transaction touches at most 256 KV keys")
+	}
+	return ops, nil
 }
 
 // positionOp validates one position write; offset null forgets the
@@ -246,15 +277,17 @@ func (plan *txnPlan) failure(req *txnRequest, res wire.TxnResult) *txnFault {
 	err := res.Code.Err()
 	switch {
 	case res.FailedLease >= 0 && res.FailedLease < len(req.RequiredLeases):
-		return &txnFault{fmt.Errorf("required lease %s is not held: %w", req.RequiredLeases[res.FailedLease], err), "requiredLease", res.FailedLease}
+		return &txnFault{fmt.Errorf("required lease %s is not held: %w", req.RequiredLeases[res.FailedLease], err), "requiredLease", res.FailedLease, ""}
+	case res.FailedOp >= 0 && res.FailedOp < len(plan.kinds) && plan.kinds[res.FailedOp] == "kv":
+		return &txnFault{fmt.Errorf("kv operation %d did not hold (%s): %w", res.FailedItem, res.Detail, err), "kv", res.FailedItem, res.Detail}
 	case res.FailedOp >= 0 && res.FailedOp < len(plan.kinds):
 		kind, index := plan.kinds[res.FailedOp], plan.requests[res.FailedOp]
 		if text := ackErrorText(res.Code); kind == "ack" && text != err.Error() {
 			err = fmt.Errorf("%s: %w", text, err)
 		}
-		return &txnFault{fmt.Errorf("%s %d: %w", kind, index, err), kind, index}
+		return &txnFault{fmt.Errorf("%s %d: %w", kind, index, err), kind, index, ""}
 	}
-	return &txnFault{err, "", -1}
+	return &txnFault{err, "", -1, ""}
 }
 
 // results renders a committed transaction: one result per operation, then
@@ -290,6 +323,20 @@ func (plan *txnPlan) results(req *txnRequest, res wire.TxnResult) ([]txnResult, 
 			}
 			ans := ackAnswerOf(index, req.Operations[index].TransactionID, a.Items[0])
 			r.ackAnswer = &ans
+		case "kv":
+			kv, err := wire.DecodeKVResult(res.Ops[w])
+			if err != nil {
+				return nil, err
+			}
+			for i := range kv.Ops {
+				r.KV = append(r.KV, kvOpView(&kv.Ops[i]))
+			}
+		case "timers":
+			tr, err := wire.DecodeTimersResult(res.Ops[w])
+			if err != nil {
+				return nil, err
+			}
+			r.Timers = timerAnswers(req.Timers, tr)
 		case "position":
 			p := &plan.positions[index]
 			r.Queue, r.Partition, r.ConsumerGroup = p.Queue, p.Partition, p.Group
