@@ -74,21 +74,7 @@ func proposeOne[R any](ctx context.Context, e *Engine, tenant wire.ID, kind wire
 
 // Push appends each command's records; all commands commit together.
 func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) ([]wire.PushResult, error) {
-	enc := make([]wire.Command, len(cmds))
-	for i := range cmds {
-		enc[i] = wire.Command{Kind: wire.KindPush, Body: cmds[i].Encode(nil)}
-	}
-	res, err := e.Propose(ctx, tenant, enc...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]wire.PushResult, len(res))
-	for i, b := range res {
-		if out[i], err = wire.DecodePushResult(b); err != nil {
-			return nil, fmt.Errorf("raftgroups: push result: %w", err)
-		}
-	}
-	return out, nil
+	return proposeAll(ctx, e, tenant, wire.KindPush, cmds, wire.DecodePushResult)
 }
 
 // Pop leases messages for a consumer group.

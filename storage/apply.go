@@ -20,6 +20,9 @@ type applyCtx struct {
 	changes []Change
 	touched map[*queueState]bool
 	results [][]byte
+	// leaseIdx caches the transaction ids of leases acks looked into
+	// during this batch (apply_ack.go).
+	leaseIdx map[leaseKeyT]map[string]uint64
 }
 
 func (s *Store) newApplyCtx() *applyCtx {
@@ -91,6 +94,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeDLQReplayCmd, func(c *wire.DLQReplayCmd) wire.DLQReplayResult { return s.applyDLQReplay(ctx, c) })
 	case wire.KindDeleteMessage:
 		return run(cmd.Body, wire.DecodeDeleteMessageCmd, func(c *wire.DeleteMessageCmd) wire.CodeResult { return s.applyDeleteMessage(ctx, c) })
+	case wire.KindTransaction:
+		return run(cmd.Body, wire.DecodeTxnCmd, func(c *wire.TxnCmd) wire.TxnResult { return s.applyTransaction(ctx, c) })
 	case wire.KindDeleteOffsets:
 		return run(cmd.Body, wire.DecodeDeleteOffsetsCmd, func(c *wire.DeleteOffsetsCmd) wire.CodesResult { return s.applyDeleteOffsets(ctx, c) })
 	case wire.KindTick:
@@ -194,6 +199,7 @@ func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name, namespace, task
 	s.counters.nextQueueID++
 	s.queues[queueKeyT{tenant, name}] = q
 	s.queuesByID[q.id] = q
+	s.noteQueueConfig(q)
 	ctx.set(queueKey(q.id), q.encodeMeta())
 	return q
 }

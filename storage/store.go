@@ -72,6 +72,12 @@ type Store struct {
 	clockMs    int64
 	kvVersion  uint64 // last KV version handed out (keyKVVersion)
 	traceSeq   uint64 // last trace event sequence (keyTraceSeq)
+	// timed indexes the queues whose options need time-driven work and
+	// sweeps holds each sweeper's progress (sweep.go); hasTxnDone says
+	// transaction results may be stored (apply_txn.go).
+	timed      map[uint64]*queueState
+	sweeps     map[string]*sweepState
+	hasTxnDone bool
 
 	applied   atomic.Uint64
 	closed    atomic.Bool

@@ -36,6 +36,10 @@ const (
 	// consumer-group and message administration, 30..49 for the Kafka
 	// facade, 50..69 for KV, locks, timers and traces.
 
+	// KindTransaction commits pushes, acks and position writes all
+	// together or not at all (txn.go).
+	KindTransaction Kind = 9
+
 	// Kafka consumer groups (range 40..49, wire/kafka_groups.go).
 	KindDeleteOffsets Kind = 40 // drop a group's positions in named partitions
 )
