@@ -19,7 +19,12 @@ func FuzzApply(f *testing.F) {
 	ack := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: wire.AckFailed}}}
 	f.Add(wire.AppendEntry(nil, 1, []wire.Command{{Kind: wire.KindPush, Body: push.Encode(nil)},
 		{Kind: wire.KindPop, Body: pop.Encode(nil)}, {Kind: wire.KindAck, Body: ack.Encode(nil)}}))
+	fuzzApply(f)
+}
 
+// fuzzApply applies every fuzz input as one raft entry to one store and
+// checks the entry is answered.
+func fuzzApply(f *testing.F) {
 	dir := f.TempDir()
 	s := New(Config{Dir: dir})
 	index, err := s.Open(make(chan struct{}))

@@ -20,6 +20,7 @@ const (
 	tagSub       = 's' // qid, group → subscription
 	tagLease     = 'L' // lease id → pid, group
 	tagDLQ       = 'D' // tenant, dlq id → dead-lettered message
+	tagKafka     = 'Y' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of

@@ -116,7 +116,7 @@ func (s *Store) load() error {
 			s.rebuildReady(q, sub)
 		}
 	}
-	return nil
+	return s.loadKafka()
 }
 
 // rebuildReady marks every partition that may hold messages for sub.

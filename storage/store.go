@@ -67,6 +67,7 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
+	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 
 	applied   atomic.Uint64
 	closed    atomic.Bool
