@@ -14,8 +14,10 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/queen-mq/queen/kafka"
@@ -23,7 +25,7 @@ import (
 )
 
 // Config is the Kafka facade's configuration, filled by cmd/queen from env
-// (spec §3.6).
+// (spec §3.6). Zero values take the defaults below.
 type Config struct {
 	Listener kafka.Config
 	// NodeID is this node's broker id (its raft node id).
@@ -44,6 +46,62 @@ type Config struct {
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
 	GroupJoinDelay         time.Duration
+
+	// MaxMessageBytes bounds one produced record batch, Kafka's
+	// message.max.bytes (QUEEN_KAFKA_MAX_MESSAGE_BYTES).
+	MaxMessageBytes int
+	// FetchMaxBytes caps one fetch response whatever the client asks: a
+	// response is held in memory until written (QUEEN_KAFKA_FETCH_MAX_BYTES).
+	FetchMaxBytes int
+	// TxnMaxBytes bounds the records one transaction stages on the leader
+	// (QUEEN_KAFKA_TXN_MAX_BYTES); TxnBufferBytes bounds all transactions
+	// together (QUEEN_KAFKA_TXN_BUFFER_BYTES).
+	TxnMaxBytes    int
+	TxnBufferBytes int
+	// TxnMaxTimeout is the longest transaction timeout a producer may ask
+	// for (QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, Kafka's
+	// transaction.max.timeout.ms).
+	TxnMaxTimeout time.Duration
+	// LogDir is what DescribeLogDirs names as the one log directory.
+	LogDir string
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxMessageBytes = 1048588
+	DefaultFetchMaxBytes   = 32 << 20
+	DefaultTxnMaxBytes     = 32 << 20
+	DefaultTxnBufferBytes  = 256 << 20
+	DefaultTxnMaxTimeout   = 15 * time.Minute
+	DefaultDedupWindow     = 900 * time.Second
+)
+
+func (c *Config) setDefaults() {
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.MaxPartitions <= 0 {
+		c.MaxPartitions = 1000000
+	}
+	if c.DedupWindow <= 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.TxnMaxBytes <= 0 {
+		c.TxnMaxBytes = DefaultTxnMaxBytes
+	}
+	if c.TxnBufferBytes <= 0 {
+		c.TxnBufferBytes = DefaultTxnBufferBytes
+	}
+	c.TxnBufferBytes = max(c.TxnBufferBytes, c.TxnMaxBytes)
+	if c.TxnMaxTimeout <= 0 {
+		c.TxnMaxTimeout = DefaultTxnMaxTimeout
+	}
 }
 
 // Broker serves the engine-backed Kafka API keys on a kafka.Server.
@@ -52,10 +110,19 @@ type Broker struct {
 	engine *raftgroups.Engine
 	log    *slog.Logger
 	srv    *kafka.Server
+	ids    msgIDs
+	txns   *coordinator
+
+	// ctx ends with Close: the broker's own goroutines (node registration,
+	// the transaction reaper) stop on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New builds the broker and its listener; Start opens it.
 func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, error) {
+	cfg.setDefaults()
 	if cfg.Listener.Logger == nil {
 		cfg.Listener.Logger = log
 	}
@@ -63,7 +130,10 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel}
+	b.ids.init()
+	b.txns = newCoordinator(b)
 	for key, h := range b.handlers() {
 		if err := srv.RegisterHandler(key, h); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
@@ -74,15 +144,50 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 
 // handlers is every engine-backed API key this broker answers, by key.
 func (b *Broker) handlers() map[int16]kafka.Handler {
-	return map[int16]kafka.Handler{}
+	return map[int16]kafka.Handler{
+		0:  b.handleProduce,
+		1:  b.handleFetch,
+		2:  b.handleListOffsets,
+		3:  b.handleMetadata,
+		19: b.handleCreateTopics,
+		20: b.handleDeleteTopics,
+		22: b.handleInitProducerID,
+		24: b.handleAddPartitionsToTxn,
+		25: b.handleAddOffsetsToTxn,
+		26: b.handleEndTxn,
+		28: b.handleTxnOffsetCommit,
+		29: b.handleACLs,
+		30: b.handleACLs,
+		31: b.handleACLs,
+		32: b.handleDescribeConfigs,
+		33: b.handleAlterConfigs,
+		35: b.handleDescribeLogDirs,
+		37: b.handleCreatePartitions,
+		44: b.handleIncrementalAlterConfigs,
+		60: b.handleDescribeCluster,
+	}
 }
 
-// Start listens for Kafka clients.
-func (b *Broker) Start() error { return b.srv.Start() }
+// Start listens for Kafka clients, registers this node's advertised address
+// and starts the transaction timeout reaper.
+func (b *Broker) Start() error {
+	if err := b.srv.Start(); err != nil {
+		return err
+	}
+	b.wg.Add(2)
+	go b.registerNode()
+	go b.txns.reap()
+	return nil
+}
 
 // Addr is the address the listener is bound to.
 func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Close stops the listener, closes every connection and waits for their
-// handlers.
-func (b *Broker) Close() error { return b.srv.Close() }
+// handlers and the broker's own goroutines.
+func (b *Broker) Close() error {
+	err := b.srv.Close()
+	b.cancel()
+	b.wg.Wait()
+	return err
+}
