@@ -99,7 +99,6 @@ func proposeEach[R any](ctx context.Context, e *Engine, tenant wire.ID, kind wir
 	return out, nil
 }
 
-
 // Pop leases messages for a consumer group.
 func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error) {
 	return proposeOne(ctx, e, c.Tenant, wire.KindPop, c.Encode(nil), wire.DecodePopResult)

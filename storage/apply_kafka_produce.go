@@ -55,7 +55,7 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 	s.appendChunk(ctx, p, c.Push.Records, heads, nil)
 	s.advance(ctx, q, p, len(heads))
 	if c.ProducerID >= 0 {
-		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(len(heads))}, res.BaseOffset)
+		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(len(heads))}, res.BaseOffset, true)
 	}
 	return res
 }
@@ -87,8 +87,10 @@ func (s *Store) checkSequence(ctx *applyCtx, p *partState, producer int64, epoch
 }
 
 // recordBatch remembers a producer's batch stored at offset, starting a new
-// state for a new producer or epoch.
-func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch int16, ttlMs uint32, b wire.SeqBatch, offset uint64) {
+// state for a new producer or epoch. A batch of an aborted transaction
+// (stored false) was never written, but the producer's sequence still moves
+// past it, as it would in Kafka, where aborted batches are in the log.
+func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch int16, ttlMs uint32, b wire.SeqBatch, offset uint64, stored bool) {
 	st := s.kafka.producer(p.id, producer, ctx.nowMs)
 	if st == nil || epoch != st.epoch {
 		if st == nil && len(s.kafka.producers[p.id]) >= maxProducersPerPartition {
@@ -97,10 +99,12 @@ func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch i
 		st = &producerState{epoch: epoch}
 	}
 	last := wire.NextSeq(b.BaseSeq, int(b.Count)-1)
-	if len(st.batches) == producerBatches {
-		st.batches = append(st.batches[:0], st.batches[1:]...)
+	if stored {
+		if len(st.batches) == producerBatches {
+			st.batches = append(st.batches[:0], st.batches[1:]...)
+		}
+		st.batches = append(st.batches, batchMeta{firstSeq: b.BaseSeq, lastSeq: last, offset: offset})
 	}
-	st.batches = append(st.batches, batchMeta{firstSeq: b.BaseSeq, lastSeq: last, offset: offset})
 	st.lastSeq, st.lastMs, st.ttlMs = last, ctx.nowMs, ttlMs
 	s.kafka.putProducer(p.id, producer, st)
 	ctx.set(producerKey(p.id, producer), st.encode())

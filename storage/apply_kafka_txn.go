@@ -108,6 +108,8 @@ func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.TxnResult {
 	}
 	if commit {
 		s.commitTxn(ctx, c)
+	} else if !c.BumpEpoch {
+		s.skipAborted(ctx, c)
 	}
 	t.ongoing, t.lastCommitted = false, commit
 	if c.BumpEpoch {
@@ -142,6 +144,22 @@ func (s *Store) txnTargetsExist(c *wire.TxnEndCmd) wire.Code {
 	return wire.CodeOK
 }
 
+// skipAborted moves the producer's sequences past the batches of an aborted
+// transaction (its pushes carry their batches, no records). With a bumped
+// epoch there is nothing to move: sequences start again.
+func (s *Store) skipAborted(ctx *applyCtx, c *wire.TxnEndCmd) {
+	for i := range c.Pushes {
+		tp := &c.Pushes[i]
+		q := s.queue(c.Tenant, tp.Queue)
+		if q == nil || int(tp.PartitionIndex) >= len(q.parts) || q.parts[tp.PartitionIndex] == nil {
+			continue
+		}
+		for _, b := range tp.Batches {
+			s.recordBatch(ctx, q.parts[tp.PartitionIndex], c.ProducerID, c.Epoch, c.StateTTLMs, b, 0, false)
+		}
+	}
+}
+
 // commitTxn applies a checked commit: each push as one chunk with its
 // producer batches remembered, then the group positions.
 func (s *Store) commitTxn(ctx *applyCtx, c *wire.TxnEndCmd) {
@@ -155,7 +173,7 @@ func (s *Store) commitTxn(ctx *applyCtx, c *wire.TxnEndCmd) {
 		s.advance(ctx, q, p, len(heads))
 		off := base
 		for _, b := range tp.Batches {
-			s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, b, off)
+			s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, b, off, true)
 			off += uint64(b.Count)
 		}
 	}

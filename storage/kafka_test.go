@@ -257,12 +257,16 @@ func TestKafkaTransactions(t *testing.T) {
 	// An abort writes nothing; a new init fences the old epoch and aborts.
 	b = h.txn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	abort := end
-	abort.Commit, abort.TxnSeq = false, b.TxnSeq
+	abort.Commit, abort.TxnSeq, abort.Offsets = false, b.TxnSeq, nil
+	abort.Pushes = []wire.TxnPush{{Queue: "t", PartitionIndex: 1, Batches: []wire.SeqBatch{{BaseSeq: 3, Count: 2}}}}
 	if r := h.txn(wire.KindKafkaTxnEnd, abort.Encode(nil)); r.Code != wire.CodeOK {
 		t.Fatalf("%+v", r)
 	}
 	if p1.HighWatermark() != 3 {
 		t.Fatal("abort wrote records")
+	}
+	if st, _ := h.s.KafkaProducer(p1, ini.ProducerID); st.LastSeq != 4 {
+		t.Fatalf("sequence not moved past the aborted batches: %+v", st)
 	}
 	b = h.txn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	next := h.initProducer("tx", 4)

@@ -107,6 +107,18 @@ func (s *Store) KafkaProducer(p Partition, producer int64) (ProducerSeq, bool) {
 	return out, true
 }
 
+// GroupPosition is a consumer group's position in p: the next offset it
+// consumes, what Kafka calls its committed offset.
+func (s *Store) GroupPosition(p Partition, group string) (uint64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c := p.p.cursors[group]
+	if c == nil || p.Deleted() {
+		return 0, false
+	}
+	return c.pos, true
+}
+
 // TxnInfo is a transactional id's durable state.
 type TxnInfo struct {
 	Tenant        wire.ID

@@ -151,8 +151,10 @@ const (
 
 // TxnEndCmd ends transaction TxnSeq of a transactional id: with Commit its
 // records and offsets are applied all together, in this one command; without
-// it nothing is. BumpEpoch fences the producer (a coordinator abort: the
-// transaction timed out or its staged records were lost with a leader).
+// it nothing is written, and the pushes carry only their batches, so the
+// producer's sequences move past them. BumpEpoch fences the producer (a
+// coordinator abort: the transaction timed out or its staged records were
+// lost with a leader).
 type TxnEndCmd struct {
 	Tenant     ID
 	TxnID      string

@@ -71,7 +71,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 				batches, err = b.decodeProduced(req, p.Records)
 			}
 			if err == nil && req.TransactionID != nil {
-				err = b.txns.stage(tenant, *req.TransactionID, t.Topic, p.Partition, batches)
+				err = b.txns.stage(ctx, tenant, *req.TransactionID, t.Topic, p.Partition, batches)
 				rp.BaseOffset = -1 // offsets are given at commit
 			}
 			if err != nil || req.TransactionID != nil {

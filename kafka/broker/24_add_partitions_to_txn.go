@@ -17,22 +17,14 @@ import (
 func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	tenant := b.tenantOf(c)
-	code := func() int16 {
-		if !b.leads(tenant) {
-			return coordinatorCode(errNotLeader)
-		}
-		return 0
-	}()
-	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	var s *staged
-	if code == 0 {
-		var err error
-		s, err = b.txns.begin(ctx, txnKey{tenant, req.TransactionalID}, req.ProducerID, req.ProducerEpoch)
-		code = coordinatorCode(err)
+	var code int16
+	if !b.leads(tenant) {
+		code = coordinatorCode(errNotLeader)
 	}
 	if code != 0 {
 		return kafka.ErrorResponse(req, code), nil
 	}
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	store := b.engine.Store(tenant)
 	failed := false
 	for _, t := range req.Topics {
@@ -58,6 +50,10 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *kafka.Conn, kr
 			}
 		}
 		return resp, nil
+	}
+	s, err := b.txns.begin(ctx, txnKey{tenant, req.TransactionalID}, req.ProducerID, req.ProducerEpoch)
+	if err != nil {
+		return kafka.ErrorResponse(req, coordinatorCode(err)), nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -205,10 +205,18 @@ func (c *coordinator) abortLost(ctx context.Context, info storage.TxnInfo) error
 // the producer, that the partition was added, the sequences and the memory
 // bounds. A batch already staged (a client retry) is accepted again without
 // being stored twice.
-func (c *coordinator) stage(tenant wire.ID, txnID, topic string, partition int32, batches []records.Batch) error {
-	s := c.current(txnKey{tenant, txnID})
+func (c *coordinator) stage(ctx context.Context, tenant wire.ID, txnID, topic string, partition int32, batches []records.Batch) error {
+	key := txnKey{tenant, txnID}
+	s := c.current(key)
 	if s == nil {
-		return errTxnLost
+		info, err := c.durable(key, batches[0].ProducerID, batches[0].ProducerEpoch)
+		switch {
+		case err != nil:
+			return err
+		case info.Ongoing:
+			return c.abortLost(ctx, info)
+		}
+		return errTxnNotAdded
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -299,9 +307,7 @@ func (c *coordinator) end(ctx context.Context, key txnKey, producerID int64, epo
 	s.mu.Lock()
 	cmd := wire.TxnEndCmd{Tenant: key.tenant, TxnID: key.id, ProducerID: producerID, Epoch: epoch, TxnSeq: s.txnSeq,
 		Commit: commit, StateTTLMs: uint32(c.b.cfg.DedupWindow.Milliseconds())}
-	if commit {
-		cmd.Pushes, cmd.Offsets = s.commitContents()
-	}
+	cmd.Pushes, cmd.Offsets = s.commitContents(commit)
 	s.mu.Unlock()
 	res, err := c.b.engine.TxnEnd(ctx, &cmd)
 	if errors.Is(err, raftgroups.ErrNoLeader) || errors.Is(err, raftgroups.ErrOverloaded) {
@@ -319,17 +325,24 @@ func (c *coordinator) end(ctx context.Context, key txnKey, producerID int64, epo
 	return res.Code.Err()
 }
 
-// commitContents lays the transaction out as a commit: partitions in the
-// order they were added, offsets sorted (s.mu held).
-func (s *staged) commitContents() ([]wire.TxnPush, []wire.TxnOffset) {
+// commitContents lays the transaction out for its TxnEnd: partitions in
+// the order they were added, offsets sorted. An abort carries only the
+// batches, for the sequences (s.mu held).
+func (s *staged) commitContents(commit bool) ([]wire.TxnPush, []wire.TxnOffset) {
 	var pushes []wire.TxnPush
 	for _, k := range s.order {
 		sp := s.parts[k]
 		if sp.count == 0 {
 			continue
 		}
-		pushes = append(pushes, wire.TxnPush{Queue: k.topic, PartitionIndex: uint32(k.partition),
-			Batches: sp.batches, Count: sp.count, Records: sp.records})
+		push := wire.TxnPush{Queue: k.topic, PartitionIndex: uint32(k.partition), Batches: sp.batches}
+		if commit {
+			push.Count, push.Records = sp.count, sp.records
+		}
+		pushes = append(pushes, push)
+	}
+	if !commit {
+		return pushes, nil
 	}
 	offsets := make([]wire.TxnOffset, 0, len(s.offsets))
 	for _, o := range s.offsets {
@@ -352,12 +365,10 @@ func (c *coordinator) endUnstaged(ctx context.Context, key txnKey, producerID in
 		return nil // it already ended this way
 	case !info.Ongoing:
 		return errTxnState
-	case commit:
-		return c.abortLost(ctx, info)
 	}
-	_, err = c.b.engine.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: key.tenant, TxnID: key.id, ProducerID: producerID,
-		Epoch: epoch, TxnSeq: info.TxnSeq})
-	return err
+	// Open but not staged here: lost, with the sequences of its batches,
+	// so even an abort fences the producer to restart them.
+	return c.abortLost(ctx, info)
 }
 
 // reapEvery is how often the coordinator looks for stale transactions.
