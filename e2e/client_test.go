@@ -169,3 +169,5 @@ func metric(ctx context.Context, base, sample string) (float64, error) {
 	}
 	return -1, sc.Err()
 }
+
+func jsonBody(s string) io.Reader { return strings.NewReader(s) }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
@@ -16,9 +17,10 @@ import (
 // raft group. Writes are proposals and return once applied on this node, so
 // a read on this node right after sees them.
 type Engine struct {
-	host  *Host
-	place tenancy.Placement
-	watch watchers
+	host       *Host
+	place      tenancy.Placement
+	watch      watchers
+	payloadKey *envelope.Key // nil: payload encryption off
 }
 
 // NewEngine serves requests from h's groups, placing tenants with place.

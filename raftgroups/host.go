@@ -65,6 +65,8 @@ type Config struct {
 	ReadyQuorum time.Duration // the leader must have heard a quorum this recently
 	ReadyLag    uint64        // applied may trail commit by this many entries
 
+	TraceRetention time.Duration // QUEEN_RAFT_TRACE_RETENTION_S
+
 	Logger *slog.Logger
 	// Drop is a test hook: a non-nil error for (group, target) drops raft
 	// traffic to that peer as if it were unreachable.
@@ -245,7 +247,8 @@ func (h *Host) startGroup(n int) (*group, error) {
 	}
 	g.nh = nh
 	storeDir := filepath.Join(dir, "store")
-	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n)})
+	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n),
+		TraceRetentionMs: cfg.TraceRetention.Milliseconds()})
 	fresh := !nh.HasNodeInfo(g.shardID, cfg.NodeID)
 	members := map[uint64]dragonboat.Target{}
 	if fresh {

@@ -73,6 +73,26 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
 	case wire.KindDeleteQueue:
 		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.CodeResult { return s.applyDeleteQueue(ctx, c) })
+	case wire.KindKV:
+		return run(cmd.Body, wire.DecodeKVCmd, func(c *wire.KVCmd) wire.KVResult { return s.applyKV(ctx, c) })
+	case wire.KindLocks:
+		return run(cmd.Body, wire.DecodeLocksCmd, func(c *wire.LocksCmd) wire.LocksResult { return s.applyLocks(ctx, c) })
+	case wire.KindTimers:
+		return run(cmd.Body, wire.DecodeTimersCmd, func(c *wire.TimersCmd) wire.TimersResult { return s.applyTimers(ctx, c) })
+	case wire.KindTrace:
+		return run(cmd.Body, wire.DecodeTraceCmd, func(c *wire.TraceCmd) wire.TraceResult { return s.applyTrace(ctx, c) })
+	case wire.KindSeek:
+		return run(cmd.Body, wire.DecodeSeekCmd, func(c *wire.SeekCmd) wire.CountResult { return s.applySeek(ctx, c) })
+	case wire.KindDeleteGroup:
+		return run(cmd.Body, wire.DecodeDeleteGroupCmd, func(c *wire.DeleteGroupCmd) wire.CountResult { return s.applyDeleteGroup(ctx, c) })
+	case wire.KindSubscription:
+		return run(cmd.Body, wire.DecodeSubscriptionCmd, func(c *wire.SubscriptionCmd) wire.CountResult { return s.applySubscription(ctx, c) })
+	case wire.KindDLQPurge:
+		return run(cmd.Body, wire.DecodeDLQPurgeCmd, func(c *wire.DLQPurgeCmd) wire.CountResult { return s.applyDLQPurge(ctx, c) })
+	case wire.KindDLQReplay:
+		return run(cmd.Body, wire.DecodeDLQReplayCmd, func(c *wire.DLQReplayCmd) wire.DLQReplayResult { return s.applyDLQReplay(ctx, c) })
+	case wire.KindDeleteMessage:
+		return run(cmd.Body, wire.DecodeDeleteMessageCmd, func(c *wire.DeleteMessageCmd) wire.CodeResult { return s.applyDeleteMessage(ctx, c) })
 	case wire.KindKafkaProduce:
 		return run(cmd.Body, wire.DecodeKafkaProduceCmd, func(c *wire.KafkaProduceCmd) wire.KafkaProduceResult { return s.applyKafkaProduce(ctx, c) })
 	case wire.KindKafkaInitProducer:

@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
-
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -12,8 +10,13 @@ import (
 // and the rest is redelivered by the next pop.
 func (s *Store) applyAck(ctx *applyCtx, c *wire.AckCmd) wire.AckResult {
 	res := wire.AckResult{Items: make([]wire.AckOutcome, len(c.Items))}
+	var last *queueState // counts one ack command per queue it touches in a row
 	for i := range c.Items {
 		res.Items[i] = s.ackOne(ctx, c.Tenant, c.Group, &c.Items[i])
+		if p := s.parts[c.Items[i].PartitionID]; p != nil && p.q != last {
+			last = p.q
+			last.count(ctx.nowMs, Activity{AckOps: 1})
+		}
 	}
 	return res
 }
@@ -58,6 +61,7 @@ func (s *Store) ackOne(ctx *applyCtx, tenant wire.ID, group string, it *wire.Ack
 	switch it.Status {
 	case wire.AckFailed:
 		l.states[i] = msgFailed
+		q.count(ctx.nowMs, Activity{Failed: 1})
 		// Failures are counted for the message at the cursor; one that
 		// would exceed the queue's retry limit is dead-lettered at once so
 		// this ack can say so.
@@ -78,6 +82,7 @@ func (s *Store) ackOne(ctx *applyCtx, tenant wire.ID, group string, it *wire.Ack
 		l.noteError(off, it.Error)
 	default:
 		l.states[i] = msgCompleted
+		q.count(ctx.nowMs, Activity{Completed: 1})
 	}
 	l.pending--
 	if l.pending == 0 {
@@ -93,17 +98,11 @@ func (s *Store) ackOne(ctx *applyCtx, tenant wire.ID, group string, it *wire.Ack
 // transaction index (explicit id, then message id), or, for records stored
 // without an index (Kafka produce), by scanning the group's live lease.
 func (s *Store) findOffset(ctx *applyCtx, p *partState, c *cursor, txn []byte) (uint64, bool) {
-	if v, ok := ctx.get(txnKey(p.id, true, txn)); ok && len(v) == 16 {
-		return binary.BigEndian.Uint64(v[:8]), true
+	if off, ok := s.indexedOffset(ctx, p, txn); ok {
+		return off, true
 	}
 	id, err := wire.ParseID(string(txn))
-	if err != nil {
-		return 0, false
-	}
-	if v, ok := ctx.get(txnKey(p.id, false, id[:])); ok && len(v) == 16 {
-		return binary.BigEndian.Uint64(v[:8]), true
-	}
-	if c.lease == nil {
+	if err != nil || c.lease == nil {
 		return 0, false
 	}
 	var off uint64

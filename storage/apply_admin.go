@@ -25,20 +25,8 @@ func (s *Store) applyCommitPosition(ctx *applyCtx, c *wire.CommitPositionCmd) wi
 	}
 	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0)
 	cur := s.cursorFor(ctx, p, sub)
-	if cur.lease != nil {
-		delete(s.leases, cur.lease.id)
-		ctx.del(leaseKey(cur.lease.id))
-		cur.lease = nil
-	}
-	cur.pos = min(max(c.Offset, p.start), p.next)
-	cur.headFailures, cur.lastError, cur.attempt, cur.redeliverTo = 0, "", 0, 0
 	cur.metadata = c.Metadata
-	if cur.pos < p.next {
-		sub.ready.set(p.index)
-	} else {
-		sub.ready.clear(p.index)
-	}
-	ctx.saveCursor(p, cur)
+	s.setPosition(ctx, p, sub, cur, c.Offset)
 	ctx.touch(q)
 	return wire.CodeResult{Code: wire.CodeOK}
 }

@@ -31,6 +31,7 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 		res.Claims = claims
 		return res
 	}
+	q.count(ctx.nowMs, Activity{PopOps: 1})
 	sub := s.subscribe(ctx, q, c.Group, c.SubMode, c.SubFromMs)
 	leaseMs := int64(c.LeaseMs)
 	if leaseMs == 0 {
@@ -49,6 +50,11 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 		if cl, ok := s.claim(ctx, q, p, sub, id, remaining, leaseMs, c.CommitOnDelivery); ok {
 			res.Claims = append(res.Claims, cl)
 			remaining -= cl.To - cl.From
+			a := Activity{Popped: cl.To - cl.From}
+			if c.CommitOnDelivery {
+				a.Completed = a.Popped
+			}
+			q.count(ctx.nowMs, a)
 		}
 	}
 	if c.Partition != "" {

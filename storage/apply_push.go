@@ -67,6 +67,7 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 func (s *Store) advance(ctx *applyCtx, q *queueState, p *partState, n int) {
 	p.next += uint64(n)
 	p.lastWriteMs = ctx.nowMs
+	q.count(ctx.nowMs, Activity{Pushed: uint64(n), PushOps: 1})
 	ctx.markDirty(p)
 	for _, sub := range q.subs {
 		sub.ready.set(p.index)

@@ -19,6 +19,15 @@ type dlqRow struct {
 	createdMs  int64
 	appendMs   int64
 	record     []byte // the stored record body (wire.ParseRecord)
+
+	// A replayed row stays behind as a marker without its record, so a
+	// repeated replay is answered as a duplicate (apply_dlq.go).
+	replayedMs   int64
+	replayQueue  string
+	replayPart   string
+	replayPartID uint64
+	replayOffset uint64
+	replayMsgID  wire.ID
 }
 
 func (r *dlqRow) encode() []byte {
@@ -34,6 +43,14 @@ func (r *dlqRow) encode() []byte {
 	w.Varint(r.createdMs)
 	w.Varint(r.appendMs)
 	w.Bytes(r.record)
+	if r.replayedMs != 0 {
+		w.Varint(r.replayedMs)
+		w.String(r.replayQueue)
+		w.String(r.replayPart)
+		w.Uvarint(r.replayPartID)
+		w.Uvarint(r.replayOffset)
+		w.Fixed(r.replayMsgID[:])
+	}
 	return w.B
 }
 
@@ -51,6 +68,14 @@ func decodeDLQRow(id uint64, b []byte) (dlqRow, error) {
 	r.createdMs = rd.Varint()
 	r.appendMs = rd.Varint()
 	r.record = append([]byte(nil), rd.Bytes()...)
+	if rd.Len() > 0 {
+		r.replayedMs = rd.Varint()
+		r.replayQueue = rd.String()
+		r.replayPart = rd.String()
+		r.replayPartID = rd.Uvarint()
+		r.replayOffset = rd.Uvarint()
+		copy(r.replayMsgID[:], rd.Fixed(16))
+	}
 	return r, rd.Done()
 }
 
@@ -61,6 +86,8 @@ func (s *Store) deadLetter(ctx *applyCtx, q *queueState, p *partState, c *cursor
 	if !q.cfg.DLQEnabled() {
 		return
 	}
+	q.count(ctx.nowMs, Activity{DLQ: 1})
+	q.dlqRows++
 	row := dlqRow{
 		id: s.counters.nextDLQID, queueID: q.id, queue: q.name, partID: p.id, partition: p.name,
 		offset: off, group: c.group, errText: errText, retryCount: failures, createdMs: ctx.nowMs,

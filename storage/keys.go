@@ -20,7 +20,14 @@ const (
 	tagSub       = 's' // qid, group → subscription
 	tagLease     = 'L' // lease id → pid, group
 	tagDLQ       = 'D' // tenant, dlq id → dead-lettered message
-	tagKafka     = 'Y' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
+	tagKV        = 'v' // tenant, namespace, 0, key → version, expiry, value
+	tagKVTTL     = 'w' // expiry ms, tenant, namespace, 0, key → (empty)
+	tagTimer     = 'T' // tenant, queue, 0, timer key → timer
+	tagTimerDue  = 'U' // due ms, tenant, queue, 0, timer key → (empty)
+	tagTrace     = 'X' // tenant, partition id, transaction id, 0, seq → trace event
+	tagTraceName = 'Y' // tenant, name, 0, created ms, seq → partition id, transaction id
+	tagTraceAge  = 'Z' // created ms, seq → the event's key (retention)
+	tagKafka     = 'K' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of
@@ -34,6 +41,11 @@ var (
 	keyApplied  = []byte{tagApplied}
 	keyClock    = []byte{tagClock}
 	keyCounters = []byte{tagCounters}
+	// keyKVVersion holds the last KV version handed out: one counter for
+	// the group, so a key's versions only ever grow, across deletes too.
+	keyKVVersion = []byte{tagCounters, 'v'}
+	// keyTraceSeq holds the last trace event sequence number.
+	keyTraceSeq = []byte{tagCounters, 't'}
 )
 
 func appendU64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
@@ -97,4 +109,23 @@ func prefixEnd(p []byte) []byte {
 		}
 	}
 	return nil // p is all 0xff: no upper bound
+}
+
+// nsKey joins a tenant, a namespace-like name and a key: names never hold a
+// zero byte, so the separator keeps (ns, key) pairs from colliding.
+func nsKey(tag byte, tenant wire.ID, ns string, key []byte) []byte {
+	b := make([]byte, 0, 18+len(ns)+len(key))
+	b = append(b, tag)
+	b = append(b, tenant[:]...)
+	b = append(b, ns...)
+	b = append(b, 0)
+	return append(b, key...)
+}
+
+func kvKey(tenant wire.ID, ns string, key []byte) []byte { return nsKey(tagKV, tenant, ns, key) }
+
+// kvTTLKey orders expiring keys by expiry for the sweeper.
+func kvTTLKey(expiresMs int64, tenant wire.ID, ns string, key []byte) []byte {
+	b := appendU64([]byte{tagKVTTL}, uint64(expiresMs))
+	return append(b, kvKey(tenant, ns, key)[1:]...)
 }

@@ -33,6 +33,16 @@ func (s *Store) load() error {
 	} else if ok {
 		s.clockMs = int64(v)
 	}
+	for _, c := range []struct {
+		key []byte
+		dst *uint64
+	}{{keyKVVersion, &s.kvVersion}, {keyTraceSeq, &s.traceSeq}} {
+		v, _, err := s.getU64(c.key)
+		if err != nil {
+			return err
+		}
+		*c.dst = v
+	}
 	if b, closer, err := s.db.Get(keyCounters); err == nil {
 		r := wire.NewReader(b)
 		s.counters = counters{nextQueueID: r.Uvarint(), nextPartID: r.Uvarint(), nextDLQID: r.Uvarint()}
@@ -116,7 +126,10 @@ func (s *Store) load() error {
 			s.rebuildReady(q, sub)
 		}
 	}
-	return s.loadKafka()
+	if err := s.loadKafka(); err != nil {
+		return err
+	}
+	return s.countDLQRows()
 }
 
 // rebuildReady marks every partition that may hold messages for sub.

@@ -28,6 +28,9 @@ type queueState struct {
 	parts  []*partState // by permanent index
 	byName map[string]*partState
 	subs   map[string]*subscription
+
+	stats   *queueStats // in-memory activity counters (views_stats.go)
+	dlqRows int         // dead-letter rows not yet replayed, rebuilt by load
 }
 
 // partState is one partition. next, start and lastWriteMs belong to the

@@ -37,7 +37,10 @@ type Config struct {
 	Dir           string // the group's store directory (holds CURRENT and sm-N/)
 	CacheBytes    int64
 	MemTableBytes int
-	Logger        *slog.Logger
+	// TraceRetentionMs is how long trace events are kept
+	// (QUEEN_RAFT_TRACE_RETENTION_S; DefaultTraceRetentionMs when zero).
+	TraceRetentionMs int64
+	Logger           *slog.Logger
 }
 
 // Change tells listeners which queues an applied batch touched, so long
@@ -67,6 +70,8 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
+	kvVersion  uint64 // last KV version handed out (keyKVVersion)
+	traceSeq   uint64 // last trace event sequence (keyTraceSeq)
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 
 	applied   atomic.Uint64
@@ -100,6 +105,9 @@ func New(cfg Config) *Store {
 	}
 	if cfg.MemTableBytes <= 0 {
 		cfg.MemTableBytes = 64 << 20
+	}
+	if cfg.TraceRetentionMs <= 0 {
+		cfg.TraceRetentionMs = DefaultTraceRetentionMs
 	}
 	return &Store{cfg: cfg, log: cfg.Logger}
 }

@@ -254,8 +254,9 @@ func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs in
 	return lo, at, true, it.Error()
 }
 
-// PartitionBytes estimates the bytes p's records take on disk.
-func (s *Store) PartitionBytes(p Partition) int64 {
+// PartitionDiskUsage estimates the bytes p's records take on disk, from
+// pebble's table metadata (cheap, and blind to what is still in memtables).
+func (s *Store) PartitionDiskUsage(p Partition) int64 {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {

@@ -19,6 +19,18 @@ const (
 	// the entry's clock stamp is the "now" that work runs at.
 	KindTick Kind = 8
 
+	// KV, locks, timers and traces.
+	KindKV     Kind = 50
+	KindLocks  Kind = 51
+	KindTimers Kind = 52
+	KindTrace  Kind = 53
+	// Consumer-group and message administration (range 20..29).
+	KindSeek          Kind = 20 // move a group's cursors to the end or to a time
+	KindDeleteGroup   Kind = 21 // drop a group's cursors (and its subscriptions)
+	KindSubscription  Kind = 22 // change where a group starts untouched partitions
+	KindDLQPurge      Kind = 23 // delete dead-lettered rows
+	KindDLQReplay     Kind = 24 // push a dead-lettered message again
+	KindDeleteMessage Kind = 25 // erase one message's payload
 	// Kafka facade (30..39; see kafka_*.go).
 	KindKafkaProduce          Kind = 30 // KafkaProduceCmd: a producer-checked append
 	KindKafkaInitProducer     Kind = 31 // InitProducerCmd

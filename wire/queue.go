@@ -1,5 +1,7 @@
 package wire
 
+import "strings"
+
 // QueueConfig is a queue's effective options (spec queen.md §1.2). Durations
 // are whole seconds or milliseconds as the field name says.
 type QueueConfig struct {
@@ -201,4 +203,17 @@ func (r *Reader) u32() uint32 {
 		return 0
 	}
 	return uint32(v)
+}
+
+// QueueLabels derives a queue's namespace and task from the first two
+// dot-separated parts of its name ("billing.invoice.v1" → "billing",
+// "invoice"), as Queen labels queues created implicitly; a name without a
+// dot has neither.
+func QueueLabels(queue string) (namespace, task string) {
+	first, rest, ok := strings.Cut(queue, ".")
+	if !ok {
+		return "", ""
+	}
+	second, _, _ := strings.Cut(rest, ".")
+	return first, second
 }

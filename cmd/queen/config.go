@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/queen/crypto/authn"
+	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/tenancy"
@@ -26,9 +28,16 @@ type Config struct {
 	HTTP          api.Config
 	Raft          raftgroups.Config
 	Kafka         KafkaConfig
+	Auth          authn.Config
 	Placement     tenancy.Placement
 	TenantGroups  string
 	ShutdownGrace time.Duration
+	// EncryptionKey is QUEEN_ENCRYPTION_KEY parsed; EncryptionKeyErr says
+	// why a set key is unusable (the node then runs without encryption,
+	// as the spec says, and warns).
+	EncryptionKey    envelope.Key
+	EncryptionKeySet bool
+	EncryptionKeyErr error
 	// PprofAddr serves net/http/pprof when set (QUEEN_PPROF_ADDR, our own
 	// addition for profiling; keep it on loopback).
 	PprofAddr string
@@ -107,6 +116,10 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		PopDefaultTimeout: e.millis("POP_DEFAULT_TIMEOUT_MS", e.millis("DEFAULT_TIMEOUT", 30*time.Second, 0, time.Hour), 0, time.Hour),
 		PopMaxTimeout:     60 * time.Second,
 		Version:           version,
+		KVMaxValueBytes:   e.int("QUEEN_KV_MAX_VALUE_BYTES", 64<<10, 1, 16<<20),
+		TimersMaxHorizon:  time.Duration(e.int("QUEEN_TIMERS_MAX_HORIZON_S", 7776000, 1, 1<<31-1)) * time.Second,
+
+		GroupLagMaxCursors: e.int("QUEEN_METRICS_GROUP_LAG_MAX_CURSORS", 200000, 1, 1<<30),
 	}
 	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
 	case "new", "new-only":
@@ -115,6 +128,8 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		c.HTTP.DefaultSubscription = wire.SubAll
 	}
 
+	c.Auth = e.authConfig()
+	c.HTTP.TenancyHeader = e.tenancyConfig()
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1, c.Raft.MaxEntryBytes)
@@ -122,6 +137,10 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
 	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")
+	if raw := e.lookup("QUEEN_ENCRYPTION_KEY"); raw != "" {
+		c.EncryptionKeySet = true
+		c.EncryptionKey, c.EncryptionKeyErr = envelope.ParseKey(raw)
+	}
 	if e.err != nil {
 		return c, e.err
 	}
@@ -156,6 +175,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		QueueDepth:      e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
 		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
 		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
+		TraceRetention:  time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
 	}
 	if _, _, err := net.SplitHostPort(r.ListenAddr); err != nil {
 		e.fail("QUEEN_RAFT_LISTEN", "must be host:port, got %q", r.ListenAddr)

@@ -55,6 +55,8 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_KAFKA_ADVERTISED_ADDR": {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
 		"QUEEN_KAFKA_TLS_CERT":        {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
 		"QUEEN_KAFKA_SASL":            {"QUEEN_KAFKA_SASL": "scram"},
+		"QUEEN_TENANCY_HEADER":        {"QUEEN_TENANCY_HEADER": "true"},
+		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {

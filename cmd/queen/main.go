@@ -7,10 +7,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/queen-mq/queen/crypto/authn"
+	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/crypto/secret"
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/kafka/broker"
@@ -31,6 +34,14 @@ func run() int {
 	slog.SetDefault(log)
 	cfg.Raft.Logger = log
 	logConfig(log, &cfg)
+	verifier, err := authn.New(context.Background(), cfg.Auth, log, &http.Client{Timeout: cfg.Auth.JWKSTimeout})
+	if err != nil {
+		log.Error("boot: broker JWT", "err", err)
+		return 2
+	}
+	defer verifier.Close()
+	log.Info("config: auth", "jwt", verifier.Describe(), "tenancy_header", cfg.HTTP.TenancyHeader)
+	cfg.HTTP.Auth = verifier
 
 	if cfg.PprofAddr != "" {
 		stopPprof := servePprof(log, cfg.PprofAddr)
@@ -46,6 +57,10 @@ func run() int {
 		host.Close()
 		log.Error("boot: engine", "err", err)
 		return 1
+	}
+	if cfg.EncryptionKey.Valid() {
+		engine.SetPayloadKey(cfg.EncryptionKey)
+		log.Info("encryption service initialized (AES-256-GCM)")
 	}
 	srv := api.New(cfg.HTTP, engine, log)
 	if err := srv.Start(); err != nil {
@@ -112,6 +127,15 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"raft_token", secret.Mask(cfg.Raft.Token), "rtt_ms", cfg.Raft.RTTMillisecond,
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "")
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	switch {
+	case !cfg.EncryptionKeySet:
+		log.Info("config: security", "encryption_key", secret.Unset)
+	case cfg.EncryptionKeyErr != nil:
+		log.Info("config: security", "encryption_key", "<invalid>")
+		log.Warn(envelope.DisabledWarning, "err", cfg.EncryptionKeyErr)
+	default:
+		log.Info("config: security", "encryption_key", "<set>", "cipher", "AES-256-GCM")
+	}
 	k := &cfg.Kafka
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",

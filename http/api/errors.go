@@ -22,6 +22,8 @@ func (e *apiError) Error() string { return e.msg }
 
 func badRequest(msg string) error { return &apiError{http.StatusBadRequest, "bad_request", msg} }
 
+func notFound(msg string) error { return &apiError{http.StatusNotFound, "not_found", msg} }
+
 func nameTooLong(msg string) error {
 	return &apiError{http.StatusRequestEntityTooLarge, "name_too_long", msg}
 }

@@ -165,6 +165,7 @@ func (s *Server) readFetch(tenant wire.ID, entries []fetchEntry) ([]fetchAnswerE
 				rerr = err
 				return false
 			}
+			s.engine.OpenPayload(&rec)
 			// Always return at least one record, as Kafka does, so a
 			// record larger than maxBytes cannot wedge a consumer.
 			if size > 0 && size+len(body) > e.MaxBytes {

@@ -34,9 +34,27 @@ const clusterVersion = 7
 // that recently heard a quorum and this node has applied close to its
 // commit index; 503 while the node is settling.
 func (s *Server) health(ctx *fasthttp.RequestCtx) error {
-	host := s.engine.Host()
-	ans := healthAnswer{Status: "healthy", Engine: "raft", Version: s.cfg.Version}
-	for _, st := range host.Status() {
+	ans := healthAnswer{Status: "healthy", Engine: "raft", Version: s.cfg.Version, Groups: s.raftHealth()}
+	for _, st := range s.engine.Host().Status() {
+		if !st.Ready {
+			ans.Status = "unhealthy"
+		}
+	}
+	if len(ans.Groups) > 0 {
+		ans.Raft = ans.Groups[0]
+	}
+	status := http.StatusOK
+	if ans.Status != "healthy" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(ctx, status, ans)
+	return nil
+}
+
+// raftHealth is every group's raft state as /health and /metrics show it.
+func (s *Server) raftHealth() []raftHealth {
+	var out []raftHealth
+	for _, st := range s.engine.Host().Status() {
 		h := raftHealth{
 			Role: "follower", Leader: st.LeaderID, Term: st.Term, Applied: st.Applied, Commit: st.Commit,
 			StorageReady: true, ClusterVersion: clusterVersion, QuorumAckMs: st.QuorumAge.Milliseconds(), Group: st.Group,
@@ -49,18 +67,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 		if st.Commit > st.Applied {
 			h.Lag = st.Commit - st.Applied
 		}
-		if !st.Ready {
-			ans.Status = "unhealthy"
-		}
-		ans.Groups = append(ans.Groups, h)
+		out = append(out, h)
 	}
-	if len(ans.Groups) > 0 {
-		ans.Raft = ans.Groups[0]
-	}
-	status := http.StatusOK
-	if ans.Status != "healthy" {
-		status = http.StatusServiceUnavailable
-	}
-	writeJSON(ctx, status, ans)
-	return nil
+	return out
 }

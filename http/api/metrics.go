@@ -39,6 +39,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
 	var buf bytes.Buffer
 	s.metrics.WritePrometheus(&buf)
 	s.writeRaftMetrics(&buf)
+	s.writeQueueMetrics(&buf)
 	metrics.WriteProcessMetrics(&buf)
 	ctx.SetStatusCode(http.StatusOK)
 	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")

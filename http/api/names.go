@@ -50,14 +50,3 @@ func checkName(what, s string) error {
 	}
 	return nil
 }
-
-// queueLabels derives a push-created queue's namespace and task from the
-// first two dot-separated parts of its name ("billing.invoice.v1" →
-// "billing", "invoice"); a name without dots has neither.
-func queueLabels(queue string) (namespace, task string) {
-	parts := strings.SplitN(queue, ".", 3)
-	if len(parts) < 2 {
-		return "", ""
-	}
-	return parts[0], parts[1]
-}

@@ -48,7 +48,11 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if len(req.Items) == 0 {
 		return badRequest("items must be a non-empty array")
 	}
-	cmds, placed, ids, err := buildPushCommands(tenant, req.Items)
+	var sub string
+	if p, ok := principalOf(ctx); ok {
+		sub = p.Subject
+	}
+	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, sub, s.engine)
 	if err != nil {
 		return err
 	}
@@ -92,12 +96,20 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 // itemPlace says where an item went: which command, which record in it.
 type itemPlace struct{ cmd, rec int }
 
+// payloadSealer seals payloads of encrypted queues (raftgroups.Engine).
+type payloadSealer interface {
+	QueueEncrypted(tenant wire.ID, queue string) bool
+	SealPayload(payload []byte) ([]byte, uint64, error)
+}
+
 // buildPushCommands validates every item and groups them by queue and
-// partition in first-appearance order. Nothing is proposed if any item is
-// invalid.
-func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
+// partition in first-appearance order, sealing the payloads of encrypted
+// queues and recording the producer's JWT subject. Nothing is proposed if
+// any item is invalid.
+func buildPushCommands(tenant wire.ID, items []pushItem, sub string, sealer payloadSealer) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
 	type key struct{ queue, partition string }
 	byKey := map[key]int{}
+	encrypted := map[string]bool{}
 	var cmds []wire.PushCmd
 	placed := make([]itemPlace, len(items))
 	ids := make([]wire.ID, len(items))
@@ -116,10 +128,15 @@ func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []item
 		if len(payload) == 0 {
 			payload = []byte("null")
 		}
+		enc, known := encrypted[it.Queue]
+		if !known {
+			enc = sealer.QueueEncrypted(tenant, it.Queue)
+			encrypted[it.Queue] = enc
+		}
 		k := key{it.Queue, it.Partition}
 		ci, ok := byKey[k]
 		if !ok {
-			ns, task := queueLabels(it.Queue)
+			ns, task := wire.QueueLabels(it.Queue)
 			ci = len(cmds)
 			byKey[k] = ci
 			cmds = append(cmds, wire.PushCmd{
@@ -134,6 +151,13 @@ func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []item
 		}
 		ids[i] = wire.ID(id)
 		rec := wire.Record{Flags: wire.FlagJSON, MsgID: ids[i], Payload: payload}
+		if enc {
+			sealed, flag, err := sealer.SealPayload(payload)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			rec.Payload, rec.Flags = sealed, rec.Flags|flag
+		}
 		if it.TransactionID != "" {
 			rec.Flags |= wire.FlagTxnID
 			rec.TxnID = []byte(it.TransactionID)
@@ -141,6 +165,10 @@ func buildPushCommands(tenant wire.ID, items []pushItem) ([]wire.PushCmd, []item
 		if it.TraceID != "" {
 			rec.Flags |= wire.FlagTrace
 			rec.TraceID = []byte(it.TraceID)
+		}
+		if sub != "" {
+			rec.Flags |= wire.FlagSub
+			rec.ProducerSub = []byte(sub)
 		}
 		c := &cmds[ci]
 		c.Records = wire.AppendRecord(c.Records, &rec)

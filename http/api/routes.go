@@ -22,12 +22,15 @@ type route struct {
 const (
 	get  = http.MethodGet
 	post = http.MethodPost
+	put  = http.MethodPut
+	del  = http.MethodDelete
 )
 
 // routes is the whole HTTP API.
 func (s *Server) routes() []route {
 	return []route{
 		{get, "/health", authn.LevelPublic, s.health},
+		{get, "/metrics", authn.LevelPublic, s.metricsJSON},
 		{get, "/metrics/prometheus", authn.LevelPublic, s.metricsPrometheus},
 
 		{post, "/api/v1/push", authn.LevelWriteOnly, s.push},
@@ -36,6 +39,65 @@ func (s *Server) routes() []route {
 		{post, "/api/v1/ack", authn.LevelReadWrite, s.ack},
 		{post, "/api/v1/ack/batch", authn.LevelReadWrite, s.ackBatch},
 		{post, "/api/v1/fetch", authn.LevelReadOnly, s.fetch},
+
+		{post, "/api/v1/kv", authn.LevelReadWrite, s.kv},
+		{get, "/api/v1/kv/{ns}/{key:*}", authn.LevelReadOnly, s.kvGet},
+		{put, "/api/v1/kv/{ns}/{key:*}", authn.LevelReadWrite, s.kvPut},
+		{del, "/api/v1/kv/{ns}/{key:*}", authn.LevelReadWrite, s.kvDelete},
+		{get, "/api/v1/resources/kv/namespaces", authn.LevelReadOnly, s.kvNamespaces},
+		{post, "/api/v1/resources/kv/list", authn.LevelReadOnly, s.kvList},
+		{post, "/api/v1/locks", authn.LevelReadWrite, s.locks},
+		{post, "/api/v1/timers", authn.LevelWriteOnly, s.timers},
+		{get, "/api/v1/timers/{queue}", authn.LevelReadOnly, s.timersList},
+		{get, "/api/v1/timers/{queue}/{timerKey:*}", authn.LevelReadOnly, s.timerPeek},
+		{del, "/api/v1/timers/{queue}/{timerKey:*}", authn.LevelReadWrite, s.timerCancel},
+		{post, "/api/v1/traces", authn.LevelReadWrite, s.traceAdd},
+		{get, "/api/v1/traces/names", authn.LevelReadOnly, s.traceNames},
+		{get, "/api/v1/traces/by-name/{name}", authn.LevelReadOnly, s.tracesByName},
+		{get, "/api/v1/traces/{partitionId}/{transactionId}", authn.LevelReadOnly, s.tracesOfMessage},
+		{get, "/api/v1/resources/queues", authn.LevelReadOnly, s.listQueues},
+		{get, "/api/v1/resources/queues/{queue}", authn.LevelReadOnly, s.getQueue},
+		{del, "/api/v1/resources/queues/{queue}", authn.LevelAdmin, s.deleteQueue},
+		{get, "/api/v1/resources/queues/{queue}/depth", authn.LevelReadOnly, s.queueDepth},
+		{get, "/api/v1/resources/queues/{queue}/sizes", authn.LevelReadOnly, s.queueSizes},
+		{get, "/api/v1/resources/partitions", authn.LevelReadOnly, s.listPartitions},
+		{get, "/api/v1/resources/overview", authn.LevelReadOnly, s.overview},
+		{get, "/api/v1/resources/namespaces", authn.LevelReadOnly, s.listNamespaces},
+		{get, "/api/v1/resources/tasks", authn.LevelReadOnly, s.listTasks},
+
+		{get, "/status", authn.LevelReadOnly, s.status},
+		{get, "/api/v1/status", authn.LevelReadOnly, s.status},
+		{get, "/api/v1/status/queues", authn.LevelReadOnly, s.statusQueues},
+		{get, "/api/v1/status/queues/{queue}", authn.LevelReadOnly, s.statusQueue},
+		{get, "/api/v1/status/analytics", authn.LevelReadOnly, s.statusAnalytics},
+		{get, "/api/v1/analytics/system-metrics", authn.LevelReadOnly, s.systemMetrics},
+		{get, "/api/v1/analytics/worker-metrics", authn.LevelReadOnly, s.workerMetrics},
+		{get, "/api/v1/analytics/queue-lag", authn.LevelReadOnly, s.queueLagRoute},
+		{get, "/api/v1/analytics/queue-ops", authn.LevelReadOnly, s.queueOps},
+		{get, "/api/v1/analytics/workload", authn.LevelReadOnly, s.workload},
+		{get, "/api/v1/analytics/queue-parked-replicas", authn.LevelReadOnly, s.parkedReplicas},
+		{get, "/api/v1/analytics/retention", authn.LevelReadOnly, s.retention},
+		{get, "/api/v1/analytics/dlq-signatures", authn.LevelReadOnly, s.dlqSignaturesRoute},
+		{get, "/api/v1/analytics/partition-liveness", authn.LevelReadOnly, s.partitionLiveness},
+		{post, "/api/v1/stats/refresh", authn.LevelAdmin, s.statsRefresh},
+
+		{get, "/api/v1/messages", authn.LevelReadOnly, s.listMessages},
+		{get, "/api/v1/messages/{partitionId}/{transactionId}", authn.LevelReadOnly, s.getMessage},
+		{del, "/api/v1/messages/{partitionId}/{transactionId}", authn.LevelReadWrite, s.deleteMessage},
+		{post, "/api/v1/messages/{partitionId}/{transactionId}/retry", authn.LevelReadWrite, s.retryMessage},
+		{get, "/api/v1/dlq", authn.LevelReadOnly, s.listDLQ},
+		{del, "/api/v1/dlq", authn.LevelAdmin, s.purgeDLQ},
+		{post, "/api/v1/dlq/{id}/replay", authn.LevelReadWrite, s.replayDLQ},
+
+		{get, "/api/v1/consumer-groups", authn.LevelReadOnly, s.listGroups},
+		{get, "/api/v1/consumer-groups/lagging", authn.LevelReadOnly, s.laggingGroups},
+		{post, "/api/v1/consumer-groups/positions", authn.LevelReadWrite, s.positions},
+		{get, "/api/v1/consumer-groups/{group}", authn.LevelReadOnly, s.groupDetail},
+		{del, "/api/v1/consumer-groups/{group}", authn.LevelAdmin, s.deleteGroup},
+		{post, "/api/v1/consumer-groups/{group}/subscription", authn.LevelReadWrite, s.groupSubscription},
+		{del, "/api/v1/consumer-groups/{group}/queues/{queue}", authn.LevelAdmin, s.deleteGroup},
+		{post, "/api/v1/consumer-groups/{group}/queues/{queue}/seek", authn.LevelReadWrite, s.seekGroup},
+		{post, "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", authn.LevelReadWrite, s.seekGroup},
 	}
 }
 
@@ -52,7 +114,11 @@ func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 				writeJSON(ctx, http.StatusInternalServerError, errorBody{Error: "internal error", Code: "internal"})
 			}
 			m.observe(ctx.Response.StatusCode(), start)
+			s.requests.Add(1)
 		}()
+		if !s.authorize(ctx, rt.level) {
+			return
+		}
 		if err := rt.handle(ctx); err != nil {
 			writeError(ctx, err)
 		}

@@ -12,14 +12,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/wire"
 )
 
 // Config is the HTTP API's configuration, filled by cmd/queen from env.
@@ -31,6 +32,15 @@ type Config struct {
 	PopMaxTimeout       time.Duration
 	DefaultSubscription uint8 // DEFAULT_SUBSCRIPTION_MODE
 	Version             string
+	KVMaxValueBytes     int // QUEEN_KV_MAX_VALUE_BYTES
+	TimersMaxHorizon    time.Duration
+	// Auth verifies broker JWTs (nil or disabled: everything is open).
+	Auth *authn.Verifier
+	// TenancyHeader scopes requests by x-queen-tenant (QUEEN_TENANCY_HEADER).
+	TenancyHeader bool
+	// GroupLagMaxCursors caps the cursors the consumer-group lag metrics
+	// walk per scrape (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
+	GroupLagMaxCursors int
 }
 
 // Server serves the HTTP API.
@@ -47,6 +57,7 @@ type Server struct {
 	cancelBase context.CancelFunc
 	started    time.Time
 	metrics    *metrics.Set
+	requests   atomic.Uint64 // requests answered, for GET /metrics
 }
 
 // New builds the server and its routes.
@@ -59,6 +70,12 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	}
 	if cfg.PopMaxTimeout <= 0 {
 		cfg.PopMaxTimeout = 60 * time.Second
+	}
+	if cfg.KVMaxValueBytes <= 0 {
+		cfg.KVMaxValueBytes = 64 << 10
+	}
+	if cfg.TimersMaxHorizon <= 0 {
+		cfg.TimersMaxHorizon = 90 * 24 * time.Hour
 	}
 	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
@@ -120,11 +137,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // bounded by the request timeout and cancelled at shutdown.
 func (s *Server) requestCtx(timeout time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(s.base, timeout)
-}
-
-// tenantOf is the tenant a request is scoped by.
-func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
-	return wire.DefaultTenant, nil
 }
 
 // transportError answers requests fasthttp could not read: a body over

@@ -38,7 +38,7 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, c *kafka.Conn, kreq 
 				continue // Kafka leaves out what the broker does not host
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition, rp.Size = i, store.PartitionBytes(p)
+			rp.Partition, rp.Size = i, store.PartitionDiskUsage(p)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		if len(rt.Partitions) > 0 {

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/queen-mq/queen/e2e/harness"
+)
+
+const jwtSecret = "e2e-secret-that-is-long-enough-for-hs256"
+
+func hsToken(t *testing.T, claims jwt.MapClaims) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(jwtSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func authedStatus(t *testing.T, ctx context.Context, method, url, token, body string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestBrokerJWTLevelsOverHTTP(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": jwtSecret}})
+	base := c.Nodes[0].URL()
+	ctx := deadline(t, time.Minute)
+	exp := time.Now().Add(time.Hour).Unix()
+	tokens := map[string]string{}
+	for _, role := range []string{"admin", "read-write", "read-only", "write-only"} {
+		tokens[role] = hsToken(t, jwt.MapClaims{"sub": "svc-" + role, "role": role, "exp": exp})
+	}
+	push := `{"items":[{"queue":"sec","payload":1}]}`
+	fetch := `{"entries":[{"queue":"sec","partition":"Default","offset":0}]}`
+	cases := []struct {
+		method, path, body string
+		allowed            map[string]bool
+	}{
+		{"POST", "/api/v1/push", push, map[string]bool{"admin": true, "read-write": true, "write-only": true}},
+		{"POST", "/api/v1/fetch", fetch, map[string]bool{"admin": true, "read-write": true, "read-only": true}},
+		{"GET", "/api/v1/pop/queue/sec", "", map[string]bool{"admin": true, "read-write": true}},
+	}
+	for _, tc := range cases {
+		for role, tok := range tokens {
+			status := authedStatus(t, ctx, tc.method, base+tc.path, tok, tc.body)
+			if tc.allowed[role] != (status != http.StatusForbidden) || status == http.StatusUnauthorized {
+				t.Errorf("%s %s as %s: %d", tc.method, tc.path, role, status)
+			}
+		}
+		if s := authedStatus(t, ctx, tc.method, base+tc.path, "", tc.body); s != http.StatusUnauthorized {
+			t.Errorf("%s %s without a token: %d", tc.method, tc.path, s)
+		}
+	}
+	// Expired and wrongly signed tokens are refused; /health stays public.
+	expired := hsToken(t, jwt.MapClaims{"role": "admin", "exp": time.Now().Add(-time.Hour).Unix()})
+	if s := authedStatus(t, ctx, "POST", base+"/api/v1/push", expired, push); s != http.StatusUnauthorized {
+		t.Errorf("expired token: %d", s)
+	}
+	forged, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"role": "admin"}).SignedString([]byte("another-secret-another-secret-xx"))
+	if s := authedStatus(t, ctx, "POST", base+"/api/v1/push", forged, push); s != http.StatusUnauthorized {
+		t.Errorf("forged token: %d", s)
+	}
+	if s := authedStatus(t, ctx, "GET", base+"/health", "", ""); s != http.StatusOK {
+		t.Errorf("health: %d", s)
+	}
+	// The producer's subject is recorded on its messages.
+	if s := authedStatus(t, ctx, "POST", base+"/api/v1/push", tokens["write-only"], `{"items":[{"queue":"subq","payload":1}]}`); s != 201 {
+		t.Fatalf("push as write-only: %d", s)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/pop/queue/subq?batch=10", nil)
+	req.Header.Set("Authorization", "Bearer "+tokens["read-write"])
+	resp, err := httpClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("pop: %v %v", resp, err)
+	}
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(body.String(), `"producerSub":"svc-write-only"`) {
+		t.Fatalf("producerSub missing: %s", body.String())
+	}
+}
+
+func TestTenantsAreIsolatedOverHTTP(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 1, Groups: 2, Env: map[string]string{"QUEEN_TENANCY_HEADER": "true", "QUEEN_KV_TRUSTED_PROXY": "1"}})
+	base := c.Nodes[0].URL()
+	ctx := deadline(t, time.Minute)
+	tenants := []string{"7c3a1f9e-2b4d-4e8a-9f1c-0d2e3f4a5b6c", "0b9e2c41-5d3a-4f7e-8a6b-1c2d3e4f5a6b"}
+	send := func(method, path, tenant, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if tenant != "" {
+			req.Header.Set("x-queen-tenant", tenant)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	for _, tn := range tenants {
+		if s, b := send("POST", "/api/v1/push", tn, `{"items":[{"queue":"orders","payload":"`+tn+`"}]}`); s != 201 {
+			t.Fatalf("push as %s: %d %s", tn, s, b)
+		}
+	}
+	for i, tn := range tenants {
+		s, b := send("GET", "/api/v1/pop/queue/orders?batch=10", tn, "")
+		if s != 200 || !strings.Contains(b, tenants[i]) || strings.Contains(b, tenants[1-i]) {
+			t.Fatalf("tenant %s sees: %d %s", tn, s, b)
+		}
+	}
+	// The default tenant has no such queue; a malformed or reserved tenant
+	// is refused.
+	if s, _ := send("GET", "/api/v1/pop/queue/orders", "", ""); s != 204 {
+		t.Fatalf("default tenant pop: %d", s)
+	}
+	if s, b := send("GET", "/api/v1/pop/queue/orders", "acme", ""); s != 400 || !strings.Contains(b, "bad_request") {
+		t.Fatalf("malformed tenant: %d %s", s, b)
+	}
+	if s, b := send("GET", "/api/v1/pop/queue/orders", "00000000-0000-0000-0000-000000000000", ""); s != 403 || !strings.Contains(b, "reserved_tenant") {
+		t.Fatalf("reserved tenant: %d %s", s, b)
+	}
+}
+
+func TestTenancyHeaderWithoutTrustedProxyRefusesToBoot(t *testing.T) {
+	c, err := harness.NewCluster(queenBin, harness.Options{Nodes: 1, BaseDir: t.TempDir(), Env: map[string]string{"QUEEN_TENANCY_HEADER": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.StopAll)
+	n := c.Nodes[0]
+	if err := c.Start(n); err != nil {
+		t.Fatal(err)
+	}
+	ctx := deadline(t, 30*time.Second)
+	if err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) { return !n.Running(), nil }); err != nil {
+		t.Fatal("the node kept running")
+	}
+	if n.ExitCode() == 0 || !n.Grep("QUEEN_KV_TRUSTED_PROXY=1") {
+		t.Fatalf("exit %d, log:\n%s", n.ExitCode(), n.Log())
+	}
+}

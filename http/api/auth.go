@@ -1,0 +1,65 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/crypto/authn"
+	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/wire"
+)
+
+// principalKey is where an authenticated request keeps its principal.
+const principalKey = "queen.principal"
+
+// authorize checks a request against its route's access level when broker
+// JWT is on (spec §2.2, §5.2): no or bad token → 401, a token whose roles
+// do not pass the level → 403. Public routes and JWT_SKIP_PATHS pass.
+func (s *Server) authorize(ctx *fasthttp.RequestCtx, level authn.Level) bool {
+	v := s.cfg.Auth
+	if v == nil || !v.Enabled() || level == authn.LevelPublic || v.SkipPath(string(ctx.Path())) {
+		return true
+	}
+	token, ok := authn.BearerToken(string(ctx.Request.Header.Peek("Authorization")))
+	if !ok {
+		writeJSON(ctx, http.StatusUnauthorized, errorBody{Error: "Authentication required", Code: "unauthorized"})
+		return false
+	}
+	p, err := v.Verify(token)
+	if err != nil {
+		s.log.Debug("http: token refused", "path", string(ctx.Path()), "err", err)
+		writeJSON(ctx, http.StatusUnauthorized, errorBody{Error: "Authentication required", Code: "unauthorized"})
+		return false
+	}
+	if !p.Allows(level) {
+		writeJSON(ctx, http.StatusForbidden, errorBody{Error: "Insufficient permissions", Code: "forbidden"})
+		return false
+	}
+	ctx.SetUserValue(principalKey, p)
+	return true
+}
+
+// principalOf is the request's authenticated principal, if any.
+func principalOf(ctx *fasthttp.RequestCtx) (authn.Principal, bool) {
+	p, ok := ctx.UserValue(principalKey).(authn.Principal)
+	return p, ok
+}
+
+// tenantOf is the tenant a request is scoped by: the x-queen-tenant header
+// in tenancy header mode (set by a trusted proxy), the default tenant
+// otherwise.
+func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
+	if !s.cfg.TenancyHeader {
+		return wire.DefaultTenant, nil
+	}
+	id, err := tenancy.Parse(string(ctx.Request.Header.Peek(tenancy.Header)))
+	switch {
+	case errors.Is(err, tenancy.ErrMalformedTenant):
+		return id, badRequest("x-queen-tenant must be a UUID")
+	case errors.Is(err, tenancy.ErrReservedTenant):
+		return id, &apiError{http.StatusForbidden, "reserved_tenant", "the tenant is reserved"}
+	}
+	return id, err
+}

@@ -1,0 +1,414 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/storage"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Resources views (spec §2.3 rows 13–21, 28, 29). Shapes follow Queen's
+// stored procedures (get_queues_v2, get_queue_v2, get_queue_detail_v2,
+// get_namespaces_v2, get_tasks_v2, get_status_queues_v2) that 2.x kept;
+// every number is derived from the replicated state: totals from offsets,
+// pending/processing/completed from the most-behind group's cursor and
+// lease, dead letters from the DLQ rows.
+
+type queueListItem struct {
+	ID         string        `json:"id"`
+	Name       string        `json:"name"`
+	Namespace  *string       `json:"namespace"`
+	Task       *string       `json:"task"`
+	CreatedAt  string        `json:"createdAt"`
+	Partitions int           `json:"partitions"`
+	Messages   messageCounts `json:"messages"`
+}
+
+func optLabel(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func listItem(q *storage.QueueView) queueListItem {
+	return queueListItem{ID: strconv.FormatUint(q.ID, 10), Name: q.Name, Namespace: optLabel(q.Namespace), Task: optLabel(q.Task),
+		CreatedAt: isoMillis(q.CreatedMs), Partitions: q.QueueInfo.Partitions, Messages: queueCounts(q)}
+}
+
+// queueViews reads the tenant's queues with partitions, filtered by the
+// namespace and task query parameters.
+func (s *Server) queueViews(ctx *fasthttp.RequestCtx, name string) (*storage.Store, []storage.QueueView, error) {
+	tenant, st, err := s.viewOfTenant(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := storage.QueueFilter{Name: name, Namespace: strArg(ctx, "namespace"), Task: strArg(ctx, "task"), Partitions: true}
+	return st, st.Queues(tenant, f, nowMs()), nil
+}
+
+// listQueues is GET /api/v1/resources/queues.
+func (s *Server) listQueues(ctx *fasthttp.RequestCtx) error {
+	_, qs, err := s.queueViews(ctx, "")
+	if err != nil {
+		return err
+	}
+	out := make([]queueListItem, len(qs))
+	for i := range qs {
+		out[i] = listItem(&qs[i])
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out})
+	return nil
+}
+
+// statusQueues is GET /api/v1/status/queues: the list, paged.
+func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) error {
+	limit, offset, err := pageArgs(ctx, 100, 10000)
+	if err != nil {
+		return err
+	}
+	_, qs, err := s.queueViews(ctx, "")
+	if err != nil {
+		return err
+	}
+	out := []queueListItem{}
+	for i := offset; i < len(qs) && len(out) < limit; i++ {
+		out = append(out, listItem(&qs[i]))
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out, "total": len(qs),
+		"pagination": map[string]int{"limit": limit, "offset": offset}})
+	return nil
+}
+
+// oneQueue reads one queue or answers 404.
+func (s *Server) oneQueue(ctx *fasthttp.RequestCtx) (*storage.Store, *storage.QueueView, error) {
+	name := pathArg(ctx, "queue")
+	if err := checkName("queue", name); err != nil {
+		return nil, nil, err
+	}
+	st, qs, err := s.queueViews(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(qs) == 0 {
+		return nil, nil, &apiError{http.StatusNotFound, "queue_not_found", "Queue not found"}
+	}
+	return st, &qs[0], nil
+}
+
+type partitionDetail struct {
+	ID            string        `json:"id"`
+	Name          string        `json:"name"`
+	Index         uint32        `json:"index"`
+	CreatedAt     string        `json:"createdAt"`
+	Messages      messageCounts `json:"messages"`
+	Stats         messageCounts `json:"stats"`
+	Cursor        cursorTotals  `json:"cursor"`
+	LastActivity  *string       `json:"lastActivity"`
+	OldestMessage *string       `json:"oldestMessage"`
+	NewestMessage *string       `json:"newestMessage"`
+	HighWatermark uint64        `json:"highWatermark"`
+	LogStart      uint64        `json:"logStartOffset"`
+}
+
+// cursorTotals: totalConsumed sums every group's position (messages
+// consumed, retention-removed ones included); batchesConsumed is not
+// counted by this engine and is always 0.
+type cursorTotals struct {
+	TotalConsumed   uint64 `json:"totalConsumed"`
+	BatchesConsumed uint64 `json:"batchesConsumed"`
+}
+
+func (s *Server) partitionDetails(st *storage.Store, tenant wire.ID, q *storage.QueueView) ([]partitionDetail, messageCounts, error) {
+	dead, err := dlqByPartition(st, tenant, q.Name)
+	if err != nil {
+		return nil, messageCounts{}, err
+	}
+	out := make([]partitionDetail, 0, len(q.Partitions))
+	var totals messageCounts
+	for i := range q.Partitions {
+		p := &q.Partitions[i]
+		c := partitionCounts(p)
+		c.DeadLetter = dead[p.ID]
+		totals.add(c)
+		d := partitionDetail{ID: pidString(p.ID), Name: p.Name, Index: p.Index, CreatedAt: isoMillis(p.CreatedMs),
+			Messages: c, Stats: c, HighWatermark: p.HighWatermark, LogStart: p.LogStart}
+		var last int64
+		for _, cur := range p.Cursors {
+			d.Cursor.TotalConsumed += cur.Pos
+			last = max(last, cur.UpdatedMs)
+		}
+		d.LastActivity = isoOrNil(max(last, p.LastWriteMs))
+		if c.Total > 0 {
+			d.NewestMessage = isoOrNil(p.LastWriteMs)
+		}
+		if c.Pending+c.Processing > 0 {
+			if at, ok := st.AppendTime(p.ID, p.HighWatermark-(c.Pending+c.Processing)); ok {
+				d.OldestMessage = isoOrNil(at)
+			}
+		}
+		out = append(out, d)
+	}
+	return out, totals, nil
+}
+
+// dlqByPartition counts a queue's live dead-letter rows per partition id.
+func dlqByPartition(st *storage.Store, tenant wire.ID, queue string) (map[uint64]uint64, error) {
+	rows, _, err := st.DLQ(tenant, storage.DLQFilter{Queue: queue, Offset: -1}, 0, 1<<30)
+	out := map[uint64]uint64{}
+	for _, r := range rows {
+		out[r.PartitionID]++
+	}
+	return out, err
+}
+
+// getQueue is GET /api/v1/resources/queues/:queue (get_queue_v2, plus the
+// queue's effective config).
+func (s *Server) getQueue(ctx *fasthttp.RequestCtx) error {
+	st, q, err := s.oneQueue(ctx)
+	if err != nil {
+		return err
+	}
+	tenant, _ := s.tenantOf(ctx)
+	parts, totals, err := s.partitionDetails(st, tenant, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{
+		"id": strconv.FormatUint(q.ID, 10), "name": q.Name, "namespace": optLabel(q.Namespace), "task": optLabel(q.Task),
+		"createdAt": isoMillis(q.CreatedMs), "partitions": parts, "totals": totals, "config": configJSON(&q.Config),
+	})
+	return nil
+}
+
+// statusQueue is GET /api/v1/status/queues/:queue (get_queue_detail_v2).
+func (s *Server) statusQueue(ctx *fasthttp.RequestCtx) error {
+	st, q, err := s.oneQueue(ctx)
+	if err != nil {
+		return err
+	}
+	tenant, _ := s.tenantOf(ctx)
+	parts, totals, err := s.partitionDetails(st, tenant, q)
+	if err != nil {
+		return err
+	}
+	cfg := configJSON(&q.Config)
+	cfg["maxQueueSize"] = q.Config.MaxSize
+	writeJSON(ctx, http.StatusOK, map[string]any{
+		"queue": map[string]any{"id": strconv.FormatUint(q.ID, 10), "name": q.Name, "namespace": optLabel(q.Namespace),
+			"task": optLabel(q.Task), "priority": q.Config.Priority, "createdAt": isoMillis(q.CreatedMs), "config": cfg},
+		"partitions": parts,
+		"totals": map[string]any{"messages": totals, "total": totals.Total, "pending": totals.Pending,
+			"processing": totals.Processing, "completed": totals.Completed, "failed": totals.Failed, "deadLetter": totals.DeadLetter},
+	})
+	return nil
+}
+
+// configJSON renders a queue's options under their configure names (§1.2).
+func configJSON(c *wire.QueueConfig) map[string]any {
+	return map[string]any{
+		"leaseTime": c.LeaseTimeSec, "retryLimit": c.RetryLimit, "retryDelay": c.RetryDelayMs, "priority": c.Priority,
+		"maxSize": c.MaxSize, "ttl": c.TTLSec, "delayedProcessing": c.DelayedProcessingSec, "windowBuffer": c.WindowBufferSec,
+		"retentionSeconds": c.RetentionSec, "completedRetentionSeconds": c.CompletedRetentionSec,
+		"retentionEnabled": c.RetentionEnabled, "encryptionEnabled": c.EncryptionEnabled, "deadLetterQueue": c.DeadLetterQueue,
+		"dlqAfterMaxRetries": c.DLQAfterMaxRetries, "maxWaitTimeSeconds": c.MaxWaitTimeSec, "minPopWaitTime": c.MinPopWaitMs,
+		"dedupWindowSeconds": c.DedupWindowSec, "retentionSinkHold": c.RetentionSinkHold,
+		"retentionSinkHoldMaxSeconds": c.RetentionSinkHoldMaxSec,
+	}
+}
+
+// deleteQueue is DELETE /api/v1/resources/queues/:queue. Like Queen 2.x it
+// answers 200 either way, with deleted/existed saying what happened, so
+// delete-before-create cleanups do not fail.
+func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	name := pathArg(ctx, "queue")
+	if err := checkName("queue", name); err != nil {
+		return err
+	}
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := s.engine.DeleteQueue(rctx, &wire.DeleteQueueCmd{Tenant: tenant, Queue: name})
+	if errors.Is(err, wire.ErrQueueNotFound) {
+		writeJSON(ctx, http.StatusOK, map[string]any{"deleted": false, "queue": name, "existed": false,
+			"message": "Queue not found, nothing was deleted"})
+		return nil
+	}
+	if err == nil {
+		err = res.Code.Err()
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"deleted": true, "queue": name, "existed": true})
+	return nil
+}
+
+type depthPartition struct {
+	Partition   string `json:"partition"`
+	PartitionID string `json:"partitionId"`
+	Depth       uint64 `json:"depth"`
+}
+
+// queueDepth is GET /api/v1/resources/queues/:queue/depth[?group=]: one
+// backlog number per partition. Without group it is the queue-level
+// pending of the most-behind group (pending + processing); with group it
+// is that group's own backlog (a partition it never read counts whole).
+func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
+	_, q, err := s.oneQueue(ctx)
+	if err != nil {
+		return err
+	}
+	group := strArg(ctx, "group")
+	out := make([]depthPartition, 0, len(q.Partitions))
+	var total uint64
+	for i := range q.Partitions {
+		p := &q.Partitions[i]
+		var d uint64
+		if group == "" {
+			pending, processing, _ := p.Depth()
+			d = pending + processing
+		} else if c := p.Cursor(group); c != nil {
+			d = min(c.Backlog(p.HighWatermark), p.Retained())
+		} else {
+			d = p.Retained()
+		}
+		total += d
+		out = append(out, depthPartition{Partition: p.Name, PartitionID: pidString(p.ID), Depth: d})
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"queue": q.Name, "consumerGroup": optLabel(group), "depth": total, "partitions": out})
+	return nil
+}
+
+// queueSizes is GET /api/v1/resources/queues/:queue/sizes: retained
+// messages and stored bytes per partition (record bytes before pebble's
+// compression; reading them scans the partition).
+func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
+	st, q, err := s.oneQueue(ctx)
+	if err != nil {
+		return err
+	}
+	type size struct {
+		Partition   string `json:"partition"`
+		PartitionID string `json:"partitionId"`
+		Messages    uint64 `json:"messages"`
+		Bytes       uint64 `json:"bytes"`
+	}
+	out := make([]size, 0, len(q.Partitions))
+	var msgs, bytes uint64
+	for i := range q.Partitions {
+		p := &q.Partitions[i]
+		b, err := st.PartitionBytes(p.ID)
+		if err != nil {
+			return err
+		}
+		msgs, bytes = msgs+p.Retained(), bytes+b
+		out = append(out, size{Partition: p.Name, PartitionID: pidString(p.ID), Messages: p.Retained(), Bytes: b})
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"queue": q.Name, "partitions": out,
+		"totals": map[string]uint64{"messages": msgs, "bytes": bytes}})
+	return nil
+}
+
+// listPartitions is GET /api/v1/resources/partitions[?queue=&limit=&offset=].
+func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
+	limit, offset, err := pageArgs(ctx, 1000, 100000)
+	if err != nil {
+		return err
+	}
+	_, qs, err := s.queueViews(ctx, strArg(ctx, "queue"))
+	if err != nil {
+		return err
+	}
+	type item struct {
+		ID             string        `json:"id"`
+		Name           string        `json:"name"`
+		Index          uint32        `json:"index"`
+		Queue          string        `json:"queue"`
+		CreatedAt      string        `json:"createdAt"`
+		LastActivity   *string       `json:"lastActivity"`
+		Messages       messageCounts `json:"messages"`
+		ConsumerGroups int           `json:"consumerGroups"`
+		HighWatermark  uint64        `json:"highWatermark"`
+		LogStart       uint64        `json:"logStartOffset"`
+	}
+	out := []item{}
+	n := 0
+	for qi := range qs {
+		for pi := range qs[qi].Partitions {
+			p := &qs[qi].Partitions[pi]
+			if n >= offset && len(out) < limit {
+				out = append(out, item{ID: pidString(p.ID), Name: p.Name, Index: p.Index, Queue: qs[qi].Name,
+					CreatedAt: isoMillis(p.CreatedMs), LastActivity: isoOrNil(p.LastWriteMs), Messages: partitionCounts(p),
+					ConsumerGroups: len(p.Cursors), HighWatermark: p.HighWatermark, LogStart: p.LogStart})
+			}
+			n++
+		}
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "total": n})
+	return nil
+}
+
+type labelCount struct {
+	Queues     int           `json:"queues"`
+	Partitions int           `json:"partitions"`
+	Messages   messageCounts `json:"messages"`
+}
+
+// byLabel groups queues by namespace or task (queues without one are left
+// out, as Queen's stats tables have no row for them).
+func byLabel(qs []storage.QueueView, label func(*storage.QueueView) string) ([]string, map[string]*labelCount) {
+	m := map[string]*labelCount{}
+	var keys []string
+	for i := range qs {
+		k := label(&qs[i])
+		if k == "" {
+			continue
+		}
+		c := m[k]
+		if c == nil {
+			c = &labelCount{}
+			m[k] = c
+			keys = append(keys, k)
+		}
+		c.Queues++
+		c.Partitions += len(qs[i].Partitions)
+		c.Messages.add(queueCounts(&qs[i]))
+	}
+	slices.Sort(keys)
+	return keys, m
+}
+
+// listNamespaces is GET /api/v1/resources/namespaces.
+func (s *Server) listNamespaces(ctx *fasthttp.RequestCtx) error {
+	return s.listLabels(ctx, "namespaces", "namespace", func(q *storage.QueueView) string { return q.Namespace })
+}
+
+// listTasks is GET /api/v1/resources/tasks.
+func (s *Server) listTasks(ctx *fasthttp.RequestCtx) error {
+	return s.listLabels(ctx, "tasks", "task", func(q *storage.QueueView) string { return q.Task })
+}
+
+func (s *Server) listLabels(ctx *fasthttp.RequestCtx, plural, key string, label func(*storage.QueueView) string) error {
+	_, qs, err := s.queueViews(ctx, "")
+	if err != nil {
+		return err
+	}
+	keys, m := byLabel(qs, label)
+	out := make([]map[string]any, 0, len(keys))
+	for _, k := range keys {
+		c := m[k]
+		out = append(out, map[string]any{key: k, "queues": c.Queues, "partitions": c.Partitions,
+			"messages": map[string]uint64{"total": c.Messages.Total, "pending": c.Messages.Pending}})
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{plural: out})
+	return nil
+}

@@ -1,0 +1,249 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/storage"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Timers (spec §1.10, §2.14): durable delayed pushes keyed by timerKey.
+
+var timerOps = map[string]uint8{"schedule": wire.TimerSchedule, "reschedule": wire.TimerReschedule, "cancel": wire.TimerCancel}
+
+type timerOpRequest struct {
+	Op          string `json:"op"`
+	Queue       string `json:"queue"`
+	Partition   string `json:"partition"`
+	TimerKey    string `json:"timerKey"`
+	DelayMs     int64  `json:"delayMs"`
+	Payload     string `json:"payload"` // base64
+	PayloadZstd bool   `json:"payloadZstd"`
+	Txn         string `json:"txn"`
+}
+
+// timerPayload decodes a timer's base64 (optionally zstd) payload within
+// the payload limit.
+func timerPayload(r *timerOpRequest) ([]byte, error) {
+	if r.Payload == "" {
+		return nil, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(r.Payload)
+	if err != nil {
+		return nil, badRequest("payload must be base64")
+	}
+	if r.PayloadZstd {
+		dec, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(wire.MaxTimerPayloadBytes+1))
+		if err != nil {
+			return nil, badRequest("payload is not zstd")
+		}
+		defer dec.Close()
+		var out bytes.Buffer
+		if _, err := out.ReadFrom(dec); err != nil {
+			return nil, badRequest("payload is not valid zstd or is too large")
+		}
+		b = out.Bytes()
+	}
+	if len(b) > wire.MaxTimerPayloadBytes {
+		return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "a timer payload is larger than 1 MiB"}
+	}
+	return b, nil
+}
+
+// timers is POST /api/v1/timers.
+func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Operations []timerOpRequest `json:"operations"`
+	}
+	if err := readJSON(ctx, &req); err != nil {
+		return err
+	}
+	if len(req.Operations) == 0 || len(req.Operations) > wire.MaxTimerOpsPerCall {
+		return badRequest("operations must hold 1..256 items")
+	}
+	cmd := wire.TimersCmd{Tenant: tenant}
+	for i := range req.Operations {
+		r := &req.Operations[i]
+		op, ok := timerOps[r.Op]
+		if !ok {
+			return badRequest("operation " + strconv.Itoa(i) + ": op must be schedule, reschedule or cancel")
+		}
+		if err := checkNames(r.Queue, r.Partition); err != nil {
+			return err
+		}
+		if r.TimerKey == "" || len(r.TimerKey) > wire.MaxKVKeyBytes {
+			return badRequest("operation " + strconv.Itoa(i) + ": timerKey must be 1..512 bytes")
+		}
+		if r.DelayMs < 0 || time.Duration(r.DelayMs)*time.Millisecond > s.cfg.TimersMaxHorizon {
+			return badRequest("operation " + strconv.Itoa(i) + ": delayMs must be within QUEEN_TIMERS_MAX_HORIZON_S")
+		}
+		payload, err := timerPayload(r)
+		if err != nil {
+			return err
+		}
+		var flags uint64
+		if payload != nil && s.engine.QueueEncrypted(tenant, r.Queue) {
+			if payload, flags, err = s.engine.SealPayload(payload); err != nil {
+				return err
+			}
+		}
+		cmd.Ops = append(cmd.Ops, wire.TimerOp{Op: op, Queue: r.Queue, Partition: r.Partition, TimerKey: r.TimerKey,
+			DelayMs: r.DelayMs, Payload: payload, PayloadFlags: flags, Txn: r.Txn})
+	}
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := s.engine.Timers(rctx, &cmd)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, len(res.Ops))
+	for i, o := range res.Ops {
+		a := map[string]any{"index": i, "op": req.Operations[i].Op, "timerKey": req.Operations[i].TimerKey, "ok": o.OK, "status": o.Status}
+		if o.DueMs != 0 {
+			a["dueAt"] = isoMillis(o.DueMs)
+		}
+		out[i] = a
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"results": out})
+	return nil
+}
+
+type timerRow struct {
+	TimerKey  string  `json:"timerKey"`
+	Queue     string  `json:"queue"`
+	Partition string  `json:"partition"`
+	DueAt     string  `json:"dueAt"`
+	Attempts  uint32  `json:"attempts"`
+	Txn       *string `json:"txn"`
+	Payload   *string `json:"payload,omitempty"`
+}
+
+// timersList is GET /api/v1/timers/:queue (?prefix=&after=&limit=, or
+// ?mode=count&prefix=).
+func (s *Server) timersList(ctx *fasthttp.RequestCtx) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	queue, _ := ctx.UserValue("queue").(string)
+	if err := checkNames(queue); err != nil {
+		return err
+	}
+	args := ctx.QueryArgs()
+	prefix := string(args.Peek("prefix"))
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.engine.Barrier(rctx, tenant); err != nil {
+		return err
+	}
+	store := s.engine.Store(tenant)
+	if string(args.Peek("mode")) == "count" {
+		n, err := store.TimerCount(tenant, queue, prefix)
+		if err != nil {
+			return err
+		}
+		writeJSON(ctx, http.StatusOK, map[string]any{"count": n})
+		return nil
+	}
+	limit := 100
+	if v := args.Peek("limit"); v != nil {
+		if limit, err = strconv.Atoi(string(v)); err != nil || limit < 1 || limit > 1000 {
+			return badRequest("limit must be 1..1000")
+		}
+	}
+	var rows []timerRow
+	var last string
+	truncated := false
+	for len(rows) < limit {
+		list, more, err := store.Timers(tenant, queue, prefix, firstNonEmpty(last, string(args.Peek("after"))), limit)
+		if err != nil {
+			return err
+		}
+		for _, t := range list {
+			last = t.Key
+			if !t.Fired && len(rows) < limit {
+				rows = append(rows, timerRowOf(t, false))
+			}
+		}
+		if !more {
+			break
+		}
+		truncated = len(rows) == limit
+	}
+	var next *string
+	if truncated {
+		next = &last
+	}
+	if rows == nil {
+		rows = []timerRow{}
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"rows": rows, "truncated": truncated, "nextAfter": next})
+	return nil
+}
+
+func timerRowOf(t storage.TimerInfo, withPayload bool) timerRow {
+	r := timerRow{TimerKey: t.Key, Queue: t.Queue, Partition: t.Partition, DueAt: isoMillis(t.DueMs), Attempts: t.Attempts}
+	if t.Txn != "" {
+		txn := t.Txn
+		r.Txn = &txn
+	}
+	if withPayload {
+		p := base64.StdEncoding.EncodeToString(t.Payload)
+		r.Payload = &p
+	}
+	return r
+}
+
+// timerPeek is GET /api/v1/timers/:queue/*timerKey.
+func (s *Server) timerPeek(ctx *fasthttp.RequestCtx) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	queue, _ := ctx.UserValue("queue").(string)
+	key, _ := ctx.UserValue("timerKey").(string)
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.engine.Barrier(rctx, tenant); err != nil {
+		return err
+	}
+	t, found, err := s.engine.Store(tenant).Timer(tenant, queue, key)
+	if err != nil {
+		return err
+	}
+	if !found || t.Fired {
+		return &apiError{http.StatusNotFound, "not_found", "no pending timer " + key}
+	}
+	writeJSON(ctx, http.StatusOK, timerRowOf(t, true))
+	return nil
+}
+
+// timerCancel is DELETE /api/v1/timers/:queue/*timerKey.
+func (s *Server) timerCancel(ctx *fasthttp.RequestCtx) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	queue, _ := ctx.UserValue("queue").(string)
+	key, _ := ctx.UserValue("timerKey").(string)
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := s.engine.Timers(rctx, &wire.TimersCmd{Tenant: tenant, Ops: []wire.TimerOp{{Op: wire.TimerCancel, Queue: queue, TimerKey: key}}})
+	if err != nil {
+		return err
+	}
+	o := res.Ops[0]
+	writeJSON(ctx, http.StatusOK, map[string]any{"timerKey": key, "ok": o.OK, "status": o.Status})
+	return nil
+}

@@ -1,0 +1,145 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/storage"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Helpers shared by the read-only views (resources, status, analytics,
+// messages, DLQ, consumer groups).
+
+// viewStore is the store a view of tenant reads, after a read barrier so
+// the view is linearizable (spec §2.1: a follower answers only once it has
+// applied what the leader had committed).
+func (s *Server) viewStore(tenant wire.ID) (*storage.Store, error) {
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.engine.Barrier(rctx, tenant); err != nil {
+		return nil, err
+	}
+	return s.engine.Store(tenant), nil
+}
+
+// viewOfTenant resolves the request's tenant and its store.
+func (s *Server) viewOfTenant(ctx *fasthttp.RequestCtx) (wire.ID, *storage.Store, error) {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return tenant, nil, err
+	}
+	st, err := s.viewStore(tenant)
+	return tenant, st, err
+}
+
+// intArg reads a whole-number query parameter within [lo, hi], def when
+// absent.
+func intArg(ctx *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error) {
+	v := ctx.QueryArgs().Peek(name)
+	if len(v) == 0 {
+		return def, nil
+	}
+	n, err := strconv.Atoi(string(v))
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest(name + " must be a whole number in " + strconv.Itoa(lo) + ".." + strconv.Itoa(hi))
+	}
+	return n, nil
+}
+
+// pageArgs reads limit (default def, at most max) and offset.
+func pageArgs(ctx *fasthttp.RequestCtx, def, max int) (limit, offset int, err error) {
+	if limit, err = intArg(ctx, "limit", def, 1, max); err != nil {
+		return 0, 0, err
+	}
+	offset, err = intArg(ctx, "offset", 0, 0, 1<<30)
+	return limit, offset, err
+}
+
+// timeArg reads an ISO-8601 timestamp query parameter as unix ms, def when
+// absent.
+func timeArg(ctx *fasthttp.RequestCtx, name string, def int64) (int64, error) {
+	v := string(ctx.QueryArgs().Peek(name))
+	if v == "" {
+		return def, nil
+	}
+	ms, err := parseISO(v)
+	if err != nil {
+		return 0, badRequest(name + " must be an ISO-8601 timestamp")
+	}
+	return ms, nil
+}
+
+func parseISO(v string) (int64, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMilli(), nil
+}
+
+func strArg(ctx *fasthttp.RequestCtx, name string) string { return string(ctx.QueryArgs().Peek(name)) }
+
+func pathArg(ctx *fasthttp.RequestCtx, name string) string {
+	v, _ := ctx.UserValue(name).(string)
+	return v
+}
+
+// isoOrNil renders unix ms as ISO text, or null for 0.
+func isoOrNil(ms int64) *string {
+	if ms == 0 {
+		return nil
+	}
+	s := isoMillis(ms)
+	return &s
+}
+
+func pidString(id uint64) string { return strconv.FormatUint(id, 10) }
+
+// nowMs is the wall clock views compare lease expiries and ages with.
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+// messageCounts is Queen's per-queue / per-partition counts object.
+type messageCounts struct {
+	Total      uint64 `json:"total"`
+	Pending    uint64 `json:"pending"`
+	Processing uint64 `json:"processing"`
+	Completed  uint64 `json:"completed"`
+	Failed     uint64 `json:"failed"`
+	DeadLetter uint64 `json:"deadLetter"`
+}
+
+func (m *messageCounts) add(o messageCounts) {
+	m.Total += o.Total
+	m.Pending += o.Pending
+	m.Processing += o.Processing
+	m.Completed += o.Completed
+	m.Failed += o.Failed
+	m.DeadLetter += o.DeadLetter
+}
+
+// partitionCounts are one partition's counts seen from its most-behind
+// group. Failed counts messages whose head delivery failed and waits for a
+// retry: Queen 2.x has no separate failed state, so it is those.
+func partitionCounts(p *storage.PartitionView) messageCounts {
+	pending, processing, completed := p.Depth()
+	c := messageCounts{Total: p.Retained(), Pending: pending, Processing: processing, Completed: completed}
+	for _, cur := range p.Cursors {
+		if cur.HeadFailures > 0 {
+			c.Failed++
+		}
+	}
+	return c
+}
+
+// queueCounts sums a queue's partitions; DeadLetter is its live DLQ rows.
+func queueCounts(q *storage.QueueView) messageCounts {
+	var c messageCounts
+	for i := range q.Partitions {
+		c.add(partitionCounts(&q.Partitions[i]))
+	}
+	c.DeadLetter = uint64(q.DLQRows)
+	return c
+}

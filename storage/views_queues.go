@@ -1,0 +1,212 @@
+package storage
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// Views of queues, partitions and consumer cursors. Each copies what it
+// needs under the store's read lock and never mutates: the copies are the
+// caller's to render, sort and page without holding up the apply loop.
+
+// CursorView is a reader's copy of one group's position in a partition.
+type CursorView struct {
+	Group          string
+	Pos            uint64 // next offset the group consumes
+	LeaseSize      uint64 // messages of a live lease
+	InLease        uint64 // of them, those not acknowledged yet
+	LeaseID        wire.ID
+	LeaseExpiresMs int64 // 0 without a live lease
+	HeadFailures   uint32
+	LastError      string
+	Metadata       string
+	UpdatedMs      int64
+}
+
+// Backlog is how many messages the cursor has not consumed yet.
+func (c *CursorView) Backlog(hwm uint64) uint64 {
+	if c.Pos >= hwm {
+		return 0
+	}
+	return hwm - c.Pos
+}
+
+// PartitionView is a reader's copy of one partition with its cursors.
+type PartitionView struct {
+	ID            uint64
+	Index         uint32
+	Name          string
+	CreatedMs     int64
+	LastWriteMs   int64
+	LogStart      uint64
+	HighWatermark uint64
+	Cursors       []CursorView // by group name
+}
+
+// Retained is how many messages the partition still stores.
+func (p *PartitionView) Retained() uint64 { return p.HighWatermark - min(p.LogStart, p.HighWatermark) }
+
+// Cursor returns the group's cursor, or nil.
+func (p *PartitionView) Cursor(group string) *CursorView {
+	for i := range p.Cursors {
+		if p.Cursors[i].Group == group {
+			return &p.Cursors[i]
+		}
+	}
+	return nil
+}
+
+// Depth is the partition's state seen from its most-behind consumer group
+// (the queue-level view Queen's dashboard shows): pending messages not yet
+// delivered, processing messages of a live lease not yet acknowledged,
+// completed ones consumed or acknowledged. A partition no group has read
+// is all pending.
+func (p *PartitionView) Depth() (pending, processing, completed uint64) {
+	total := p.Retained()
+	if len(p.Cursors) == 0 {
+		return total, 0, 0
+	}
+	worst := &p.Cursors[0]
+	for i := range p.Cursors {
+		if p.Cursors[i].Backlog(p.HighWatermark) > worst.Backlog(p.HighWatermark) {
+			worst = &p.Cursors[i]
+		}
+	}
+	backlog := min(worst.Backlog(p.HighWatermark), total)
+	leased := min(worst.LeaseSize, backlog)
+	processing = min(worst.InLease, leased)
+	return backlog - leased, processing, total - backlog + leased - processing
+}
+
+// SubscriptionView is a reader's copy of a group's subscription to a queue.
+type SubscriptionView struct {
+	Group     string
+	Mode      uint8
+	FromMs    int64
+	CreatedMs int64
+}
+
+// QueueView is a reader's copy of a queue: metadata, partitions (when
+// asked for), subscriptions, live dead-letter rows and activity counters.
+type QueueView struct {
+	QueueInfo
+	Tenant        wire.ID
+	Partitions    []PartitionView // by index; nil unless asked for
+	Subscriptions []SubscriptionView
+	DLQRows       int
+	Activity      Activity // since this store opened
+}
+
+// QueueFilter selects the queues a view copies.
+type QueueFilter struct {
+	Name      string // exact queue name, "" for all
+	Namespace string
+	Task      string
+	// Partitions asks for partitions and cursors (the costly part).
+	Partitions bool
+}
+
+// Queues copies the tenant's queues that match f, in name order. nowMs
+// decides which leases are live.
+func (s *Store) Queues(tenant wire.ID, f QueueFilter, nowMs int64) []QueueView {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var qs []*queueState
+	if f.Name != "" {
+		if q := s.queue(tenant, f.Name); q != nil {
+			qs = append(qs, q)
+		}
+	} else {
+		qs = s.tenantQueues(tenant)
+	}
+	out := make([]QueueView, 0, len(qs))
+	for _, q := range qs {
+		if (f.Namespace != "" && q.namespace != f.Namespace) || (f.Task != "" && q.task != f.Task) {
+			continue
+		}
+		out = append(out, queueView(q, f.Partitions, nowMs))
+	}
+	slices.SortFunc(out, func(a, b QueueView) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// AllQueues copies every queue of every tenant in this store, with
+// partitions, for metrics.
+func (s *Store) AllQueues(nowMs int64) []QueueView {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]QueueView, 0, len(s.queuesByID))
+	for _, q := range s.queuesByID {
+		out = append(out, queueView(q, true, nowMs))
+	}
+	slices.SortFunc(out, func(a, b QueueView) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+func queueView(q *queueState, withParts bool, nowMs int64) QueueView {
+	v := QueueView{QueueInfo: queueInfo(q), Tenant: q.tenant, DLQRows: q.dlqRows}
+	if q.stats != nil {
+		v.Activity = q.stats.total
+	}
+	for _, sub := range q.subs {
+		v.Subscriptions = append(v.Subscriptions, SubscriptionView{Group: sub.group, Mode: sub.mode, FromMs: sub.fromMs, CreatedMs: sub.createdMs})
+	}
+	slices.SortFunc(v.Subscriptions, func(a, b SubscriptionView) int { return cmp.Compare(a.Group, b.Group) })
+	if withParts {
+		v.Partitions = make([]PartitionView, 0, len(q.parts))
+		for _, p := range q.parts {
+			if p != nil {
+				v.Partitions = append(v.Partitions, partitionView(p, nowMs))
+			}
+		}
+	}
+	return v
+}
+
+func partitionView(p *partState, nowMs int64) PartitionView {
+	v := PartitionView{ID: p.id, Index: p.index, Name: p.name, CreatedMs: p.createdMs,
+		LastWriteMs: p.lastWrite.Load(), LogStart: p.logStart.Load(), HighWatermark: p.hwm.Load()}
+	if len(p.cursors) > 0 {
+		v.Cursors = make([]CursorView, 0, len(p.cursors))
+	}
+	for _, c := range p.cursors {
+		cv := CursorView{Group: c.group, Pos: c.pos, HeadFailures: c.headFailures, LastError: c.lastError,
+			Metadata: c.metadata, UpdatedMs: c.updatedMs}
+		if l := c.lease; l != nil && l.expiresMs > nowMs {
+			cv.LeaseSize, cv.InLease, cv.LeaseID, cv.LeaseExpiresMs = l.to-l.from, uint64(l.pending), l.id, l.expiresMs
+		}
+		v.Cursors = append(v.Cursors, cv)
+	}
+	slices.SortFunc(v.Cursors, func(a, b CursorView) int { return cmp.Compare(a.Group, b.Group) })
+	return v
+}
+
+// Series is the per-minute activity of the tenant's queues (one queue when
+// queue is set) within [fromMs, toMs), oldest first. Only this store's
+// in-memory history is there: at most the last hour since it opened.
+func (s *Store) Series(tenant wire.ID, queue string, fromMs, toMs int64) []MinuteActivity {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []MinuteActivity
+	for _, q := range s.tenantQueues(tenant) {
+		if (queue == "" || q.name == queue) && q.stats != nil {
+			out = MergeSeries(out, q.stats.series(fromMs, toMs))
+		}
+	}
+	return out
+}
+
+// AllSeries is Series over every tenant of this store.
+func (s *Store) AllSeries(fromMs, toMs int64) []MinuteActivity {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []MinuteActivity
+	for _, q := range s.queuesByID {
+		if q.stats != nil {
+			out = MergeSeries(out, q.stats.series(fromMs, toMs))
+		}
+	}
+	return out
+}

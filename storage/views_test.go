@@ -1,0 +1,201 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+func (h *harness) countCmd(kind wire.Kind, body []byte) wire.CountResult {
+	h.t.Helper()
+	r, err := wire.DecodeCountResult(h.apply(kind, body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) queueView(name string) QueueView {
+	h.t.Helper()
+	qs := h.s.Queues(wire.DefaultTenant, QueueFilter{Name: name, Partitions: true}, h.now)
+	if len(qs) != 1 {
+		h.t.Fatalf("queue %s: %d views", name, len(qs))
+	}
+	return qs[0]
+}
+
+// deadLetterOne pushes one message to q/p and fails it past the retry
+// limit, so it lands in the DLQ.
+func (h *harness) deadLetterOne(q, p, group string) {
+	h.t.Helper()
+	h.push(q, p, `{"x":1}`)
+	for i := 0; ; i++ {
+		r := h.pop(q, group, 1, 60000)
+		if len(r.Claims) == 0 {
+			h.t.Fatalf("nothing to pop after %d failures", i)
+		}
+		_, txns := h.payloads(r.Claims[0])
+		if o := h.ack(group, r.Claims[0], txns[0], wire.AckFailed); o.DLQ {
+			return
+		}
+	}
+}
+
+func TestViewsCountWhatWasApplied(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "a", "1", "2", "3")
+	h.push("q", "b", "4")
+	cl := h.pop("q", wire.QueueModeGroup, 2, 60000).Claims[0]
+	_, txns := h.payloads(cl)
+	h.ack(wire.QueueModeGroup, cl, txns[0], wire.AckCompleted)
+
+	v := h.queueView("q")
+	if v.Activity.Pushed != 4 || v.Activity.Popped != 2 || v.Activity.Completed != 1 || v.Activity.PushOps != 2 {
+		t.Fatalf("activity %+v", v.Activity)
+	}
+	if len(v.Partitions) != 2 {
+		t.Fatalf("partitions %+v", v.Partitions)
+	}
+	pending, processing, completed := v.Partitions[0].Depth()
+	// Partition a: 3 messages, 2 leased of which 1 acked: 1 pending, 1
+	// processing, 1 completed (the cursor moves when the lease closes).
+	if pending != 1 || processing != 1 || completed != 1 {
+		t.Fatalf("depth a: %d %d %d", pending, processing, completed)
+	}
+	if p, _, _ := v.Partitions[1].Depth(); p != 1 {
+		t.Fatalf("depth b pending %d", p)
+	}
+	if s := h.s.Series(wire.DefaultTenant, "q", h.now-60000, h.now+60000); len(s) != 1 || s[0].Pushed != 4 {
+		t.Fatalf("series %+v", s)
+	}
+}
+
+func TestSeekToEndAndBackToATime(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "1", "2")
+	mid := h.now + 1000
+	h.now = mid
+	h.push("q", "p", "3")
+	h.pop("q", "g", 1, 60000) // the group holds a lease at 0
+	seek := wire.SeekCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", ToEnd: true}
+	if r := h.countCmd(wire.KindSeek, seek.Encode(nil)); r.Code != wire.CodeOK || r.N != 1 {
+		t.Fatalf("seek to end: %+v", r)
+	}
+	if r := h.pop("q", "g", 10, 60000); len(r.Claims) != 0 {
+		t.Fatalf("after seek to end nothing is left: %+v", r)
+	}
+	seek = wire.SeekCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Partition: "p", TimestampMs: mid}
+	if r := h.countCmd(wire.KindSeek, seek.Encode(nil)); r.N != 1 {
+		t.Fatalf("seek to time: %+v", r)
+	}
+	if r := h.pop("q", "g", 10, 60000); len(r.Claims) != 1 || r.Claims[0].From != 2 || r.Claims[0].To != 3 {
+		t.Fatalf("seek to a time redelivers from there: %+v", r)
+	}
+	seek.Partition = "nope"
+	if r := h.countCmd(wire.KindSeek, seek.Encode(nil)); r.Code != wire.CodePartitionNotFound {
+		t.Fatalf("unknown partition: %+v", r)
+	}
+}
+
+func TestDeleteGroupDropsCursorsAndSurvivesReopen(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "1", "2")
+	cl := h.pop("q", "g", 2, 60000).Claims[0]
+	_, txns := h.payloads(cl)
+	h.ack("g", cl, txns[0], wire.AckCompleted)
+	h.ack("g", cl, txns[1], wire.AckCompleted)
+	del := wire.DeleteGroupCmd{Tenant: wire.DefaultTenant, Group: "g", DeleteMetadata: true}
+	if r := h.countCmd(wire.KindDeleteGroup, del.Encode(nil)); r.N != 1 {
+		t.Fatalf("delete group: %+v", r)
+	}
+	h.s.Close()
+	h.open()
+	v := h.queueView("q")
+	if len(v.Subscriptions) != 0 || len(v.Partitions[0].Cursors) != 0 {
+		t.Fatalf("group still there after reopen: %+v", v)
+	}
+	// A fresh subscription from the start sees every message again.
+	if r := h.pop("q", "g", 10, 60000); len(r.Claims) != 1 || r.Claims[0].From != 0 || r.Claims[0].To != 2 {
+		t.Fatalf("re-created group: %+v", r)
+	}
+}
+
+func TestSubscriptionMovesUntouchedPartitions(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "a", "1")
+	h.pop("q", "g", 1, 60000) // subscribes g (mode all) and takes a
+	h.now += 1000
+	h.push("q", "b", "old")
+	cut := h.now + 1000
+	h.now = cut
+	h.push("q", "b", "new")
+	sub := wire.SubscriptionCmd{Tenant: wire.DefaultTenant, Group: "g", FromMs: cut}
+	if r := h.countCmd(wire.KindSubscription, sub.Encode(nil)); r.N != 1 {
+		t.Fatalf("subscription: %+v", r)
+	}
+	r := h.pop("q", "g", 10, 60000)
+	if len(r.Claims) != 1 || r.Claims[0].Partition != "b" || r.Claims[0].From != 1 {
+		t.Fatalf("untouched partition starts at the new time: %+v", r)
+	}
+}
+
+func TestDLQReplayPurgeAndReopenCounts(t *testing.T) {
+	h := newHarness(t)
+	h.deadLetterOne("q", "p", "g")
+	h.deadLetterOne("q", "p", "g")
+	rows, total, err := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1}, 0, 10)
+	if err != nil || total != 2 || len(rows) != 2 || rows[0].ID <= rows[1].ID {
+		t.Fatalf("dlq rows %v %d %+v", err, total, rows)
+	}
+	if v := h.queueView("q"); v.DLQRows != 2 || v.Activity.DLQ != 2 {
+		t.Fatalf("dlq counts %+v", v)
+	}
+	replay := wire.DLQReplayCmd{Tenant: wire.DefaultTenant, ID: rows[0].ID, MsgID: wire.ID{7}}
+	res, err := wire.DecodeDLQReplayResult(h.apply(wire.KindDLQReplay, replay.Encode(nil)))
+	if err != nil || res.Code != wire.CodeOK || res.Duplicate || res.Queue != "q" || res.Offset != 2 {
+		t.Fatalf("replay: %v %+v", err, res)
+	}
+	again, _ := wire.DecodeDLQReplayResult(h.apply(wire.KindDLQReplay, replay.Encode(nil)))
+	if !again.Duplicate || again.Offset != res.Offset || again.MsgID != res.MsgID {
+		t.Fatalf("repeated replay must be a duplicate of the first: %+v", again)
+	}
+	m, ok, err := h.s.MessageByTxn(wire.DefaultTenant, res.PartitionID, DLQTxnID(rows[0].ID))
+	if err != nil || !ok || m.Offset != 2 {
+		t.Fatalf("replayed message by txn: %v %v %+v", err, ok, m)
+	}
+	h.s.Close()
+	h.open()
+	if v := h.queueView("q"); v.DLQRows != 1 {
+		t.Fatalf("live rows after reopen %d", v.DLQRows)
+	}
+	purge := wire.DLQPurgeCmd{Tenant: wire.DefaultTenant, Queue: "q"}
+	if r := h.countCmd(wire.KindDLQPurge, purge.Encode(nil)); r.N != 2 || r.More {
+		t.Fatalf("purge removes the row and the marker: %+v", r)
+	}
+	if _, total, _ := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1, Replayed: true}, 0, 10); total != 0 {
+		t.Fatalf("rows left after purge: %d", total)
+	}
+	if r, _ := wire.DecodeDLQReplayResult(h.apply(wire.KindDLQReplay, replay.Encode(nil))); r.Code != wire.CodeNotFound {
+		t.Fatalf("replay of a purged row: %+v", r)
+	}
+}
+
+func TestDeleteMessageLeavesATombstone(t *testing.T) {
+	h := newHarness(t)
+	r := h.push("q", "p", `{"a":1}`, `{"a":2}`, `{"a":3}`)
+	_, txns := h.payloads(wire.Claim{PartitionID: r.PartitionID, From: 0, To: 3})
+	del := wire.DeleteMessageCmd{Tenant: wire.DefaultTenant, PartitionID: r.PartitionID, TxnID: []byte(txns[1])}
+	if c, _ := wire.DecodeCodeResult(h.apply(wire.KindDeleteMessage, del.Encode(nil))); c.Code != wire.CodeOK {
+		t.Fatalf("delete: %+v", c)
+	}
+	if c, _ := wire.DecodeCodeResult(h.apply(wire.KindDeleteMessage, del.Encode(nil))); c.Code != wire.CodeMessageNotFound {
+		t.Fatalf("second delete: %+v", c)
+	}
+	payloads, _ := h.payloads(wire.Claim{PartitionID: r.PartitionID, From: 0, To: 3})
+	if payloads[0] != `{"a":1}` || payloads[1] != "" || payloads[2] != `{"a":3}` {
+		t.Fatalf("payloads after delete: %q", payloads)
+	}
+	if _, ok, _ := h.s.MessageByTxn(wire.DefaultTenant, r.PartitionID, txns[1]); ok {
+		t.Fatal("deleted message still found by id")
+	}
+}

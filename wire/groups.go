@@ -1,0 +1,124 @@
+package wire
+
+// Consumer-group administration commands: seek, delete, subscription
+// change. Each applies to one tenant's group in one raft entry.
+
+// SeekCmd moves a group's cursors on a queue (one partition when
+// Partition is set) to the end of each partition (ToEnd) or to the first
+// message appended at or after TimestampMs. The group's leases there are
+// dropped: a seek says where consumption stands now.
+type SeekCmd struct {
+	Tenant      ID
+	Queue       string
+	Group       string
+	Partition   string
+	ToEnd       bool
+	TimestampMs int64
+}
+
+// Encode appends the command body.
+func (c *SeekCmd) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.Fixed(c.Tenant[:])
+	w.String(c.Queue)
+	w.String(c.Group)
+	w.String(c.Partition)
+	w.Bool(c.ToEnd)
+	w.Varint(c.TimestampMs)
+	return w.B
+}
+
+// DecodeSeekCmd decodes a seek body.
+func DecodeSeekCmd(b []byte) (SeekCmd, error) {
+	r := Reader{b: b}
+	var c SeekCmd
+	copy(c.Tenant[:], r.Fixed(16))
+	c.Queue = r.String()
+	c.Group = r.String()
+	c.Partition = r.String()
+	c.ToEnd = r.Bool()
+	c.TimestampMs = r.Varint()
+	return c, r.Done()
+}
+
+// DeleteGroupCmd removes a group's cursors and leases on one queue, or on
+// every queue of the tenant when Queue is empty. With DeleteMetadata the
+// group's subscriptions go too, so its next pop subscribes afresh.
+type DeleteGroupCmd struct {
+	Tenant         ID
+	Group          string
+	Queue          string
+	DeleteMetadata bool
+}
+
+// Encode appends the command body.
+func (c *DeleteGroupCmd) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.Fixed(c.Tenant[:])
+	w.String(c.Group)
+	w.String(c.Queue)
+	w.Bool(c.DeleteMetadata)
+	return w.B
+}
+
+// DecodeDeleteGroupCmd decodes a delete-group body.
+func DecodeDeleteGroupCmd(b []byte) (DeleteGroupCmd, error) {
+	r := Reader{b: b}
+	var c DeleteGroupCmd
+	copy(c.Tenant[:], r.Fixed(16))
+	c.Group = r.String()
+	c.Queue = r.String()
+	c.DeleteMetadata = r.Bool()
+	return c, r.Done()
+}
+
+// SubscriptionCmd makes every subscription of a group start the
+// partitions it has not touched yet at FromMs.
+type SubscriptionCmd struct {
+	Tenant ID
+	Group  string
+	FromMs int64
+}
+
+// Encode appends the command body.
+func (c *SubscriptionCmd) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.Fixed(c.Tenant[:])
+	w.String(c.Group)
+	w.Varint(c.FromMs)
+	return w.B
+}
+
+// DecodeSubscriptionCmd decodes a subscription body.
+func DecodeSubscriptionCmd(b []byte) (SubscriptionCmd, error) {
+	r := Reader{b: b}
+	var c SubscriptionCmd
+	copy(c.Tenant[:], r.Fixed(16))
+	c.Group = r.String()
+	c.FromMs = r.Varint()
+	return c, r.Done()
+}
+
+// CountResult answers commands that report how many things they changed;
+// More says the command stopped at its budget and should be sent again.
+type CountResult struct {
+	Code Code
+	N    uint64
+	More bool
+}
+
+// Encode appends the result.
+func (c CountResult) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.U8(uint8(c.Code))
+	w.Uvarint(c.N)
+	w.Bool(c.More)
+	return w.B
+}
+
+// DecodeCountResult decodes a count result.
+func DecodeCountResult(b []byte) (CountResult, error) {
+	r := Reader{b: b}
+	c := CountResult{Code: Code(r.U8()), N: r.Uvarint(), More: r.Bool()}
+	return c, r.Done()
+}
