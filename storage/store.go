@@ -70,8 +70,8 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
-	kvVersion  uint64 // last KV version handed out (keyKVVersion)
-	traceSeq   uint64 // last trace event sequence (keyTraceSeq)
+	kvVersion  uint64     // last KV version handed out (keyKVVersion)
+	traceSeq   uint64     // last trace event sequence (keyTraceSeq)
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 
 	applied   atomic.Uint64

@@ -49,6 +49,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		topic, exists := store.KafkaTopic(tenant, t.Topic)
+		seal := exists && b.engine.QueueEncrypted(tenant, t.Topic)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
 			rp := &rt.Partitions[pi]
@@ -71,7 +72,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 				batches, err = b.decodeProduced(req, p.Records)
 			}
 			if err == nil && req.TransactionID != nil {
-				err = b.txns.stage(ctx, tenant, *req.TransactionID, t.Topic, p.Partition, batches)
+				err = b.txns.stage(ctx, tenant, *req.TransactionID, t.Topic, p.Partition, batches, seal)
 				rp.BaseOffset = -1 // offsets are given at commit
 			}
 			if err != nil || req.TransactionID != nil {
@@ -79,7 +80,12 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 				continue
 			}
 			for i := range batches {
-				bodies = append(bodies, b.produceBody(tenant, t.Topic, p.Partition, !exists, &batches[i]))
+				body, err := b.produceBody(tenant, t.Topic, p.Partition, !exists, seal, &batches[i])
+				if err != nil {
+					rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+					break
+				}
+				bodies = append(bodies, body)
 				targets = append(targets, produceTarget{rp: rp, first: i == 0})
 			}
 		}
@@ -138,7 +144,7 @@ func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte) ([]record
 
 // produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
 // so the records are converted straight into the command.
-func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, create bool, bt *records.Batch) []byte {
+func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, create, seal bool, bt *records.Batch) ([]byte, error) {
 	cmd := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, StateTTLMs: uint32(b.cfg.DedupWindow.Milliseconds()),
 		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Flags: wire.PushFromKafka,
 			Count: len(bt.Records)}}
@@ -150,5 +156,5 @@ func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, crea
 		cmd.Push.NewPartitions = uint32(b.cfg.DefaultPartitions)
 	}
 	body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+storedSize(bt)))
-	return b.appendStored(body, bt)
+	return b.appendStored(body, bt, seal)
 }

@@ -159,6 +159,7 @@ func (b *Broker) fetchPartition(store *storage.Store, tenant wire.ID, topic stri
 				readErr = err
 				return false
 			}
+			b.engine.OpenPayload(&rec)
 			if len(scratch) == 0 {
 				first = off
 			}

@@ -68,8 +68,10 @@ func storedSize(b *records.Batch) int {
 
 // appendStored appends a produced batch's records in their stored form
 // (spec decision 3): the value bytes as they are, the key, the headers and
-// the producer's timestamp, each record with a fresh message id.
-func (b *Broker) appendStored(dst []byte, batch *records.Batch) []byte {
+// the producer's timestamp, each record with a fresh message id. With seal
+// (the queue is encrypted, spec §5.3) values are sealed here, before any
+// proposal.
+func (b *Broker) appendStored(dst []byte, batch *records.Batch, seal bool) ([]byte, error) {
 	ms := time.Now().UnixMilli()
 	v := b.ids.reserve(len(batch.Records))
 	var hdrs []wire.Header
@@ -85,6 +87,12 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch) []byte {
 		}
 		if r.Value == nil {
 			rec.Flags |= wire.FlagNullValue
+		} else if seal {
+			sealed, flag, err := b.engine.SealPayload(r.Value)
+			if err != nil {
+				return dst, err
+			}
+			rec.Payload, rec.Flags = sealed, rec.Flags|flag
 		}
 		if len(r.Headers) > 0 {
 			rec.Flags |= wire.FlagHeaders
@@ -96,7 +104,7 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch) []byte {
 		}
 		dst = wire.AppendRecord(dst, &rec)
 	}
-	return dst
+	return dst, nil
 }
 
 // fetchRecord turns a stored record into the Kafka record a consumer gets:

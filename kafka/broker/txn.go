@@ -205,7 +205,7 @@ func (c *coordinator) abortLost(ctx context.Context, info storage.TxnInfo) error
 // the producer, that the partition was added, the sequences and the memory
 // bounds. A batch already staged (a client retry) is accepted again without
 // being stored twice.
-func (c *coordinator) stage(ctx context.Context, tenant wire.ID, txnID, topic string, partition int32, batches []records.Batch) error {
+func (c *coordinator) stage(ctx context.Context, tenant wire.ID, txnID, topic string, partition int32, batches []records.Batch, seal bool) error {
 	key := txnKey{tenant, txnID}
 	s := c.current(key)
 	if s == nil {
@@ -246,7 +246,12 @@ func (c *coordinator) stage(ctx context.Context, tenant wire.ID, txnID, topic st
 			return err
 		}
 		before := len(sp.records)
-		sp.records = c.b.appendStored(sp.records, bt)
+		recs, err := c.b.appendStored(sp.records, bt, seal)
+		if err != nil {
+			c.adjust(s, -size)
+			return err
+		}
+		sp.records = recs
 		c.adjust(s, len(sp.records)-before-size)
 		sp.count += len(bt.Records)
 		sp.batches = append(sp.batches, wire.SeqBatch{BaseSeq: bt.BaseSequence, Count: uint32(len(bt.Records))})
