@@ -89,7 +89,8 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 			fp := &t.Partitions[pi]
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = fp.Partition
+			// Empty, not null: librdkafka refuses a null record set.
+			rp.Partition, rp.RecordBatches = fp.Partition, []byte{}
 			var err error
 			if !leads {
 				err = errNotLeader
@@ -180,6 +181,8 @@ func (b *Broker) fetchPartition(store *storage.Store, tenant wire.ID, topic stri
 	if err != nil {
 		return 0, scratch, err
 	}
-	rp.RecordBatches = out
+	if out != nil {
+		rp.RecordBatches = out
+	}
 	return len(out), scratch, nil
 }
