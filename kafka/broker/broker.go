@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
 )
@@ -145,26 +147,26 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 // handlers is every engine-backed API key this broker answers, by key.
 func (b *Broker) handlers() map[int16]kafka.Handler {
 	return map[int16]kafka.Handler{
-		0:  b.handleProduce,
-		1:  b.handleFetch,
-		2:  b.handleListOffsets,
-		3:  b.handleMetadata,
-		19: b.handleCreateTopics,
-		20: b.handleDeleteTopics,
-		22: b.handleInitProducerID,
-		24: b.handleAddPartitionsToTxn,
-		25: b.handleAddOffsetsToTxn,
-		26: b.handleEndTxn,
-		28: b.handleTxnOffsetCommit,
-		29: b.handleACLs,
-		30: b.handleACLs,
-		31: b.handleACLs,
-		32: b.handleDescribeConfigs,
-		33: b.handleAlterConfigs,
-		35: b.handleDescribeLogDirs,
-		37: b.handleCreatePartitions,
-		44: b.handleIncrementalAlterConfigs,
-		60: b.handleDescribeCluster,
+		int16(kmsg.Produce):                 b.handleProduce,
+		int16(kmsg.Fetch):                   b.handleFetch,
+		int16(kmsg.ListOffsets):             b.handleListOffsets,
+		int16(kmsg.Metadata):                b.handleMetadata,
+		int16(kmsg.CreateTopics):            b.handleCreateTopics,
+		int16(kmsg.DeleteTopics):            b.handleDeleteTopics,
+		int16(kmsg.InitProducerID):          b.handleInitProducerID,
+		int16(kmsg.AddPartitionsToTxn):      b.handleAddPartitionsToTxn,
+		int16(kmsg.AddOffsetsToTxn):         b.handleAddOffsetsToTxn,
+		int16(kmsg.EndTxn):                  b.handleEndTxn,
+		int16(kmsg.TxnOffsetCommit):         b.handleTxnOffsetCommit,
+		int16(kmsg.DescribeACLs):            b.handleACLs,
+		int16(kmsg.CreateACLs):              b.handleACLs,
+		int16(kmsg.DeleteACLs):              b.handleACLs,
+		int16(kmsg.DescribeConfigs):         b.handleDescribeConfigs,
+		int16(kmsg.AlterConfigs):            b.handleAlterConfigs,
+		int16(kmsg.DescribeLogDirs):         b.handleDescribeLogDirs,
+		int16(kmsg.CreatePartitions):        b.handleCreatePartitions,
+		int16(kmsg.IncrementalAlterConfigs): b.handleIncrementalAlterConfigs,
+		int16(kmsg.DescribeCluster):         b.handleDescribeCluster,
 	}
 }
 
