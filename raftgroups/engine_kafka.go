@@ -13,15 +13,45 @@ import (
 // where leadership is. Like every engine write they return once the command
 // is applied on this node.
 
-// KafkaProduce appends pre-encoded wire.KafkaProduceCmd bodies (built by the
-// handler in their final buffers); all of them commit in one raft entry.
-func (e *Engine) KafkaProduce(ctx context.Context, tenant wire.ID, bodies [][]byte) ([]wire.KafkaProduceResult, error) {
-	return proposeEach(ctx, e, tenant, wire.KindKafkaProduce, bodies, func(b []byte) (wire.KafkaProduceResult, error) {
-		if code, bare := wire.ResultCode(b); bare {
-			return wire.KafkaProduceResult{Code: code}, nil // refused before it was decoded
+// KafkaProduce queues pre-encoded wire.KafkaProduceCmd bodies (built by the
+// handler in their final buffers), all to commit in one raft entry, and
+// returns the function that waits for their results. Produces queued one
+// after the other are applied in that order, which is what keeps a
+// client's pipelined batches to a partition in order.
+func (e *Engine) KafkaProduce(tenant wire.ID, bodies [][]byte) (func(context.Context) ([]wire.KafkaProduceResult, error), error) {
+	cmds := make([]wire.Command, len(bodies))
+	size := 0
+	for i, b := range bodies {
+		cmds[i] = wire.Command{Kind: wire.KindKafkaProduce, Body: b}
+		size += cmds[i].EncodedLen()
+	}
+	switch {
+	case size > e.host.cfg.MaxEntryBytes:
+		return nil, ErrTooLarge
+	case e.host.closed.Load():
+		return nil, ErrClosed
+	}
+	wait, err := e.group(tenant).prop.enqueue(cmds)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) ([]wire.KafkaProduceResult, error) {
+		res, err := wait(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return wire.DecodeKafkaProduceResult(b)
-	})
+		out := make([]wire.KafkaProduceResult, len(res))
+		for i, b := range res {
+			if code, bare := wire.ResultCode(b); bare {
+				out[i].Code = code // refused before it was decoded
+				continue
+			}
+			if out[i], err = wire.DecodeKafkaProduceResult(b); err != nil {
+				return nil, fmt.Errorf("raftgroups: produce result: %w", err)
+			}
+		}
+		return out, nil
+	}, nil
 }
 
 // InitProducer allocates a producer id, or fences a transactional id's

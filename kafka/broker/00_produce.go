@@ -93,10 +93,22 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	if len(bodies) == 0 {
 		return resp, nil
 	}
-	wait := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
-	pctx, cancel := context.WithTimeout(ctx, wait)
+	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	results, err := b.engine.KafkaProduce(pctx, tenant, bodies)
+	// Queued in the order the client sent its requests, so batches it
+	// pipelines to a partition are appended in order; applied concurrently.
+	var (
+		wait    func(context.Context) ([]wire.KafkaProduceResult, error)
+		err     error
+		results []wire.KafkaProduceResult
+	)
+	if oerr := c.Ordered(ctx, func() { wait, err = b.engine.KafkaProduce(tenant, bodies) }); oerr != nil {
+		err = oerr
+	}
+	if err == nil {
+		results, err = wait(pctx)
+	}
 	for i, tg := range targets {
 		if tg.rp.ErrorCode != 0 {
 			continue // an earlier batch of the partition failed
