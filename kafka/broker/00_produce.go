@@ -48,13 +48,19 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt := &resp.Topics[ti]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
-		topic, exists := store.KafkaTopic(tenant, t.Topic)
-		seal := exists && b.engine.QueueEncrypted(tenant, t.Topic)
+		seal := b.engine.QueueEncrypted(tenant, t.Topic)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
+			// The partition cache answers the common case without the
+			// store's lock; a miss asks whether the topic exists at all.
+			_, known := b.partition(tenant, t.Topic, p.Partition)
+			exists := known
+			if !known {
+				_, exists = store.KafkaTopic(tenant, t.Topic)
+			}
 			var err error
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
@@ -62,9 +68,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 				continue
 			case !leads:
 				err = errNotLeader
+			case known:
 			case !exists && checkTopicName(t.Topic) != nil:
 				err = wire.ErrQueueNotFound
-			case p.Partition < 0 || (exists && int(p.Partition) >= topic.Partitions) || (!exists && p.Partition >= b.cfg.DefaultPartitions):
+			case p.Partition < 0 || exists || p.Partition >= b.cfg.DefaultPartitions:
 				err = wire.ErrPartitionNotFound
 			}
 			var batches []records.Batch

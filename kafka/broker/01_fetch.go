@@ -117,10 +117,7 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 // the bytes it added and the scratch slice for reuse.
 func (b *Broker) fetchPartition(store *storage.Store, tenant wire.ID, topic string, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
-	if fp.Partition < 0 {
-		return 0, scratch, wire.ErrPartitionNotFound
-	}
-	p, ok := store.PartitionByIndex(tenant, topic, uint32(fp.Partition))
+	p, ok := b.partition(tenant, topic, fp.Partition)
 	if !ok {
 		return 0, scratch, wire.ErrPartitionNotFound
 	}

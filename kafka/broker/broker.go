@@ -114,6 +114,7 @@ type Broker struct {
 	srv    *kafka.Server
 	ids    msgIDs
 	txns   *coordinator
+	parts  partitionCache
 
 	// ctx ends with Close: the broker's own goroutines (node registration,
 	// the transaction reaper) stop on it.
