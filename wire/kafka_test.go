@@ -162,3 +162,21 @@ func FuzzKafkaCommands(f *testing.F) {
 		}
 	})
 }
+
+// AppendRecord's length prefix is the body's length, for every optional
+// field and timestamps of every varint width.
+func TestAppendRecordLengthPrefix(t *testing.T) {
+	for _, ts := range []int64{0, 1, -1, 63, -64, 64, 1 << 40, -1 << 62} {
+		r := &Record{Flags: FlagTxnID | FlagKey | FlagHeaders | FlagTimestamp | FlagTrace | FlagSub, MsgID: ID{1},
+			TxnID: []byte("t"), Key: []byte{}, Headers: []Header{{"a", nil}, {"b", make([]byte, 200)}},
+			Timestamp: ts, TraceID: []byte("tr"), ProducerSub: []byte("s"), Payload: make([]byte, 300)}
+		it := NewRecordIter(AppendRecord([]byte{9}, r)[1:])
+		body, _, ok := it.Next()
+		if !ok || it.Err() != nil || it.r.Len() != 0 {
+			t.Fatalf("ts %d: prefix does not match the body", ts)
+		}
+		if got, err := ParseRecord(body); err != nil || got.Timestamp != ts || len(got.Payload) != 300 {
+			t.Fatalf("ts %d: %v %+v", ts, err, got)
+		}
+	}
+}
