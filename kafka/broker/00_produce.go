@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
@@ -27,20 +26,30 @@ type produceTarget struct {
 	first bool // the partition's first batch: its offset is the answer
 }
 
+// txnBatches are one partition's batches of a transactional produce.
+type txnBatches struct {
+	rp        *kmsg.ProduceResponseTopicPartition
+	topic     string
+	partition int32
+	seal      bool
+	batches   []records.Batch
+}
+
 // handleProduce is a push (spec decision 1): every partition's batches are
 // decoded and checked here, on the request's goroutine, then converted to
 // stored records in their final command buffers, and all of the request's
 // partitions are proposed together as one raft entry. Transactional batches
 // are staged on the coordinator instead (txn.go) and written at commit.
+// Proposing and staging happen in the order the client sent its requests
+// (Conn.Ordered): batches it pipelines to a partition stay in order.
 func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	tenant := b.tenantOf(c)
-	store := b.engine.Store(tenant)
-	leads := b.leads(tenant)
 	var (
 		bodies  [][]byte
 		targets []produceTarget
+		staged  []txnBatches
 	)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
@@ -54,57 +63,74 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			// The partition cache answers the common case without the
-			// store's lock; a miss asks whether the topic exists at all.
-			_, known := b.partition(tenant, t.Topic, p.Partition)
-			exists := known
-			if !known {
-				_, exists = store.KafkaTopic(tenant, t.Topic)
-			}
-			var err error
+			batches, create, err := b.checkProduce(req, tenant, t.Topic, p)
 			switch {
-			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
-				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
-				continue
-			case !leads:
-				err = errNotLeader
-			case known:
-			case !exists && checkTopicName(t.Topic) != nil:
-				err = wire.ErrQueueNotFound
-			case p.Partition < 0 || exists || p.Partition >= b.cfg.DefaultPartitions:
-				err = wire.ErrPartitionNotFound
-			}
-			var batches []records.Batch
-			if err == nil {
-				batches, err = b.decodeProduced(req, p.Records)
-			}
-			if err == nil && req.TransactionID != nil {
-				err = b.txns.stage(ctx, tenant, *req.TransactionID, t.Topic, p.Partition, batches, seal)
-				rp.BaseOffset = -1 // offsets are given at commit
-			}
-			if err != nil || req.TransactionID != nil {
+			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
-				continue
-			}
-			for i := range batches {
-				body, err := b.produceBody(tenant, t.Topic, p.Partition, !exists, seal, &batches[i])
-				if err != nil {
-					rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
-					break
+			case req.TransactionID != nil:
+				rp.BaseOffset = -1 // offsets are given at commit
+				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, seal: seal, batches: batches})
+			default:
+				for i := range batches {
+					body, err := b.produceBody(tenant, t.Topic, p.Partition, create, seal, &batches[i])
+					if err != nil {
+						rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+						break
+					}
+					bodies = append(bodies, body)
+					targets = append(targets, produceTarget{rp: rp, first: i == 0})
 				}
-				bodies = append(bodies, body)
-				targets = append(targets, produceTarget{rp: rp, first: i == 0})
 			}
 		}
 	}
-	if len(bodies) == 0 {
-		return resp, nil
+	if len(staged) > 0 {
+		err := c.Ordered(ctx, func() {
+			for _, s := range staged {
+				err := b.txns.stage(ctx, tenant, *req.TransactionID, s.topic, s.partition, s.batches, s.seal)
+				s.rp.ErrorCode, s.rp.ErrorMessage = errorCode(err), errorMessage(err)
+			}
+		})
+		if err != nil {
+			return kafka.ErrorResponse(req, errorCode(err)), nil
+		}
 	}
+	if len(bodies) > 0 {
+		b.propose(ctx, c, tenant, req, bodies, targets)
+	}
+	return resp, nil
+}
+
+// checkProduce decides whether a partition may be produced to here and
+// decodes its batches; create says the topic must be created with them.
+func (b *Broker) checkProduce(req *kmsg.ProduceRequest, tenant wire.ID, topic string, p *kmsg.ProduceRequestTopicPartition) ([]records.Batch, bool, error) {
+	// The partition cache answers the common case without the store's
+	// lock; a miss asks whether the topic exists at all.
+	_, known := b.partition(tenant, topic, p.Partition)
+	exists := known
+	if !known {
+		_, exists = b.engine.Store(tenant).KafkaTopic(tenant, topic)
+	}
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		return nil, false, errRequiredAcks
+	case !b.leads(tenant):
+		return nil, false, errNotLeader
+	case known:
+	case !exists && checkTopicName(topic) != nil:
+		return nil, false, wire.ErrQueueNotFound
+	case p.Partition < 0 || exists || p.Partition >= b.cfg.DefaultPartitions:
+		return nil, false, wire.ErrPartitionNotFound
+	}
+	batches, err := b.decodeProduced(req, p.Records)
+	return batches, !exists, err
+}
+
+// propose queues the produce commands in the client's request order and
+// fills each partition's answer from its first batch's result.
+func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req *kmsg.ProduceRequest, bodies [][]byte, targets []produceTarget) {
 	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Queued in the order the client sent its requests, so batches it
-	// pipelines to a partition are appended in order; applied concurrently.
 	var (
 		wait    func(context.Context) ([]wire.KafkaProduceResult, error)
 		err     error
@@ -120,20 +146,19 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		if tg.rp.ErrorCode != 0 {
 			continue // an earlier batch of the partition failed
 		}
-		if err == nil {
-			err := results[i].Code.Err()
-			if results[i].Code == wire.CodeDuplicate {
-				err = nil
-			}
+		if err != nil {
 			tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(err), errorMessage(err)
-			if tg.first {
-				tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
-			}
 			continue
 		}
-		tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(err), errorMessage(err)
+		rerr := results[i].Code.Err()
+		if results[i].Code == wire.CodeDuplicate {
+			rerr = nil // a retried batch: success, with its original offset
+		}
+		tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(rerr), errorMessage(rerr)
+		if tg.first {
+			tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
+		}
 	}
-	return resp, nil
 }
 
 // decodeProduced decodes one partition's record batches and refuses what a

@@ -28,6 +28,7 @@ var (
 	errPartitionsLimits  = errors.New("kafka: partition count out of range")
 	errOffsetOutOfRange  = errors.New("kafka: offset outside the partition's log")
 	errReplicationFactor = errors.New("kafka: replication factor out of range")
+	errRequiredAcks      = errors.New("kafka: acks must be -1, 0 or 1")
 )
 
 // errorCode is THE mapping of engine, storage and codec errors to Kafka
@@ -69,6 +70,8 @@ func errorCode(err error) int16 {
 		return kerr.InvalidTxnState.Code
 	case errors.Is(err, errTxnTimeout):
 		return kerr.InvalidTransactionTimeout.Code
+	case errors.Is(err, errRequiredAcks):
+		return kerr.InvalidRequiredAcks.Code
 	case errors.Is(err, errReplicationFactor):
 		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, errOffsetOutOfRange):
