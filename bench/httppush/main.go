@@ -10,7 +10,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,8 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-mq/queen/bench/internal/nodes"
 	"github.com/queen-mq/queen/bench/internal/stats"
-	"github.com/queen-mq/queen/e2e/harness"
 )
 
 func main() {
@@ -53,31 +52,11 @@ func main() {
 	res.Print(os.Stdout, "msg", float64(*size))
 }
 
-// startNodes starts a node or a 3-node cluster and returns the URL of a
-// follower (of a cluster) to push to, so writes take the forwarded path.
+// startNodes starts a node or a 3-node cluster and returns the URL of
+// node 1 to push to.
 func startNodes(n int) (func(), string, error) {
-	dir, err := os.MkdirTemp("", "queen-bench")
+	c, stop, err := nodes.Start(n, nil)
 	if err != nil {
-		return nil, "", err
-	}
-	bin, err := harness.Build(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	c, err := harness.NewCluster(bin, harness.Options{Nodes: n, BaseDir: dir,
-		Env: map[string]string{"QUEEN_RAFT_RTT_MS": "50", "LOG_LEVEL": "warn"}})
-	if err != nil {
-		return nil, "", err
-	}
-	stop := func() { c.StopAll(); os.RemoveAll(dir) }
-	if err := c.StartAll(); err != nil {
-		stop()
-		return nil, "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.WaitAllHealthy(ctx); err != nil {
-		stop()
 		return nil, "", err
 	}
 	return stop, c.Nodes[0].URL(), nil
