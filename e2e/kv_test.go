@@ -267,3 +267,72 @@ func scheduleAgain(ctx context.Context, t *testing.T, base string, op map[string
 	}
 	return fmt.Sprint(out.Results[0]["status"])
 }
+
+func TestLockGuardFencesATransaction(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 1})
+	base := c.Nodes[0].URL()
+	ctx := deadline(t, time.Minute)
+	acquire := func(owner string) map[string]any {
+		var out struct{ Results []map[string]any }
+		op := map[string]any{"op": "acquire", "name": "job-42", "ttlSeconds": 30, "owner": owner}
+		if code, err := call(ctx, http.MethodPost, base+"/api/v1/locks", map[string]any{"operations": []any{op}}, &out); err != nil || code != 200 {
+			t.Fatalf("acquire: %d %v", code, err)
+		}
+		return out.Results[0]
+	}
+	type txnOut struct {
+		Success  bool   `json:"success"`
+		Reason   string `json:"reason"`
+		KVReason string `json:"kvReason"`
+		Results  []struct {
+			Type   string           `json:"type"`
+			KV     []kvResult       `json:"kv"`
+			Timers []map[string]any `json:"timers"`
+		} `json:"results"`
+	}
+	txn := func(guard any, payload string) txnOut {
+		var out txnOut
+		body := map[string]any{
+			"operations": []any{map[string]any{"type": "push", "items": []any{map[string]any{"queue": "fenced", "payload": payload}}}},
+			"kv":         []any{guard, map[string]any{"op": "put", "ns": "jobs", "key": "job-42", "value": payload}},
+			"timers":     []any{map[string]any{"op": "schedule", "queue": "later", "timerKey": payload, "delayMs": 60000, "payload": "eA=="}},
+		}
+		if code, err := call(ctx, http.MethodPost, base+"/api/v1/transaction", body, &out); err != nil || code != 200 {
+			t.Fatalf("transaction: %d %v", code, err)
+		}
+		return out
+	}
+	held := acquire("worker-a")
+	guard := held["guard"]
+	if r := txn(guard, "first"); !r.Success || len(r.Results) != 3 || r.Results[1].Type != "kv" || !r.Results[1].KV[1].Applied || r.Results[2].Timers[0]["status"] != "scheduled" {
+		t.Fatalf("guarded transaction while holding the lock: %+v", r)
+	}
+	// The lock moves: release it and let another worker take it.
+	var out struct{ Results []map[string]any }
+	rel := map[string]any{"op": "release", "name": "job-42", "token": held["token"], "slot": held["slot"]}
+	if code, _ := call(ctx, http.MethodPost, base+"/api/v1/locks", map[string]any{"operations": []any{rel}}, &out); code != 200 || out.Results[0]["released"] != true {
+		t.Fatalf("release: %v", out)
+	}
+	if b := acquire("worker-b"); b["acquired"] != true {
+		t.Fatalf("second worker: %v", b)
+	}
+	// The first worker's guard now fails and nothing of its transaction
+	// happens: no push, no KV write, no timer.
+	r := txn(guard, "second")
+	if r.Success || r.Reason != "kv_precondition" || r.KVReason != "version_mismatch" {
+		t.Fatalf("stale guard: %+v", r)
+	}
+	recs, _, err := fetchAll(ctx, base, "fenced", "Default")
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("fenced queue holds %d records (%v)", len(recs), err)
+	}
+	a, _, _ := kvCall(ctx, base, map[string]any{"op": "get", "ns": "jobs", "key": "job-42"})
+	if string(a.Results[0].Value) != `"first"` {
+		t.Fatalf("kv after the fenced transaction: %s", a.Results[0].Value)
+	}
+	var timers map[string]any
+	call(ctx, http.MethodGet, base+"/api/v1/timers/later?mode=count", nil, &timers)
+	if timers["count"] != float64(1) {
+		t.Fatalf("timers after the fenced transaction: %v", timers)
+	}
+}

@@ -74,31 +74,7 @@ func proposeOne[R any](ctx context.Context, e *Engine, tenant wire.ID, kind wire
 
 // Push appends each command's records; all commands commit together.
 func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) ([]wire.PushResult, error) {
-	bodies := make([][]byte, len(cmds))
-	for i := range cmds {
-		bodies[i] = cmds[i].Encode(nil)
-	}
-	return proposeEach(ctx, e, tenant, wire.KindPush, bodies, wire.DecodePushResult)
-}
-
-// proposeEach proposes one command of kind per body, all in one raft entry,
-// and decodes each result.
-func proposeEach[R any](ctx context.Context, e *Engine, tenant wire.ID, kind wire.Kind, bodies [][]byte, decode func([]byte) (R, error)) ([]R, error) {
-	cmds := make([]wire.Command, len(bodies))
-	for i, b := range bodies {
-		cmds[i] = wire.Command{Kind: kind, Body: b}
-	}
-	res, err := e.Propose(ctx, tenant, cmds...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]R, len(res))
-	for i, b := range res {
-		if out[i], err = decode(b); err != nil {
-			return nil, fmt.Errorf("raftgroups: kind %d result: %w", kind, err)
-		}
-	}
-	return out, nil
+	return proposeAll(ctx, e, tenant, wire.KindPush, cmds, wire.DecodePushResult)
 }
 
 // Pop leases messages for a consumer group.

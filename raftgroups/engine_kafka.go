@@ -81,14 +81,14 @@ func (e *Engine) AlterTopicConfig(ctx context.Context, c *wire.TopicConfigCmd) (
 }
 
 // TxnBegin marks a transaction open.
-func (e *Engine) TxnBegin(ctx context.Context, c *wire.TxnBeginCmd) (wire.TxnResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaTxnBegin, c.Encode(nil), wire.DecodeTxnResult)
+func (e *Engine) TxnBegin(ctx context.Context, c *wire.TxnBeginCmd) (wire.KafkaTxnResult, error) {
+	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaTxnBegin, c.Encode(nil), wire.DecodeKafkaTxnResult)
 }
 
 // TxnEnd commits (records and offsets, in one command) or aborts a
 // transaction.
-func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.TxnResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaTxnEnd, c.Encode(nil), wire.DecodeTxnResult)
+func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnResult, error) {
+	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaTxnEnd, c.Encode(nil), wire.DecodeKafkaTxnResult)
 }
 
 // RegisterKafkaNode records this node's advertised Kafka address in group

@@ -21,6 +21,9 @@ type applyCtx struct {
 	changes []Change
 	touched map[*queueState]bool
 	results [][]byte
+	// leaseIdx caches the transaction ids of leases acks looked into
+	// during this batch (apply_ack.go).
+	leaseIdx map[leaseKeyT]map[string]uint64
 }
 
 func (s *Store) newApplyCtx() *applyCtx {
@@ -93,6 +96,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeDLQReplayCmd, func(c *wire.DLQReplayCmd) wire.DLQReplayResult { return s.applyDLQReplay(ctx, c) })
 	case wire.KindDeleteMessage:
 		return run(cmd.Body, wire.DecodeDeleteMessageCmd, func(c *wire.DeleteMessageCmd) wire.CodeResult { return s.applyDeleteMessage(ctx, c) })
+	case wire.KindTransaction:
+		return run(cmd.Body, wire.DecodeTxnCmd, func(c *wire.TxnCmd) wire.TxnResult { return s.applyTransaction(ctx, c) })
 	case wire.KindKafkaProduce:
 		return run(cmd.Body, wire.DecodeKafkaProduceCmd, func(c *wire.KafkaProduceCmd) wire.KafkaProduceResult { return s.applyKafkaProduce(ctx, c) })
 	case wire.KindKafkaInitProducer:
@@ -106,9 +111,9 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindKafkaTopicConfig:
 		return run(cmd.Body, wire.DecodeTopicConfigCmd, func(c *wire.TopicConfigCmd) wire.CodeResult { return s.applyTopicConfig(ctx, c) })
 	case wire.KindKafkaTxnBegin:
-		return run(cmd.Body, wire.DecodeTxnBeginCmd, func(c *wire.TxnBeginCmd) wire.TxnResult { return s.applyTxnBegin(ctx, c) })
+		return run(cmd.Body, wire.DecodeTxnBeginCmd, func(c *wire.TxnBeginCmd) wire.KafkaTxnResult { return s.applyTxnBegin(ctx, c) })
 	case wire.KindKafkaTxnEnd:
-		return run(cmd.Body, wire.DecodeTxnEndCmd, func(c *wire.TxnEndCmd) wire.TxnResult { return s.applyTxnEnd(ctx, c) })
+		return run(cmd.Body, wire.DecodeTxnEndCmd, func(c *wire.TxnEndCmd) wire.KafkaTxnResult { return s.applyTxnEnd(ctx, c) })
 	case wire.KindKafkaRegisterNode:
 		return run(cmd.Body, wire.DecodeRegisterNodeCmd, func(c *wire.RegisterNodeCmd) wire.CodeResult { return s.applyRegisterNode(ctx, c) })
 	case wire.KindTick:
@@ -212,6 +217,7 @@ func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name, namespace, task
 	s.counters.nextQueueID++
 	s.queues[queueKeyT{tenant, name}] = q
 	s.queuesByID[q.id] = q
+	s.noteQueueConfig(q)
 	ctx.set(queueKey(q.id), q.encodeMeta())
 	return q
 }

@@ -22,41 +22,20 @@ func (s *Store) applyAck(ctx *applyCtx, c *wire.AckCmd) wire.AckResult {
 }
 
 func (s *Store) ackOne(ctx *applyCtx, tenant wire.ID, group string, it *wire.AckItem) wire.AckOutcome {
-	p := s.parts[it.PartitionID]
-	if p == nil || p.q.tenant != tenant {
-		return wire.AckOutcome{Code: wire.CodePartitionNotFound}
-	}
-	q := p.q
-	c := p.cursors[group]
-	if c == nil {
-		return wire.AckOutcome{Code: wire.CodeNotLeased}
-	}
 	// A lease past its expiry is already over: its messages go back to the
 	// group, and an ack naming it is stale.
-	if c.lease != nil && c.lease.expiresMs <= ctx.nowMs {
-		s.closeLease(ctx, q, p, c)
-	}
-	off, found := s.findOffset(ctx, p, c, it.TxnID)
-	if !found {
-		return wire.AckOutcome{Code: wire.CodeMessageNotFound}
-	}
-	if off < c.pos {
-		return wire.AckOutcome{Code: wire.CodeNoop}
-	}
-	l := c.lease
-	if l == nil || off < l.from || off >= l.to {
-		if !it.LeaseID.IsZero() {
-			return wire.AckOutcome{Code: wire.CodeLeaseMismatch}
+	if p := s.parts[it.PartitionID]; p != nil && p.q.tenant == tenant {
+		if c := p.cursors[group]; c != nil && c.lease != nil && c.lease.expiresMs <= ctx.nowMs {
+			s.closeLease(ctx, p.q, p, c)
 		}
-		return wire.AckOutcome{Code: wire.CodeNotLeased}
 	}
-	if !it.LeaseID.IsZero() && it.LeaseID != l.id {
-		return wire.AckOutcome{Code: wire.CodeLeaseMismatch}
+	t := s.resolveAck(ctx, tenant, group, it)
+	if t.code != wire.CodeOK {
+		return wire.AckOutcome{Code: t.code}
 	}
+	p, q, c, off := t.p, t.p.q, t.c, t.off
+	l := c.lease
 	i := off - l.from
-	if l.states[i] != msgPending {
-		return wire.AckOutcome{Code: wire.CodeNoop}
-	}
 	out := wire.AckOutcome{Code: wire.CodeOK}
 	switch it.Status {
 	case wire.AckFailed:
@@ -94,28 +73,103 @@ func (s *Store) ackOne(ctx *applyCtx, tenant wire.ID, group string, it *wire.Ack
 	return out
 }
 
-// findOffset resolves a transaction id to an offset in p: through the
-// transaction index (explicit id, then message id), or, for records stored
-// without an index (Kafka produce), by scanning the group's live lease.
-func (s *Store) findOffset(ctx *applyCtx, p *partState, c *cursor, txn []byte) (uint64, bool) {
-	if off, ok := s.indexedOffset(ctx, p, txn); ok {
-		return off, true
+// ackTarget is what an ack item names: the partition, the group's cursor
+// and the message's offset; code is OK only when the item can be applied.
+type ackTarget struct {
+	p    *partState
+	c    *cursor
+	off  uint64
+	code wire.Code
+}
+
+// resolveAck finds what an ack item names without changing anything, so a
+// transaction can check all its acks before applying any. The item can be
+// applied when its message is pending in the group's live lease and the
+// item names that lease or no lease at all (an unfenced ack). An expired
+// lease counts as over.
+func (s *Store) resolveAck(ctx *applyCtx, tenant wire.ID, group string, it *wire.AckItem) ackTarget {
+	p := s.parts[it.PartitionID]
+	if p == nil || p.q.tenant != tenant {
+		return ackTarget{code: wire.CodePartitionNotFound}
 	}
-	id, err := wire.ParseID(string(txn))
-	if err != nil || c.lease == nil {
-		return 0, false
+	c := p.cursors[group]
+	if c == nil {
+		return ackTarget{code: wire.CodeNotLeased}
 	}
-	var off uint64
-	found := false
-	s.readRange(ctx.b, p.id, c.lease.from, c.lease.to, func(o uint64, body []byte) bool {
+	l := c.lease
+	if l != nil && l.expiresMs <= ctx.nowMs {
+		l = nil
+	}
+	off, found := s.findOffset(ctx, p, l, it.TxnID)
+	t := ackTarget{p: p, c: c, off: off}
+	switch {
+	case !found:
+		t.code = wire.CodeMessageNotFound
+	case off < c.pos:
+		t.code = wire.CodeNoop
+	case l == nil || off < l.from || off >= l.to:
+		t.code = wire.CodeNotLeased
+		if !it.LeaseID.IsZero() {
+			t.code = wire.CodeLeaseMismatch
+		}
+	case !it.LeaseID.IsZero() && it.LeaseID != l.id:
+		t.code = wire.CodeLeaseMismatch
+	case l.states[off-l.from] != msgPending:
+		t.code = wire.CodeNoop
+	}
+	return t
+}
+
+// findOffset resolves a transaction id to an offset in p. An ack nearly
+// always names a message of the group's live lease l, so l's records are
+// looked at first, through an index of them built once per apply batch:
+// one sequential read of the chunks the pop just read, instead of a random
+// transaction-index lookup per message (most of an ack's cost otherwise).
+// Then the transaction index: explicit id, then message id.
+func (s *Store) findOffset(ctx *applyCtx, p *partState, l *lease, txn []byte) (uint64, bool) {
+	if l != nil {
+		if off, ok := s.leaseIndex(ctx, p, l)[string(txn)]; ok {
+			return off, true
+		}
+	}
+	return s.indexedOffset(ctx, p, txn)
+}
+
+// leaseKeyT identifies a lease's records: a lease id with its range (a
+// retried pop may reuse an id once its first lease is gone).
+type leaseKeyT struct {
+	id       wire.ID
+	from, to uint64
+}
+
+// leaseIndex maps the transaction ids of l's records (explicit, or the
+// message id's text) to their offsets. Records without a transaction
+// index (Kafka produce) are found this way too.
+func (s *Store) leaseIndex(ctx *applyCtx, p *partState, l *lease) map[string]uint64 {
+	k := leaseKeyT{l.id, l.from, l.to}
+	if idx, ok := ctx.leaseIdx[k]; ok {
+		return idx
+	}
+	idx := make(map[string]uint64, l.to-l.from)
+	s.readRange(ctx.b, p.id, l.from, l.to, func(o uint64, body []byte) bool {
 		h, err := wire.ParseRecordHead(body)
-		if err == nil && h.MsgID == id && h.Flags&wire.FlagTxnID == 0 {
-			off, found = o, true
-			return false
+		if err != nil {
+			return true
+		}
+		key := h.MsgID.String()
+		if explicit, id := h.TxnKey(); explicit {
+			key = string(id)
+		}
+		if _, dup := idx[key]; !dup {
+			idx[key] = o
 		}
 		return true
 	})
-	return off, found
+	if ctx.leaseIdx == nil {
+		ctx.leaseIdx = map[leaseKeyT]map[string]uint64{}
+	}
+	ctx.leaseIdx[k] = idx
+	return idx
 }
 
 // closeLease ends c's lease: the cursor advances over the completed and

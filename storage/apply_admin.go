@@ -51,6 +51,7 @@ func (s *Store) applyConfigure(ctx *applyCtx, c *wire.ConfigureCmd) wire.Configu
 		if c.SetTask {
 			q.task = c.Task
 		}
+		s.noteQueueConfig(q)
 		ctx.set(queueKey(q.id), q.encodeMeta())
 	}
 	ctx.touch(q)
@@ -88,6 +89,7 @@ func (s *Store) applyDeleteQueue(ctx *applyCtx, c *wire.DeleteQueueCmd) wire.Cod
 	ctx.del(queueKey(q.id))
 	delete(s.queues, queueKeyT{q.tenant, q.name})
 	delete(s.queuesByID, q.id)
+	delete(s.timed, q.id)
 	ctx.touch(q)
 	return wire.CodeResult{Code: wire.CodeOK}
 }

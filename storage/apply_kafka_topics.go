@@ -114,6 +114,7 @@ func (s *Store) applyTopicConfig(ctx *applyCtx, c *wire.TopicConfigCmd) wire.Cod
 	s.kafka.topics[q.id] = tm
 	ctx.set(topicKey(q.id), tm.encode())
 	wire.ApplyTopicConfigs(&q.cfg, configs)
+	s.noteQueueConfig(q) // retention may have turned on or off
 	ctx.set(queueKey(q.id), q.encodeMeta())
 	ctx.touch(q)
 	return wire.CodeResult{Code: wire.CodeOK}

@@ -67,17 +67,17 @@ func (s *Store) txnFor(tenant wire.ID, txnID string, producer int64, epoch int16
 
 // applyTxnBegin opens a transaction: the leader stages its records, and the
 // open flag is how any later leader knows one was open.
-func (s *Store) applyTxnBegin(ctx *applyCtx, c *wire.TxnBeginCmd) wire.TxnResult {
+func (s *Store) applyTxnBegin(ctx *applyCtx, c *wire.TxnBeginCmd) wire.KafkaTxnResult {
 	t, code := s.txnFor(c.Tenant, c.TxnID, c.ProducerID, c.Epoch)
 	if code != wire.CodeOK {
-		return wire.TxnResult{Code: code}
+		return wire.KafkaTxnResult{Code: code}
 	}
 	if !t.ongoing {
 		t.ongoing, t.beganMs = true, ctx.nowMs
 		t.txnSeq++
 		ctx.set(txnStateKey(c.Tenant, c.TxnID), t.encode())
 	}
-	return wire.TxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
+	return wire.KafkaTxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
 }
 
 // applyTxnEnd commits or aborts transaction TxnSeq. A commit applies every
@@ -86,20 +86,20 @@ func (s *Store) applyTxnBegin(ctx *applyCtx, c *wire.TxnBeginCmd) wire.TxnResult
 // target vanished (its topic was deleted) is aborted and its producer
 // fenced. The same command retried finds the transaction already ended the
 // same way and answers OK.
-func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.TxnResult {
+func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.KafkaTxnResult {
 	t := s.kafka.txns[txnKeyT{c.Tenant, c.TxnID}]
 	if t != nil && t.producerID == c.ProducerID && !t.ongoing && t.txnSeq == c.TxnSeq && t.lastCommitted == c.Commit &&
 		(t.epoch == c.Epoch || (c.BumpEpoch && t.epoch == c.Epoch+1)) {
-		return wire.TxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
+		return wire.KafkaTxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
 	}
 	t, code := s.txnFor(c.Tenant, c.TxnID, c.ProducerID, c.Epoch)
 	switch {
 	case code != wire.CodeOK:
-		return wire.TxnResult{Code: code}
+		return wire.KafkaTxnResult{Code: code}
 	case !t.ongoing || t.txnSeq != c.TxnSeq:
-		return wire.TxnResult{Code: wire.CodeConflict, TxnSeq: t.txnSeq, Epoch: t.epoch}
+		return wire.KafkaTxnResult{Code: wire.CodeConflict, TxnSeq: t.txnSeq, Epoch: t.epoch}
 	}
-	res := wire.TxnResult{TxnSeq: t.txnSeq}
+	res := wire.KafkaTxnResult{TxnSeq: t.txnSeq}
 	commit := c.Commit
 	if commit {
 		if code := s.txnTargetsExist(c); code != wire.CodeOK {

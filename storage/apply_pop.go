@@ -118,6 +118,10 @@ func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscript
 		}
 		s.closeLease(ctx, q, p, c)
 	}
+	if c.pos < p.start {
+		// Retention removed messages the group had not reached.
+		s.moveCursorsToStart(ctx, q, p)
+	}
 	if c.pos >= p.next {
 		sub.ready.clear(p.index)
 		return wire.Claim{}, false

@@ -145,7 +145,7 @@ func TestKafkaTopicAdmin(t *testing.T) {
 		t.Fatal(c)
 	}
 	q, _ := h.s.Queue(wire.DefaultTenant, "t")
-	if !q.Kafka || q.Partitions != 3 || !q.Config.RetentionEnabled || q.Config.RetentionSec != 60 {
+	if !q.Kafka || q.Partitions != 3 || !q.Config.RetentionEnabled || q.Config.RetentionSec != 60 || h.s.timed[q.ID] == nil {
 		t.Fatalf("%+v", q)
 	}
 	cfg := wire.TopicConfigCmd{Tenant: wire.DefaultTenant, Name: "t", Ops: []wire.ConfigOp{{Op: wire.ConfigDelete, Name: "retention.ms"}}}
@@ -153,7 +153,7 @@ func TestKafkaTopicAdmin(t *testing.T) {
 		t.Fatal(c)
 	}
 	configs, kafka, _ := h.s.TopicConfigs(wire.DefaultTenant, "t")
-	if q, _ := h.s.Queue(wire.DefaultTenant, "t"); q.Config.RetentionEnabled || !kafka || len(configs) != 1 || configs[0].Name != "cleanup.policy" {
+	if q, _ := h.s.Queue(wire.DefaultTenant, "t"); q.Config.RetentionEnabled || h.s.timed[q.ID] != nil || !kafka || len(configs) != 1 || configs[0].Name != "cleanup.policy" {
 		t.Fatalf("%+v %+v", q, configs)
 	}
 	cfg.Ops = []wire.ConfigOp{{Op: wire.ConfigSet, Name: "retention.ms", Value: "x"}}
@@ -210,9 +210,9 @@ func (h *harness) initProducer(txnID string, req byte) wire.InitProducerResult {
 	return r
 }
 
-func (h *harness) txn(kind wire.Kind, body []byte) wire.TxnResult {
+func (h *harness) kafkaTxn(kind wire.Kind, body []byte) wire.KafkaTxnResult {
 	h.t.Helper()
-	r, err := wire.DecodeTxnResult(h.apply(kind, body))
+	r, err := wire.DecodeKafkaTxnResult(h.apply(kind, body))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -230,18 +230,18 @@ func TestKafkaTransactions(t *testing.T) {
 	}
 	h.produce(h.produceCmd("t", 0, wire.NoProducer, 0, 0, 4))
 	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch}
-	b := h.txn(wire.KindKafkaTxnBegin, begin.Encode(nil))
-	if b.Code != wire.CodeOK || b.TxnSeq != 1 || h.txn(wire.KindKafkaTxnBegin, begin.Encode(nil)).TxnSeq != 1 {
+	b := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	if b.Code != wire.CodeOK || b.TxnSeq != 1 || h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil)).TxnSeq != 1 {
 		t.Fatalf("%+v", b)
 	}
 	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: 1,
 		Commit: true, StateTTLMs: 60000,
 		Pushes:  []wire.TxnPush{{Queue: "t", PartitionIndex: 1, Batches: []wire.SeqBatch{{BaseSeq: 0, Count: 2}, {BaseSeq: 2, Count: 1}}, Count: 3, Records: h.kafkaRecords(3)}},
 		Offsets: []wire.TxnOffset{{Group: "g", Queue: "t", PartitionIndex: 0, Offset: 2}}}
-	if r := h.txn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
 		t.Fatalf("%+v", r)
 	}
-	if r := h.txn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
 		t.Fatalf("retried commit: %+v", r)
 	}
 	p1, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 1)
@@ -255,11 +255,11 @@ func TestKafkaTransactions(t *testing.T) {
 		t.Fatal("offset not committed")
 	}
 	// An abort writes nothing; a new init fences the old epoch and aborts.
-	b = h.txn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	abort := end
 	abort.Commit, abort.TxnSeq, abort.Offsets = false, b.TxnSeq, nil
 	abort.Pushes = []wire.TxnPush{{Queue: "t", PartitionIndex: 1, Batches: []wire.SeqBatch{{BaseSeq: 3, Count: 2}}}}
-	if r := h.txn(wire.KindKafkaTxnEnd, abort.Encode(nil)); r.Code != wire.CodeOK {
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, abort.Encode(nil)); r.Code != wire.CodeOK {
 		t.Fatalf("%+v", r)
 	}
 	if p1.HighWatermark() != 3 {
@@ -268,13 +268,13 @@ func TestKafkaTransactions(t *testing.T) {
 	if st, _ := h.s.KafkaProducer(p1, ini.ProducerID); st.LastSeq != 4 {
 		t.Fatalf("sequence not moved past the aborted batches: %+v", st)
 	}
-	b = h.txn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	next := h.initProducer("tx", 4)
 	if next.Epoch != ini.Epoch+1 || next.ProducerID != ini.ProducerID {
 		t.Fatalf("%+v", next)
 	}
 	end.TxnSeq = b.TxnSeq
-	if r := h.txn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeFenced {
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeFenced {
 		t.Fatalf("zombie commit: %+v", r)
 	}
 	if info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx"); info.Ongoing {
@@ -282,9 +282,9 @@ func TestKafkaTransactions(t *testing.T) {
 	}
 	// A commit whose topic vanished aborts and fences instead.
 	begin.Epoch = next.Epoch
-	b = h.txn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	end.Epoch, end.TxnSeq, end.Pushes[0].Queue = next.Epoch, b.TxnSeq, "gone"
-	if r := h.txn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodePartitionNotFound || r.Epoch != next.Epoch+1 {
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodePartitionNotFound || r.Epoch != next.Epoch+1 {
 		t.Fatalf("%+v", r)
 	}
 	if len(h.s.KafkaOpenTxns()) != 0 {

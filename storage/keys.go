@@ -21,12 +21,14 @@ const (
 	tagLease     = 'L' // lease id → pid, group
 	tagDLQ       = 'D' // tenant, dlq id → dead-lettered message
 	tagKV        = 'v' // tenant, namespace, 0, key → version, expiry, value
-	tagKVTTL     = 'w' // expiry ms, tenant, namespace, 0, key → (empty)
+	tagKVTTL     = 'V' // expiry ms, tenant, namespace, 0, key → (empty)
 	tagTimer     = 'T' // tenant, queue, 0, timer key → timer
 	tagTimerDue  = 'U' // due ms, tenant, queue, 0, timer key → (empty)
 	tagTrace     = 'X' // tenant, partition id, transaction id, 0, seq → trace event
 	tagTraceName = 'Y' // tenant, name, 0, created ms, seq → partition id, transaction id
 	tagTraceAge  = 'Z' // created ms, seq → the event's key (retention)
+	tagSweep     = 'w' // sweeper name → where its pass stands (sweep.go)
+	tagTxnDone   = 'x' // transaction id (UUIDv7, so time-ordered) → its committed result
 	tagKafka     = 'K' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
 )
 
@@ -98,6 +100,10 @@ func dlqKey(tenant wire.ID, id uint64) []byte {
 	b := append([]byte{tagDLQ}, tenant[:]...)
 	return appendU64(b, id)
 }
+
+func sweepKey(name string) []byte { return append([]byte{tagSweep}, name...) }
+
+func txnDoneKey(id wire.ID) []byte { return append([]byte{tagTxnDone}, id[:]...) }
 
 // prefixEnd is the smallest key greater than every key starting with p.
 func prefixEnd(p []byte) []byte {

@@ -18,6 +18,7 @@ func (s *Store) load() error {
 	s.queuesByID = map[uint64]*queueState{}
 	s.parts = map[uint64]*partState{}
 	s.leases = map[wire.ID]leaseRef{}
+	s.timed = map[uint64]*queueState{}
 	s.counters = counters{nextQueueID: 1, nextPartID: 1, nextDLQID: 1}
 	s.clockMs = 0
 
@@ -54,6 +55,12 @@ func (s *Store) load() error {
 	} else if err != pebble.ErrNotFound {
 		return fmt.Errorf("storage: read counters: %w", err)
 	}
+	if err := s.loadSweeps(); err != nil {
+		return fmt.Errorf("storage: sweeps: %w", err)
+	}
+	if err := s.loadTxnDone(); err != nil {
+		return fmt.Errorf("storage: transaction results: %w", err)
+	}
 
 	err := s.scan([]byte{tagQueue}, func(k, v []byte) error {
 		q, err := decodeQueueMeta(binary.BigEndian.Uint64(k[1:]), v)
@@ -62,6 +69,7 @@ func (s *Store) load() error {
 		}
 		s.queues[queueKeyT{q.tenant, q.name}] = q
 		s.queuesByID[q.id] = q
+		s.noteQueueConfig(q)
 		return nil
 	})
 	if err == nil {

@@ -183,70 +183,120 @@ func queueInfo(q *queueState) QueueInfo {
 }
 
 // MayPop reports whether a pop by group on the queue (optionally one
-// partition) could find messages at nowMs: a cheap local check long polls
-// make before proposing a pop. It may say yes when a pop then finds nothing
-// (messages not yet visible), never no when a pop would find something.
+// partition) could find messages at nowMs (see PopReadiness).
 func (s *Store) MayPop(tenant wire.ID, queue, group, partition string, nowMs int64) bool {
+	ok, _ := s.PopReadiness(tenant, queue, group, partition, nowMs)
+	return ok
+}
+
+// PopReadiness is the cheap local check a long poll makes before proposing
+// a pop: whether one by group on the queue (optionally one partition)
+// could find messages at nowMs. It may say yes when the pop then finds
+// nothing, never no when it would find something. When it says no only
+// because messages are held back by the queue's windowBuffer or
+// delayedProcessing, retryAtMs is when the first of them becomes visible
+// (0 otherwise), so the poll can sleep until then instead of probing.
+func (s *Store) PopReadiness(tenant wire.ID, queue, group, partition string, nowMs int64) (ok bool, retryAtMs int64) {
+	s.dbMu.RLock() // before mu: the order RecoverFromSnapshot takes them in
+	defer s.dbMu.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
-	if q == nil {
-		return false
+	if q == nil || s.db == nil {
+		return false, 0
 	}
 	sub := q.subs[group]
-	free := func(p *partState) bool {
+	// check reports a partition with messages for the group: ready now, or
+	// visible at retryAtMs.
+	check := func(p *partState) bool {
 		if p == nil {
 			return false
 		}
 		c := p.cursors[group]
+		pos := p.start
 		switch {
 		case c == nil:
-			return p.next > p.start && (sub == nil || mayHaveNewFor(p, sub))
+			if p.next <= p.start || (sub != nil && !mayHaveNewFor(p, sub)) {
+				return false
+			}
 		case c.lease != nil && c.lease.expiresMs > nowMs:
 			return false
+		case c.lease == nil && c.pos >= p.next:
+			return false
 		default:
-			return c.lease != nil || c.pos < p.next
+			pos = max(c.pos, p.start)
 		}
-	}
-	if partition != "" {
-		return free(q.byName[partition])
-	}
-	if sub == nil {
-		for _, p := range q.parts {
-			if free(p) {
-				return true
-			}
+		at := s.visibleAt(q, p, pos)
+		if at <= nowMs {
+			ok = true
+			return true
+		}
+		if retryAtMs == 0 || at < retryAtMs {
+			retryAtMs = at
 		}
 		return false
 	}
-	found := false
-	sub.ready.forEachFrom(0, func(i uint32) bool {
-		found = int(i) < len(q.parts) && free(q.parts[i])
-		return !found
-	})
-	return found
+	switch {
+	case partition != "":
+		check(q.byName[partition])
+	case sub == nil:
+		for _, p := range q.parts {
+			if check(p) {
+				break
+			}
+		}
+	default:
+		sub.ready.forEachFrom(0, func(i uint32) bool {
+			return !(int(i) < len(q.parts) && check(q.parts[i]))
+		})
+	}
+	if ok {
+		retryAtMs = 0
+	}
+	return ok, retryAtMs
 }
 
-// NextLeaseExpiry returns the earliest expiry (replicated clock, ms) among
-// the group's live leases on the queue, or 0: a parked pop must look again
-// then, because an expired lease makes its messages deliverable.
-func (s *Store) NextLeaseExpiry(tenant wire.ID, queue, group string) int64 {
+// visibleAt is when the message at pos in p becomes visible to consumers
+// (the apply loop's visibleUpTo, seen from outside): after the partition
+// has been quiet for windowBuffer and the message is delayedProcessing old.
+func (s *Store) visibleAt(q *queueState, p *partState, pos uint64) int64 {
+	var at int64
+	if w := int64(q.cfg.WindowBufferSec) * 1000; w > 0 {
+		at = p.lastWriteMs + w
+	}
+	if d := int64(q.cfg.DelayedProcessingSec) * 1000; d > 0 {
+		it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkPrefix(p.id + 1)})
+		if it.SeekLT(chunkKey(p.id, pos+1)) || it.First() {
+			if ch, err := wire.ParseChunk(it.Value()); err == nil {
+				at = max(at, ch.AppendMs+d)
+			}
+		}
+		_ = it.Close()
+	}
+	return at
+}
+
+// NextLeaseExpiry returns the earliest expiry after afterMs (replicated
+// clock, ms) among the group's leases on the queue, or 0: a parked pop
+// must look again then, because an expired lease makes its messages
+// deliverable. Leases already expired at afterMs count as free elsewhere.
+func (s *Store) NextLeaseExpiry(tenant wire.ID, queue, group string, afterMs int64) int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
 	if q == nil {
 		return 0
 	}
-	var min int64
+	var next int64
 	for _, p := range q.parts {
 		if p == nil {
 			continue
 		}
-		if c := p.cursors[group]; c != nil && c.lease != nil && (min == 0 || c.lease.expiresMs < min) {
-			min = c.lease.expiresMs
+		if c := p.cursors[group]; c != nil && c.lease != nil && c.lease.expiresMs > afterMs && (next == 0 || c.lease.expiresMs < next) {
+			next = c.lease.expiresMs
 		}
 	}
-	return min
+	return next
 }
 
 // ClockMs is the replicated clock as of the last applied entry.

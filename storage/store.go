@@ -70,8 +70,14 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
-	kvVersion  uint64     // last KV version handed out (keyKVVersion)
-	traceSeq   uint64     // last trace event sequence (keyTraceSeq)
+	kvVersion  uint64 // last KV version handed out (keyKVVersion)
+	traceSeq   uint64 // last trace event sequence (keyTraceSeq)
+	// timed indexes the queues whose options need time-driven work and
+	// sweeps holds each sweeper's progress (sweep.go); hasTxnDone says
+	// transaction results may be stored (apply_txn.go).
+	timed      map[uint64]*queueState
+	sweeps     map[string]*sweepState
+	hasTxnDone bool
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 
 	applied   atomic.Uint64

@@ -204,56 +204,6 @@ func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error
 	return hwm, it.Error()
 }
 
-// OffsetForTime is the first committed offset of p appended at or after ms,
-// with its append time; found is false when every record is older (the
-// answer is then the high-water mark). Append times never decrease along a
-// partition, so it binary-searches the offsets, one seek per step.
-func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs int64, found bool, err error) {
-	hwm, start := p.HighWatermark(), p.LogStart()
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	if s.db == nil {
-		return 0, 0, false, ErrClosed
-	}
-	it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.ID), UpperBound: chunkPrefix(p.ID + 1)})
-	defer it.Close()
-	// chunkAt returns the chunk holding offset off: its base and time.
-	chunkAt := func(off uint64) (uint64, int64, bool) {
-		if !it.SeekLT(chunkKey(p.ID, off+1)) {
-			return 0, 0, false
-		}
-		ch, err := wire.ParseChunk(it.Value())
-		if err != nil {
-			return 0, 0, false
-		}
-		return binary.BigEndian.Uint64(it.Key()[9:]), ch.AppendMs, true
-	}
-	lo, hi := start, hwm // the answer is in [lo, hi]; hi == hwm means none
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		base, at, ok := chunkAt(mid)
-		switch {
-		case !ok || at < ms:
-			// Everything up to this chunk's end is older: skip to the
-			// next chunk.
-			next := mid + 1
-			if ok && it.Next() && it.Valid() {
-				next = max(next, binary.BigEndian.Uint64(it.Key()[9:]))
-			} else if ok {
-				next = hi
-			}
-			lo = min(next, hi)
-		default:
-			hi = max(base, lo)
-		}
-	}
-	if lo >= hwm {
-		return hwm, 0, false, it.Error()
-	}
-	_, at, _ := chunkAt(lo)
-	return lo, at, true, it.Error()
-}
-
 // PartitionDiskUsage estimates the bytes p's records take on disk, from
 // pebble's table metadata (cheap, and blind to what is still in memtables).
 func (s *Store) PartitionDiskUsage(p Partition) int64 {

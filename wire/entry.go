@@ -46,6 +46,10 @@ const (
 	// consumer-group and message administration, 30..49 for the Kafka
 	// facade (30..39 its data path and transactions, 40..49 its consumer
 	// groups), 50..69 for KV, locks, timers and traces.
+
+	// KindTransaction commits pushes, acks and position writes all
+	// together or not at all (txn.go).
+	KindTransaction Kind = 9
 )
 
 const (

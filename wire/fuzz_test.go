@@ -49,6 +49,8 @@ func decodeAny(c Command) error {
 		_, err = DecodeConfigureCmd(c.Body)
 	case KindDeleteQueue:
 		_, err = DecodeDeleteQueueCmd(c.Body)
+	case KindTransaction:
+		err = decodeTxn(c.Body)
 	}
 	return err
 }

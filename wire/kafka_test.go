@@ -97,8 +97,8 @@ func TestKafkaResultsRoundTrip(t *testing.T) {
 	if got, err := DecodeInitProducerResult(i.Encode(nil)); err != nil || got != i {
 		t.Fatalf("%v %+v", err, got)
 	}
-	x := TxnResult{Code: CodeFenced, TxnSeq: 4, Epoch: 9}
-	if got, err := DecodeTxnResult(x.Encode(nil)); err != nil || got != x {
+	x := KafkaTxnResult{Code: CodeFenced, TxnSeq: 4, Epoch: 9}
+	if got, err := DecodeKafkaTxnResult(x.Encode(nil)); err != nil || got != x {
 		t.Fatalf("%v %+v", err, got)
 	}
 }

@@ -91,16 +91,16 @@ func DecodeTxnBeginCmd(b []byte) (TxnBeginCmd, error) {
 	return c, r.Done()
 }
 
-// TxnResult answers TxnBeginCmd and TxnEndCmd: the transaction's number and
+// KafkaTxnResult answers TxnBeginCmd and TxnEndCmd: the transaction's number and
 // the producer epoch after the command.
-type TxnResult struct {
+type KafkaTxnResult struct {
 	Code   Code
 	TxnSeq uint64
 	Epoch  int16
 }
 
 // Encode appends the result.
-func (t TxnResult) Encode(b []byte) []byte {
+func (t KafkaTxnResult) Encode(b []byte) []byte {
 	w := Writer{B: b}
 	w.U8(uint8(t.Code))
 	w.Uvarint(t.TxnSeq)
@@ -108,10 +108,10 @@ func (t TxnResult) Encode(b []byte) []byte {
 	return w.B
 }
 
-// DecodeTxnResult decodes a begin or end result.
-func DecodeTxnResult(b []byte) (TxnResult, error) {
+// DecodeKafkaTxnResult decodes a begin or end result.
+func DecodeKafkaTxnResult(b []byte) (KafkaTxnResult, error) {
 	r := Reader{b: b}
-	t := TxnResult{Code: Code(r.U8()), TxnSeq: r.Uvarint(), Epoch: r.i16()}
+	t := KafkaTxnResult{Code: Code(r.U8()), TxnSeq: r.Uvarint(), Epoch: r.i16()}
 	return t, r.Done()
 }
 

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queen-mq/queen/bench/internal/nodes"
+	"github.com/queen-mq/queen/bench/internal/node"
 	"github.com/queen-mq/queen/bench/internal/stats"
 )
 
@@ -52,14 +52,14 @@ func main() {
 	res.Print(os.Stdout, "msg", float64(*size))
 }
 
-// startNodes starts a node or a 3-node cluster and returns the URL of
-// node 1 to push to.
+// startNodes starts a node or a 3-node cluster and returns the URL of a
+// follower (of a cluster) to push to, so writes take the forwarded path.
 func startNodes(n int) (func(), string, error) {
-	c, stop, err := nodes.Start(n, nil)
+	stop, urls, err := node.Start(n, nil)
 	if err != nil {
 		return nil, "", err
 	}
-	return stop, c.Nodes[0].URL(), nil
+	return stop, urls[0], nil
 }
 
 func run(url string, clients, batch, size, partitions int, warmup, duration time.Duration) stats.Result {

@@ -28,7 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen/bench/internal/nodes"
+	"github.com/queen-mq/queen/bench/internal/node"
 	"github.com/queen-mq/queen/bench/internal/stats"
 )
 
@@ -84,7 +84,7 @@ func startNodes(n int, extra string) (func(), []string, error) {
 			env[k] = v
 		}
 	}
-	c, stop, err := nodes.Start(n, env)
+	c, stop, err := node.StartCluster(n, env)
 	if err != nil {
 		return nil, nil, err
 	}

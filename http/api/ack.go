@@ -74,59 +74,92 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) error {
 	return s.acknowledge(ctx, req.ConsumerGroup, req.Acknowledgments)
 }
 
+// acknowledge applies acknowledgments in one raft entry. Each item is
+// acknowledged for its own consumerGroup, else the request's, else the
+// queue-mode group.
 func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, group string, items []ackItem) error {
 	tenant, err := s.tenantOf(ctx)
 	if err != nil {
 		return err
 	}
-	if group == "" {
-		group = items[0].ConsumerGroup
-	}
-	if group == "" {
-		group = wire.QueueModeGroup
-	}
-	if err := checkName("consumerGroup", group); err != nil {
+	cmds, placed, err := buildAckCommands(tenant, group, items)
+	if err != nil {
 		return err
-	}
-	cmd := wire.AckCmd{Tenant: tenant, Group: group, Items: make([]wire.AckItem, len(items))}
-	for i, it := range items {
-		if it.TransactionID == "" || it.PartitionID == 0 {
-			return badRequest("each acknowledgment needs transactionId and partitionId")
-		}
-		status, ok := ackStatus(it.Status)
-		if !ok {
-			return badRequest("status must be completed, failed, retry or dlq")
-		}
-		ai := wire.AckItem{PartitionID: uint64(it.PartitionID), TxnID: []byte(it.TransactionID), Status: status, Error: it.Error}
-		if it.LeaseID != "" {
-			if ai.LeaseID, err = wire.ParseID(it.LeaseID); err != nil {
-				return badRequest("leaseId is not a lease id")
-			}
-		}
-		cmd.Items[i] = ai
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	res, err := s.engine.Ack(rctx, &cmd)
+	res, err := s.engine.AckGroups(rctx, tenant, cmds)
 	if err != nil {
 		return err
 	}
 	out := make([]ackAnswer, len(items))
-	for i, o := range res.Items {
-		a := ackAnswer{Index: i, TransactionID: items[i].TransactionID, LeaseReleased: o.LeaseReleased, DLQ: o.DLQ}
-		switch o.Code {
-		case wire.CodeOK:
-			a.Success = true
-		case wire.CodeNoop:
-			a.Success, a.Noop = true, true
-		default:
-			msg := ackErrorText(o.Code)
-			a.Error = &msg
-		}
-		out[i] = a
+	for i, it := range items {
+		out[i] = ackAnswerOf(i, it.TransactionID, res[placed[i].cmd].Items[placed[i].rec])
 	}
 	writeJSON(ctx, http.StatusOK, out)
 	return nil
+}
+
+// buildAckCommands validates acknowledgments and groups them into one ack
+// command per consumer group, in first-appearance order; placed says
+// where each item went.
+func buildAckCommands(tenant wire.ID, group string, items []ackItem) ([]wire.AckCmd, []itemPlace, error) {
+	var cmds []wire.AckCmd
+	byGroup := map[string]int{}
+	placed := make([]itemPlace, len(items))
+	for i, it := range items {
+		g := it.ConsumerGroup
+		if g == "" {
+			g = group
+		}
+		if g == "" {
+			g = wire.QueueModeGroup
+		}
+		if err := checkName("consumerGroup", g); err != nil {
+			return nil, nil, err
+		}
+		if it.TransactionID == "" || it.PartitionID == 0 {
+			return nil, nil, badRequest("each acknowledgment needs transactionId and partitionId")
+		}
+		if len(it.TransactionID) > maxTxnIDBytes {
+			return nil, nil, badRequest("transactionId is longer than 65535 bytes")
+		}
+		status, ok := ackStatus(it.Status)
+		if !ok {
+			return nil, nil, badRequest("status must be completed, failed, retry or dlq")
+		}
+		ai := wire.AckItem{PartitionID: uint64(it.PartitionID), TxnID: []byte(it.TransactionID), Status: status, Error: it.Error}
+		if it.LeaseID != "" {
+			var err error
+			if ai.LeaseID, err = wire.ParseID(it.LeaseID); err != nil {
+				return nil, nil, badRequest("leaseId is not a lease id")
+			}
+		}
+		ci, ok := byGroup[g]
+		if !ok {
+			ci = len(cmds)
+			byGroup[g] = ci
+			cmds = append(cmds, wire.AckCmd{Tenant: tenant, Group: g})
+		}
+		placed[i] = itemPlace{cmd: ci, rec: len(cmds[ci].Items)}
+		cmds[ci].Items = append(cmds[ci].Items, ai)
+	}
+	return cmds, placed, nil
+}
+
+// ackAnswerOf renders one acknowledgment's outcome (spec §2.6).
+func ackAnswerOf(index int, txn string, o wire.AckOutcome) ackAnswer {
+	a := ackAnswer{Index: index, TransactionID: txn, LeaseReleased: o.LeaseReleased, DLQ: o.DLQ}
+	switch o.Code {
+	case wire.CodeOK:
+		a.Success = true
+	case wire.CodeNoop:
+		a.Success, a.Noop = true, true
+	default:
+		msg := ackErrorText(o.Code)
+		a.Error = &msg
+	}
+	return a
 }
 
 func ackStatus(s string) (uint8, bool) {

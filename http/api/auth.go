@@ -47,6 +47,14 @@ func principalOf(ctx *fasthttp.RequestCtx) (authn.Principal, bool) {
 	return p, ok
 }
 
+// producerSub is the JWT subject recorded on what the request pushes.
+func producerSub(ctx *fasthttp.RequestCtx) string {
+	if p, ok := principalOf(ctx); ok {
+		return p.Subject
+	}
+	return ""
+}
+
 // tenantOf is the tenant a request is scoped by: the x-queen-tenant header
 // in tenancy header mode (set by a trusted proxy), the default tenant
 // otherwise.

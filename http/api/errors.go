@@ -63,6 +63,37 @@ func errorStatus(err error) (status int, code string, retry bool) {
 	return http.StatusInternalServerError, "internal", false
 }
 
+// txnReason is the reason a rolled-back transaction is answered with
+// (spec §2.8), for a code from the state machine or an error from the
+// engine or from validation. Every refused ack, and a required lease that
+// is no longer live (the fence of the transaction's acks), is a
+// rejected_ack. ok is false for errors that are not a rollback (no
+// leader, timeout, ...): those are answered with the error envelope, since
+// the transaction may or may not have committed.
+func txnReason(err error) (reason string, ok bool) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae.code, true
+	case errors.Is(err, raftgroups.ErrTooLarge):
+		return "too_large", true
+	case errors.Is(err, wire.ErrDuplicate):
+		return "duplicate", true
+	case errors.Is(err, wire.ErrQueueNotFound):
+		return "queue_not_found", true
+	case errors.Is(err, wire.ErrPartitionNotFound):
+		return "partition_not_found", true
+	case errors.Is(err, wire.ErrLeaseMismatch), errors.Is(err, wire.ErrNotLeased), errors.Is(err, wire.ErrNoop),
+		errors.Is(err, wire.ErrMessageNotFound), errors.Is(err, wire.ErrLeaseNotFound):
+		return "rejected_ack", true
+	case errors.Is(err, wire.ErrBadRequest), errors.Is(err, wire.ErrMalformed):
+		return "bad_request", true
+	case errors.Is(err, wire.ErrConflict):
+		return "kv_precondition", true
+	}
+	return "internal", false
+}
+
 // writeError answers err as the spec's error envelope.
 func writeError(ctx *fasthttp.RequestCtx, err error) {
 	status, code, retry := errorStatus(err)

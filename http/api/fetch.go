@@ -58,16 +58,13 @@ type fetchAnswerEntry struct {
 // requests get identical records. With minBytes it waits (up to maxWaitMs)
 // for that much to arrive, woken by the apply loop.
 func (s *Server) fetch(ctx *fasthttp.RequestCtx) error {
-	tenant, err := s.tenantOf(ctx)
+	var req fetchRequest
+	tenant, err := s.tenantAndBody(ctx, &req)
 	if err != nil {
 		return err
 	}
-	var req fetchRequest
-	if err := readJSON(ctx, &req); err != nil {
+	if err := checkEntries(len(req.Entries)); err != nil {
 		return err
-	}
-	if len(req.Entries) == 0 || len(req.Entries) > maxFetchEntries {
-		return badRequest("entries must hold 1..1024 items")
 	}
 	if req.MaxWaitMs < 0 || req.MaxWaitMs > maxFetchWaitMs {
 		return badRequest("maxWaitMs must be 0..30000")

@@ -92,7 +92,7 @@ func (s *Server) parsePopParams(args *fasthttp.Args) (popParams, error) {
 	}
 	if v := args.Peek("leaseSeconds"); v != nil {
 		n, err := strconv.ParseUint(string(v), 10, 32)
-		if err != nil || n < 1 || n > 7*24*3600 {
+		if err != nil || n < 1 || n > maxLeaseSeconds {
 			return p, badRequest("leaseSeconds must be 1..604800")
 		}
 		p.leaseMs = uint32(n) * 1000
@@ -132,9 +132,9 @@ func isTrue(v []byte) bool {
 }
 
 // pop is GET /api/v1/pop/queue/:queue[/partition/:partition]. With
-// wait=true an empty pop parks until the apply loop reports a change to the
-// queue, or one of the group's leases there expires, then tries again, until
-// the timeout; parking costs a goroutine and a channel, no polling.
+// wait=true an empty pop parks (longpoll.go) until the apply loop reports a
+// change to the queue, a lease of the group there expires or held-back
+// messages become visible, then tries again, until the timeout.
 func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) error {
 	tenant, err := s.tenantOf(ctx)
 	if err != nil {
@@ -147,63 +147,82 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) error {
 	if err := checkNames(queue, partition, p.group); err != nil {
 		return err
 	}
+	if partition != "" {
+		p.partitions = 1
+	}
 	deadline := time.Now().Add(p.timeout)
 	var backoff time.Duration
+	release := func() {}
 	for {
 		res, err := s.popOnce(tenant, queue, partition, &p)
+		release()
 		if err != nil {
 			return err
 		}
-		if len(res.Claims) > 0 || !p.wait || !s.parkUntilPoppable(tenant, queue, partition, p.group, deadline, backoff) {
+		if len(res.Claims) > 0 || !p.wait {
 			return s.answerPop(ctx, tenant, queue, &p, res)
 		}
-		// The store said yes and the pop found nothing (messages not yet
-		// visible, a racing consumer): look again less eagerly.
+		var ok bool
+		if release, ok = s.parkUntilPoppable(tenant, queue, partition, p.group, deadline, backoff); !ok {
+			return s.answerPop(ctx, tenant, queue, &p, res)
+		}
+		// The store said yes and the pop found nothing (a racing consumer
+		// took the messages): look again less eagerly.
 		backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
 	}
 }
 
-// parkUntilPoppable waits until the local store says a pop could find
-// messages, and reports false when the deadline (or shutdown) came first.
-// An empty pop costs a raft round trip, so it is not retried blindly: after
-// an unfruitful one the caller passes a backoff that must pass (or a change
-// must arrive) before the store is asked again.
-func (s *Server) parkUntilPoppable(tenant wire.ID, queue, partition, group string, deadline time.Time, backoff time.Duration) bool {
+// popDiscover is GET /api/v1/pop?namespace=&task= (spec §2.5): a pop from
+// whichever queue labelled so has messages for the group. The queues are
+// tried from a random one on, each only when the local store says it could
+// deliver, so an idle label costs no proposal. It never long-polls, and its
+// lease is 60 s unless leaseSeconds says otherwise.
+func (s *Server) popDiscover(ctx *fasthttp.RequestCtx) error {
+	tenant, err := s.tenantOf(ctx)
+	if err != nil {
+		return err
+	}
+	args := ctx.QueryArgs()
+	namespace, task := string(args.Peek("namespace")), string(args.Peek("task"))
+	if namespace == "" && task == "" {
+		return badRequest("namespace or task is required")
+	}
+	p, err := s.parsePopParams(args)
+	if err != nil {
+		return err
+	}
+	if err := checkName("consumerGroup", p.group); err != nil {
+		return err
+	}
+	p.wait = false
+	if p.leaseMs == 0 {
+		p.leaseMs = discoveryLeaseMs
+	}
 	store := s.engine.Store(tenant)
-	notBefore := time.Now().Add(backoff)
-	for {
-		// Register before looking, so a change between the look and the
-		// wait is not missed.
-		changed, release := s.engine.Changed(tenant, queue)
-		if !time.Now().Before(notBefore) && store.MayPop(tenant, queue, group, partition, time.Now().UnixMilli()) {
-			release()
-			return true
+	queues := store.QueuesLabelled(tenant, namespace, task)
+	first := 0
+	if len(queues) > 1 {
+		first = rand.IntN(len(queues))
+	}
+	for i := range queues {
+		queue := queues[(first+i)%len(queues)]
+		if !store.MayPop(tenant, queue, p.group, "", time.Now().UnixMilli()) {
+			continue
 		}
-		wait := time.Until(deadline)
-		if b := time.Until(notBefore); b > 0 {
-			wait = min(wait, b)
+		res, err := s.popOnce(tenant, queue, "", &p)
+		if err != nil {
+			return err
 		}
-		if exp := store.NextLeaseExpiry(tenant, queue, group); exp > 0 {
-			wait = min(wait, time.Until(time.UnixMilli(exp))+10*time.Millisecond)
-		}
-		if wait <= 0 {
-			release()
-			return time.Now().Before(deadline)
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-changed:
-			notBefore = time.Time{}
-		case <-timer.C:
-		case <-s.base.Done():
-		}
-		timer.Stop()
-		release()
-		if s.base.Err() != nil || !time.Now().Before(deadline) {
-			return false
+		if len(res.Claims) > 0 {
+			return s.answerPop(ctx, tenant, queue, &p, res)
 		}
 	}
+	ctx.SetStatusCode(http.StatusNoContent)
+	return nil
 }
+
+// discoveryLeaseMs is the discovery pop's lease (spec §2.5).
+const discoveryLeaseMs = 60_000
 
 func (s *Server) popOnce(tenant wire.ID, queue, partition string, p *popParams) (wire.PopResult, error) {
 	c := wire.PopCmd{

@@ -37,22 +37,15 @@ type pushAnswer struct {
 // partition, each group becomes one push command, and all of a request's
 // commands commit in one raft entry.
 func (s *Server) push(ctx *fasthttp.RequestCtx) error {
-	tenant, err := s.tenantOf(ctx)
-	if err != nil {
-		return err
-	}
 	var req pushRequest
-	if err := readJSON(ctx, &req); err != nil {
+	tenant, err := s.tenantAndBody(ctx, &req)
+	if err != nil {
 		return err
 	}
 	if len(req.Items) == 0 {
 		return badRequest("items must be a non-empty array")
 	}
-	var sub string
-	if p, ok := principalOf(ctx); ok {
-		sub = p.Subject
-	}
-	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, sub, s.engine)
+	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, producerSub(ctx), s.engine)
 	if err != nil {
 		return err
 	}
@@ -62,8 +55,14 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]pushAnswer, len(req.Items))
-	for i, it := range req.Items {
+	writeJSON(ctx, http.StatusCreated, pushAnswers(req.Items, placed, ids, results))
+	return nil
+}
+
+// pushAnswers renders each item's outcome in input order (spec §2.4).
+func pushAnswers(items []pushItem, placed []itemPlace, ids []wire.ID, results []wire.PushResult) []pushAnswer {
+	out := make([]pushAnswer, len(items))
+	for i, it := range items {
 		p := placed[i]
 		res := &results[p.cmd]
 		a := pushAnswer{Index: i, QueueName: it.Queue}
@@ -89,8 +88,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 		a.Offset = &off
 		out[i] = a
 	}
-	writeJSON(ctx, http.StatusCreated, out)
-	return nil
+	return out
 }
 
 // itemPlace says where an item went: which command, which record in it.

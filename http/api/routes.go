@@ -33,11 +33,16 @@ func (s *Server) routes() []route {
 		{get, "/metrics", authn.LevelPublic, s.metricsJSON},
 		{get, "/metrics/prometheus", authn.LevelPublic, s.metricsPrometheus},
 
+		// Data plane, spec §2.3 routes 1-12.
 		{post, "/api/v1/push", authn.LevelWriteOnly, s.push},
 		{get, "/api/v1/pop/queue/{queue}", authn.LevelReadWrite, s.popQueue},
 		{get, "/api/v1/pop/queue/{queue}/partition/{partition}", authn.LevelReadWrite, s.popPartition},
+		{get, "/api/v1/pop", authn.LevelReadWrite, s.popDiscover},
 		{post, "/api/v1/ack", authn.LevelReadWrite, s.ack},
 		{post, "/api/v1/ack/batch", authn.LevelReadWrite, s.ackBatch},
+		{post, "/api/v1/lease/{leaseId}/extend", authn.LevelReadWrite, s.leaseExtend},
+		{post, "/api/v1/transaction", authn.LevelReadWrite, s.transaction},
+		{post, "/api/v1/configure", authn.LevelReadWrite, s.configure},
 		{post, "/api/v1/fetch", authn.LevelReadOnly, s.fetch},
 
 		{post, "/api/v1/kv", authn.LevelReadWrite, s.kv},
@@ -98,6 +103,8 @@ func (s *Server) routes() []route {
 		{del, "/api/v1/consumer-groups/{group}/queues/{queue}", authn.LevelAdmin, s.deleteGroup},
 		{post, "/api/v1/consumer-groups/{group}/queues/{queue}/seek", authn.LevelReadWrite, s.seekGroup},
 		{post, "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", authn.LevelReadWrite, s.seekGroup},
+		{post, "/api/v1/fetch/offsets", authn.LevelReadOnly, s.fetchOffsets},
+		{post, "/api/v1/partitions/changed", authn.LevelReadOnly, s.partitionsChanged},
 	}
 }
 

@@ -58,6 +58,8 @@ type Server struct {
 	started    time.Time
 	metrics    *metrics.Set
 	requests   atomic.Uint64 // requests answered, for GET /metrics
+	gates      probeGates    // long-poll probe slots (longpoll.go)
+	parked     atomic.Int64  // pops parked right now
 }
 
 // New builds the server and its routes.

@@ -57,6 +57,57 @@ func timerPayload(r *timerOpRequest) ([]byte, error) {
 	return b, nil
 }
 
+// buildTimerOps validates timer operations (a timers call or a
+// transaction's timers) and seals the payloads of encrypted queues.
+func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.TimersCmd, error) {
+	cmd := wire.TimersCmd{Tenant: tenant}
+	if len(reqs) == 0 || len(reqs) > wire.MaxTimerOpsPerCall {
+		return cmd, badRequest("operations must hold 1..256 items")
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		op, ok := timerOps[r.Op]
+		if !ok {
+			return cmd, badRequest("operation " + strconv.Itoa(i) + ": op must be schedule, reschedule or cancel")
+		}
+		if err := checkNames(r.Queue, r.Partition); err != nil {
+			return cmd, err
+		}
+		if r.TimerKey == "" || len(r.TimerKey) > wire.MaxKVKeyBytes {
+			return cmd, badRequest("operation " + strconv.Itoa(i) + ": timerKey must be 1..512 bytes")
+		}
+		if r.DelayMs < 0 || time.Duration(r.DelayMs)*time.Millisecond > s.cfg.TimersMaxHorizon {
+			return cmd, badRequest("operation " + strconv.Itoa(i) + ": delayMs must be within QUEEN_TIMERS_MAX_HORIZON_S")
+		}
+		payload, err := timerPayload(r)
+		if err != nil {
+			return cmd, err
+		}
+		var flags uint64
+		if payload != nil && s.engine.QueueEncrypted(tenant, r.Queue) {
+			if payload, flags, err = s.engine.SealPayload(payload); err != nil {
+				return cmd, err
+			}
+		}
+		cmd.Ops = append(cmd.Ops, wire.TimerOp{Op: op, Queue: r.Queue, Partition: r.Partition, TimerKey: r.TimerKey,
+			DelayMs: r.DelayMs, Payload: payload, PayloadFlags: flags, Txn: r.Txn})
+	}
+	return cmd, nil
+}
+
+// timerAnswers renders a timers result.
+func timerAnswers(reqs []timerOpRequest, res wire.TimersResult) []map[string]any {
+	out := make([]map[string]any, len(res.Ops))
+	for i, o := range res.Ops {
+		a := map[string]any{"index": i, "op": reqs[i].Op, "timerKey": reqs[i].TimerKey, "ok": o.OK, "status": o.Status}
+		if o.DueMs != 0 {
+			a["dueAt"] = isoMillis(o.DueMs)
+		}
+		out[i] = a
+	}
+	return out
+}
+
 // timers is POST /api/v1/timers.
 func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
 	tenant, err := s.tenantOf(ctx)
@@ -69,37 +120,9 @@ func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
 	if err := readJSON(ctx, &req); err != nil {
 		return err
 	}
-	if len(req.Operations) == 0 || len(req.Operations) > wire.MaxTimerOpsPerCall {
-		return badRequest("operations must hold 1..256 items")
-	}
-	cmd := wire.TimersCmd{Tenant: tenant}
-	for i := range req.Operations {
-		r := &req.Operations[i]
-		op, ok := timerOps[r.Op]
-		if !ok {
-			return badRequest("operation " + strconv.Itoa(i) + ": op must be schedule, reschedule or cancel")
-		}
-		if err := checkNames(r.Queue, r.Partition); err != nil {
-			return err
-		}
-		if r.TimerKey == "" || len(r.TimerKey) > wire.MaxKVKeyBytes {
-			return badRequest("operation " + strconv.Itoa(i) + ": timerKey must be 1..512 bytes")
-		}
-		if r.DelayMs < 0 || time.Duration(r.DelayMs)*time.Millisecond > s.cfg.TimersMaxHorizon {
-			return badRequest("operation " + strconv.Itoa(i) + ": delayMs must be within QUEEN_TIMERS_MAX_HORIZON_S")
-		}
-		payload, err := timerPayload(r)
-		if err != nil {
-			return err
-		}
-		var flags uint64
-		if payload != nil && s.engine.QueueEncrypted(tenant, r.Queue) {
-			if payload, flags, err = s.engine.SealPayload(payload); err != nil {
-				return err
-			}
-		}
-		cmd.Ops = append(cmd.Ops, wire.TimerOp{Op: op, Queue: r.Queue, Partition: r.Partition, TimerKey: r.TimerKey,
-			DelayMs: r.DelayMs, Payload: payload, PayloadFlags: flags, Txn: r.Txn})
+	cmd, err := s.buildTimerOps(tenant, req.Operations)
+	if err != nil {
+		return err
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
@@ -107,15 +130,7 @@ func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, len(res.Ops))
-	for i, o := range res.Ops {
-		a := map[string]any{"index": i, "op": req.Operations[i].Op, "timerKey": req.Operations[i].TimerKey, "ok": o.OK, "status": o.Status}
-		if o.DueMs != 0 {
-			a["dueAt"] = isoMillis(o.DueMs)
-		}
-		out[i] = a
-	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"results": out})
+	writeJSON(ctx, http.StatusOK, map[string]any{"results": timerAnswers(req.Operations, res)})
 	return nil
 }
 
