@@ -88,7 +88,7 @@ func (c *Config) setDefaults() {
 		c.ElectionRTT = 20
 	}
 	if c.SnapshotEntries == 0 {
-		c.SnapshotEntries = 2000
+		c.SnapshotEntries = 500
 	}
 	if c.CompactionOverhead == 0 {
 		c.CompactionOverhead = c.SnapshotEntries / 2
