@@ -45,6 +45,8 @@ type Conn struct {
 	unanswered atomic.Int32 // slots queued or held by the writer
 	handlers   sync.WaitGroup
 
+	turns turnTable // per API key request order, for Ordered
+
 	mu            sync.Mutex
 	sasl          saslStage
 	authenticated bool
@@ -322,7 +324,7 @@ func (c *Conn) dispatch(frame []byte) (*pending, error) {
 		return nil, err
 	}
 	c.handlers.Add(1)
-	go c.runHandler(p, h, d, release)
+	go c.runHandler(p, h, d, release, c.turns.take(d.hdr.Key))
 	return p, nil
 }
 
@@ -361,8 +363,9 @@ func (c *Conn) enqueueReady(p *pending) (*pending, error) {
 }
 
 // runHandler runs h for one request and fills its response slot.
-func (c *Conn) runHandler(p *pending, h Handler, d decodedRequest, release func()) {
+func (c *Conn) runHandler(p *pending, h Handler, d decodedRequest, release func(), tr *turn) {
 	defer c.handlers.Done()
+	defer tr.finish()
 	defer release()
 	defer close(p.ready)
 	defer func() {
@@ -371,7 +374,7 @@ func (c *Conn) runHandler(p *pending, h Handler, d decodedRequest, release func(
 			p.err = c.recovered(KeyName(d.hdr.Key)+" handler", r)
 		}
 	}()
-	ctx := context.WithValue(c.ctx, requestHeaderKey{}, d.hdr)
+	ctx := context.WithValue(context.WithValue(c.ctx, requestHeaderKey{}, d.hdr), turnKey{}, tr)
 	resp, err := h(ctx, c, d.req)
 	closeAfter := errors.Is(err, ErrCloseAfterResponse)
 	if err != nil && !closeAfter {

@@ -49,6 +49,7 @@ var supportedVersions = map[int16]VersionRange{
 	42: {0, 2}, // DeleteGroups
 	44: {0, 1}, // IncrementalAlterConfigs
 	47: {0, 0}, // OffsetDelete
+	60: {0, 1}, // DescribeCluster: v2 endpoint types
 }
 
 // SupportedVersions returns the version window queen accepts for key, and

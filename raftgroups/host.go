@@ -25,6 +25,7 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/plugin/tan"
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
@@ -87,7 +88,7 @@ func (c *Config) setDefaults() {
 		c.ElectionRTT = 20
 	}
 	if c.SnapshotEntries == 0 {
-		c.SnapshotEntries = 2000
+		c.SnapshotEntries = 500
 	}
 	if c.CompactionOverhead == 0 {
 		c.CompactionOverhead = c.SnapshotEntries / 2
@@ -223,9 +224,17 @@ func (h *Host) startGroup(n int) (*group, error) {
 		tcfg.Drop = func(target string) error { return cfg.Drop(n, target) }
 	}
 	g.tf = transport.NewFactory(tcfg)
+	// The raft log is tan, dragonboat's append-only log: each entry is
+	// written once and whole files are dropped once a snapshot lets the log
+	// be compacted. The pebble LogDB also flushed and compacted every entry,
+	// which under Kafka load cost more than everything else (measured:
+	// one node 89k -> 169k Kafka records/s, HTTP push 61k -> 100k msg/s).
+	// tan keeps 16 encode buffers of KVWriteBufferSize and grows them for
+	// larger entries, and has no memtable to report busy, so entries up to
+	// QUEEN_RAFT_ENTRY_MAX_BYTES need no large write buffer here.
 	logdb := config.GetTinyMemLogDBConfig()
 	logdb.Shards = 1
-	logdb.KVWriteBufferSize = 256 << 20
+	logdb.KVWriteBufferSize = 1 << 20
 	nhc := config.NodeHostConfig{
 		DeploymentID:        0x5155454e, // "QUEN": fixed per product, not a secret
 		NodeHostDir:         filepath.Join(dir, "raft"),
@@ -237,6 +246,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 		RaftEventListener:   leaderLogger{log: h.log, group: n},
 		Expert: config.ExpertConfig{
 			TransportFactory: g.tf,
+			LogDBFactory:     tan.Factory,
 			Engine:           config.EngineConfig{ExecShards: 1, CommitShards: 1, ApplyShards: 1, SnapshotShards: 2, CloseShards: 1},
 			LogDB:            logdb,
 		},

@@ -82,6 +82,18 @@ func (p *proposer) close() {
 // submit queues cmds and waits for their results. A full queue is refused at
 // once (ErrOverloaded) rather than letting memory grow.
 func (p *proposer) submit(ctx context.Context, cmds []wire.Command) ([][]byte, error) {
+	wait, err := p.enqueue(cmds)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// enqueue queues cmds and returns the function that waits for their
+// results. Requests queued one after the other from one goroutine are
+// proposed, and so applied, in that order (unless a proposal has to be
+// retried).
+func (p *proposer) enqueue(cmds []wire.Command) (func(context.Context) ([][]byte, error), error) {
 	r := &request{cmds: cmds, done: make(chan reply, 1)}
 	for _, c := range cmds {
 		r.size += c.EncodedLen()
@@ -96,13 +108,15 @@ func (p *proposer) submit(ctx context.Context, cmds []wire.Command) ([][]byte, e
 	default:
 		return nil, ErrOverloaded
 	}
-	select {
-	case rep := <-r.done:
-		return rep.results, rep.err
-	case <-ctx.Done():
-		// The entry may still commit; the caller cannot know.
-		return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
-	}
+	return func(ctx context.Context) ([][]byte, error) {
+		select {
+		case rep := <-r.done:
+			return rep.results, rep.err
+		case <-ctx.Done():
+			// The entry may still commit; the caller cannot know.
+			return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
+		}
+	}, nil
 }
 
 func (p *proposer) run() {
@@ -131,25 +145,30 @@ func (p *proposer) run() {
 				break gather
 			}
 		}
+		// The first attempt is made here, in queue order: entries reach
+		// raft in the order their requests were queued, so one client's
+		// pipelined writes are applied in the order it sent them.
+		var cmds []wire.Command
+		for _, r := range batch {
+			cmds = append(cmds, r.cmds...)
+		}
+		data := wire.AppendEntry(make([]byte, 0, size+32), time.Now().UnixMilli(), cmds)
+		rs, err := p.nh.Propose(p.session, data, p.attemptTimeout)
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			defer func() { <-p.slots }()
-			p.propose(batch, size)
+			p.propose(batch, cmds, data, rs, err)
 		}()
 	}
 }
 
-// propose appends one entry and retries it until it is applied, a
-// non-temporary error, or the request deadline. Retrying is safe because
-// every command is idempotent (see wire and storage).
-func (p *proposer) propose(batch []*request, size int) {
-	var cmds []wire.Command
-	for _, r := range batch {
-		cmds = append(cmds, r.cmds...)
-	}
-	data := wire.AppendEntry(make([]byte, 0, size+32), time.Now().UnixMilli(), cmds)
-	results, err := p.proposeEntry(data)
+// propose waits for an entry's first attempt and retries it until it is
+// applied, a non-temporary error, or the request deadline, then answers
+// every request of the batch. Retrying is safe because every command is
+// idempotent (see wire and storage).
+func (p *proposer) propose(batch []*request, cmds []wire.Command, data []byte, first *dragonboat.RequestState, firstErr error) {
+	results, err := p.proposeEntry(data, first, firstErr)
 	if err == nil && len(results) != len(cmds) {
 		err = fmt.Errorf("raftgroups: group %d answered %d results for %d commands", p.group, len(results), len(cmds))
 	}
@@ -163,19 +182,21 @@ func (p *proposer) propose(batch []*request, size int) {
 	}
 }
 
-func (p *proposer) proposeEntry(data []byte) ([][]byte, error) {
+func (p *proposer) proposeEntry(data []byte, rs *dragonboat.RequestState, err error) ([][]byte, error) {
 	deadline := time.Now().Add(p.requestTimeout)
 	backoff := 5 * time.Millisecond
 	proposed := false
 	for attempt := 0; ; attempt++ {
-		if attempt == 1 {
-			data = wire.MarkRetry(data)
+		if attempt > 0 {
+			if attempt == 1 {
+				data = wire.MarkRetry(data)
+			}
+			timeout := min(p.attemptTimeout, time.Until(deadline))
+			if timeout < 10*time.Millisecond {
+				timeout = 10 * time.Millisecond
+			}
+			rs, err = p.nh.Propose(p.session, data, timeout)
 		}
-		timeout := min(p.attemptTimeout, time.Until(deadline))
-		if timeout < 10*time.Millisecond {
-			timeout = 10 * time.Millisecond
-		}
-		rs, err := p.nh.Propose(p.session, data, timeout)
 		if err == nil {
 			proposed = true
 			var res dragonboat.RequestResult

@@ -15,7 +15,8 @@ type applyCtx struct {
 	s       *Store
 	b       *pebble.Batch // indexed: reads inside apply see earlier writes
 	nowMs   int64
-	retry   bool // the entry being applied repeats an earlier proposal
+	entryMs int64 // the entry's own clock stamp (a retry keeps its first attempt's)
+	retry   bool  // the entry being applied repeats an earlier proposal
 	dirty   []*partState
 	changes []Change
 	touched map[*queueState]bool
@@ -43,6 +44,7 @@ func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
 		s.clockMs = e.NowMs
 	}
 	ctx.nowMs = s.clockMs
+	ctx.entryMs = e.NowMs
 	ctx.retry = e.Retry
 	ctx.results = ctx.results[:0]
 	for {
@@ -96,6 +98,24 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeDeleteMessageCmd, func(c *wire.DeleteMessageCmd) wire.CodeResult { return s.applyDeleteMessage(ctx, c) })
 	case wire.KindTransaction:
 		return run(cmd.Body, wire.DecodeTxnCmd, func(c *wire.TxnCmd) wire.TxnResult { return s.applyTransaction(ctx, c) })
+	case wire.KindKafkaProduce:
+		return run(cmd.Body, wire.DecodeKafkaProduceCmd, func(c *wire.KafkaProduceCmd) wire.KafkaProduceResult { return s.applyKafkaProduce(ctx, c) })
+	case wire.KindKafkaInitProducer:
+		return run(cmd.Body, wire.DecodeInitProducerCmd, func(c *wire.InitProducerCmd) wire.InitProducerResult { return s.applyInitProducer(ctx, c) })
+	case wire.KindKafkaCreateTopic:
+		return run(cmd.Body, wire.DecodeCreateTopicCmd, func(c *wire.CreateTopicCmd) wire.CodeResult { return s.applyCreateTopic(ctx, c) })
+	case wire.KindKafkaCreatePartitions:
+		return run(cmd.Body, wire.DecodeCreatePartitionsCmd, func(c *wire.CreatePartitionsCmd) wire.CodeResult { return s.applyCreatePartitions(ctx, c) })
+	case wire.KindKafkaDeleteTopic:
+		return run(cmd.Body, wire.DecodeDeleteTopicCmd, func(c *wire.DeleteTopicCmd) wire.CodeResult { return s.applyDeleteTopic(ctx, c) })
+	case wire.KindKafkaTopicConfig:
+		return run(cmd.Body, wire.DecodeTopicConfigCmd, func(c *wire.TopicConfigCmd) wire.CodeResult { return s.applyTopicConfig(ctx, c) })
+	case wire.KindKafkaTxnBegin:
+		return run(cmd.Body, wire.DecodeTxnBeginCmd, func(c *wire.TxnBeginCmd) wire.KafkaTxnResult { return s.applyTxnBegin(ctx, c) })
+	case wire.KindKafkaTxnEnd:
+		return run(cmd.Body, wire.DecodeTxnEndCmd, func(c *wire.TxnEndCmd) wire.KafkaTxnResult { return s.applyTxnEnd(ctx, c) })
+	case wire.KindKafkaRegisterNode:
+		return run(cmd.Body, wire.DecodeRegisterNodeCmd, func(c *wire.RegisterNodeCmd) wire.CodeResult { return s.applyRegisterNode(ctx, c) })
 	case wire.KindDeleteOffsets:
 		return run(cmd.Body, wire.DecodeDeleteOffsetsCmd, func(c *wire.DeleteOffsetsCmd) wire.CodesResult { return s.applyDeleteOffsets(ctx, c) })
 	case wire.KindTick:

@@ -83,6 +83,7 @@ func (s *Store) applyDeleteQueue(ctx *applyCtx, c *wire.DeleteQueueCmd) wire.Cod
 		p.deleted.Store(true)
 		delete(s.parts, p.id)
 	}
+	s.forgetKafkaQueue(ctx, q)
 	sp := subPrefix(q.id)
 	_ = ctx.b.DeleteRange(sp, prefixEnd(sp), nil)
 	ctx.del(queueKey(q.id))

@@ -58,15 +58,21 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 			off++
 		}
 	}
-	p.next += uint64(stored)
+	s.advance(ctx, q, p, stored)
+	return res
+}
+
+// advance moves p's head past n records just appended at p.next and lets
+// every subscription and long poll know.
+func (s *Store) advance(ctx *applyCtx, q *queueState, p *partState, n int) {
+	p.next += uint64(n)
 	p.lastWriteMs = ctx.nowMs
-	q.count(ctx.nowMs, Activity{Pushed: uint64(stored), PushOps: 1})
+	q.count(ctx.nowMs, Activity{Pushed: uint64(n), PushOps: 1})
 	ctx.markDirty(p)
 	for _, sub := range q.subs {
 		sub.ready.set(p.index)
 	}
 	ctx.touch(q)
-	return res
 }
 
 type pushHead struct {

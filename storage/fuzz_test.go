@@ -19,12 +19,16 @@ func FuzzApply(f *testing.F) {
 	ack := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: wire.AckFailed}}}
 	f.Add(wire.AppendEntry(nil, 1, []wire.Command{{Kind: wire.KindPush, Body: push.Encode(nil)},
 		{Kind: wire.KindPop, Body: pop.Encode(nil)}, {Kind: wire.KindAck, Body: ack.Encode(nil)}}))
-
 	txn := wire.TxnCmd{Tenant: wire.DefaultTenant, ID: wire.ID{3}, RequiredLeases: []wire.ID{{7}}, Ops: []wire.TxnOp{
 		{Kind: wire.TxnOpPush, Body: push.Encode(nil)}, {Kind: wire.TxnOpAck, Body: ack.Encode(nil)},
 		{Kind: wire.TxnOpPosition, Body: (&wire.PositionOp{Queue: "q", Group: "g", Partition: "p", Offset: 1}).Encode(nil)}}}
 	f.Add(wire.AppendEntry(nil, 2, []wire.Command{{Kind: wire.KindTransaction, Body: txn.Encode(nil)}, {Kind: wire.KindTick}}))
+	fuzzApply(f)
+}
 
+// fuzzApply applies every fuzz input as one raft entry to one store and
+// checks the entry is answered.
+func fuzzApply(f *testing.F) {
 	dir := f.TempDir()
 	s := New(Config{Dir: dir})
 	index, err := s.Open(make(chan struct{}))

@@ -29,6 +29,7 @@ const (
 	tagTraceAge  = 'Z' // created ms, seq → the event's key (retention)
 	tagSweep     = 'w' // sweeper name → where its pass stands (sweep.go)
 	tagTxnDone   = 'x' // transaction id (UUIDv7, so time-ordered) → its committed result
+	tagKafka     = 'K' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of

@@ -134,6 +134,9 @@ func (s *Store) load() error {
 			s.rebuildReady(q, sub)
 		}
 	}
+	if err := s.loadKafka(); err != nil {
+		return err
+	}
 	return s.countDLQRows()
 }
 

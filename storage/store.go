@@ -78,6 +78,7 @@ type Store struct {
 	timed      map[uint64]*queueState
 	sweeps     map[string]*sweepState
 	hasTxnDone bool
+	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 
 	applied   atomic.Uint64
 	closed    atomic.Bool

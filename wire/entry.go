@@ -31,10 +31,21 @@ const (
 	KindDLQPurge      Kind = 23 // delete dead-lettered rows
 	KindDLQReplay     Kind = 24 // push a dead-lettered message again
 	KindDeleteMessage Kind = 25 // erase one message's payload
+	// Kafka facade (30..39; see kafka_*.go).
+	KindKafkaProduce          Kind = 30 // KafkaProduceCmd: a producer-checked append
+	KindKafkaInitProducer     Kind = 31 // InitProducerCmd
+	KindKafkaCreateTopic      Kind = 32 // CreateTopicCmd
+	KindKafkaCreatePartitions Kind = 33 // CreatePartitionsCmd
+	KindKafkaDeleteTopic      Kind = 34 // DeleteTopicCmd
+	KindKafkaTopicConfig      Kind = 35 // TopicConfigCmd
+	KindKafkaTxnBegin         Kind = 36 // TxnBeginCmd
+	KindKafkaTxnEnd           Kind = 37 // TxnEndCmd: a whole transaction's commit or abort
+	KindKafkaRegisterNode     Kind = 38 // RegisterNodeCmd (group 0 only)
 
 	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
 	// consumer-group and message administration, 30..49 for the Kafka
-	// facade, 50..69 for KV, locks, timers and traces.
+	// facade (30..39 its data path and transactions, 40..49 its consumer
+	// groups), 50..69 for KV, locks, timers and traces.
 
 	// KindTransaction commits pushes, acks and position writes all
 	// together or not at all (txn.go).

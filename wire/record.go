@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"encoding/binary"
-	"fmt"
-)
+import "fmt"
 
 // Record flags say which optional fields a stored record carries.
 const (
@@ -46,13 +43,11 @@ const (
 
 // AppendRecord appends r, length-prefixed, as it is stored and as it travels
 // inside a push command: the state machine copies these bytes verbatim into
-// the partition log.
+// the partition log. The length is computed first, so the record is written
+// once, in place (payloads are most of the bytes a broker moves).
 func AppendRecord(b []byte, r *Record) []byte {
-	start := len(b)
-	// Reserve the maximum uvarint width for the length, then close the gap.
-	b = append(b, 0, 0, 0, 0, 0)
-	body := len(b)
 	w := Writer{B: b}
+	w.Uvarint(uint64(recordBodyLen(r)))
 	w.Uvarint(r.Flags)
 	w.Fixed(r.MsgID[:])
 	if r.Flags&FlagTxnID != 0 {
@@ -83,13 +78,40 @@ func AppendRecord(b []byte, r *Record) []byte {
 		w.Bytes(r.ProducerSub)
 	}
 	w.Bytes(r.Payload)
-	b = w.B
-	n := len(b) - body
-	var lenBuf [binary.MaxVarintLen64]byte
-	ln := binary.PutUvarint(lenBuf[:], uint64(n))
-	copy(b[start:], lenBuf[:ln])
-	copy(b[start+ln:], b[body:])
-	return b[:start+ln+n]
+	return w.B
+}
+
+// recordBodyLen is the size of r's encoding after its length prefix.
+func recordBodyLen(r *Record) int {
+	bytesLen := func(b []byte) int { return uvarintLen(uint64(len(b))) + len(b) }
+	n := uvarintLen(r.Flags) + len(r.MsgID)
+	if r.Flags&FlagTxnID != 0 {
+		n += bytesLen(r.TxnID)
+	}
+	if r.Flags&FlagKey != 0 {
+		n += bytesLen(r.Key)
+	}
+	if r.Flags&FlagHeaders != 0 {
+		n += uvarintLen(uint64(len(r.Headers)))
+		for _, h := range r.Headers {
+			n += uvarintLen(uint64(len(h.Key))) + len(h.Key)
+			if h.Value == nil {
+				n++
+			} else {
+				n += uvarintLen(uint64(len(h.Value))+1) + len(h.Value)
+			}
+		}
+	}
+	if r.Flags&FlagTimestamp != 0 {
+		n += uvarintLen(uint64(r.Timestamp<<1) ^ uint64(r.Timestamp>>63))
+	}
+	if r.Flags&FlagTrace != 0 {
+		n += bytesLen(r.TraceID)
+	}
+	if r.Flags&FlagSub != 0 {
+		n += bytesLen(r.ProducerSub)
+	}
+	return n + bytesLen(r.Payload)
 }
 
 // ParseRecord decodes one record body (without its length prefix).

@@ -132,7 +132,8 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.HTTP.TenancyHeader = e.tenancyConfig()
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
-	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)
+	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1, c.Raft.MaxEntryBytes)
+	c.Kafka.Broker.LogDir = c.Raft.Dir
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
 	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")
@@ -169,7 +170,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		Token:      e.lookup("QUEEN_RAFT_TOKEN"),
 
 		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
-		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 2000, 10, 1<<24)),
+		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 500, 10, 1<<24)),
 		MaxEntryBytes:   e.int("QUEEN_RAFT_ENTRY_MAX_BYTES", 96<<20, 1<<20, 1<<30),
 		QueueDepth:      e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
 		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),

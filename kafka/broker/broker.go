@@ -14,8 +14,10 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +27,7 @@ import (
 )
 
 // Config is the Kafka facade's configuration, filled by cmd/queen from env
-// (spec §3.6).
+// (spec §3.6). Zero values take the defaults below.
 type Config struct {
 	Listener kafka.Config
 	// NodeID is this node's broker id (its raft node id).
@@ -46,6 +48,62 @@ type Config struct {
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
 	GroupJoinDelay         time.Duration
+
+	// MaxMessageBytes bounds one produced record batch, Kafka's
+	// message.max.bytes (QUEEN_KAFKA_MAX_MESSAGE_BYTES).
+	MaxMessageBytes int
+	// FetchMaxBytes caps one fetch response whatever the client asks: a
+	// response is held in memory until written (QUEEN_KAFKA_FETCH_MAX_BYTES).
+	FetchMaxBytes int
+	// TxnMaxBytes bounds the records one transaction stages on the leader
+	// (QUEEN_KAFKA_TXN_MAX_BYTES); TxnBufferBytes bounds all transactions
+	// together (QUEEN_KAFKA_TXN_BUFFER_BYTES).
+	TxnMaxBytes    int
+	TxnBufferBytes int
+	// TxnMaxTimeout is the longest transaction timeout a producer may ask
+	// for (QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, Kafka's
+	// transaction.max.timeout.ms).
+	TxnMaxTimeout time.Duration
+	// LogDir is what DescribeLogDirs names as the one log directory.
+	LogDir string
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxMessageBytes = 1048588
+	DefaultFetchMaxBytes   = 32 << 20
+	DefaultTxnMaxBytes     = 32 << 20
+	DefaultTxnBufferBytes  = 256 << 20
+	DefaultTxnMaxTimeout   = 15 * time.Minute
+	DefaultDedupWindow     = 900 * time.Second
+)
+
+func (c *Config) setDefaults() {
+	if c.DefaultPartitions <= 0 {
+		c.DefaultPartitions = 1
+	}
+	if c.MaxPartitions <= 0 {
+		c.MaxPartitions = 1000000
+	}
+	if c.DedupWindow <= 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.TxnMaxBytes <= 0 {
+		c.TxnMaxBytes = DefaultTxnMaxBytes
+	}
+	if c.TxnBufferBytes <= 0 {
+		c.TxnBufferBytes = DefaultTxnBufferBytes
+	}
+	c.TxnBufferBytes = max(c.TxnBufferBytes, c.TxnMaxBytes)
+	if c.TxnMaxTimeout <= 0 {
+		c.TxnMaxTimeout = DefaultTxnMaxTimeout
+	}
 }
 
 // Broker serves the engine-backed Kafka API keys on a kafka.Server.
@@ -54,11 +112,21 @@ type Broker struct {
 	engine *raftgroups.Engine
 	log    *slog.Logger
 	srv    *kafka.Server
+	ids    msgIDs
+	txns   *coordinator
+	parts  partitionCache
 	groups *coordinators // consumer-group coordination (group_coordination.go)
+
+	// ctx ends with Close: the broker's own goroutines (node registration,
+	// the transaction reaper) stop on it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New builds the broker and its listener; Start opens it.
 func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, error) {
+	cfg.setDefaults()
 	if cfg.Listener.Logger == nil {
 		cfg.Listener.Logger = log
 	}
@@ -66,7 +134,11 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, groups: newCoordinators(engine, cfg, log)}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel}
+	b.ids.init()
+	b.txns = newCoordinator(b)
+	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {
 		if err := srv.RegisterHandler(key, h); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
@@ -78,29 +150,61 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 // handlers is every engine-backed API key this broker answers, by key.
 func (b *Broker) handlers() map[int16]kafka.Handler {
 	return map[int16]kafka.Handler{
-		int16(kmsg.OffsetCommit):    b.handleOffsetCommit,
-		int16(kmsg.OffsetFetch):     b.handleOffsetFetch,
-		int16(kmsg.FindCoordinator): b.handleFindCoordinator,
-		int16(kmsg.JoinGroup):       b.handleJoinGroup,
-		int16(kmsg.Heartbeat):       b.handleHeartbeat,
-		int16(kmsg.LeaveGroup):      b.handleLeaveGroup,
-		int16(kmsg.SyncGroup):       b.handleSyncGroup,
-		int16(kmsg.DescribeGroups):  b.handleDescribeGroups,
-		int16(kmsg.ListGroups):      b.handleListGroups,
-		int16(kmsg.DeleteGroups):    b.handleDeleteGroups,
-		int16(kmsg.OffsetDelete):    b.handleOffsetDelete,
+		int16(kmsg.Produce):                 b.handleProduce,
+		int16(kmsg.Fetch):                   b.handleFetch,
+		int16(kmsg.ListOffsets):             b.handleListOffsets,
+		int16(kmsg.Metadata):                b.handleMetadata,
+		int16(kmsg.CreateTopics):            b.handleCreateTopics,
+		int16(kmsg.DeleteTopics):            b.handleDeleteTopics,
+		int16(kmsg.InitProducerID):          b.handleInitProducerID,
+		int16(kmsg.AddPartitionsToTxn):      b.handleAddPartitionsToTxn,
+		int16(kmsg.AddOffsetsToTxn):         b.handleAddOffsetsToTxn,
+		int16(kmsg.EndTxn):                  b.handleEndTxn,
+		int16(kmsg.TxnOffsetCommit):         b.handleTxnOffsetCommit,
+		int16(kmsg.DescribeACLs):            b.handleACLs,
+		int16(kmsg.CreateACLs):              b.handleACLs,
+		int16(kmsg.DeleteACLs):              b.handleACLs,
+		int16(kmsg.DescribeConfigs):         b.handleDescribeConfigs,
+		int16(kmsg.AlterConfigs):            b.handleAlterConfigs,
+		int16(kmsg.DescribeLogDirs):         b.handleDescribeLogDirs,
+		int16(kmsg.CreatePartitions):        b.handleCreatePartitions,
+		int16(kmsg.IncrementalAlterConfigs): b.handleIncrementalAlterConfigs,
+		int16(kmsg.DescribeCluster):         b.handleDescribeCluster,
+		int16(kmsg.OffsetCommit):            b.handleOffsetCommit,
+		int16(kmsg.OffsetFetch):             b.handleOffsetFetch,
+		int16(kmsg.FindCoordinator):         b.handleFindCoordinator,
+		int16(kmsg.JoinGroup):               b.handleJoinGroup,
+		int16(kmsg.Heartbeat):               b.handleHeartbeat,
+		int16(kmsg.LeaveGroup):              b.handleLeaveGroup,
+		int16(kmsg.SyncGroup):               b.handleSyncGroup,
+		int16(kmsg.DescribeGroups):          b.handleDescribeGroups,
+		int16(kmsg.ListGroups):              b.handleListGroups,
+		int16(kmsg.DeleteGroups):            b.handleDeleteGroups,
+		int16(kmsg.OffsetDelete):            b.handleOffsetDelete,
 	}
 }
 
-// Start listens for Kafka clients.
-func (b *Broker) Start() error { return b.srv.Start() }
+// Start listens for Kafka clients, registers this node's advertised address
+// and starts the transaction timeout reaper.
+func (b *Broker) Start() error {
+	if err := b.srv.Start(); err != nil {
+		return err
+	}
+	b.wg.Add(2)
+	go b.registerNode()
+	go b.txns.reap()
+	return nil
+}
 
 // Addr is the address the listener is bound to.
 func (b *Broker) Addr() string { return b.srv.Addr().String() }
 
 // Close stops the listener, closes every connection and waits for their
-// handlers.
+// handlers and the broker's own goroutines.
 func (b *Broker) Close() error {
 	b.groups.close() // parked joins answer NOT_COORDINATOR while their connections are open
-	return b.srv.Close()
+	err := b.srv.Close()
+	b.cancel()
+	b.wg.Wait()
+	return err
 }

@@ -14,6 +14,19 @@ import (
 // benchmark defaults, waits until they are healthy and returns their
 // clients' URLs and a stop function that also removes their data.
 func Start(n int, env map[string]string) (stop func(), urls []string, err error) {
+	c, stop, err := StartCluster(n, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, nd := range c.Nodes {
+		urls = append(urls, nd.URL())
+	}
+	return stop, urls, nil
+}
+
+// StartCluster is Start for benchmarks that need more of each node than its
+// URL (the Kafka benchmark needs its Kafka address).
+func StartCluster(n int, env map[string]string) (*harness.Cluster, func(), error) {
 	dir, err := os.MkdirTemp("", "queen-bench")
 	if err != nil {
 		return nil, nil, err
@@ -32,7 +45,7 @@ func Start(n int, env map[string]string) (stop func(), urls []string, err error)
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	stop = func() { c.StopAll(); os.RemoveAll(dir) }
+	stop := func() { c.StopAll(); os.RemoveAll(dir) }
 	if err := c.StartAll(); err != nil {
 		stop()
 		return nil, nil, err
@@ -43,8 +56,5 @@ func Start(n int, env map[string]string) (stop func(), urls []string, err error)
 		stop()
 		return nil, nil, err
 	}
-	for _, nd := range c.Nodes {
-		urls = append(urls, nd.URL())
-	}
-	return stop, urls, nil
+	return c, stop, nil
 }

@@ -1,0 +1,185 @@
+package broker
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/storage"
+	"github.com/queen-mq/queen/wire"
+)
+
+// maxFetchWait bounds a fetch's long poll whatever MaxWaitMillis says.
+const maxFetchWait = 30 * time.Second
+
+// handleFetch is a read at an offset without a lease (spec decision 1): the
+// leader's local store below its committed high-water mark, re-encoded as
+// record batches, one per stored chunk. With MinBytes it parks until that
+// much is there or MaxWaitMillis passes, woken by the apply loop
+// (Engine.Changed) instead of polling. Records only ever reach the store
+// committed (transactions are staged until they commit), so read_committed
+// and read_uncommitted consumers read the same records and the last stable
+// offset is the high-water mark.
+func (b *Broker) handleFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	tenant := b.tenantOf(c)
+	limit := b.cfg.FetchMaxBytes
+	if req.MaxBytes > 0 {
+		limit = min(limit, int(req.MaxBytes))
+	}
+	deadline := time.Now().Add(min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait))
+	for {
+		// Listen before reading, so a commit between the read and the
+		// wait still wakes us.
+		var changed []<-chan struct{}
+		var releases []func()
+		if req.MinBytes > 0 && time.Now().Before(deadline) {
+			for _, t := range req.Topics {
+				ch, release := b.engine.Changed(tenant, t.Topic)
+				changed, releases = append(changed, ch), append(releases, release)
+			}
+		}
+		resp, n, failed := b.readFetch(tenant, req, limit)
+		if n >= int(req.MinBytes) || failed || len(changed) == 0 || ctx.Err() != nil || !time.Now().Before(deadline) {
+			for _, release := range releases {
+				release()
+			}
+			return resp, nil
+		}
+		waitAny(ctx, changed, deadline)
+		for _, release := range releases {
+			release()
+		}
+	}
+}
+
+// waitAny parks until one of chans closes, the deadline passes or ctx ends.
+func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	for _, ch := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	reflect.Select(cases)
+}
+
+// readFetch reads every requested partition once. It returns the response,
+// the record bytes in it, and whether a partition failed (a fetch answers at
+// once then).
+func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*kmsg.FetchResponse, int, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	store := b.engine.Store(tenant)
+	leads := b.leads(tenant)
+	total, failed := 0, false
+	var scratch []records.Record
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		rt := &resp.Topics[ti]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		for pi := range t.Partitions {
+			fp := &t.Partitions[pi]
+			rp := &rt.Partitions[pi]
+			*rp = kmsg.NewFetchResponseTopicPartition()
+			// Empty, not null: librdkafka refuses a null record set.
+			rp.Partition, rp.RecordBatches = fp.Partition, []byte{}
+			var err error
+			if !leads {
+				err = errNotLeader
+			} else {
+				budget := min(int(fp.PartitionMaxBytes), limit-total)
+				// The first records of a response go out even when
+				// larger than the limits, so a big record cannot wedge
+				// a consumer (KIP-74).
+				var n int
+				n, scratch, err = b.fetchPartition(store, tenant, t.Topic, fp, rp, budget, total == 0, scratch)
+				total += n
+			}
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+				failed = true
+			}
+		}
+	}
+	return resp, total, failed
+}
+
+// fetchPartition fills rp with the records of one partition from the fetch
+// offset, within budget bytes (at least one record when force). It returns
+// the bytes it added and the scratch slice for reuse.
+func (b *Broker) fetchPartition(store *storage.Store, tenant wire.ID, topic string, fp *kmsg.FetchRequestTopicPartition,
+	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
+	p, ok := b.partition(tenant, topic, fp.Partition)
+	if !ok {
+		return 0, scratch, wire.ErrPartitionNotFound
+	}
+	hwm, start := p.HighWatermark(), p.LogStart()
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(hwm), int64(start)
+	from := fp.FetchOffset
+	if from < int64(start) || from > int64(hwm) {
+		return 0, scratch, errOffsetOutOfRange
+	}
+	if from == int64(hwm) || (budget <= 0 && !force) {
+		return 0, scratch, nil
+	}
+	var (
+		out     []byte
+		used    int
+		full    bool
+		readErr error
+	)
+	_, err := store.ReadChunks(p, uint64(from), func(base uint64, appendMs int64, recs []byte) bool {
+		scratch = scratch[:0]
+		first := uint64(0)
+		it := wire.NewRecordIter(recs)
+		for off := base; ; off++ {
+			body, _, ok := it.Next()
+			if !ok || off >= hwm {
+				break
+			}
+			if off < uint64(from) {
+				continue
+			}
+			if used+len(body) > budget && (used > 0 || len(scratch) > 0 || !force) {
+				full = true
+				break
+			}
+			rec, err := wire.ParseRecord(body)
+			if err != nil {
+				readErr = err
+				return false
+			}
+			b.engine.OpenPayload(&rec)
+			if len(scratch) == 0 {
+				first = off
+			}
+			scratch = append(scratch, fetchRecord(&rec, appendMs, int32(off-first)))
+			used += len(body)
+		}
+		if len(scratch) > 0 {
+			if out == nil {
+				out = make([]byte, 0, min(budget, 1<<20)+records.HeaderSize)
+			}
+			out, readErr = records.AppendBatch(out, records.NewBatchOptions(int64(first)), scratch)
+		}
+		return readErr == nil && !full
+	})
+	if err == nil {
+		err = readErr
+	}
+	if err != nil {
+		return 0, scratch, err
+	}
+	if out != nil {
+		rp.RecordBatches = out
+	}
+	return len(out), scratch, nil
+}

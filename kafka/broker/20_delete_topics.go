@@ -1,0 +1,34 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/wire"
+)
+
+// handleDeleteTopics deletes queues, however they were created (spec §3.2),
+// with their messages, consumer positions and Kafka bookkeeping.
+func (b *Broker) handleDeleteTopics(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	tenant := b.tenantOf(c)
+	names := req.TopicNames
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, adminWait)
+	defer cancel()
+	for _, name := range names {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		_, err := b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
+		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,44 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/wire"
+)
+
+// handleDescribeConfigs describes topics (every config queen accepts, set
+// or default) and brokers (the settings that come from the environment).
+func (b *Broker) handleDescribeConfigs(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	tenant := b.tenantOf(c)
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		var err error
+		switch r.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			set, isKafka, ok := b.engine.Store(tenant).TopicConfigs(tenant, r.ResourceName)
+			if !ok {
+				err = wire.ErrQueueNotFound
+				break
+			}
+			rr.Configs = b.describeTopic(set, isKafka, r.ConfigNames)
+		case kmsg.ConfigResourceTypeBroker:
+			if id, perr := strconv.Atoi(r.ResourceName); r.ResourceName != "" && (perr != nil || id < 0) {
+				err = wire.ErrBadRequest
+				break
+			}
+			rr.Configs = b.describeBroker(r.ConfigNames)
+		default:
+			err = wire.ErrBadRequest
+		}
+		rr.ErrorCode, rr.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}

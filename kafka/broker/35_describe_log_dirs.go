@@ -1,0 +1,50 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+)
+
+// handleDescribeLogDirs reports one log directory (the node's data
+// directory) holding every partition of the asked topics, with each
+// partition's estimated size on disk. Volume sizes are unknown (-1).
+func (b *Broker) handleDescribeLogDirs(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeLogDirsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	tenant := b.tenantOf(c)
+	store := b.engine.Store(tenant)
+	dir := kmsg.NewDescribeLogDirsResponseDir()
+	dir.Dir, dir.TotalBytes, dir.UsableBytes = b.cfg.LogDir, -1, -1
+	want := req.Topics
+	if want == nil {
+		for _, t := range store.KafkaTopics(tenant) {
+			all := kmsg.NewDescribeLogDirsRequestTopic()
+			all.Topic = t.Name
+			for i := range t.Partitions {
+				all.Partitions = append(all.Partitions, int32(i))
+			}
+			want = append(want, all)
+		}
+	}
+	for _, t := range want {
+		rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+		rt.Topic = t.Topic
+		for _, i := range t.Partitions {
+			p, ok := store.PartitionByIndex(tenant, t.Topic, uint32(i))
+			if i < 0 || !ok {
+				continue // Kafka leaves out what the broker does not host
+			}
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition, rp.Size = i, store.PartitionDiskUsage(p)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if len(rt.Partitions) > 0 {
+			dir.Topics = append(dir.Topics, rt)
+		}
+	}
+	resp.Dirs = []kmsg.DescribeLogDirsResponseDir{dir}
+	return resp, nil
+}

@@ -1,0 +1,45 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/wire"
+)
+
+// handleCreatePartitions grows topics; new partitions are named by their
+// index (spec decision 2). Kafka never shrinks a topic, and neither does
+// this: a count not above the current one is INVALID_PARTITIONS.
+func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	tenant := b.tenantOf(c)
+	store := b.engine.Store(tenant)
+	cctx, cancel := context.WithTimeout(ctx, adminWait)
+	defer cancel()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		err := func() error {
+			topic, ok := store.KafkaTopic(tenant, t.Topic)
+			switch {
+			case !ok:
+				return wire.ErrQueueNotFound
+			case t.Count <= int32(topic.Partitions):
+				return fmt.Errorf("%w: the topic has %d partitions, asked for %d", wire.ErrInvalidPartitions, topic.Partitions, t.Count)
+			case t.Count > b.cfg.MaxPartitions:
+				return fmt.Errorf("%w: at most %d partitions", errPartitionsLimits, b.cfg.MaxPartitions)
+			case req.ValidateOnly:
+				return nil
+			}
+			_, err := b.engine.CreatePartitions(cctx, &wire.CreatePartitionsCmd{Tenant: tenant, Name: t.Topic, Count: uint32(t.Count)})
+			return err
+		}()
+		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

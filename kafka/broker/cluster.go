@@ -1,0 +1,136 @@
+package broker
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/wire"
+)
+
+// tenantOf is THE place a Kafka request's tenant is decided. Until tenancy
+// lands (issue 5) every connection acts for the default tenant; then the
+// SASL principal or the TLS server name will pick it here.
+func (b *Broker) tenantOf(c *kafka.Conn) wire.ID { return wire.DefaultTenant }
+
+// leader is the broker id leading tenant's raft group: the Kafka leader of
+// every partition and the coordinator of every group and transaction of the
+// tenant (spec decision 8). ok is false during an election, and while the
+// leader's Kafka address is not known yet (it has not registered).
+func (b *Broker) leader(tenant wire.ID) (int32, bool) {
+	id, _, ok := b.engine.Leader(tenant)
+	if !ok {
+		return -1, false
+	}
+	if _, _, known := b.brokerAddr(id); !known {
+		return -1, false
+	}
+	return int32(id), true
+}
+
+// leads reports whether this node is the tenant's leader, so may serve its
+// partitions and coordinate its transactions.
+func (b *Broker) leads(tenant wire.ID) bool {
+	id, _, ok := b.engine.Leader(tenant)
+	return ok && id == uint64(b.cfg.NodeID)
+}
+
+// brokerAddr is where clients reach node id: this node's own advertised
+// address, or what the node registry holds for the others.
+func (b *Broker) brokerAddr(id uint64) (string, int32, bool) {
+	addr := ""
+	if id == uint64(b.cfg.NodeID) {
+		addr = b.cfg.AdvertisedAddr
+	} else {
+		for _, n := range b.engine.KafkaNodes() {
+			if n.ID == id {
+				addr = n.KafkaAddr
+			}
+		}
+	}
+	host, port, err := splitAddr(addr)
+	return host, port, err == nil
+}
+
+func splitAddr(addr string) (string, int32, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return "", 0, err
+	}
+	return host, int32(port), nil
+}
+
+// brokers lists every node Kafka clients can reach: the registry, with this
+// node's own address always present.
+func (b *Broker) brokers() []kmsg.MetadataResponseBroker {
+	self := uint64(b.cfg.NodeID)
+	var out []kmsg.MetadataResponseBroker
+	add := func(id uint64, addr string) {
+		if host, port, err := splitAddr(addr); err == nil {
+			out = append(out, kmsg.MetadataResponseBroker{NodeID: int32(id), Host: host, Port: port})
+		}
+	}
+	seen := false
+	for _, n := range b.engine.KafkaNodes() {
+		if n.ID == self {
+			n.KafkaAddr, seen = b.cfg.AdvertisedAddr, true
+		}
+		add(n.ID, n.KafkaAddr)
+	}
+	if !seen {
+		add(self, b.cfg.AdvertisedAddr)
+	}
+	return out
+}
+
+// controllerID is the node leading group 0, which answers for the cluster
+// as a whole; any node accepts admin requests (they are proposals), so this
+// only tells clients where to send them.
+func (b *Broker) controllerID() int32 {
+	if id, ok := b.engine.ClusterLeader(); ok {
+		return int32(id)
+	}
+	return b.cfg.NodeID
+}
+
+// clusterID names the cluster in Metadata and DescribeCluster.
+const clusterID = "queen"
+
+// registerNode records this node's advertised address in the replicated
+// node registry (group 0), retrying until it is applied: that is how the
+// other nodes learn where clients reach this one. Stale entries of a node
+// that moved are overwritten when it boots at its new address.
+func (b *Broker) registerNode() {
+	defer b.wg.Done()
+	cmd := wire.RegisterNodeCmd{NodeID: uint64(b.cfg.NodeID), KafkaAddr: b.cfg.AdvertisedAddr}
+	backoff := 50 * time.Millisecond
+	for {
+		for _, n := range b.engine.KafkaNodes() {
+			if n.ID == cmd.NodeID && n.KafkaAddr == cmd.KafkaAddr {
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		err := b.engine.RegisterKafkaNode(ctx, &cmd)
+		cancel()
+		if err == nil {
+			b.log.Info("kafka: node registered", "node", cmd.NodeID, "advertised", cmd.KafkaAddr)
+			return
+		}
+		b.log.Debug("kafka: node registration not applied yet", "err", err)
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}

@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// describeTopic lists a topic's configs as DescribeConfigs shows them: every
+// config queen accepts, with the value set on the topic (DYNAMIC_TOPIC_CONFIG)
+// or its default (DEFAULT_CONFIG). Queues created over HTTP show their
+// options read-only. names filters (nil: all).
+func (b *Broker) describeTopic(set []wire.ConfigEntry, kafkaTopic bool, names []string) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, d := range wire.TopicConfigDefaults() {
+		if names != nil && !slices.Contains(names, d.Name) {
+			continue
+		}
+		e := kmsg.NewDescribeConfigsResponseResourceConfig()
+		e.Name, e.Value, e.ReadOnly = d.Name, kmsg.StringPtr(d.Value), !kafkaTopic
+		e.IsDefault, e.Source = true, kmsg.ConfigSourceDefaultConfig
+		for _, s := range set {
+			if s.Name == d.Name {
+				e.Value, e.IsDefault, e.Source = kmsg.StringPtr(s.Value), false, kmsg.ConfigSourceDynamicTopicConfig
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// describeBroker lists the broker settings a client may want to read; they
+// come from the environment and are read-only.
+func (b *Broker) describeBroker(names []string) []kmsg.DescribeConfigsResponseResourceConfig {
+	static := []wire.ConfigEntry{
+		{Name: "advertised.listeners", Value: "PLAINTEXT://" + b.cfg.AdvertisedAddr},
+		{Name: "auto.create.topics.enable", Value: "true"},
+		{Name: "broker.id", Value: strconv.Itoa(int(b.cfg.NodeID))},
+		{Name: "default.replication.factor", Value: "1"},
+		{Name: "log.dirs", Value: b.cfg.LogDir},
+		{Name: "log.retention.ms", Value: "-1"},
+		{Name: "message.max.bytes", Value: strconv.Itoa(b.cfg.MaxMessageBytes)},
+		{Name: "num.partitions", Value: strconv.Itoa(int(b.cfg.DefaultPartitions))},
+		{Name: "producer.id.expiration.ms", Value: strconv.FormatInt(b.cfg.DedupWindow.Milliseconds(), 10)},
+		{Name: "transaction.max.timeout.ms", Value: strconv.FormatInt(b.cfg.TxnMaxTimeout.Milliseconds(), 10)},
+	}
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, s := range static {
+		if names != nil && !slices.Contains(names, s.Name) {
+			continue
+		}
+		e := kmsg.NewDescribeConfigsResponseResourceConfig()
+		e.Name, e.Value, e.ReadOnly, e.Source = s.Name, kmsg.StringPtr(s.Value), true, kmsg.ConfigSourceStaticBrokerConfig
+		out = append(out, e)
+	}
+	return out
+}
+
+// alterTopic applies config changes to a topic: AlterConfigs (replace) and
+// IncrementalAlterConfigs share it. Values are validated here so a bad one
+// is refused before anything is proposed.
+func (b *Broker) alterTopic(ctx context.Context, tenant wire.ID, name string, replace, validateOnly bool, ops []wire.ConfigOp) error {
+	for _, op := range ops {
+		v := op.Value
+		if op.Op == wire.ConfigDelete {
+			v = defaultOf(op.Name) // only the name must be known
+		}
+		if err := wire.CheckTopicConfig(op.Name, v); err != nil {
+			return err
+		}
+	}
+	_, isKafka, ok := b.engine.Store(tenant).TopicConfigs(tenant, name)
+	switch {
+	case !ok:
+		return wire.ErrQueueNotFound
+	case !isKafka:
+		return errNotKafkaTopic
+	case validateOnly:
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, adminWait)
+	defer cancel()
+	_, err := b.engine.AlterTopicConfig(cctx, &wire.TopicConfigCmd{Tenant: tenant, Name: name, Replace: replace, Ops: ops})
+	if errors.Is(err, wire.ErrConflict) {
+		return errNotKafkaTopic
+	}
+	return err
+}
+
+// defaultOf is the default value of a topic config ("" when unknown).
+func defaultOf(name string) string {
+	for _, d := range wire.TopicConfigDefaults() {
+		if d.Name == name {
+			return d.Value
+		}
+	}
+	return ""
+}

@@ -1,0 +1,114 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Situations the handlers name and the mapping below turns into codes.
+var (
+	errNotLeader         = errors.New("kafka: this node does not lead the partition's raft group")
+	errNotKafkaTopic     = errors.New("kafka: the queue was created over HTTP; configure it with /api/v1/configure")
+	errInvalidTopic      = errors.New("kafka: invalid topic name")
+	errTxnLost           = errors.New("kafka: the transaction's staged records were lost (leader change or timeout); abort it")
+	errTxnState          = errors.New("kafka: the request does not fit the transaction's state")
+	errTxnTooLarge       = errors.New("kafka: the transaction outgrew QUEEN_KAFKA_TXN_MAX_BYTES")
+	errTxnBufferFull     = errors.New("kafka: transactions hold QUEEN_KAFKA_TXN_BUFFER_BYTES staged; retry")
+	errTxnTimeout        = errors.New("kafka: transaction timeout out of range")
+	errTxnNotAdded       = errors.New("kafka: partition not added to the transaction")
+	errBadBatch          = errors.New("kafka: record batch not acceptable here")
+	errUnsupportedOp     = errors.New("kafka: operation not supported")
+	errPartitionsLimits  = errors.New("kafka: partition count out of range")
+	errOffsetOutOfRange  = errors.New("kafka: offset outside the partition's log")
+	errReplicationFactor = errors.New("kafka: replication factor out of range")
+	errRequiredAcks      = errors.New("kafka: acks must be -1, 0 or 1")
+)
+
+// errorCode is THE mapping of engine, storage and codec errors to Kafka
+// error codes for partition-level answers (produce, fetch, offsets, topic
+// administration). Coordinator APIs use coordinatorCode.
+func errorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errNotLeader), errors.Is(err, raftgroups.ErrNoLeader), errors.Is(err, raftgroups.ErrClosed):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, raftgroups.ErrOverloaded):
+		return kerr.NotEnoughReplicas.Code // retriable: nothing was proposed
+	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut.Code // may or may not have been written
+	case errors.Is(err, raftgroups.ErrTooLarge), errors.Is(err, errTxnTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, errTxnBufferFull):
+		return kerr.NotEnoughReplicas.Code // retriable, the buffer drains
+	case errors.Is(err, wire.ErrQueueNotFound), errors.Is(err, wire.ErrPartitionNotFound):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, wire.ErrOutOfOrder):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, wire.ErrFenced), errors.Is(err, errTxnLost):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, wire.ErrNotFound):
+		return kerr.InvalidProducerIDMapping.Code
+	case errors.Is(err, wire.ErrExists):
+		return kerr.TopicAlreadyExists.Code
+	case errors.Is(err, wire.ErrInvalidPartitions), errors.Is(err, errPartitionsLimits):
+		return kerr.InvalidPartitions.Code
+	case errors.Is(err, wire.ErrUnknownConfig), errors.Is(err, wire.ErrInvalidConfig), errors.Is(err, errUnsupportedOp):
+		return kerr.InvalidConfig.Code
+	case errors.Is(err, errNotKafkaTopic):
+		return kerr.PolicyViolation.Code
+	case errors.Is(err, errInvalidTopic):
+		return kerr.InvalidTopicException.Code
+	case errors.Is(err, errTxnState), errors.Is(err, errTxnNotAdded), errors.Is(err, wire.ErrConflict):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, errTxnTimeout):
+		return kerr.InvalidTransactionTimeout.Code
+	case errors.Is(err, errRequiredAcks):
+		return kerr.InvalidRequiredAcks.Code
+	case errors.Is(err, errReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, errOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, errBadBatch):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, wire.ErrBadRequest):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, records.ErrCorrupt), errors.Is(err, records.ErrTooLarge),
+		errors.Is(err, records.ErrUnsupportedCompression), errors.Is(err, records.ErrUnsupportedMagic):
+		return kafka.RecordsErrorCode(err)
+	case errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// coordinatorCode maps errors for the transaction coordinator's APIs: where
+// a partition API says NOT_LEADER_OR_FOLLOWER, a coordinator says
+// NOT_COORDINATOR, and an overloaded group is a coordinator still loading.
+func coordinatorCode(err error) int16 {
+	switch code := errorCode(err); code {
+	case kerr.NotLeaderForPartition.Code:
+		return kerr.NotCoordinator.Code
+	case kerr.NotEnoughReplicas.Code:
+		return kerr.CoordinatorLoadInProgress.Code
+	default:
+		return code
+	}
+}
+
+// errorMessage is the text sent along with a code where the protocol has
+// room for one: the error's own words, except for server faults.
+func errorMessage(err error) *string {
+	if err == nil || errorCode(err) == kerr.UnknownServerError.Code {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

@@ -1,0 +1,146 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy"
+)
+
+// testWait bounds every wait in these tests.
+const testWait = 20 * time.Second
+
+// testNode is one in-process queen node: raft groups, engine and broker.
+type testNode struct {
+	t      *testing.T
+	host   *raftgroups.Host
+	engine *raftgroups.Engine
+	broker *Broker
+	addr   string
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// startNode starts a single node with a broker whose config edit may
+// adjust, and stops it when the test ends.
+func startNode(t *testing.T, edit func(*Config)) *testNode {
+	t.Helper()
+	raftAddr := freeAddr(t)
+	h, err := raftgroups.Start(raftgroups.Config{NodeID: 1, Peers: []raftgroups.Peer{{ID: 1, RaftAddr: raftAddr}},
+		ListenAddr: raftAddr, Dir: t.TempDir(), RTTMillisecond: 10, ElectionRTT: 5, HeartbeatRTT: 1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	place, _ := tenancy.NewPlacement(1, "")
+	e, err := raftgroups.NewEngine(h, place)
+	if err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cfg := Config{Listener: kafka.Config{Addr: addr}, NodeID: 1, AdvertisedAddr: addr, LogDir: "/data"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	b, err := New(cfg, e, quiet)
+	if err == nil {
+		// Transactional clients find their coordinator first; the consumer
+		// groups branch owns FindCoordinator, so until it is here a stand-in
+		// answers (and once it is, registering this fails harmlessly).
+		_ = b.srv.RegisterHandler(10, b.findCoordinatorStandIn)
+		err = b.Start()
+	}
+	if err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	n := &testNode{t: t, host: h, engine: e, broker: b, addr: addr}
+	t.Cleanup(func() {
+		_ = b.Close()
+		h.Close()
+	})
+	deadline := time.Now().Add(testWait)
+	for !h.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("node not ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n
+}
+
+// findCoordinatorStandIn points every coordinator lookup at the tenant's
+// leader.
+func (b *Broker) findCoordinatorStandIn(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	id, ok := b.leader(b.tenantOf(c))
+	host, port, known := b.brokerAddr(uint64(id))
+	if !ok || !known {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	resp.NodeID, resp.Host, resp.Port = id, host, port
+	return resp, nil
+}
+
+// client returns a franz-go client of the node, closed when the test ends.
+func (n *testNode) client(opts ...kgo.Opt) *kgo.Client {
+	n.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.addr), kgo.RetryTimeout(testWait)}, opts...)...)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(cl.Close)
+	return cl
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// consume polls until n records arrived or the deadline.
+func consume(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
+	t.Helper()
+	ctx := ctxFor(t)
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(out), n, ctx.Err())
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			t.Fatalf("fetch %s/%d: %v", topic, p, err)
+		})
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func rec(topic string, i int) *kgo.Record {
+	return &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
+		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(i))}}}
+}

@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka/records"
+)
+
+func TestProduceConsumeEveryCodec(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.DefaultPartitions = 3 })
+	codecs := map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(),
+		"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+	for name, codec := range codecs {
+		t.Run(name, func(t *testing.T) {
+			topic := "codec-" + name
+			prod := n.client(kgo.AllowAutoTopicCreation(), kgo.ProducerBatchCompression(codec), kgo.DefaultProduceTopic(topic))
+			const count = 200
+			var want []string
+			for i := 0; i < count; i++ {
+				r := rec(topic, i)
+				if err := prod.ProduceSync(ctxFor(t), r).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, string(r.Key)+"="+string(r.Value)+"/"+string(r.Headers[0].Value))
+			}
+			cons := n.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+			got := consume(t, cons, count)
+			var seen []string
+			perPartition := map[int32]int64{}
+			for _, r := range got {
+				if next, ok := perPartition[r.Partition]; ok && r.Offset != next {
+					t.Fatalf("partition %d: offset %d after %d", r.Partition, r.Offset, next-1)
+				}
+				perPartition[r.Partition] = r.Offset + 1
+				seen = append(seen, string(r.Key)+"="+string(r.Value)+"/"+string(r.Headers[0].Value))
+			}
+			sort.Strings(want)
+			sort.Strings(seen)
+			if fmt.Sprint(want) != fmt.Sprint(seen) {
+				t.Fatalf("consumed records differ:\n%v\n%v", want, seen)
+			}
+			if len(perPartition) != 3 {
+				t.Fatalf("records in %d partitions, want 3", len(perPartition))
+			}
+		})
+	}
+}
+
+// rawProduce sends one produce of records to topic/partition 0.
+func rawProduce(t *testing.T, cl *kgo.Client, topic string, records []byte, acks int16) *kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxFor(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &resp.Topics[0].Partitions[0]
+}
+
+func TestProduceBadInput(t *testing.T) {
+	n := startNode(t, nil)
+	cl := n.client()
+	good, err := records.AppendBatch(nil, records.NewBatchOptions(0), []records.Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rawProduce(t, cl, "bad", good, -1); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("good batch: %+v", p)
+	}
+	badCRC := bytes.Clone(good)
+	badCRC[len(badCRC)-1] ^= 0xff
+	oldMagic := bytes.Clone(good)
+	oldMagic[16] = 1
+	control := records.AppendControlBatch(nil, records.ControlMarker{ProducerID: 1, Type: records.ControlCommit})
+	for _, c := range []struct {
+		name string
+		data []byte
+		want int16
+	}{
+		{"bad crc", badCRC, kerr.CorruptMessage.Code},
+		{"magic 1", oldMagic, kerr.InvalidRecord.Code},
+		{"truncated", good[:30], kerr.CorruptMessage.Code},
+		{"control batch", control, kerr.InvalidRecord.Code},
+		{"too large", mustBatch(t, make([]byte, 2<<20)), kerr.MessageTooLarge.Code},
+	} {
+		if p := rawProduce(t, cl, "bad", c.data, -1); p.ErrorCode != c.want {
+			t.Errorf("%s: error %d, want %d", c.name, p.ErrorCode, c.want)
+		}
+	}
+	// Nothing but the good batch was stored.
+	if p := rawProduce(t, cl, "bad", good, 1); p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Fatalf("after bad input: %+v", p)
+	}
+}
+
+func mustBatch(t *testing.T, value []byte) []byte {
+	b, err := records.AppendBatch(nil, records.NewBatchOptions(0), []records.Record{{Value: value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

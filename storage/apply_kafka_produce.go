@@ -1,0 +1,135 @@
+package storage
+
+import (
+	"encoding/binary"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// applyKafkaProduce appends one Kafka batch to a partition addressed by
+// index, creating the topic when the command says so. An idempotent
+// producer's batch is checked against its sequence state first (spec §3.3):
+// a batch already stored is answered with its original offset, a gap with
+// CodeOutOfOrder, an old epoch with CodeFenced.
+func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.KafkaProduceResult {
+	var res wire.KafkaProduceResult
+	heads, ok := pushHeads(&c.Push)
+	if !ok || len(heads) == 0 || c.Push.PartitionIndex < 0 {
+		res.Code = wire.CodeBadRequest
+		return res
+	}
+	q := s.queue(c.Push.Tenant, c.Push.Queue)
+	if q == nil {
+		if c.Push.Flags&wire.PushCreateQueue == 0 {
+			res.Code = wire.CodeQueueNotFound
+			return res
+		}
+		q = s.createPushedQueue(ctx, &c.Push)
+		res.QueueCreated = true
+	}
+	p, code := s.pushTarget(ctx, q, &c.Push)
+	if code != wire.CodeOK {
+		res.Code = code
+		return res
+	}
+	res.LogStart = p.start
+	if c.ProducerID >= 0 {
+		code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, len(heads))
+		if code == wire.CodeDuplicate {
+			res.Code, res.BaseOffset = code, dupAt
+			return res
+		}
+		if code != wire.CodeOK {
+			res.Code = code
+			return res
+		}
+	} else if ctx.retry {
+		if at, found := s.findRetriedBatch(ctx, p, heads[0].head.MsgID); found {
+			res.Code, res.BaseOffset = wire.CodeDuplicate, at
+			return res
+		}
+	}
+	res.BaseOffset = p.next
+	s.appendChunk(ctx, p, c.Push.Records, heads, nil)
+	s.advance(ctx, q, p, len(heads))
+	if c.ProducerID >= 0 {
+		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(len(heads))}, res.BaseOffset, true)
+	}
+	return res
+}
+
+// checkSequence decides what to do with a producer's batch of count records
+// starting at seq. A producer the partition does not know (or forgot) must
+// start at sequence 0, as must a new epoch.
+func (s *Store) checkSequence(ctx *applyCtx, p *partState, producer int64, epoch int16, seq int32, count int) (wire.Code, uint64) {
+	st := s.kafka.producer(p.id, producer, ctx.nowMs)
+	last := wire.NextSeq(seq, count-1)
+	switch {
+	case seq < 0:
+		return wire.CodeOutOfOrder, 0
+	case st == nil || epoch > st.epoch:
+		if seq != 0 {
+			return wire.CodeOutOfOrder, 0
+		}
+	case epoch < st.epoch:
+		return wire.CodeFenced, 0
+	default:
+		if at, ok := st.find(seq, last); ok {
+			return wire.CodeDuplicate, at
+		}
+		if seq != wire.NextSeq(st.lastSeq, 1) {
+			return wire.CodeOutOfOrder, 0
+		}
+	}
+	return wire.CodeOK, 0
+}
+
+// recordBatch remembers a producer's batch stored at offset, starting a new
+// state for a new producer or epoch. A batch of an aborted transaction
+// (stored false) was never written, but the producer's sequence still moves
+// past it, as it would in Kafka, where aborted batches are in the log.
+func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch int16, ttlMs uint32, b wire.SeqBatch, offset uint64, stored bool) {
+	st := s.kafka.producer(p.id, producer, ctx.nowMs)
+	if st == nil || epoch != st.epoch {
+		if st == nil && len(s.kafka.producers[p.id]) >= maxProducersPerPartition {
+			s.evictOldestProducer(ctx, p.id)
+		}
+		st = &producerState{epoch: epoch}
+	}
+	last := wire.NextSeq(b.BaseSeq, int(b.Count)-1)
+	if stored {
+		if len(st.batches) == producerBatches {
+			st.batches = append(st.batches[:0], st.batches[1:]...)
+		}
+		st.batches = append(st.batches, batchMeta{firstSeq: b.BaseSeq, lastSeq: last, offset: offset})
+	}
+	st.lastSeq, st.lastMs, st.ttlMs = last, ctx.nowMs, ttlMs
+	s.kafka.putProducer(p.id, producer, st)
+	ctx.set(producerKey(p.id, producer), st.encode())
+}
+
+// findRetriedBatch looks for a chunk of p starting with the record msgID
+// among the chunks appended since the retried entry was first proposed: a
+// retry carries its first attempt's clock stamp, and chunks take the
+// replicated clock, which never runs behind a stamp it applied.
+func (s *Store) findRetriedBatch(ctx *applyCtx, p *partState, msgID wire.ID) (uint64, bool) {
+	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkPrefix(p.id + 1)})
+	defer it.Close()
+	for it.Last(); it.Valid(); it.Prev() {
+		ch, err := wire.ParseChunk(it.Value())
+		if err != nil || ch.AppendMs < ctx.entryMs {
+			return 0, false
+		}
+		ri := wire.NewRecordIter(ch.Records)
+		body, _, ok := ri.Next()
+		if !ok {
+			continue
+		}
+		if h, err := wire.ParseRecordHead(body); err == nil && h.MsgID == msgID {
+			return binary.BigEndian.Uint64(it.Key()[9:]), true
+		}
+	}
+	return 0, false
+}

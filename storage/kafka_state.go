@@ -1,0 +1,365 @@
+package storage
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// The Kafka facade's replicated bookkeeping, all under tagKafka: the node
+// registry, the producer id counter, each idempotent producer's state per
+// partition, each transactional id's state and the configs of topics created
+// through Kafka. Everything here is loaded into memory on Open and written
+// through in the apply batch that changes it.
+const (
+	kafkaNode     = 'n' // node id → advertised Kafka address (group 0)
+	kafkaCounters = 'c' // → next producer id
+	kafkaProducer = 'p' // pid, producer id → producer state in that partition
+	kafkaTxn      = 'x' // tenant, transactional id → transaction state
+	kafkaTopic    = 't' // qid → topic configs
+)
+
+// Bounds of the producer states kept per partition: the batches remembered
+// per producer (Kafka's max.in.flight.requests.per.connection with
+// idempotence), and producers per partition before the least recently
+// active one is forgotten.
+const (
+	producerBatches          = 5
+	maxProducersPerPartition = 4096
+)
+
+func kafkaKey(kind byte, parts ...[]byte) []byte {
+	b := []byte{tagKafka, kind}
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+func u64Bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func nodeKey(id uint64) []byte { return kafkaKey(kafkaNode, u64Bytes(id)) }
+
+func producerKey(pid uint64, producer int64) []byte {
+	return kafkaKey(kafkaProducer, u64Bytes(pid), u64Bytes(uint64(producer)))
+}
+
+func producerPrefix(pid uint64) []byte { return kafkaKey(kafkaProducer, u64Bytes(pid)) }
+
+func txnStateKey(tenant wire.ID, txnID string) []byte {
+	return kafkaKey(kafkaTxn, tenant[:], []byte(txnID))
+}
+
+func topicKey(qid uint64) []byte { return kafkaKey(kafkaTopic, u64Bytes(qid)) }
+
+var kafkaCountersKey = kafkaKey(kafkaCounters)
+
+// kafkaState is the in-memory side of the bookkeeping.
+type kafkaState struct {
+	nodes          map[uint64]string
+	nextProducerID int64
+	producers      map[uint64]map[int64]*producerState // partition id → producer id →
+	txns           map[txnKeyT]*txnState
+	topics         map[uint64]*topicMeta // queue id →
+	// nextExpiryMs is no later than the earliest producer state expiry:
+	// when the producer sweeper next has work.
+	nextExpiryMs int64
+}
+
+type txnKeyT struct {
+	tenant wire.ID
+	id     string
+}
+
+// batchMeta is one producer batch remembered for duplicate detection.
+type batchMeta struct {
+	firstSeq, lastSeq int32
+	offset            uint64
+}
+
+// producerState is an idempotent producer's state in one partition.
+type producerState struct {
+	epoch   int16
+	lastSeq int32
+	lastMs  int64
+	ttlMs   uint32
+	batches []batchMeta // oldest first, at most producerBatches
+}
+
+func (p *producerState) expired(nowMs int64) bool { return nowMs >= p.lastMs+int64(p.ttlMs) }
+
+// find returns the offset of a remembered batch with exactly these
+// sequences.
+func (p *producerState) find(first, last int32) (uint64, bool) {
+	for _, b := range p.batches {
+		if b.firstSeq == first && b.lastSeq == last {
+			return b.offset, true
+		}
+	}
+	return 0, false
+}
+
+func (p *producerState) encode() []byte {
+	w := wire.Writer{B: make([]byte, 0, 32+12*len(p.batches))}
+	w.Varint(int64(p.epoch))
+	w.Varint(int64(p.lastSeq))
+	w.Varint(p.lastMs)
+	w.Uvarint(uint64(p.ttlMs))
+	w.Uvarint(uint64(len(p.batches)))
+	for _, b := range p.batches {
+		w.Varint(int64(b.firstSeq))
+		w.Varint(int64(b.lastSeq))
+		w.Uvarint(b.offset)
+	}
+	return w.B
+}
+
+func decodeProducer(b []byte) (*producerState, error) {
+	r := wire.NewReader(b)
+	p := &producerState{epoch: int16(r.Varint()), lastSeq: int32(r.Varint()), lastMs: r.Varint(), ttlMs: uint32(r.Uvarint())}
+	n := r.Count(producerBatches, 3)
+	for range n {
+		p.batches = append(p.batches, batchMeta{firstSeq: int32(r.Varint()), lastSeq: int32(r.Varint()), offset: r.Uvarint()})
+	}
+	return p, r.Done()
+}
+
+// txnState is a transactional id's durable state. Its records and offsets
+// are staged in the leader's memory and only reach the store in the one
+// command that commits them; here is what a new leader needs to know about
+// a transaction it did not stage.
+type txnState struct {
+	producerID    int64
+	epoch         int16
+	ongoing       bool
+	txnSeq        uint64 // the current (ongoing) or last transaction's number
+	lastCommitted bool   // how transaction txnSeq ended, when not ongoing
+	beganMs       int64
+	timeoutMs     uint32
+	lastInitReq   wire.ID
+}
+
+func (t *txnState) encode() []byte {
+	w := wire.Writer{B: make([]byte, 0, 64)}
+	w.Varint(t.producerID)
+	w.Varint(int64(t.epoch))
+	w.Bool(t.ongoing)
+	w.Uvarint(t.txnSeq)
+	w.Bool(t.lastCommitted)
+	w.Varint(t.beganMs)
+	w.Uvarint(uint64(t.timeoutMs))
+	w.Fixed(t.lastInitReq[:])
+	return w.B
+}
+
+func decodeTxnState(b []byte) (*txnState, error) {
+	r := wire.NewReader(b)
+	t := &txnState{producerID: r.Varint(), epoch: int16(r.Varint()), ongoing: r.Bool(), txnSeq: r.Uvarint(),
+		lastCommitted: r.Bool(), beganMs: r.Varint(), timeoutMs: uint32(r.Uvarint())}
+	copy(t.lastInitReq[:], r.Fixed(16))
+	return t, r.Done()
+}
+
+// topicMeta is what Kafka remembers of a topic it created: the configs set
+// on it (sorted by name) and the request that created it.
+type topicMeta struct {
+	configs   []wire.ConfigEntry
+	createReq wire.ID
+}
+
+func (t *topicMeta) encode() []byte {
+	w := wire.Writer{}
+	w.Fixed(t.createReq[:])
+	w.Uvarint(uint64(len(t.configs)))
+	for _, c := range t.configs {
+		w.String(c.Name)
+		w.String(c.Value)
+	}
+	return w.B
+}
+
+func decodeTopicMeta(b []byte) (*topicMeta, error) {
+	r := wire.NewReader(b)
+	t := &topicMeta{}
+	copy(t.createReq[:], r.Fixed(16))
+	n := r.Count(wire.MaxTopicConfigs, 2)
+	for range n {
+		t.configs = append(t.configs, wire.ConfigEntry{Name: r.String(), Value: r.String()})
+	}
+	return t, r.Done()
+}
+
+func sortConfigs(cs []wire.ConfigEntry) {
+	slices.SortFunc(cs, func(a, b wire.ConfigEntry) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// loadKafka rebuilds the Kafka state from the database (Open and after a
+// snapshot). Producer states of partitions that no longer exist (their queue
+// was deleted over HTTP) are skipped.
+func (s *Store) loadKafka() error {
+	k := &s.kafka
+	*k = kafkaState{
+		nodes:          map[uint64]string{},
+		nextProducerID: 1,
+		producers:      map[uint64]map[int64]*producerState{},
+		txns:           map[txnKeyT]*txnState{},
+		topics:         map[uint64]*topicMeta{},
+		nextExpiryMs:   math.MaxInt64,
+	}
+	err := s.scan([]byte{tagKafka}, func(key, v []byte) error {
+		if len(key) < 2 {
+			return fmt.Errorf("kafka key %x too short", key)
+		}
+		rest := key[2:]
+		switch key[1] {
+		case kafkaNode:
+			if len(rest) == 8 {
+				k.nodes[binary.BigEndian.Uint64(rest)] = string(v)
+			}
+		case kafkaCounters:
+			r := wire.NewReader(v)
+			k.nextProducerID = r.Varint()
+			return r.Done()
+		case kafkaProducer:
+			if len(rest) != 16 {
+				return fmt.Errorf("producer key %x", key)
+			}
+			pid := binary.BigEndian.Uint64(rest)
+			if s.parts[pid] == nil {
+				return nil
+			}
+			st, err := decodeProducer(v)
+			if err != nil {
+				return fmt.Errorf("producer %x: %w", key, err)
+			}
+			k.putProducer(pid, int64(binary.BigEndian.Uint64(rest[8:])), st)
+		case kafkaTxn:
+			if len(rest) < 16 {
+				return fmt.Errorf("txn key %x", key)
+			}
+			t, err := decodeTxnState(v)
+			if err != nil {
+				return fmt.Errorf("txn %x: %w", key, err)
+			}
+			k.txns[txnKeyT{wire.ID(rest[:16]), string(rest[16:])}] = t
+		case kafkaTopic:
+			if len(rest) != 8 {
+				return fmt.Errorf("topic key %x", key)
+			}
+			t, err := decodeTopicMeta(v)
+			if err != nil {
+				return fmt.Errorf("topic %x: %w", key, err)
+			}
+			k.topics[binary.BigEndian.Uint64(rest)] = t
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("storage: load kafka: %w", err)
+	}
+	return nil
+}
+
+func (k *kafkaState) putProducer(pid uint64, producer int64, st *producerState) {
+	m := k.producers[pid]
+	if m == nil {
+		m = map[int64]*producerState{}
+		k.producers[pid] = m
+	}
+	m[producer] = st
+	k.nextExpiryMs = min(k.nextExpiryMs, st.lastMs+int64(st.ttlMs))
+}
+
+// producer returns a live producer state, nil when there is none or it
+// expired (an expired state is as good as gone, swept or not).
+func (k *kafkaState) producer(pid uint64, producer int64, nowMs int64) *producerState {
+	st := k.producers[pid][producer]
+	if st == nil || st.expired(nowMs) {
+		return nil
+	}
+	return st
+}
+
+// forgetKafkaQueue drops the Kafka bookkeeping of a queue being deleted:
+// its topic configs and the producer states of its partitions.
+func (s *Store) forgetKafkaQueue(ctx *applyCtx, q *queueState) {
+	for _, p := range q.parts {
+		if p == nil {
+			continue
+		}
+		if _, ok := s.kafka.producers[p.id]; ok {
+			prefix := producerPrefix(p.id)
+			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
+			delete(s.kafka.producers, p.id)
+		}
+	}
+	if _, ok := s.kafka.topics[q.id]; ok {
+		delete(s.kafka.topics, q.id)
+		ctx.del(topicKey(q.id))
+	}
+}
+
+// kafkaProducerSweeper forgets producer states that expired. Expired states
+// already behave as absent; sweeping only returns their memory and keys.
+type kafkaProducerSweeper struct{}
+
+func (kafkaProducerSweeper) name() string { return "kafka-producers" }
+
+func (kafkaProducerSweeper) due(s *Store, nowMs int64) bool { return nowMs >= s.kafka.nextExpiryMs }
+
+func (kafkaProducerSweeper) sweep(s *Store, ctx *applyCtx) {
+	k := &s.kafka
+	if ctx.nowMs < k.nextExpiryMs {
+		return
+	}
+	next := int64(math.MaxInt64)
+	// Sorted, so every replica writes its deletes in the same order.
+	for _, pid := range slices.Sorted(maps.Keys(k.producers)) {
+		m := k.producers[pid]
+		for _, producer := range slices.Sorted(maps.Keys(m)) {
+			st := m[producer]
+			if st.expired(ctx.nowMs) {
+				delete(m, producer)
+				ctx.del(producerKey(pid, producer))
+				continue
+			}
+			next = min(next, st.lastMs+int64(st.ttlMs))
+		}
+		if len(m) == 0 {
+			delete(k.producers, pid)
+		}
+	}
+	k.nextExpiryMs = next
+}
+
+// evictOldestProducer makes room in a partition that holds the most producer
+// states allowed: the least recently active goes (ties: the lowest id).
+func (s *Store) evictOldestProducer(ctx *applyCtx, pid uint64) {
+	m := s.kafka.producers[pid]
+	var victim int64
+	var oldest *producerState
+	for id, st := range m {
+		if oldest == nil || st.lastMs < oldest.lastMs || (st.lastMs == oldest.lastMs && id < victim) {
+			victim, oldest = id, st
+		}
+	}
+	if oldest != nil {
+		delete(m, victim)
+		ctx.del(producerKey(pid, victim))
+	}
+}
+
+// nodeAddrs is a sorted copy of the registry.
+func (k *kafkaState) nodeAddrs() []NodeAddr {
+	out := make([]NodeAddr, 0, len(k.nodes))
+	for id, addr := range k.nodes {
+		out = append(out, NodeAddr{ID: id, KafkaAddr: addr})
+	}
+	slices.SortFunc(out, func(a, b NodeAddr) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}

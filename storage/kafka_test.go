@@ -1,0 +1,331 @@
+package storage
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// kafkaRecords returns n stored Kafka records with fresh message ids.
+func (h *harness) kafkaRecords(n int) []byte {
+	var recs []byte
+	for i := 0; i < n; i++ {
+		recs = wire.AppendRecord(recs, &wire.Record{Flags: wire.FlagKey | wire.FlagTimestamp, MsgID: h.nextID(),
+			Key: []byte("k"), Timestamp: int64(i), Payload: []byte(fmt.Sprintf("v%d", i))})
+	}
+	return recs
+}
+
+func (h *harness) produceCmd(topic string, index int32, producer int64, epoch int16, seq int32, n int) wire.KafkaProduceCmd {
+	return wire.KafkaProduceCmd{ProducerID: producer, Epoch: epoch, BaseSeq: seq, StateTTLMs: 60000,
+		Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: topic, PartitionIndex: index,
+			Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: 2, Count: n, Records: h.kafkaRecords(n)}}
+}
+
+func (h *harness) produce(c wire.KafkaProduceCmd) wire.KafkaProduceResult {
+	h.t.Helper()
+	r, err := wire.DecodeKafkaProduceResult(h.apply(wire.KindKafkaProduce, c.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) code(kind wire.Kind, body []byte) wire.Code {
+	h.t.Helper()
+	c, _ := wire.ResultCode(h.apply(kind, body))
+	return c
+}
+
+func TestKafkaProduceAutoCreatesAndAppends(t *testing.T) {
+	h := newHarness(t)
+	r := h.produce(h.produceCmd("orders", 1, wire.NoProducer, 0, 0, 3))
+	if r.Code != wire.CodeOK || !r.QueueCreated || r.BaseOffset != 0 {
+		t.Fatalf("%+v", r)
+	}
+	r = h.produce(h.produceCmd("orders", 1, wire.NoProducer, 0, 0, 2))
+	if r.Code != wire.CodeOK || r.QueueCreated || r.BaseOffset != 3 {
+		t.Fatalf("%+v", r)
+	}
+	if r := h.produce(h.produceCmd("orders", 2, wire.NoProducer, 0, 0, 1)); r.Code != wire.CodePartitionNotFound {
+		t.Fatalf("%+v", r)
+	}
+	topic, ok := h.s.KafkaTopic(wire.DefaultTenant, "orders")
+	if !ok || !topic.Kafka || topic.Partitions != 2 {
+		t.Fatalf("%+v", topic)
+	}
+	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "orders", 1)
+	var bases []uint64
+	if _, err := h.s.ReadChunks(p, 4, func(base uint64, _ int64, recs []byte) bool {
+		bases = append(bases, base)
+		return true
+	}); err != nil || fmt.Sprint(bases) != "[3]" {
+		t.Fatalf("%v %v", err, bases)
+	}
+}
+
+func TestKafkaIdempotentSequences(t *testing.T) {
+	h := newHarness(t)
+	const pid = 42
+	first := h.produceCmd("t", 0, pid, 0, 0, 5)
+	if r := h.produce(first); r.Code != wire.CodeOK || r.BaseOffset != 0 {
+		t.Fatalf("%+v", r)
+	}
+	// The same batch again (a client retry, a new leader): the original offset.
+	if r := h.produce(first); r.Code != wire.CodeDuplicate || r.BaseOffset != 0 {
+		t.Fatalf("duplicate: %+v", r)
+	}
+	if r := h.produce(h.produceCmd("t", 0, pid, 0, 5, 2)); r.Code != wire.CodeOK || r.BaseOffset != 5 {
+		t.Fatalf("%+v", r)
+	}
+	if r := h.produce(h.produceCmd("t", 0, pid, 0, 9, 1)); r.Code != wire.CodeOutOfOrder {
+		t.Fatalf("gap: %+v", r)
+	}
+	if r := h.produce(h.produceCmd("t", 0, 43, 0, 3, 1)); r.Code != wire.CodeOutOfOrder {
+		t.Fatalf("unknown producer mid-stream: %+v", r)
+	}
+	// A bumped epoch starts again at 0 and fences the old one.
+	if r := h.produce(h.produceCmd("t", 0, pid, 1, 0, 1)); r.Code != wire.CodeOK || r.BaseOffset != 7 {
+		t.Fatalf("new epoch: %+v", r)
+	}
+	if r := h.produce(h.produceCmd("t", 0, pid, 0, 7, 1)); r.Code != wire.CodeFenced {
+		t.Fatalf("old epoch: %+v", r)
+	}
+	// The state is durable: after a reopen the duplicate is still known.
+	h.s.Close()
+	h.open()
+	again := h.produceCmd("t", 0, pid, 1, 0, 1)
+	if r := h.produce(again); r.Code != wire.CodeDuplicate || r.BaseOffset != 7 {
+		t.Fatalf("after reopen: %+v", r)
+	}
+	// Past the state's TTL the producer is forgotten and swept.
+	h.now += 61000
+	if r := h.produce(h.produceCmd("t", 0, pid, 1, 1, 1)); r.Code != wire.CodeOutOfOrder {
+		t.Fatalf("expired: %+v", r)
+	}
+	if !h.s.TickDue(h.now) {
+		t.Fatal("sweep not due")
+	}
+	h.apply(wire.KindTick, nil)
+	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	if _, ok := h.s.KafkaProducer(p, pid); ok || h.s.TickDue(h.now) {
+		t.Fatal("expired state not swept")
+	}
+}
+
+func TestKafkaRetriedProposalNotStoredTwice(t *testing.T) {
+	h := newHarness(t)
+	c := h.produceCmd("t", 0, wire.NoProducer, 0, 0, 3)
+	entry := wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindKafkaProduce, Body: c.Encode(nil)}})
+	h.applyEntry(entry)
+	h.produce(h.produceCmd("t", 0, wire.NoProducer, 0, 0, 1)) // someone else's batch in between
+	r, err := wire.DecodeKafkaProduceResult(h.applyEntry(wire.MarkRetry(entry)))
+	if err != nil || r.Code != wire.CodeDuplicate || r.BaseOffset != 0 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	if p.HighWatermark() != 4 {
+		t.Fatalf("hwm %d", p.HighWatermark())
+	}
+}
+
+func TestKafkaTopicAdmin(t *testing.T) {
+	h := newHarness(t)
+	create := wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: "t", Partitions: 3, ReqID: wire.ID{1},
+		Configs: []wire.ConfigEntry{{Name: "retention.ms", Value: "60000"}, {Name: "cleanup.policy", Value: "delete"}}}
+	if c := h.code(wire.KindKafkaCreateTopic, create.Encode(nil)); c != wire.CodeOK {
+		t.Fatal(c)
+	}
+	if c := h.code(wire.KindKafkaCreateTopic, create.Encode(nil)); c != wire.CodeOK {
+		t.Fatalf("same request again: %v", c)
+	}
+	create.ReqID = wire.ID{2}
+	if c := h.code(wire.KindKafkaCreateTopic, create.Encode(nil)); c != wire.CodeExists {
+		t.Fatal(c)
+	}
+	q, _ := h.s.Queue(wire.DefaultTenant, "t")
+	if !q.Kafka || q.Partitions != 3 || !q.Config.RetentionEnabled || q.Config.RetentionSec != 60 || h.s.timed[q.ID] == nil {
+		t.Fatalf("%+v", q)
+	}
+	cfg := wire.TopicConfigCmd{Tenant: wire.DefaultTenant, Name: "t", Ops: []wire.ConfigOp{{Op: wire.ConfigDelete, Name: "retention.ms"}}}
+	if c := h.code(wire.KindKafkaTopicConfig, cfg.Encode(nil)); c != wire.CodeOK {
+		t.Fatal(c)
+	}
+	configs, kafka, _ := h.s.TopicConfigs(wire.DefaultTenant, "t")
+	if q, _ := h.s.Queue(wire.DefaultTenant, "t"); q.Config.RetentionEnabled || h.s.timed[q.ID] != nil || !kafka || len(configs) != 1 || configs[0].Name != "cleanup.policy" {
+		t.Fatalf("%+v %+v", q, configs)
+	}
+	cfg.Ops = []wire.ConfigOp{{Op: wire.ConfigSet, Name: "retention.ms", Value: "x"}}
+	if c := h.code(wire.KindKafkaTopicConfig, cfg.Encode(nil)); c != wire.CodeBadRequest {
+		t.Fatal(c)
+	}
+	// A queue created over HTTP refuses Kafka config changes.
+	h.push("http", "p", `1`)
+	cfg.Name, cfg.Ops = "http", []wire.ConfigOp{{Op: wire.ConfigSet, Name: "retention.ms", Value: "1"}}
+	if c := h.code(wire.KindKafkaTopicConfig, cfg.Encode(nil)); c != wire.CodeConflict {
+		t.Fatal(c)
+	}
+	grow := wire.CreatePartitionsCmd{Tenant: wire.DefaultTenant, Name: "t", Count: 5}
+	if c := h.code(wire.KindKafkaCreatePartitions, grow.Encode(nil)); c != wire.CodeOK {
+		t.Fatal(c)
+	}
+	if c := h.code(wire.KindKafkaCreatePartitions, grow.Encode(nil)); c != wire.CodeInvalidPartitions {
+		t.Fatal(c)
+	}
+	retry := wire.MarkRetry(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindKafkaCreatePartitions, Body: grow.Encode(nil)}}))
+	if c, _ := wire.ResultCode(h.applyEntry(retry)); c != wire.CodeOK {
+		t.Fatalf("retried grow: %v", c)
+	}
+	if p, ok := h.s.PartitionByIndex(wire.DefaultTenant, "t", 4); !ok || p.Name != "4" {
+		t.Fatalf("%+v", p)
+	}
+	h.produce(h.produceCmd("t", 4, 9, 0, 0, 1))
+	del := wire.DeleteTopicCmd{Tenant: wire.DefaultTenant, Name: "t"}
+	if c := h.code(wire.KindKafkaDeleteTopic, del.Encode(nil)); c != wire.CodeOK {
+		t.Fatal(c)
+	}
+	if c := h.code(wire.KindKafkaDeleteTopic, del.Encode(nil)); c != wire.CodeQueueNotFound {
+		t.Fatal(c)
+	}
+	if len(h.s.kafka.producers) != 0 || len(h.s.kafka.topics) != 0 {
+		t.Fatalf("bookkeeping left: %v %v", h.s.kafka.producers, h.s.kafka.topics)
+	}
+	reg := wire.RegisterNodeCmd{NodeID: 3, KafkaAddr: "h:1"}
+	h.apply(wire.KindKafkaRegisterNode, reg.Encode(nil))
+	h.s.Close()
+	h.open()
+	if n := h.s.KafkaNodes(); len(n) != 1 || n[0].KafkaAddr != "h:1" {
+		t.Fatalf("%+v", n)
+	}
+}
+
+func (h *harness) initProducer(txnID string, req byte) wire.InitProducerResult {
+	h.t.Helper()
+	c := wire.InitProducerCmd{Tenant: wire.DefaultTenant, Transactional: txnID != "", TxnID: txnID, TimeoutMs: 1000, ReqID: wire.ID{req}}
+	r, err := wire.DecodeInitProducerResult(h.apply(wire.KindKafkaInitProducer, c.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) kafkaTxn(kind wire.Kind, body []byte) wire.KafkaTxnResult {
+	h.t.Helper()
+	r, err := wire.DecodeKafkaTxnResult(h.apply(kind, body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func TestKafkaTransactions(t *testing.T) {
+	h := newHarness(t)
+	if a, b := h.initProducer("", 1), h.initProducer("", 2); a.ProducerID == b.ProducerID {
+		t.Fatal("idempotent producers share an id")
+	}
+	ini := h.initProducer("tx", 3)
+	if again := h.initProducer("tx", 3); again != ini {
+		t.Fatalf("retried init bumped: %+v %+v", ini, again)
+	}
+	h.produce(h.produceCmd("t", 0, wire.NoProducer, 0, 0, 4))
+	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch}
+	b := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	if b.Code != wire.CodeOK || b.TxnSeq != 1 || h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil)).TxnSeq != 1 {
+		t.Fatalf("%+v", b)
+	}
+	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: 1,
+		Commit: true, StateTTLMs: 60000,
+		Pushes:  []wire.TxnPush{{Queue: "t", PartitionIndex: 1, Batches: []wire.SeqBatch{{BaseSeq: 0, Count: 2}, {BaseSeq: 2, Count: 1}}, Count: 3, Records: h.kafkaRecords(3)}},
+		Offsets: []wire.TxnOffset{{Group: "g", Queue: "t", PartitionIndex: 0, Offset: 2}}}
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
+		t.Fatalf("%+v", r)
+	}
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
+		t.Fatalf("retried commit: %+v", r)
+	}
+	p1, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 1)
+	if p1.HighWatermark() != 3 {
+		t.Fatalf("hwm %d", p1.HighWatermark())
+	}
+	if st, ok := h.s.KafkaProducer(p1, ini.ProducerID); !ok || st.LastSeq != 2 || len(st.Batches) != 2 || st.Batches[1][2] != 2 {
+		t.Fatalf("%+v", st)
+	}
+	if p0 := h.s.queues[queueKeyT{wire.DefaultTenant, "t"}].parts[0]; p0.cursors["g"] == nil || p0.cursors["g"].pos != 2 {
+		t.Fatal("offset not committed")
+	}
+	// An abort writes nothing; a new init fences the old epoch and aborts.
+	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	abort := end
+	abort.Commit, abort.TxnSeq, abort.Offsets = false, b.TxnSeq, nil
+	abort.Pushes = []wire.TxnPush{{Queue: "t", PartitionIndex: 1, Batches: []wire.SeqBatch{{BaseSeq: 3, Count: 2}}}}
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, abort.Encode(nil)); r.Code != wire.CodeOK {
+		t.Fatalf("%+v", r)
+	}
+	if p1.HighWatermark() != 3 {
+		t.Fatal("abort wrote records")
+	}
+	if st, _ := h.s.KafkaProducer(p1, ini.ProducerID); st.LastSeq != 4 {
+		t.Fatalf("sequence not moved past the aborted batches: %+v", st)
+	}
+	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	next := h.initProducer("tx", 4)
+	if next.Epoch != ini.Epoch+1 || next.ProducerID != ini.ProducerID {
+		t.Fatalf("%+v", next)
+	}
+	end.TxnSeq = b.TxnSeq
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeFenced {
+		t.Fatalf("zombie commit: %+v", r)
+	}
+	if info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx"); info.Ongoing {
+		t.Fatal("init left the transaction open")
+	}
+	// A commit whose topic vanished aborts and fences instead.
+	begin.Epoch = next.Epoch
+	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	end.Epoch, end.TxnSeq, end.Pushes[0].Queue = next.Epoch, b.TxnSeq, "gone"
+	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodePartitionNotFound || r.Epoch != next.Epoch+1 {
+		t.Fatalf("%+v", r)
+	}
+	if len(h.s.KafkaOpenTxns()) != 0 {
+		t.Fatal("transaction left open")
+	}
+}
+
+func TestOffsetForTime(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 10; i++ {
+		h.produce(h.produceCmd("t", 0, wire.NoProducer, 0, 0, 2)) // offsets 2i, 2i+1 at now+100i
+		h.now += 100
+	}
+	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	start := h.now - 1000
+	for _, c := range []struct {
+		ms    int64
+		want  uint64
+		found bool
+	}{{0, 0, true}, {start, 0, true}, {start + 1, 2, true}, {start + 450, 10, true}, {start + 900, 18, true}, {start + 901, 20, false}} {
+		off, _, found, err := h.s.OffsetForTime(p, c.ms)
+		if err != nil || off != c.want || found != c.found {
+			t.Fatalf("ms %d: got %d %v %v, want %d %v", c.ms, off, found, err, c.want, c.found)
+		}
+	}
+}
+
+// FuzzApplyKafka feeds mutated Kafka commands to one store: the apply loop
+// answers every one and never fails or panics.
+func FuzzApplyKafka(f *testing.F) {
+	h := &harness{now: 1}
+	rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagKey, MsgID: wire.ID{1}, Key: []byte("k"), Payload: []byte("v")})
+	prod := wire.KafkaProduceCmd{ProducerID: 1, StateTTLMs: 1000, Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "t",
+		Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: 1, Count: 1, Records: rec}}
+	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1, TxnSeq: 1, Commit: true,
+		Pushes: []wire.TxnPush{{Queue: "t", Batches: []wire.SeqBatch{{BaseSeq: 0, Count: 1}}, Count: 1, Records: rec}}}
+	ini := wire.InitProducerCmd{Tenant: wire.DefaultTenant, Transactional: true, TxnID: "x"}
+	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1}
+	cfg := wire.TopicConfigCmd{Tenant: wire.DefaultTenant, Name: "t", Ops: []wire.ConfigOp{{Name: "retention.ms", Value: "1"}}}
+	f.Add(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindKafkaProduce, Body: prod.Encode(nil)},
+		{Kind: wire.KindKafkaInitProducer, Body: ini.Encode(nil)}, {Kind: wire.KindKafkaTxnBegin, Body: begin.Encode(nil)},
+		{Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)}, {Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}}))
+	fuzzApply(f)
+}

@@ -1,0 +1,220 @@
+package storage
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// Read views for the Kafka facade. Like every reader they see committed
+// state only, under the store's read lock.
+
+// NodeAddr is one entry of the Kafka node registry.
+type NodeAddr struct {
+	ID        uint64
+	KafkaAddr string
+}
+
+// KafkaNodes lists the registered nodes by id (group 0's registry).
+func (s *Store) KafkaNodes() []NodeAddr {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.kafka.nodeAddrs()
+}
+
+// Topic is a queue as Kafka sees it.
+type Topic struct {
+	Name       string
+	QueueID    uint64
+	Kafka      bool // created through Kafka: configs editable
+	Partitions int  // permanent indexes 0..Partitions-1
+}
+
+func topicOf(q *queueState) Topic {
+	return Topic{Name: q.name, QueueID: q.id, Kafka: q.kafka, Partitions: len(q.parts)}
+}
+
+// KafkaTopics lists a tenant's queues by name.
+func (s *Store) KafkaTopics(tenant wire.ID) []Topic {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Topic
+	for k, q := range s.queues {
+		if k.tenant == tenant {
+			out = append(out, topicOf(q))
+		}
+	}
+	slices.SortFunc(out, func(a, b Topic) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// KafkaTopic looks one queue up.
+func (s *Store) KafkaTopic(tenant wire.ID, name string) (Topic, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, name)
+	if q == nil {
+		return Topic{}, false
+	}
+	return topicOf(q), true
+}
+
+// TopicConfigs returns the configs set on a topic (sorted by name; those not
+// listed have their defaults) and whether the topic was created through
+// Kafka. A queue created over HTTP reads as its retention options.
+func (s *Store) TopicConfigs(tenant wire.ID, name string) (configs []wire.ConfigEntry, kafka, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, name)
+	if q == nil {
+		return nil, false, false
+	}
+	if !q.kafka {
+		return wire.QueueTopicConfigs(&q.cfg), false, true
+	}
+	if tm := s.kafka.topics[q.id]; tm != nil {
+		configs = slices.Clone(tm.configs)
+	}
+	return configs, true, true
+}
+
+// ProducerSeq is an idempotent producer's state in one partition.
+type ProducerSeq struct {
+	Epoch   int16
+	LastSeq int32
+	// Batches are its last batches as (first sequence, last sequence,
+	// offset), oldest first.
+	Batches [][3]int64
+}
+
+// KafkaProducer returns a producer's live state in partition p.
+func (s *Store) KafkaProducer(p Partition, producer int64) (ProducerSeq, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := s.kafka.producer(p.ID, producer, s.clockMs)
+	if st == nil {
+		return ProducerSeq{}, false
+	}
+	out := ProducerSeq{Epoch: st.epoch, LastSeq: st.lastSeq}
+	for _, b := range st.batches {
+		out.Batches = append(out.Batches, [3]int64{int64(b.firstSeq), int64(b.lastSeq), int64(b.offset)})
+	}
+	return out, true
+}
+
+// GroupPosition is a consumer group's position in p: the next offset it
+// consumes, what Kafka calls its committed offset.
+func (s *Store) GroupPosition(p Partition, group string) (uint64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c := p.p.cursors[group]
+	if c == nil || p.Deleted() {
+		return 0, false
+	}
+	return c.pos, true
+}
+
+// TxnInfo is a transactional id's durable state.
+type TxnInfo struct {
+	Tenant        wire.ID
+	TxnID         string
+	ProducerID    int64
+	Epoch         int16
+	Ongoing       bool
+	TxnSeq        uint64
+	LastCommitted bool
+	BeganMs       int64
+	TimeoutMs     uint32
+}
+
+func txnInfo(k txnKeyT, t *txnState) TxnInfo {
+	return TxnInfo{Tenant: k.tenant, TxnID: k.id, ProducerID: t.producerID, Epoch: t.epoch, Ongoing: t.ongoing,
+		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs}
+}
+
+// KafkaTxn returns a transactional id's state.
+func (s *Store) KafkaTxn(tenant wire.ID, txnID string) (TxnInfo, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	k := txnKeyT{tenant, txnID}
+	t := s.kafka.txns[k]
+	if t == nil {
+		return TxnInfo{}, false
+	}
+	return txnInfo(k, t), true
+}
+
+// KafkaOpenTxns lists the transactions open in this group, for the
+// coordinator's timeout reaper.
+func (s *Store) KafkaOpenTxns() []TxnInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []TxnInfo
+	for k, t := range s.kafka.txns {
+		if t.ongoing {
+			out = append(out, txnInfo(k, t))
+		}
+	}
+	return out
+}
+
+// ChunkFunc receives one stored chunk: its base offset, append time and its
+// records (wire.NewRecordIter), which are only valid during the call.
+// Returning false stops the read.
+type ChunkFunc func(base uint64, appendMs int64, records []byte) bool
+
+// ReadChunks calls f for the committed chunks of p from the one holding
+// offset from, stopping at the high-water mark (the records of the last
+// chunk never reach past it: chunks are committed whole). It returns the
+// high-water mark it read up to. Fetch re-encodes a chunk as one Kafka
+// record batch.
+func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error) {
+	hwm := p.HighWatermark()
+	if from >= hwm {
+		return hwm, nil
+	}
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return hwm, ErrClosed
+	}
+	it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.ID), UpperBound: chunkPrefix(p.ID + 1)})
+	defer it.Close()
+	if !it.SeekLT(chunkKey(p.ID, from+1)) && !it.First() {
+		return hwm, nil
+	}
+	for ; it.Valid(); it.Next() {
+		base := binary.BigEndian.Uint64(it.Key()[9:])
+		if base >= hwm {
+			break
+		}
+		ch, err := wire.ParseChunk(it.Value())
+		if err != nil {
+			return hwm, fmt.Errorf("storage: chunk %d/%d: %w", p.ID, base, err)
+		}
+		if !f(base, ch.AppendMs, ch.Records) {
+			break
+		}
+	}
+	return hwm, it.Error()
+}
+
+// PartitionDiskUsage estimates the bytes p's records take on disk, from
+// pebble's table metadata (cheap, and blind to what is still in memtables).
+func (s *Store) PartitionDiskUsage(p Partition) int64 {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return 0
+	}
+	n, err := s.db.EstimateDiskUsage(chunkPrefix(p.ID), chunkPrefix(p.ID+1))
+	if err != nil {
+		return 0
+	}
+	return int64(n)
+}
