@@ -10,30 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/e2e/harness"
 )
-
-// requireDataPath skips a test that consumes with real franz-go consumers
-// when the node does not speak Produce, Fetch and Metadata yet (the data
-// path is built on another branch).
-func requireDataPath(ctx context.Context, t *testing.T, n *harness.Node) {
-	t.Helper()
-	av := kmsg.NewPtrApiVersionsRequest()
-	av.ClientSoftwareName, av.ClientSoftwareVersion = "queen-e2e", "1"
-	resp := kreq[*kmsg.ApiVersionsResponse](ctx, t, kafkaClient(t, n), av)
-	if resp.ErrorCode != 0 {
-		t.Fatalf("ApiVersions: error %d", resp.ErrorCode)
-	}
-	have := map[int16]bool{}
-	for _, k := range resp.ApiKeys {
-		have[k.ApiKey] = true
-	}
-	if !have[0] || !have[1] || !have[3] {
-		t.Skip("needs the Kafka data path (Produce, Fetch, Metadata)")
-	}
-}
 
 // groupConsumer is one franz-go consumer-group member polling in the
 // background. Its assignment callbacks keep the partitions it owns, and
@@ -176,7 +155,6 @@ func TestKafkaConsumerGroupOfThreeRebalancesWhenOneLeaves(t *testing.T) {
 			c := startCluster(t, harness.Options{Nodes: 1, Env: groupEnv})
 			n := c.Nodes[0]
 			ctx := deadline(t, 120*time.Second)
-			requireDataPath(ctx, t, n)
 			pushOrders(ctx, t, n.URL(), 6)
 			own := &ownership{owner: map[int32]string{}}
 			var members []*groupConsumer
@@ -219,7 +197,6 @@ func TestKafkaCommittedOffsetsSurviveAClientRestart(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 1, Env: groupEnv})
 	n := c.Nodes[0]
 	ctx := deadline(t, 90*time.Second)
-	requireDataPath(ctx, t, n)
 	pushOrders(ctx, t, n.URL(), 3)
 	own := &ownership{owner: map[int32]string{}}
 	first := startGroupConsumer(t, n, "restart", "first", own, kgo.RangeBalancer())
@@ -255,7 +232,6 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
 	ctx := deadline(t, 3*time.Minute)
 	li := waitLeader(t, ctx, c)
-	requireDataPath(ctx, t, c.Nodes[li])
 	pushOrders(ctx, t, c.Nodes[li].URL(), 4)
 	var seeds []string
 	for _, n := range c.Nodes {

@@ -321,6 +321,17 @@ func TestKafkaGroupCoordinatorIsTheRaftLeader(t *testing.T) {
 		if codes := commitOffsets(ctx, t, cl, "billing", "", -1, map[int32]int64{0: 1}); codes[0] != kerr.NotCoordinator.Code {
 			t.Fatalf("commit at follower %d: %v", n.ID, kerr.ErrorForCode(codes[0]))
 		}
+		// Every node points clients at the leader, once the leader's
+		// address is in the node registry.
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKey = "billing"
+		var r *kmsg.FindCoordinatorResponse
+		if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+			r = kreq[*kmsg.FindCoordinatorResponse](ctx, t, cl, fc)
+			return r.ErrorCode != kerr.CoordinatorNotAvailable.Code, nil
+		}); err != nil || r.ErrorCode != 0 || int(r.NodeID) != leader.ID || fmt.Sprintf("%s:%d", r.Host, r.Port) != leader.KafkaAddr {
+			t.Fatalf("find coordinator at follower %d: %+v %v", n.ID, r, err)
+		}
 		lg := kreq[*kmsg.ListGroupsResponse](ctx, t, cl, kmsg.NewPtrListGroupsRequest())
 		if lg.ErrorCode != 0 || len(lg.Groups) != 0 {
 			t.Fatalf("list groups at follower %d: %+v", n.ID, lg)

@@ -57,7 +57,14 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kms
 	if len(cmds) == 0 {
 		return resp, nil
 	}
-	res, err := b.engine.CommitPositions(ctx, tenant, cmds)
+	// Pipelined commits of one connection apply in the order they were
+	// sent, as Kafka serves one request of a connection at a time: an
+	// older commit must not land after a newer one.
+	var res []wire.CodeResult
+	var err error
+	if oerr := c.Ordered(ctx, func() { res, err = b.engine.CommitPositions(ctx, tenant, cmds) }); oerr != nil {
+		return nil, oerr // the connection is closing
+	}
 	answerPositions(c, "commit", req.Group, slots, err, func(i int) wire.Code { return res[i].Code })
 	return resp, nil
 }

@@ -24,14 +24,11 @@ func (b *Broker) handleFindCoordinator(_ context.Context, c *kafka.Conn, kreq km
 	if req.CoordinatorType != 0 && req.CoordinatorType != 1 {
 		return fail(kerr.InvalidRequest, "coordinator type must be 0 (group) or 1 (transaction)")
 	}
-	leader, _, ok := b.engine.GroupLeader(b.groupTenant(c))
+	leader, ok := b.leader(b.tenantOf(c))
 	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the raft group has no leader right now")
+		return fail(kerr.CoordinatorNotAvailable, "no leader, or its Kafka address is not registered yet")
 	}
-	host, port, ok := b.brokerEndpoint(leader)
-	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the leader's Kafka address is not known here yet")
-	}
-	resp.NodeID, resp.Host, resp.Port = int32(leader), host, port
+	host, port, _ := b.brokerAddr(uint64(leader))
+	resp.NodeID, resp.Host, resp.Port = leader, host, port
 	return resp, nil
 }

@@ -21,38 +21,36 @@ func (b *Broker) handleDeleteGroups(ctx context.Context, c *kafka.Conn, kreq kms
 	for _, name := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = name
-		rg.ErrorCode = errCode(b.deleteGroup(ctx, c, name))
+		rg.ErrorCode = b.deleteGroup(ctx, c, name)
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
 }
 
-func (b *Broker) deleteGroup(ctx context.Context, c *kafka.Conn, name string) *kerr.Error {
+func (b *Broker) deleteGroup(ctx context.Context, c *kafka.Conn, name string) int16 {
 	if name == "" {
-		return kerr.InvalidGroupID
+		return kerr.InvalidGroupID.Code
 	}
 	tenant, coord, kErr := b.groupCoordinator(c, name)
+	if kErr == nil {
+		if _, inMemory := coord.Describe(name); !inMemory && !b.engine.Store(tenant).HasGroup(tenant, name) {
+			kErr = kerr.GroupIDNotFound
+		} else {
+			kErr = coord.Delete(name)
+		}
+	}
 	if kErr != nil {
-		return kErr
-	}
-	if _, inMemory := coord.Describe(name); !inMemory && !b.engine.Store(tenant).HasGroup(tenant, name) {
-		return kerr.GroupIDNotFound
-	}
-	if kErr := coord.Delete(name); kErr != nil {
-		return kErr
+		return kErr.Code
 	}
 	cmd := wire.DeleteGroupCmd{Tenant: tenant, Group: name, DeleteMetadata: true}
 	for {
 		res, err := b.engine.DeleteGroup(ctx, &cmd)
 		if err != nil {
 			c.Logger().Warn("kafka group not deleted", "group", name, "err", err)
-			return groupWriteError(err)
+			return coordinatorCode(err)
 		}
-		if res.Code != wire.CodeOK {
-			return kerr.UnknownServerError
-		}
-		if !res.More {
-			return nil
+		if res.Code != wire.CodeOK || !res.More {
+			return coordinatorCode(res.Code.Err())
 		}
 	}
 }

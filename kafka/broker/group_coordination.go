@@ -1,11 +1,7 @@
 package broker
 
 import (
-	"context"
-	"errors"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,9 +13,10 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// Group coordination plumbing shared by the group API keys: which tenant a
-// connection acts for, whether this node coordinates that tenant's groups,
-// and the in-memory coordinator that holds them while it does.
+// Group coordination plumbing shared by the group API keys: whether this
+// node coordinates the groups of a connection's tenant (tenantOf and leader
+// are the data path's, in cluster.go), and the in-memory coordinator that
+// holds them while it does.
 
 // leadershipCheckInterval is how often coordinators check that this node
 // still leads their tenant's raft group.
@@ -27,31 +24,6 @@ const leadershipCheckInterval = time.Second
 
 // maxOffsetMetadata is Kafka's offset.metadata.max.bytes.
 const maxOffsetMetadata = 4096
-
-// groupTenant is the tenant a connection's group requests belong to.
-//
-// TODO(issue 5): resolve the tenant from the connection's principal, in
-// the one tenant function the data path defines, once it lands.
-func (b *Broker) groupTenant(*kafka.Conn) wire.ID { return wire.DefaultTenant }
-
-// brokerEndpoint is where Kafka clients reach a node.
-//
-// TODO: other nodes' advertised addresses come with the data path's broker
-// registry (Metadata); until then only this node's is known.
-func (b *Broker) brokerEndpoint(node uint64) (host string, port int32, ok bool) {
-	if node != uint64(b.cfg.NodeID) {
-		return "", 0, false
-	}
-	h, p, err := net.SplitHostPort(b.cfg.AdvertisedAddr)
-	if err != nil {
-		return "", 0, false
-	}
-	n, err := strconv.ParseInt(p, 10, 32)
-	if err != nil {
-		return "", 0, false
-	}
-	return h, int32(n), true
-}
 
 // coordinators holds one groups.Coordinator per tenant whose raft group
 // this node leads, stamped with the raft term it was built in. Losing
@@ -94,7 +66,7 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 // raft group, else NOT_COORDINATOR (another node leads: clients look it up
 // again) or COORDINATOR_NOT_AVAILABLE (no leader right now).
 func (cs *coordinators) get(tenant wire.ID) (*groups.Coordinator, *kerr.Error) {
-	leader, term, ok := cs.engine.GroupLeader(tenant)
+	leader, term, ok := cs.engine.Leader(tenant)
 	if !ok {
 		return nil, kerr.CoordinatorNotAvailable
 	}
@@ -138,7 +110,7 @@ func (cs *coordinators) watch() {
 		}
 		cs.mu.Lock()
 		for tenant, tc := range cs.byTenant {
-			if leader, term, ok := cs.engine.GroupLeader(tenant); !ok || leader != cs.self || term != tc.term {
+			if leader, term, ok := cs.engine.Leader(tenant); !ok || leader != cs.self || term != tc.term {
 				tc.c.Close()
 				delete(cs.byTenant, tenant)
 			}
@@ -169,7 +141,7 @@ func (cs *coordinators) close() {
 // group is no Kafka group: clients joining it, committing to it or
 // deleting it would move the positions of every competing HTTP consumer.
 func (b *Broker) groupCoordinator(c *kafka.Conn, group string) (wire.ID, *groups.Coordinator, *kerr.Error) {
-	tenant := b.groupTenant(c)
+	tenant := b.tenantOf(c)
 	if group == wire.QueueModeGroup {
 		return tenant, nil, kerr.InvalidGroupID
 	}
@@ -180,29 +152,14 @@ func (b *Broker) groupCoordinator(c *kafka.Conn, group string) (wire.ID, *groups
 // admitGroupCommit checks that offsets of group may be committed by member
 // at generation through this node: it coordinates the group and the member
 // is in it at that generation (see groups.Coordinator.ValidateCommit).
-// OffsetCommit and TxnOffsetCommit both ask it before writing.
+// OffsetCommit asks it before writing; TxnOffsetCommit v3, which carries
+// the member and generation too, can ask it as well.
 func (b *Broker) admitGroupCommit(c *kafka.Conn, group, member string, generation int32) (wire.ID, *kerr.Error) {
 	tenant, coord, kErr := b.groupCoordinator(c, group)
 	if kErr != nil {
 		return tenant, kErr
 	}
 	return tenant, coord.ValidateCommit(group, member, generation)
-}
-
-// groupWriteError maps an engine error on a group write (commit, delete)
-// to the Kafka code the client retries or gives up on.
-func groupWriteError(err error) *kerr.Error {
-	switch {
-	case errors.Is(err, raftgroups.ErrNoLeader):
-		return kerr.NotCoordinator
-	case errors.Is(err, raftgroups.ErrOverloaded), errors.Is(err, raftgroups.ErrClosed):
-		return kerr.CoordinatorNotAvailable
-	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
-		return kerr.RequestTimedOut
-	case errors.Is(err, raftgroups.ErrTooLarge):
-		return kerr.InvalidCommitOffsetSize
-	}
-	return kerr.UnknownServerError
 }
 
 // answerPositions writes the outcome of a write of group positions into
@@ -214,22 +171,11 @@ func answerPositions(c *kafka.Conn, what, group string, slots []*int16, err erro
 	}
 	for i, slot := range slots {
 		if err != nil {
-			*slot = groupWriteError(err).Code
+			*slot = coordinatorCode(err)
 		} else {
-			*slot = errCode(positionError(code(i)))
+			*slot = coordinatorCode(code(i).Err())
 		}
 	}
-}
-
-// positionError maps a store outcome on one partition to its Kafka code.
-func positionError(c wire.Code) *kerr.Error {
-	switch c {
-	case wire.CodeOK:
-		return nil
-	case wire.CodeQueueNotFound, wire.CodePartitionNotFound:
-		return kerr.UnknownTopicOrPartition
-	}
-	return kerr.UnknownServerError
 }
 
 // errCode is the wire code of a Kafka error (0 for none).

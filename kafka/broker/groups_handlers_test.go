@@ -3,8 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"strconv"
 	"testing"
@@ -16,15 +14,11 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
 )
 
-// groupsTestTimeout bounds every wait in these tests.
-const groupsTestTimeout = 20 * time.Second
-
-// groupsTestBroker is a one-node queen (raft, store, engine, broker) in
-// this process, and a franz-go client that sends raw requests to it.
+// groupsTestBroker is a one-node queen (startNode) and a franz-go client
+// that sends raw requests to it.
 type groupsTestBroker struct {
 	t      *testing.T
 	ctx    context.Context
@@ -35,48 +29,10 @@ type groupsTestBroker struct {
 
 func newGroupsTestBroker(t *testing.T) *groupsTestBroker {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), groupsTestTimeout)
-	t.Cleanup(cancel)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr := l.Addr().String()
-	l.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := raftgroups.Start(raftgroups.Config{NodeID: 1, Peers: []raftgroups.Peer{{ID: 1, RaftAddr: raftAddr}},
-		ListenAddr: raftAddr, Dir: t.TempDir(), Groups: 1, RTTMillisecond: 10, ElectionRTT: 10, HeartbeatRTT: 1, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	for !h.Ready() {
-		if ctx.Err() != nil {
-			t.Fatal("the raft group never became ready")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	place, _ := tenancy.NewPlacement(1, "")
-	e, err := raftgroups.NewEngine(h, place)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(Config{Listener: kafka.Config{Addr: "127.0.0.1:0"}, NodeID: 1,
-		GroupMinSessionTimeout: 100 * time.Millisecond, GroupMaxSessionTimeout: time.Minute}, e, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	b.cfg.AdvertisedAddr = b.Addr()
-	t.Cleanup(func() { _ = b.Close() })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("groups-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return &groupsTestBroker{t: t, ctx: ctx, engine: e, broker: b, client: cl}
+	n := startNode(t, func(c *Config) {
+		c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout = 100*time.Millisecond, time.Minute
+	})
+	return &groupsTestBroker{t: t, ctx: ctxFor(t), engine: n.engine, broker: n.broker, client: n.client(kgo.ClientID("groups-test"))}
 }
 
 // groupReq sends a request to the broker and returns its typed response.
