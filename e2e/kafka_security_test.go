@@ -10,13 +10,17 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -123,5 +127,101 @@ func TestKafkaTLSWithSASL(t *testing.T) {
 	}
 	if c.Nodes[0].Grep("SASL/PLAIN on a plaintext Kafka listener") {
 		t.Fatal("plaintext warning with TLS on")
+	}
+}
+
+// TestKafkaSASLWithBrokerJWTRoles: with JWT on, the SASL password is a
+// broker JWT and its roles limit the connection as on HTTP.
+func TestKafkaSASLWithBrokerJWTRoles(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{
+		"QUEEN_KAFKA_SASL": "plain", "JWT_ENABLED": "true", "JWT_SECRET": jwtSecret}})
+	exp := time.Now().Add(time.Hour).Unix()
+	login := func(role string) kgo.Opt {
+		return kgo.SASL(plain.Auth{User: "svc", Pass: hsToken(t, jwt.MapClaims{"sub": "svc", "role": role, "exp": exp})}.AsMechanism())
+	}
+	ctx := deadline(t, time.Minute)
+	// An admin creates the topic; a write-only producer may produce but
+	// not fetch; a read-only consumer may fetch but not produce.
+	admin := kgoClient(t, c, login("admin"))
+	createTopicOn(ctx, t, admin, "roles", 1)
+	writer := kgoClient(t, c, login("write-only"), kgo.DefaultProduceTopic("roles"), kgo.RetryTimeout(3*time.Second))
+	if err := writer.ProduceSync(ctx, kgo.StringRecord("from the writer")).FirstErr(); err != nil {
+		t.Fatal("write-only produce:", err)
+	}
+	reader := kgoClient(t, c, login("read-only"), kgo.DefaultProduceTopic("roles"), kgo.RetryTimeout(3*time.Second),
+		kgo.ConsumeTopics("roles"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if got := consumeN(ctx, t, reader, 1); string(got[0].Value) != "from the writer" {
+		t.Fatalf("read-only fetch: %q", got[0].Value)
+	}
+	// franz-go asks for an idempotent producer id first, which is refused.
+	if err := reader.ProduceSync(ctx, kgo.StringRecord("not allowed")).FirstErr(); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("read-only produce: %v", err)
+	}
+	plainReader := kgoClient(t, c, login("read-only"), kgo.DefaultProduceTopic("roles"), kgo.RetryTimeout(3*time.Second), kgo.DisableIdempotentWrite())
+	if err := plainReader.ProduceSync(ctx, kgo.StringRecord("not allowed")).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("read-only produce without idempotence: %v", err)
+	}
+	fetchReq := kmsg.NewPtrFetchRequest()
+	fetchReq.MaxWaitMillis, fetchReq.MaxBytes = 10, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "roles"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetchReq.Topics = append(fetchReq.Topics, ft)
+	resp, err := fetchReq.RequestWith(ctx, writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("write-only fetch answered error %d", code)
+	}
+	// A token that does not verify is refused at login.
+	bad := kgo.SASL(plain.Auth{User: "svc", Pass: "not-a-token"}.AsMechanism())
+	if err := refusal(t, c, bad); err == nil {
+		t.Fatal("a bad token logged in")
+	}
+}
+
+// TestKafkaTenantsFromSASLAreIsolated: in tenancy mode the SASL user name
+// is the tenant; same-named topics of two tenants never mix, over Kafka or
+// over HTTP with the tenant header.
+func TestKafkaTenantsFromSASLAreIsolated(t *testing.T) {
+	a, b := "7c3a1f9e-2b4d-4e8a-9f1c-0d2e3f4a5b6c", "0b9e2c41-5d3a-4f7e-8a6b-1c2d3e4f5a6b"
+	c := startCluster(t, harness.Options{Nodes: 1, Groups: 2, Env: map[string]string{
+		"QUEEN_TENANCY_HEADER": "true", "QUEEN_KV_TRUSTED_PROXY": "1",
+		"QUEEN_KAFKA_SASL": "plain", "QUEEN_KAFKA_SASL_USERS": a + ":pa," + b + ":pb"}})
+	ctx := deadline(t, time.Minute)
+	as := func(tenant, pass string) kgo.Opt { return kgo.SASL(plain.Auth{User: tenant, Pass: pass}.AsMechanism()) }
+	for _, tn := range []struct{ tenant, pass string }{{a, "pa"}, {b, "pb"}} {
+		prod := kgoClient(t, c, as(tn.tenant, tn.pass), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("orders"))
+		if err := prod.ProduceSync(ctx, kgo.StringRecord("for "+tn.tenant)).FirstErr(); err != nil {
+			t.Fatalf("produce as %s: %v", tn.tenant, err)
+		}
+	}
+	for _, tn := range []struct{ tenant, pass string }{{a, "pa"}, {b, "pb"}} {
+		cons := kgoClient(t, c, as(tn.tenant, tn.pass), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		got := consumeN(ctx, t, cons, 1)
+		if string(got[0].Value) != "for "+tn.tenant {
+			t.Fatalf("tenant %s read %q", tn.tenant, got[0].Value)
+		}
+		// Over HTTP, the tenant header reaches the same queue.
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.Nodes[0].URL()+"/api/v1/fetch",
+			strings.NewReader(`{"entries":[{"queue":"orders","partition":"0","offset":0}]}`))
+		req.Header.Set("x-queen-tenant", tn.tenant)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "for "+tn.tenant) || strings.Count(string(body), `"offset"`) != 1 {
+			t.Fatalf("HTTP fetch as %s: %s", tn.tenant, body)
+		}
+	}
+	// A user name that is not a tenant UUID cannot log in in tenancy mode.
+	c2users := kgo.SASL(plain.Auth{User: "alice", Pass: "pa"}.AsMechanism())
+	if err := refusal(t, c, c2users); err == nil {
+		t.Fatal("a non-UUID user logged in in tenancy mode")
 	}
 }

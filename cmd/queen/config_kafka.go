@@ -81,9 +81,6 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool, maxEntryBytes int) KafkaC
 			k.Broker.Listener.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		}
 	}
-	if k.SASL == "plain" {
-		k.Broker.Listener.Authenticate = broker.StaticUsers(k.SASLUsers)
-	}
 	return k
 }
 

@@ -68,6 +68,15 @@ func run() int {
 		log.Error("boot: http listener", "err", err)
 		return 1
 	}
+	if cfg.Kafka.SASL == "plain" {
+		// Decision 9: with broker JWT on, the SASL password is a token and
+		// its roles limit the connection; otherwise the static user table.
+		if verifier.Enabled() {
+			cfg.Kafka.Broker.Listener.Authenticate = broker.BrokerJWTs(verifier, cfg.HTTP.TenancyHeader)
+		} else {
+			cfg.Kafka.Broker.Listener.Authenticate = broker.StaticUsers(cfg.Kafka.SASLUsers, cfg.HTTP.TenancyHeader)
+		}
+	}
 	kb, err := broker.New(cfg.Kafka.Broker, engine, log)
 	if err == nil {
 		err = kb.Start()

@@ -140,7 +140,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	b.txns = newCoordinator(b)
 	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {
-		if err := srv.RegisterHandler(key, h); err != nil {
+		if err := srv.RegisterHandler(key, guard(key, h)); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
 		}
 	}

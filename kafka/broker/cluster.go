@@ -12,10 +12,15 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// tenantOf is THE place a Kafka request's tenant is decided. Until tenancy
-// lands (issue 5) every connection acts for the default tenant; then the
-// SASL principal or the TLS server name will pick it here.
-func (b *Broker) tenantOf(c *kafka.Conn) wire.ID { return wire.DefaultTenant }
+// tenantOf is THE place a Kafka request's tenant is decided: the tenant its
+// SASL login resolved to (in tenancy mode the user name is the tenant's
+// UUID, see sasl.go), the default tenant otherwise.
+func (b *Broker) tenantOf(c *kafka.Conn) wire.ID {
+	if id, ok := identityOf(c); ok {
+		return id.Tenant
+	}
+	return wire.DefaultTenant
+}
 
 // leader is the broker id leading tenant's raft group: the Kafka leader of
 // every partition and the coordinator of every group and transaction of the

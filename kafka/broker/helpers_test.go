@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
@@ -65,10 +63,6 @@ func startNode(t *testing.T, edit func(*Config)) *testNode {
 	}
 	b, err := New(cfg, e, quiet)
 	if err == nil {
-		// Transactional clients find their coordinator first; the consumer
-		// groups branch owns FindCoordinator, so until it is here a stand-in
-		// answers (and once it is, registering this fails harmlessly).
-		_ = b.srv.RegisterHandler(10, b.findCoordinatorStandIn)
 		err = b.Start()
 	}
 	if err != nil {
@@ -88,21 +82,6 @@ func startNode(t *testing.T, edit func(*Config)) *testNode {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return n
-}
-
-// findCoordinatorStandIn points every coordinator lookup at the tenant's
-// leader.
-func (b *Broker) findCoordinatorStandIn(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
-	req := kreq.(*kmsg.FindCoordinatorRequest)
-	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	id, ok := b.leader(b.tenantOf(c))
-	host, port, known := b.brokerAddr(uint64(id))
-	if !ok || !known {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp, nil
-	}
-	resp.NodeID, resp.Host, resp.Port = id, host, port
-	return resp, nil
 }
 
 // client returns a franz-go client of the node, closed when the test ends.
