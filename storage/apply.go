@@ -151,6 +151,7 @@ func (ctx *applyCtx) finish(applied uint64) {
 	w.Uvarint(s.counters.nextQueueID)
 	w.Uvarint(s.counters.nextPartID)
 	w.Uvarint(s.counters.nextDLQID)
+	w.Uvarint(s.counters.nextChunkSeq)
 	ctx.set(keyCounters, w.B)
 	ctx.set(keyClock, binary.BigEndian.AppendUint64(nil, uint64(s.clockMs)))
 	ctx.set(keyApplied, binary.BigEndian.AppendUint64(nil, applied))
@@ -299,15 +300,11 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 	if p.lastWriteMs < ms || p.next <= p.start {
 		return p.next
 	}
-	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkPrefix(p.id + 1)})
-	defer it.Close()
+	ci := newChunkIter(ctx.b, p.id)
+	defer ci.Close()
 	pos := p.next
-	for it.Last(); it.Valid(); it.Prev() {
-		ch, err := wire.ParseChunk(it.Value())
-		if err != nil || ch.AppendMs < ms {
-			break
-		}
-		pos = binary.BigEndian.Uint64(it.Key()[9:])
+	for ok := ci.Last(); ok && ci.Meta().appendMs >= ms; ok = ci.Prev() {
+		pos = ci.Base()
 	}
 	if pos < p.start {
 		pos = p.start

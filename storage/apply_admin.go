@@ -76,7 +76,8 @@ func (s *Store) applyDeleteQueue(ctx *applyCtx, c *wire.DeleteQueueCmd) wire.Cod
 				ctx.del(leaseKey(cur.lease.id))
 			}
 		}
-		for _, prefix := range [][]byte{chunkPrefix(p.id), txnPrefix(p.id), cursorPrefix(p.id)} {
+		deleteChunks(ctx, p.id)
+		for _, prefix := range [][]byte{txnPrefix(p.id), cursorPrefix(p.id)} {
 			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 		}
 		ctx.del(partitionKey(p.id))

@@ -1,10 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
-
-	"github.com/cockroachdb/pebble"
-
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -115,20 +111,20 @@ func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch i
 // retry carries its first attempt's clock stamp, and chunks take the
 // replicated clock, which never runs behind a stamp it applied.
 func (s *Store) findRetriedBatch(ctx *applyCtx, p *partState, msgID wire.ID) (uint64, bool) {
-	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkPrefix(p.id + 1)})
+	it := newChunkIter(ctx.b, p.id)
 	defer it.Close()
-	for it.Last(); it.Valid(); it.Prev() {
-		ch, err := wire.ParseChunk(it.Value())
-		if err != nil || ch.AppendMs < ctx.entryMs {
+	for ok := it.Last(); ok && it.Meta().appendMs >= ctx.entryMs; ok = it.Prev() {
+		records, err := it.Records()
+		if err != nil {
 			return 0, false
 		}
-		ri := wire.NewRecordIter(ch.Records)
+		ri := wire.NewRecordIter(records)
 		body, _, ok := ri.Next()
 		if !ok {
 			continue
 		}
 		if h, err := wire.ParseRecordHead(body); err == nil && h.MsgID == msgID {
-			return binary.BigEndian.Uint64(it.Key()[9:]), true
+			return it.Base(), true
 		}
 	}
 	return 0, false

@@ -3,8 +3,6 @@ package storage
 import (
 	"encoding/binary"
 
-	"github.com/cockroachdb/pebble"
-
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -55,21 +53,20 @@ func (s *Store) indexedOffset(ctx *applyCtx, p *partState, txn []byte) (uint64, 
 // eraseRecord rewrites the chunk holding offset off of p with that record
 // made a tombstone, and drops the record's transaction index entries.
 func (s *Store) eraseRecord(ctx *applyCtx, p *partState, off uint64) bool {
-	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkPrefix(p.id + 1)})
-	if !it.SeekLT(chunkKey(p.id, off+1)) {
+	it := newChunkIter(ctx.b, p.id)
+	if !it.SeekLE(off) || off >= it.End() {
 		_ = it.Close()
 		return false
 	}
-	key := append([]byte(nil), it.Key()...)
-	val := append([]byte(nil), it.Value()...)
+	base, meta := it.Base(), it.Meta()
+	records, err := it.Records()
+	records = append([]byte(nil), records...)
 	_ = it.Close()
-	base := binary.BigEndian.Uint64(key[9:])
-	ch, err := wire.ParseChunk(val)
-	if err != nil || off >= base+uint64(ch.Count) {
+	if err != nil {
 		return false
 	}
-	out := wire.AppendChunkHeader(make([]byte, 0, len(val)), ch.AppendMs, ch.Count)
-	ri := wire.NewRecordIter(ch.Records)
+	out := make([]byte, 0, len(records))
+	ri := wire.NewRecordIter(records)
 	for o := base; ; o++ {
 		body, framed, ok := ri.Next()
 		if !ok {
@@ -94,6 +91,6 @@ func (s *Store) eraseRecord(ctx *applyCtx, p *partState, off uint64) bool {
 	if ri.Err() != nil {
 		return false
 	}
-	ctx.set(key, out)
+	rewriteChunk(ctx, p.id, base, meta, out)
 	return true
 }

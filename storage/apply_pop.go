@@ -3,8 +3,6 @@ package storage
 import (
 	"encoding/binary"
 
-	"github.com/cockroachdb/pebble"
-
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -177,18 +175,11 @@ func (s *Store) visibleUpTo(ctx *applyCtx, q *queueState, p *partState, from, to
 		return to
 	}
 	cutoff := ctx.nowMs - d
-	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkKey(p.id, to)})
-	defer it.Close()
-	if !it.SeekLT(chunkKey(p.id, from+1)) && !it.First() {
-		return from
-	}
+	ci := newChunkIter(ctx.b, p.id)
+	defer ci.Close()
 	limit := from
-	for ; it.Valid(); it.Next() {
-		ch, err := wire.ParseChunk(it.Value())
-		if err != nil || ch.AppendMs > cutoff {
-			break
-		}
-		limit = binary.BigEndian.Uint64(it.Key()[9:]) + uint64(ch.Count)
+	for ok := ci.Seek(from); ok && ci.Base() < to && ci.Meta().appendMs <= cutoff; ok = ci.Next() {
+		limit = ci.End()
 	}
 	if limit > to {
 		limit = to

@@ -187,11 +187,9 @@ func (s *Store) msgIDAt(ctx *applyCtx, p *partState, offset uint64, fallback wir
 // appendChunk stores the non-duplicate records at p.next as one chunk,
 // copying the command's bytes once, straight into the batch.
 func (s *Store) appendChunk(ctx *applyCtx, p *partState, records []byte, heads []pushHead, dups []wire.PushDup) {
-	count := len(heads) - len(dups)
-	hdr := wire.AppendChunkHeader(make([]byte, 0, 24), ctx.nowMs, count)
-	size := len(hdr)
+	count, size := len(heads)-len(dups), 0
 	if len(dups) == 0 {
-		size += len(records)
+		size = len(records)
 	} else {
 		d := 0
 		for i := range heads {
@@ -202,13 +200,10 @@ func (s *Store) appendChunk(ctx *applyCtx, p *partState, records []byte, heads [
 			size += len(heads[i].framed)
 		}
 	}
-	key := chunkKey(p.id, p.next)
-	op := ctx.b.SetDeferred(len(key), size)
-	copy(op.Key, key)
-	v := append(op.Value[:0], hdr...)
-	if len(dups) == 0 {
-		v = append(v, records...)
-	} else {
+	s.putChunk(ctx, p, p.next, count, size, func(v []byte) []byte {
+		if len(dups) == 0 {
+			return append(v, records...)
+		}
 		d := 0
 		for i := range heads {
 			if d < len(dups) && dups[d].Index == i {
@@ -217,6 +212,6 @@ func (s *Store) appendChunk(ctx *applyCtx, p *partState, records []byte, heads [
 			}
 			v = append(v, heads[i].framed...)
 		}
-	}
-	_ = op.Finish()
+		return v
+	})
 }

@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cockroachdb/pebble"
-
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -83,42 +81,39 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 	}
 	consumed := consumedUpTo(q, p)
 	type chunkRef struct {
-		key   []byte
 		base  uint64
+		seq   uint64
 		count int
 		body  []byte
 	}
 	var drop []chunkRef
 	spent, done := 0, true
-	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkKey(p.id, p.next)})
-	if it.SeekLT(chunkKey(p.id, p.start+1)) || it.First() {
-		for ; it.Valid(); it.Next() {
-			ch, err := wire.ParseChunk(it.Value())
-			if err != nil {
-				break
-			}
-			base := binary.BigEndian.Uint64(it.Key()[9:])
-			end := base + uint64(ch.Count)
-			if !(ch.AppendMs < pendingCut || (ch.AppendMs < doneCut && end <= consumed)) {
-				break
-			}
-			// Always make progress on a partition, even when one chunk
-			// holds more records than a tick's budget.
-			if spent > 0 && spent+ch.Count > budget {
-				done = false
-				break
-			}
-			spent += ch.Count
-			drop = append(drop, chunkRef{key: slices.Clone(it.Key()), base: base, count: ch.Count, body: slices.Clone(ch.Records)})
+	ci := newChunkIter(ctx.b, p.id)
+	for ok := ci.Seek(p.start); ok && ci.Base() < p.next; ok = ci.Next() {
+		m := ci.Meta()
+		if !(m.appendMs < pendingCut || (m.appendMs < doneCut && ci.End() <= consumed)) {
+			break
 		}
+		// Always make progress on a partition, even when one chunk holds
+		// more records than a tick's budget.
+		if spent > 0 && spent+m.count > budget {
+			done = false
+			break
+		}
+		records, err := ci.Records()
+		if err != nil {
+			break
+		}
+		spent += m.count
+		drop = append(drop, chunkRef{base: ci.Base(), seq: m.seq, count: m.count, body: slices.Clone(records)})
 	}
-	it.Close()
+	_ = ci.Close()
 	if len(drop) == 0 {
 		return spent, done
 	}
 	for _, c := range drop {
 		s.dropTxnIndex(ctx, p, c.base, c.body)
-		ctx.del(c.key)
+		deleteChunk(ctx, p.id, c.base, c.seq)
 	}
 	last := drop[len(drop)-1]
 	p.start = max(p.start, last.base+uint64(last.count))

@@ -14,7 +14,7 @@ const (
 	tagCounters  = 'n' // id counters
 	tagQueue     = 'q' // qid → queue meta
 	tagPartition = 'p' // pid → partition meta
-	tagChunk     = 'm' // pid, base offset → chunk
+	tagChunk     = 'm' // pid, base offset → chunk index entry (chunks.go)
 	tagTxn       = 't' // pid, kind, transaction id → offset, append time
 	tagCursor    = 'c' // pid, group → consumer cursor
 	tagSub       = 's' // qid, group → subscription

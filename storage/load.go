@@ -19,7 +19,7 @@ func (s *Store) load() error {
 	s.parts = map[uint64]*partState{}
 	s.leases = map[wire.ID]leaseRef{}
 	s.timed = map[uint64]*queueState{}
-	s.counters = counters{nextQueueID: 1, nextPartID: 1, nextDLQID: 1}
+	s.counters = counters{nextQueueID: 1, nextPartID: 1, nextDLQID: 1, nextChunkSeq: 1}
 	s.clockMs = 0
 
 	if v, ok, err := s.getU64(keyApplied); err != nil {
@@ -46,7 +46,7 @@ func (s *Store) load() error {
 	}
 	if b, closer, err := s.db.Get(keyCounters); err == nil {
 		r := wire.NewReader(b)
-		s.counters = counters{nextQueueID: r.Uvarint(), nextPartID: r.Uvarint(), nextDLQID: r.Uvarint()}
+		s.counters = counters{nextQueueID: r.Uvarint(), nextPartID: r.Uvarint(), nextDLQID: r.Uvarint(), nextChunkSeq: r.Uvarint()}
 		err := r.Done()
 		closer.Close()
 		if err != nil {

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
@@ -25,40 +24,46 @@ func readRange(src iterSource, pid, from, to uint64, f RecordFunc) error {
 	if from >= to {
 		return nil
 	}
-	it := src.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(pid), UpperBound: chunkPrefix(pid + 1)})
-	defer it.Close()
-	// The chunk holding from starts at or before it; when retention removed
-	// it, reading starts at the first chunk left.
-	if !it.SeekLT(chunkKey(pid, from+1)) && !it.First() {
+	ci := newChunkIter(src, pid)
+	err := func() error {
+		// The chunk holding from starts at or before it; when retention
+		// removed it, reading starts at the first chunk left.
+		for ok := ci.Seek(from); ok; ok = ci.Next() {
+			base := ci.Base()
+			if base >= to {
+				return nil
+			}
+			if ci.End() <= from {
+				continue
+			}
+			records, err := ci.Records()
+			if err != nil {
+				return err
+			}
+			appendMs := ci.Meta().appendMs
+			ri := wire.NewRecordIter(records)
+			for off := base; ; off++ {
+				body, _, ok := ri.Next()
+				if !ok {
+					break
+				}
+				if off >= to {
+					return nil
+				}
+				if off >= from && !f(off, appendMs, body) {
+					return nil
+				}
+			}
+			if err := ri.Err(); err != nil {
+				return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
+			}
+		}
 		return nil
+	}()
+	if cerr := ci.Close(); err == nil {
+		err = cerr
 	}
-	for ; it.Valid(); it.Next() {
-		base := binary.BigEndian.Uint64(it.Key()[9:])
-		if base >= to {
-			return nil
-		}
-		ch, err := wire.ParseChunk(it.Value())
-		if err != nil {
-			return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
-		}
-		ri := wire.NewRecordIter(ch.Records)
-		for off := base; ; off++ {
-			body, _, ok := ri.Next()
-			if !ok {
-				break
-			}
-			if off >= to {
-				return nil
-			}
-			if off >= from && !f(off, ch.AppendMs, body) {
-				return nil
-			}
-		}
-		if err := ri.Err(); err != nil {
-			return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
-		}
-	}
-	return nil
+	return err
 }
 
 // readRange inside the apply loop, over the batch.
@@ -265,13 +270,11 @@ func (s *Store) visibleAt(q *queueState, p *partState, pos uint64) int64 {
 		at = p.lastWriteMs + w
 	}
 	if d := int64(q.cfg.DelayedProcessingSec) * 1000; d > 0 {
-		it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.id), UpperBound: chunkPrefix(p.id + 1)})
-		if it.SeekLT(chunkKey(p.id, pos+1)) || it.First() {
-			if ch, err := wire.ParseChunk(it.Value()); err == nil {
-				at = max(at, ch.AppendMs+d)
-			}
+		ci := newChunkIter(s.db, p.id)
+		if ci.Seek(pos) {
+			at = max(at, ci.Meta().appendMs+d)
 		}
-		_ = it.Close()
+		_ = ci.Close()
 	}
 	return at
 }

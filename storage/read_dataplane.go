@@ -1,10 +1,7 @@
 package storage
 
 import (
-	"encoding/binary"
 	"slices"
-
-	"github.com/cockroachdb/pebble"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -36,18 +33,14 @@ func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs in
 		return 0, 0, false, ErrClosed
 	}
 	hwm := p.HighWatermark()
-	it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.ID), UpperBound: chunkPrefix(p.ID + 1)})
+	it := newChunkIter(s.db, p.ID)
 	defer it.Close()
 	// chunkAt returns the append time and end of the chunk holding off.
 	chunkAt := func(off uint64) (int64, uint64, bool) {
-		if !it.SeekLT(chunkKey(p.ID, off+1)) {
+		if !it.SeekLE(off) {
 			return 0, 0, false
 		}
-		ch, err := wire.ParseChunk(it.Value())
-		if err != nil {
-			return 0, 0, false
-		}
-		return ch.AppendMs, binary.BigEndian.Uint64(it.Key()[9:]) + uint64(ch.Count), true
+		return it.Meta().appendMs, it.End(), true
 	}
 	lo, hi := p.LogStart(), hwm
 	for lo < hi {
@@ -63,10 +56,10 @@ func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs in
 		}
 	}
 	if lo >= hwm {
-		return hwm, 0, false, it.Error()
+		return hwm, 0, false, it.err
 	}
 	at, _, ok := chunkAt(lo)
-	return lo, at, ok, it.Error()
+	return lo, at, ok, it.err
 }
 
 // ChangedPartitions lists the partitions of a tenant's queue with a

@@ -97,6 +97,8 @@ type counters struct {
 	nextQueueID uint64
 	nextPartID  uint64
 	nextDLQID   uint64
+	// nextChunkSeq numbers stored chunks group-wide (chunks.go).
+	nextChunkSeq uint64
 }
 
 var _ sm.IOnDiskStateMachine = (*Store)(nil)
@@ -216,13 +218,17 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	}
 	last := ents[len(ents)-1].Index
 	ctx.finish(last)
+	s.mu.Unlock()
+	// The batch is committed outside the lock so readers resolving names
+	// do not wait for it. Nothing a reader can get to reads uncommitted
+	// records: the high-water marks readers use move only in publish,
+	// after the commit.
 	err := ctx.b.Commit(pebble.NoSync)
 	_ = ctx.b.Close()
 	if err == nil {
 		ctx.publish()
 		s.applied.Store(last)
 	}
-	s.mu.Unlock()
 	if err != nil {
 		// A failed write leaves the store behind the log; dragonboat treats
 		// the error as fatal and the node restarts from what is durable.

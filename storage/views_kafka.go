@@ -2,11 +2,7 @@ package storage
 
 import (
 	"cmp"
-	"encoding/binary"
-	"fmt"
 	"slices"
-
-	"github.com/cockroachdb/pebble"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -183,38 +179,33 @@ func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error
 	if s.db == nil {
 		return hwm, ErrClosed
 	}
-	it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.ID), UpperBound: chunkPrefix(p.ID + 1)})
-	defer it.Close()
-	if !it.SeekLT(chunkKey(p.ID, from+1)) && !it.First() {
-		return hwm, nil
-	}
-	for ; it.Valid(); it.Next() {
-		base := binary.BigEndian.Uint64(it.Key()[9:])
-		if base >= hwm {
-			break
-		}
-		ch, err := wire.ParseChunk(it.Value())
+	ci := newChunkIter(s.db, p.ID)
+	for ok := ci.Seek(from); ok && ci.Base() < hwm; ok = ci.Next() {
+		records, err := ci.Records()
 		if err != nil {
-			return hwm, fmt.Errorf("storage: chunk %d/%d: %w", p.ID, base, err)
+			_ = ci.Close()
+			return hwm, err
 		}
-		if !f(base, ch.AppendMs, ch.Records) {
+		if !f(ci.Base(), ci.Meta().appendMs, records) {
 			break
 		}
 	}
-	return hwm, it.Error()
+	return hwm, ci.Close()
 }
 
-// PartitionDiskUsage estimates the bytes p's records take on disk, from
-// pebble's table metadata (cheap, and blind to what is still in memtables).
+// PartitionDiskUsage is the bytes p's stored records take, from the
+// chunk index (before compression).
 func (s *Store) PartitionDiskUsage(p Partition) int64 {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {
 		return 0
 	}
-	n, err := s.db.EstimateDiskUsage(chunkPrefix(p.ID), chunkPrefix(p.ID+1))
-	if err != nil {
-		return 0
+	var n int64
+	ci := newChunkIter(s.db, p.ID)
+	for ok := ci.First(); ok; ok = ci.Next() {
+		n += int64(ci.Meta().size)
 	}
-	return int64(n)
+	_ = ci.Close()
+	return n
 }

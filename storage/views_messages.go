@@ -29,30 +29,31 @@ func (s *Store) Newest(p PartitionView, fromMs, toMs int64, limit int) ([]Stored
 	if s.db == nil {
 		return nil, ErrClosed
 	}
-	it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(p.ID), UpperBound: chunkKey(p.ID, p.HighWatermark)})
+	it := newChunkIter(s.db, p.ID)
 	defer it.Close()
 	var out []StoredMessage
-	for it.Last(); it.Valid() && len(out) < limit; it.Prev() {
-		ch, err := wire.ParseChunk(it.Value())
+	for ok := it.SeekLE(p.HighWatermark - 1); ok && len(out) < limit; ok = it.Prev() {
+		appendMs := it.Meta().appendMs
+		if appendMs < fromMs {
+			break
+		}
+		if appendMs >= toMs {
+			continue
+		}
+		records, err := it.Records()
 		if err != nil {
 			return out, err
 		}
-		if ch.AppendMs < fromMs {
-			break
-		}
-		if ch.AppendMs >= toMs {
-			continue
-		}
-		base := binary.BigEndian.Uint64(it.Key()[9:])
+		base := it.Base()
 		var recs []StoredMessage
-		ri := wire.NewRecordIter(ch.Records)
+		ri := wire.NewRecordIter(records)
 		for off := base; ; off++ {
 			body, _, ok := ri.Next()
 			if !ok {
 				break
 			}
 			if off >= p.LogStart && off < p.HighWatermark {
-				recs = append(recs, StoredMessage{PartitionID: p.ID, Offset: off, AppendMs: ch.AppendMs, Body: append([]byte(nil), body...)})
+				recs = append(recs, StoredMessage{PartitionID: p.ID, Offset: off, AppendMs: appendMs, Body: append([]byte(nil), body...)})
 			}
 		}
 		for i := len(recs) - 1; i >= 0 && len(out) < limit; i-- {
@@ -116,19 +117,19 @@ func (s *Store) AppendTime(pid, off uint64) (int64, bool) {
 	return at, found
 }
 
-// PartitionBytes is how many bytes partition pid's stored chunks take
-// (records and chunk headers, before pebble's compression). It reads every
-// chunk's length, so it costs a scan of the partition.
+// PartitionBytes is how many bytes partition pid's stored records take
+// (before pebble's compression), from the chunk index: a scan of the
+// partition's index, not of its records.
 func (s *Store) PartitionBytes(pid uint64) (uint64, error) {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {
 		return 0, ErrClosed
 	}
-	it := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(pid), UpperBound: chunkPrefix(pid + 1)})
+	it := newChunkIter(s.db, pid)
 	var n uint64
-	for it.First(); it.Valid(); it.Next() {
-		n += uint64(len(it.Value()))
+	for ok := it.First(); ok; ok = it.Next() {
+		n += uint64(it.Meta().size)
 	}
 	return n, it.Close()
 }

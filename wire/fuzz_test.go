@@ -111,18 +111,3 @@ func FuzzParseRecord(f *testing.F) {
 		}
 	})
 }
-
-func FuzzParseChunk(f *testing.F) {
-	recs := AppendRecord(nil, &Record{MsgID: ID{1}, Payload: []byte("x")})
-	f.Add(append(AppendChunkHeader(nil, 5, 1), recs...))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := ParseChunk(b)
-		if err != nil {
-			return
-		}
-		it := NewRecordIter(c.Records)
-		for body, _, ok := it.Next(); ok; body, _, ok = it.Next() {
-			_, _ = ParseRecordHead(body)
-		}
-	})
-}

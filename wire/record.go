@@ -1,7 +1,5 @@
 package wire
 
-import "fmt"
-
 // Record flags say which optional fields a stored record carries.
 const (
 	FlagJSON      uint64 = 1 << 0 // payload is JSON text (pushed over HTTP)
@@ -214,38 +212,3 @@ func (it *RecordIter) Next() (body, framed []byte, ok bool) {
 
 // Err reports a framing error met by Next.
 func (it *RecordIter) Err() error { return it.r.err }
-
-// Chunk is a run of records appended to one partition by one command: the
-// unit the partition log is stored in. All records of a chunk share the
-// append time the state machine gave them.
-type Chunk struct {
-	AppendMs int64
-	Count    int
-	Records  []byte // Count length-prefixed records
-}
-
-const chunkVersion = 1
-
-// AppendChunkHeader appends a chunk header; the caller appends the records.
-func AppendChunkHeader(b []byte, appendMs int64, count int) []byte {
-	w := Writer{B: b}
-	w.U8(chunkVersion)
-	w.Varint(appendMs)
-	w.Uvarint(uint64(count))
-	return w.B
-}
-
-// ParseChunk decodes a stored chunk. Records alias b.
-func ParseChunk(b []byte) (Chunk, error) {
-	r := Reader{b: b}
-	if v := r.U8(); v != chunkVersion {
-		return Chunk{}, fmt.Errorf("%w: chunk version %d", ErrMalformed, v)
-	}
-	c := Chunk{AppendMs: r.Varint()}
-	c.Count = r.Count(MaxRecordBytes, 2)
-	c.Records = r.Rest()
-	if r.err != nil {
-		return Chunk{}, r.err
-	}
-	return c, nil
-}
