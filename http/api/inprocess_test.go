@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -16,7 +14,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -28,32 +26,10 @@ type node struct {
 	url    string
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func startNode(t *testing.T) *node {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	raft := freePort(t)
-	host, err := raftgroups.Start(raftgroups.Config{NodeID: 1, Peers: []raftgroups.Peer{{ID: 1, RaftAddr: raft}}, ListenAddr: raft,
-		Dir: t.TempDir(), RTTMillisecond: 10, ElectionRTT: 5, HeartbeatRTT: 1, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(host.Close)
-	place, _ := tenancy.NewPlacement(1, "")
-	engine, err := raftgroups.NewEngine(host, place)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(Config{Addr: freePort(t), MaxBodyBytes: 1 << 20}, engine, log)
+	_, engine := raftgroupstest.Start(t)
+	srv := New(Config{Addr: raftgroupstest.FreeAddr(t), MaxBodyBytes: 1 << 20}, engine, raftgroupstest.Quiet)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +38,7 @@ func startNode(t *testing.T) *node {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	n := &node{engine: engine, srv: srv, url: "http://" + srv.Addr()}
-	deadline := time.Now().Add(20 * time.Second)
-	for !host.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("node not ready")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return n
+	return &node{engine: engine, srv: srv, url: "http://" + srv.Addr()}
 }
 
 func getJSON(t *testing.T, url string, out any) int {

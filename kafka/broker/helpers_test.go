@@ -3,9 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -13,7 +10,7 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 )
 
 // testWait bounds every wait in these tests.
@@ -28,34 +25,15 @@ type testNode struct {
 	addr   string
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return raftgroupstest.FreeAddr(t) }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = raftgroupstest.Quiet
 
 // startNode starts a single node with a broker whose config edit may
 // adjust, and stops it when the test ends.
 func startNode(t *testing.T, edit func(*Config)) *testNode {
 	t.Helper()
-	raftAddr := freeAddr(t)
-	h, err := raftgroups.Start(raftgroups.Config{NodeID: 1, Peers: []raftgroups.Peer{{ID: 1, RaftAddr: raftAddr}},
-		ListenAddr: raftAddr, Dir: t.TempDir(), RTTMillisecond: 10, ElectionRTT: 5, HeartbeatRTT: 1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	place, _ := tenancy.NewPlacement(1, "")
-	e, err := raftgroups.NewEngine(h, place)
-	if err != nil {
-		h.Close()
-		t.Fatal(err)
-	}
+	h, e := raftgroupstest.Start(t)
 	addr := freeAddr(t)
 	cfg := Config{Listener: kafka.Config{Addr: addr}, NodeID: 1, AdvertisedAddr: addr, LogDir: "/data"}
 	if edit != nil {
@@ -66,22 +44,11 @@ func startNode(t *testing.T, edit func(*Config)) *testNode {
 		err = b.Start()
 	}
 	if err != nil {
-		h.Close()
 		t.Fatal(err)
 	}
-	n := &testNode{t: t, host: h, engine: e, broker: b, addr: addr}
-	t.Cleanup(func() {
-		_ = b.Close()
-		h.Close()
-	})
-	deadline := time.Now().Add(testWait)
-	for !h.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("node not ready")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return n
+	// Cleanups run last-in first-out: the broker closes before the host.
+	t.Cleanup(func() { _ = b.Close() })
+	return &testNode{t: t, host: h, engine: e, broker: b, addr: addr}
 }
 
 // client returns a franz-go client of the node, closed when the test ends.
