@@ -234,3 +234,42 @@ func TestTenancyHeaderWithoutTrustedProxyRefusesToBoot(t *testing.T) {
 		t.Fatalf("exit %d, log:\n%s", n.ExitCode(), n.Log())
 	}
 }
+
+// TestChangedKeyServesTheEnvelope: a payload the node's key no longer
+// opens is served as the stored envelope, and the right key brings the
+// plaintext back (spec §5.3).
+func TestChangedKeyServesTheEnvelope(t *testing.T) {
+	keyA, keyB := hex.EncodeToString(randBytes(32)), hex.EncodeToString(randBytes(32))
+	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"QUEEN_ENCRYPTION_KEY": keyA}})
+	n := c.Nodes[0]
+	ctx := deadline(t, 2*time.Minute)
+	if code, err := call(ctx, "POST", n.URL()+"/api/v1/configure",
+		map[string]any{"queue": "vault", "options": map[string]any{"encryptionEnabled": true}}, nil); err != nil || code != 200 {
+		t.Fatalf("configure: %d %v", code, err)
+	}
+	if _, code, err := push(ctx, n.URL(), []pushItem{{Queue: "vault", Payload: map[string]any{"pin": "1234"}}}); err != nil || code != 201 {
+		t.Fatalf("push: %d %v", code, err)
+	}
+	read := func(key string) string {
+		t.Helper()
+		n.Stop()
+		n.Env["QUEEN_ENCRYPTION_KEY"] = key
+		if err := c.Start(n); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.WaitHealthy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err := fetchAll(ctx, n.URL(), "vault", "Default")
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("fetch: %v %d", err, len(recs))
+		}
+		return string(recs[0].Payload)
+	}
+	if got := read(keyB); !strings.Contains(got, `"encrypted"`) || !strings.Contains(got, `"authTag"`) || strings.Contains(got, "1234") {
+		t.Fatalf("with the wrong key: %s", got)
+	}
+	if got := read(keyA); got != `{"pin":"1234"}` {
+		t.Fatalf("with the right key again: %s", got)
+	}
+}
