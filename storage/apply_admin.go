@@ -60,7 +60,9 @@ func (s *Store) applyConfigure(ctx *applyCtx, c *wire.ConfigureCmd) wire.Configu
 }
 
 // applyDeleteQueue removes a queue with its partitions, messages, indexes,
-// cursors, leases and subscriptions.
+// cursors, leases, subscriptions and dead-letter rows (Queen cascades a
+// queue's deletion to its DLQ: a queue re-created under the same name must
+// not inherit the old one's failures).
 func (s *Store) applyDeleteQueue(ctx *applyCtx, c *wire.DeleteQueueCmd) wire.CodeResult {
 	q := s.queue(c.Tenant, c.Queue)
 	if q == nil {
@@ -85,6 +87,7 @@ func (s *Store) applyDeleteQueue(ctx *applyCtx, c *wire.DeleteQueueCmd) wire.Cod
 		delete(s.parts, p.id)
 	}
 	s.forgetKafkaQueue(ctx, q)
+	deleteDLQRows(ctx, q.tenant, q.id)
 	sp := subPrefix(q.id)
 	_ = ctx.b.DeleteRange(sp, prefixEnd(sp), nil)
 	ctx.del(queueKey(q.id))

@@ -67,6 +67,24 @@ func eachDLQRow(ctx *applyCtx, tenant wire.ID, f func(key []byte, row *dlqRow) b
 	}
 }
 
+// deleteDLQRows deletes the tenant's rows (replayed markers included) that
+// came from queue qid. Rows are keyed by tenant, so this reads each row's
+// leading queue id; only the matching keys are held in memory.
+func deleteDLQRows(ctx *applyCtx, tenant wire.ID, qid uint64) {
+	prefix := dlqPrefix(tenant)
+	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	var doomed [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		if id, n := binary.Uvarint(it.Value()); n > 0 && id == qid {
+			doomed = append(doomed, append([]byte(nil), it.Key()...))
+		}
+	}
+	_ = it.Close()
+	for _, k := range doomed {
+		ctx.del(k)
+	}
+}
+
 // applyDLQPurge deletes up to wire.MaxDLQPurge of the tenant's rows that
 // match the queue and group filters.
 func (s *Store) applyDLQPurge(ctx *applyCtx, c *wire.DLQPurgeCmd) wire.CountResult {

@@ -199,3 +199,26 @@ func TestDeleteMessageLeavesATombstone(t *testing.T) {
 		t.Fatal("deleted message still found by id")
 	}
 }
+
+func TestDeleteQueueRemovesItsDLQRows(t *testing.T) {
+	h := newHarness(t)
+	h.deadLetterOne("q", "p", "g")
+	h.deadLetterOne("other", "p", "g")
+	del := wire.DeleteQueueCmd{Tenant: wire.DefaultTenant, Queue: "q"}
+	if c := h.code(wire.KindDeleteQueue, del.Encode(nil)); c != wire.CodeOK {
+		t.Fatalf("delete: %v", c)
+	}
+	rows, total, err := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1, Replayed: true}, 0, 10)
+	if err != nil || total != 1 || len(rows) != 1 || rows[0].Queue != "other" {
+		t.Fatalf("after deleting q the DLQ holds only other's row: %v %d %+v", err, total, rows)
+	}
+	h.push("q", "p", `{"again":1}`)
+	if v := h.queueView("q"); v.DLQRows != 0 {
+		t.Fatalf("a re-created queue inherits %d dead letters", v.DLQRows)
+	}
+	h.s.Close()
+	h.open()
+	if _, total, _ := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1, Replayed: true}, 0, 10); total != 1 {
+		t.Fatalf("rows after reopen: %d", total)
+	}
+}
