@@ -17,6 +17,9 @@ var (
 	ErrOutcomeUnknown = errors.New("raftgroups: outcome unknown")
 	// ErrTooLarge: the command exceeds QUEEN_RAFT_ENTRY_MAX_BYTES.
 	ErrTooLarge = errors.New("raftgroups: command too large")
+	// ErrStorageFull: the data dir's disk is above QUEEN_RAFT_DISK_HIGH_PCT
+	// and the command would add data; nothing was proposed.
+	ErrStorageFull = errors.New("raftgroups: storage full")
 	// ErrClosed: the node is shutting down.
 	ErrClosed = errors.New("raftgroups: shutting down")
 )

@@ -68,6 +68,13 @@ type Config struct {
 
 	TraceRetention time.Duration // QUEEN_RAFT_TRACE_RETENTION_S
 
+	// DiskHighPct and DiskLowPct are the storage_full watermarks
+	// (QUEEN_RAFT_DISK_HIGH_PCT / _LOW_PCT); DiskHighPct of 0 or 100 turns
+	// the check off.
+	DiskHighPct, DiskLowPct float64
+	// DiskUsage is a test hook replacing statfs on Dir.
+	DiskUsage func(dir string) (float64, error)
+
 	Logger *slog.Logger
 	// Drop is a test hook: a non-nil error for (group, target) drops raft
 	// traffic to that peer as if it were unreachable.
@@ -130,6 +137,7 @@ type Host struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	disk   *diskGuard
 }
 
 type group struct {
@@ -156,6 +164,10 @@ func Start(cfg Config) (*Host, error) {
 		cfg.Logger.Warn("raft: dragonboat-soft-settings.json in the working directory overrides raft defaults; remove it")
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	h.disk = &diskGuard{dir: cfg.Dir, high: cfg.DiskHighPct, low: cfg.DiskLowPct, usage: cfg.DiskUsage, log: cfg.Logger}
+	if h.disk.usage == nil {
+		h.disk.usage = statfsUsage
+	}
 	for n := 0; n < cfg.Groups; n++ {
 		g, err := h.startGroup(n)
 		if err != nil {
@@ -164,7 +176,9 @@ func Start(cfg Config) (*Host, error) {
 		}
 		h.groups = append(h.groups, g)
 	}
-	h.wg.Add(3)
+	h.disk.check() // a node that boots on a full disk refuses data from its first request
+	h.wg.Add(4)
+	go h.watchDisk()
 	go h.probeQuorum()
 	go h.balanceLeaders()
 	go h.proposeTicks()
@@ -289,7 +303,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 		nh.Close()
 		return nil, fmt.Errorf("raftgroups: group %d start replica: %w", n, err)
 	}
-	g.prop = newProposer(nh, g.shardID, n, cfg)
+	g.prop = newProposer(nh, g.shardID, n, cfg, h.disk)
 	g.prop.start()
 	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh,
 		"members", len(g.members), "applied", g.store.Applied())

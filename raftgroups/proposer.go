@@ -43,11 +43,12 @@ type proposer struct {
 	maxEntryBytes  int
 	attemptTimeout time.Duration
 	requestTimeout time.Duration
+	disk           *diskGuard
 	stop           chan struct{}
 	wg             sync.WaitGroup
 }
 
-func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config) *proposer {
+func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config, disk *diskGuard) *proposer {
 	return &proposer{
 		nh:             nh,
 		shardID:        shardID,
@@ -59,6 +60,7 @@ func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config
 		maxEntryBytes:  cfg.MaxBatchBytes,
 		attemptTimeout: cfg.AttemptTimeout,
 		requestTimeout: cfg.RequestTimeout,
+		disk:           disk,
 		stop:           make(chan struct{}),
 	}
 }
@@ -106,6 +108,9 @@ func (p *proposer) enqueue(cmds []wire.Command) (func(context.Context) ([][]byte
 	case <-p.stop:
 		return nil, ErrClosed
 	default:
+	}
+	if p.disk.refuses(cmds) {
+		return nil, ErrStorageFull
 	}
 	select {
 	case p.in <- r:

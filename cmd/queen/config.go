@@ -176,6 +176,11 @@ func (e *env) raftConfig() raftgroups.Config {
 		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
 		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
 		TraceRetention:  time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
+		DiskHighPct:     float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
+		DiskLowPct:      float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
+	}
+	if r.DiskLowPct >= r.DiskHighPct && r.DiskHighPct < 100 {
+		e.fail("QUEEN_RAFT_DISK_LOW_PCT", "must be below QUEEN_RAFT_DISK_HIGH_PCT (%v), got %v", r.DiskHighPct, r.DiskLowPct)
 	}
 	if _, _, err := net.SplitHostPort(r.ListenAddr); err != nil {
 		e.fail("QUEEN_RAFT_LISTEN", "must be host:port, got %q", r.ListenAddr)

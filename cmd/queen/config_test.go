@@ -20,6 +20,9 @@ func TestDefaultsStartOneNode(t *testing.T) {
 	if len(c.Raft.Peers) != 1 || c.Raft.Peers[0].RaftAddr != "127.0.0.1:7400" || c.Raft.Peers[0].ID != 1 {
 		t.Fatalf("single node peers: %+v", c.Raft.Peers)
 	}
+	if c.Raft.DiskHighPct != 85 || c.Raft.DiskLowPct != 80 {
+		t.Fatalf("storage_full watermarks %v/%v", c.Raft.DiskHighPct, c.Raft.DiskLowPct)
+	}
 	if c.Raft.ElectionRTT*c.Raft.RTTMillisecond != 150 || c.Raft.HeartbeatRTT*c.Raft.RTTMillisecond != 50 {
 		t.Fatalf("single node timings: %d/%d ticks of %d ms", c.Raft.ElectionRTT, c.Raft.HeartbeatRTT, c.Raft.RTTMillisecond)
 	}
@@ -57,6 +60,8 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_KAFKA_SASL":            {"QUEEN_KAFKA_SASL": "scram"},
 		"QUEEN_TENANCY_HEADER":        {"QUEEN_TENANCY_HEADER": "true"},
 		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
+		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
+		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {

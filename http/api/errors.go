@@ -47,6 +47,8 @@ func errorStatus(err error) (status int, code string, retry bool) {
 		return http.StatusServiceUnavailable, "timeout", true
 	case errors.Is(err, raftgroups.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large", false
+	case errors.Is(err, raftgroups.ErrStorageFull):
+		return http.StatusInsufficientStorage, "storage_full", false
 	case errors.Is(err, wire.ErrQueueNotFound):
 		return http.StatusNotFound, "queue_not_found", false
 	case errors.Is(err, wire.ErrPartitionNotFound):

@@ -25,6 +25,10 @@ type healthAnswer struct {
 	Version string       `json:"version"`
 	Raft    raftHealth   `json:"raft"`
 	Groups  []raftHealth `json:"groups"`
+	// StorageFull: the disk is above QUEEN_RAFT_DISK_HIGH_PCT and writes
+	// that add data answer 507. The node stays healthy: it still serves
+	// reads, pops and acks, which is how the backlog drains.
+	StorageFull bool `json:"storageFull"`
 }
 
 // clusterVersion is the feature level this build implements (spec §4.6).
@@ -34,7 +38,8 @@ const clusterVersion = 7
 // that recently heard a quorum and this node has applied close to its
 // commit index; 503 while the node is settling.
 func (s *Server) health(ctx *fasthttp.RequestCtx) error {
-	ans := healthAnswer{Status: "healthy", Engine: "raft", Version: s.cfg.Version, Groups: s.raftHealth()}
+	ans := healthAnswer{Status: "healthy", Engine: "raft", Version: s.cfg.Version, Groups: s.raftHealth(),
+		StorageFull: s.engine.Host().StorageFull()}
 	for _, st := range s.engine.Host().Status() {
 		if !st.Ready {
 			ans.Status = "unhealthy"

@@ -28,7 +28,12 @@ type node struct {
 
 func startNode(t *testing.T) *node {
 	t.Helper()
-	_, engine := raftgroupstest.Start(t)
+	return startNodeWith(t, nil)
+}
+
+func startNodeWith(t *testing.T, adjust func(*raftgroups.Config)) *node {
+	t.Helper()
+	_, engine := raftgroupstest.StartWith(t, adjust)
 	srv := New(Config{Addr: raftgroupstest.FreeAddr(t), MaxBodyBytes: 1 << 20}, engine, raftgroupstest.Quiet)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

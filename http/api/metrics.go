@@ -49,6 +49,11 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
 
 func (s *Server) writeRaftMetrics(w io.Writer) {
 	host := s.engine.Host()
+	full := uint64(0)
+	if host.StorageFull() {
+		full = 1
+	}
+	metrics.WriteGaugeUint64(w, "queen_storage_full", full)
 	for _, st := range host.Status() {
 		g := fmt.Sprintf(`{group="%d"}`, st.Group)
 		isLeader := uint64(0)

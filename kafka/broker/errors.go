@@ -46,6 +46,8 @@ func errorCode(err error) int16 {
 		return kerr.RequestTimedOut.Code // may or may not have been written
 	case errors.Is(err, raftgroups.ErrTooLarge), errors.Is(err, errTxnTooLarge):
 		return kerr.MessageTooLarge.Code
+	case errors.Is(err, raftgroups.ErrStorageFull):
+		return kerr.KafkaStorageError.Code // retriable: clients back off until space is freed
 	case errors.Is(err, errTxnBufferFull):
 		return kerr.NotEnoughReplicas.Code // retriable, the buffer drains
 	case errors.Is(err, wire.ErrQueueNotFound), errors.Is(err, wire.ErrPartitionNotFound):

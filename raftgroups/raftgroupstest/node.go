@@ -32,9 +32,20 @@ func FreeAddr(t testing.TB) string {
 // host is closed when the test ends, after the cleanups registered later.
 func Start(t testing.TB) (*raftgroups.Host, *raftgroups.Engine) {
 	t.Helper()
+	return StartWith(t, nil)
+}
+
+// StartWith is Start with a hook that adjusts the config first (test hooks
+// such as DiskUsage).
+func StartWith(t testing.TB, adjust func(*raftgroups.Config)) (*raftgroups.Host, *raftgroups.Engine) {
+	t.Helper()
 	addr := FreeAddr(t)
-	host, err := raftgroups.Start(raftgroups.Config{NodeID: 1, Peers: []raftgroups.Peer{{ID: 1, RaftAddr: addr}},
-		ListenAddr: addr, Dir: t.TempDir(), RTTMillisecond: 10, ElectionRTT: 5, HeartbeatRTT: 1, Logger: Quiet})
+	cfg := raftgroups.Config{NodeID: 1, Peers: []raftgroups.Peer{{ID: 1, RaftAddr: addr}},
+		ListenAddr: addr, Dir: t.TempDir(), RTTMillisecond: 10, ElectionRTT: 5, HeartbeatRTT: 1, Logger: Quiet}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	host, err := raftgroups.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
