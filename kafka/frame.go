@@ -151,6 +151,9 @@ func uvarint(b []byte) (uint64, []byte, error) {
 // ApiVersions, whose response header stays v0 so any client can read it),
 // then the body.
 func appendResponseFrame(dst []byte, correlationID int32, resp kmsg.Response) ([]byte, error) {
+	if dst == nil {
+		dst = make([]byte, 0, responseSizeHint(resp))
+	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
@@ -164,4 +167,24 @@ func appendResponseFrame(dst []byte, correlationID int32, resp kmsg.Response) ([
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(size))
 	return dst, nil
+}
+
+// responseSizeHint sizes a fetch response's frame up front: its record
+// batches are most of it, and growing the buffer by doubling while kmsg
+// appends them copied every byte about twice more.
+func responseSizeHint(resp kmsg.Response) int {
+	const small = 256
+	fr, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return small
+	}
+	n := small
+	for i := range fr.Topics {
+		t := &fr.Topics[i]
+		n += len(t.Topic) + 16
+		for j := range t.Partitions {
+			n += len(t.Partitions[j].RecordBatches) + 64 + 16*len(t.Partitions[j].AbortedTransactions)
+		}
+	}
+	return n
 }
