@@ -3,6 +3,8 @@ package storage
 import (
 	"testing"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -80,5 +82,62 @@ func TestTimerRescheduleAndCancel(t *testing.T) {
 	h.apply(wire.KindTick, nil)
 	if p, ok := h.s.PartitionByName(wire.DefaultTenant, "q", "Default"); !ok || p.HighWatermark() != 1 {
 		t.Fatal("timer lost across a restart")
+	}
+}
+
+// A fire whose push fails backs off (1 s, 2 s, 4 s, 8 s) and after
+// wire.TimerMaxFireAttempts goes to the DLQ under __timer__ with its
+// payload, and the timer is gone. Timers create their queue and partition
+// on demand, so no schedule reaches this path; the test forges a timer
+// with an empty partition name, which no push accepts.
+func TestTimerFireFailuresBackOffThenDeadLetter(t *testing.T) {
+	h := newHarness(t)
+	h.timers(wire.TimerOp{Op: wire.TimerSchedule, Queue: "q", TimerKey: "broken", DelayMs: 1000, Payload: []byte(`{"x":1}`), PayloadFlags: wire.FlagJSON})
+	tk := timerKey(wire.DefaultTenant, "q", "broken")
+	stored := func() (timerRec, bool) {
+		v, closer, err := h.s.db.Get(tk)
+		if err != nil {
+			return timerRec{}, false
+		}
+		defer closer.Close()
+		return decodeTimer(append([]byte(nil), v...))
+	}
+	forged, ok := stored()
+	if !ok {
+		t.Fatal("timer not stored")
+	}
+	forged.partition = ""
+	if err := h.s.db.Set(tk, forged.encode(), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+
+	due := forged.dueMs
+	for attempt := 1; attempt < wire.TimerMaxFireAttempts; attempt++ {
+		h.now = due
+		if !h.s.TickDue(h.now) {
+			t.Fatalf("attempt %d not due at %d", attempt, due)
+		}
+		h.apply(wire.KindTick, nil)
+		tr, ok := stored()
+		backoff := int64(timerBackoffMin) << (attempt - 1)
+		if !ok || tr.attempts != uint32(attempt) || tr.dueMs != h.now+backoff || tr.fired {
+			t.Fatalf("after attempt %d: %+v, want due in %d ms", attempt, tr, backoff)
+		}
+		if h.s.TickDue(h.now + backoff - 1) {
+			t.Fatalf("attempt %d: due again before its backoff", attempt)
+		}
+		due = tr.dueMs
+	}
+	h.now = due
+	h.apply(wire.KindTick, nil)
+	if _, ok := stored(); ok {
+		t.Fatal("a dead-lettered timer is still stored")
+	}
+	rows, total, err := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1}, 0, 10)
+	if err != nil || total != 1 || rows[0].Group != wire.TimerDLQGroup || rows[0].Queue != "q" || rows[0].RetryCount != wire.TimerMaxFireAttempts {
+		t.Fatalf("dlq: %v %d %+v", err, total, rows)
+	}
+	if h.s.TickDue(h.now + 24*3600*1000) {
+		t.Fatal("nothing is left to fire")
 	}
 }
