@@ -220,6 +220,12 @@ func TestWatchWakesOnApply(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("waiter not woken by the apply loop")
 	}
+	// What is applied is committed: /health never shows commit < applied.
+	for _, st := range c.hosts[0].Status() {
+		if st.Applied == 0 || st.Commit < st.Applied {
+			t.Fatalf("status after a write: applied %d, commit %d", st.Applied, st.Commit)
+		}
+	}
 }
 
 func TestLaggingReplicaCatchesUpFromAStreamedSnapshot(t *testing.T) {

@@ -27,9 +27,13 @@ func (h *Host) Status() []GroupStatus {
 		if leader, term, valid, err := g.nh.GetLeaderID(g.shardID); err == nil && valid {
 			st.LeaderID, st.Term, st.IsLeader = leader, term, leader == h.cfg.NodeID
 		}
+		// The log reader knows the commit index as last persisted, which
+		// can trail what this node has applied (an idle group saves no new
+		// state); whatever is applied is committed.
+		st.Commit = st.Applied
 		if r, err := g.nh.GetLogReader(g.shardID); err == nil {
 			state, _ := r.NodeState()
-			st.Commit = state.Commit
+			st.Commit = max(state.Commit, st.Applied)
 		}
 		if at := g.quorumAt.Load(); at > 0 {
 			st.QuorumAge = time.Duration(now-at) * time.Millisecond
