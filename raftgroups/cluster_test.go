@@ -43,6 +43,7 @@ func freeBase(t *testing.T, groups int) int {
 type testCluster struct {
 	t        *testing.T
 	snapshot uint64 // SnapshotEntries (0: default)
+	adjust   func(*Config)
 	peers    []Peer
 	dirs     []string
 	groups   int
@@ -54,9 +55,12 @@ func newTestCluster(t *testing.T, nodes, groups int) *testCluster {
 	return newTestClusterWith(t, nodes, groups, 0)
 }
 
-func newTestClusterWith(t *testing.T, nodes, groups int, snapshotEntries uint64) *testCluster {
+func newTestClusterWith(t *testing.T, nodes, groups int, snapshotEntries uint64, adjust ...func(*Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, groups: groups, snapshot: snapshotEntries}
+	if len(adjust) > 0 {
+		c.adjust = adjust[0]
+	}
 	for i := 1; i <= nodes; i++ {
 		c.peers = append(c.peers, Peer{ID: uint64(i), RaftAddr: fmt.Sprintf("127.0.0.1:%d", freeBase(t, groups+1))})
 		c.dirs = append(c.dirs, t.TempDir())
@@ -85,13 +89,17 @@ func newTestClusterWith(t *testing.T, nodes, groups int, snapshotEntries uint64)
 }
 
 func (c *testCluster) start(i int) error {
-	h, err := Start(Config{
+	cfg := Config{
 		NodeID: c.peers[i].ID, Peers: append([]Peer(nil), c.peers...), ListenAddr: c.peers[i].RaftAddr,
 		Dir: c.dirs[i], Groups: c.groups, RTTMillisecond: 10, ElectionRTT: 10, HeartbeatRTT: 1,
 		AttemptTimeout: 500 * time.Millisecond, RequestTimeout: 10 * time.Second,
 		SnapshotEntries: c.snapshot, CompactionOverhead: c.snapshot / 2,
 		Logger: slog.New(slog.NewTextHandler(testLogOut, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	if c.adjust != nil {
+		c.adjust(&cfg)
+	}
+	h, err := Start(cfg)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,15 @@ func (h *Host) Status() []GroupStatus {
 	return out
 }
 
+// SegmentStats is how many record segment files group n's store has on
+// this node and their bytes.
+func (h *Host) SegmentStats(n int) (files int, bytes int64) {
+	if n < 0 || n >= len(h.groups) {
+		return 0, 0
+	}
+	return h.groups[n].store.SegmentStats()
+}
+
 // Ready reports whether every group has a leader that recently reached a
 // quorum and this node has applied close to the commit index: the /health
 // readiness rule of spec §2.18.

@@ -11,6 +11,7 @@
 package raftgroups
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,6 +76,12 @@ type Config struct {
 	// DiskUsage is a test hook replacing statfs on Dir.
 	DiskUsage func(dir string) (float64, error)
 
+	// SegmentBytes is the size of the store's record segments (256 MiB
+	// when zero); RelocateEvery is how often a leader looks for a mostly
+	// dead segment range to relocate (30 s when zero). Tests shrink both.
+	SegmentBytes  int64
+	RelocateEvery time.Duration
+
 	Logger *slog.Logger
 	// Drop is a test hook: a non-nil error for (group, target) drops raft
 	// traffic to that peer as if it were unreachable.
@@ -121,6 +128,9 @@ func (c *Config) setDefaults() {
 	if c.ReadyQuorum <= 0 {
 		c.ReadyQuorum = 5 * time.Second
 	}
+	if c.RelocateEvery <= 0 {
+		c.RelocateEvery = 30 * time.Second
+	}
 	if c.ReadyLag == 0 {
 		c.ReadyLag = 1000
 	}
@@ -138,6 +148,10 @@ type Host struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 	disk   *diskGuard
+	// stopped is cancelled with stop, for background proposals that must
+	// not hold up a shutdown.
+	stopped    context.Context
+	cancelStop context.CancelFunc
 }
 
 type group struct {
@@ -164,6 +178,7 @@ func Start(cfg Config) (*Host, error) {
 		cfg.Logger.Warn("raft: dragonboat-soft-settings.json in the working directory overrides raft defaults; remove it")
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	h.stopped, h.cancelStop = context.WithCancel(context.Background())
 	h.disk = &diskGuard{dir: cfg.Dir, high: cfg.DiskHighPct, low: cfg.DiskLowPct, usage: cfg.DiskUsage, log: cfg.Logger}
 	if h.disk.usage == nil {
 		h.disk.usage = statfsUsage
@@ -177,7 +192,8 @@ func Start(cfg Config) (*Host, error) {
 		h.groups = append(h.groups, g)
 	}
 	h.disk.check() // a node that boots on a full disk refuses data from its first request
-	h.wg.Add(4)
+	h.wg.Add(5)
+	go h.relocateChunks()
 	go h.watchDisk()
 	go h.probeQuorum()
 	go h.balanceLeaders()
@@ -272,7 +288,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 	g.nh = nh
 	storeDir := filepath.Join(dir, "store")
 	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n),
-		TraceRetentionMs: cfg.TraceRetention.Milliseconds()})
+		TraceRetentionMs: cfg.TraceRetention.Milliseconds(), SegmentBytes: cfg.SegmentBytes})
 	fresh := !nh.HasNodeInfo(g.shardID, cfg.NodeID)
 	members := map[uint64]dragonboat.Target{}
 	if fresh {
@@ -345,6 +361,7 @@ func (h *Host) Close() {
 		return
 	}
 	close(h.stop)
+	h.cancelStop()
 	h.wg.Wait()
 	h.handOffLeadership(3 * time.Second)
 	h.closeGroups()

@@ -24,6 +24,17 @@ type applyCtx struct {
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
 	leaseIdx map[leaseKeyT]map[string]uint64
+	// err is a storage failure (a segment write) met while applying: the
+	// batch is not committed and Update fails, which stops the node, as a
+	// failed pebble commit does.
+	err error
+}
+
+// fail records the first storage failure of the batch.
+func (ctx *applyCtx) fail(err error) {
+	if ctx.err == nil {
+		ctx.err = err
+	}
 }
 
 func (s *Store) newApplyCtx() *applyCtx {
@@ -90,6 +101,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeDeleteGroupCmd, func(c *wire.DeleteGroupCmd) wire.CountResult { return s.applyDeleteGroup(ctx, c) })
 	case wire.KindSubscription:
 		return run(cmd.Body, wire.DecodeSubscriptionCmd, func(c *wire.SubscriptionCmd) wire.CountResult { return s.applySubscription(ctx, c) })
+	case wire.KindRelocateChunks:
+		return run(cmd.Body, wire.DecodeRelocateChunksCmd, func(c *wire.RelocateChunksCmd) wire.RelocateChunksResult { return s.applyRelocateChunks(ctx, c) })
 	case wire.KindDLQPurge:
 		return run(cmd.Body, wire.DecodeDLQPurgeCmd, func(c *wire.DLQPurgeCmd) wire.CountResult { return s.applyDLQPurge(ctx, c) })
 	case wire.KindDLQReplay:
@@ -300,7 +313,7 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 	if p.lastWriteMs < ms || p.next <= p.start {
 		return p.next
 	}
-	ci := newChunkIter(ctx.b, p.id)
+	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	defer ci.Close()
 	pos := p.next
 	for ok := ci.Last(); ok && ci.Meta().appendMs >= ms; ok = ci.Prev() {

@@ -111,7 +111,7 @@ func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch i
 // retry carries its first attempt's clock stamp, and chunks take the
 // replicated clock, which never runs behind a stamp it applied.
 func (s *Store) findRetriedBatch(ctx *applyCtx, p *partState, msgID wire.ID) (uint64, bool) {
-	it := newChunkIter(ctx.b, p.id)
+	it := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	defer it.Close()
 	for ok := it.Last(); ok && it.Meta().appendMs >= ctx.entryMs; ok = it.Prev() {
 		records, err := it.Records()

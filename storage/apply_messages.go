@@ -53,7 +53,7 @@ func (s *Store) indexedOffset(ctx *applyCtx, p *partState, txn []byte) (uint64, 
 // eraseRecord rewrites the chunk holding offset off of p with that record
 // made a tombstone, and drops the record's transaction index entries.
 func (s *Store) eraseRecord(ctx *applyCtx, p *partState, off uint64) bool {
-	it := newChunkIter(ctx.b, p.id)
+	it := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	if !it.SeekLE(off) || off >= it.End() {
 		_ = it.Close()
 		return false
@@ -91,6 +91,6 @@ func (s *Store) eraseRecord(ctx *applyCtx, p *partState, off uint64) bool {
 	if ri.Err() != nil {
 		return false
 	}
-	rewriteChunk(ctx, p.id, base, meta, out)
+	s.rewriteChunk(ctx, p.id, base, meta, out)
 	return true
 }

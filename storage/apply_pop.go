@@ -175,7 +175,7 @@ func (s *Store) visibleUpTo(ctx *applyCtx, q *queueState, p *partState, from, to
 		return to
 	}
 	cutoff := ctx.nowMs - d
-	ci := newChunkIter(ctx.b, p.id)
+	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	defer ci.Close()
 	limit := from
 	for ok := ci.Seek(from); ok && ci.Base() < to && ci.Meta().appendMs <= cutoff; ok = ci.Next() {

@@ -185,33 +185,21 @@ func (s *Store) msgIDAt(ctx *applyCtx, p *partState, offset uint64, fallback wir
 }
 
 // appendChunk stores the non-duplicate records at p.next as one chunk,
-// copying the command's bytes once, straight into the batch.
+// written from the command's bytes straight to the current segment.
 func (s *Store) appendChunk(ctx *applyCtx, p *partState, records []byte, heads []pushHead, dups []wire.PushDup) {
-	count, size := len(heads)-len(dups), 0
+	count := len(heads) - len(dups)
 	if len(dups) == 0 {
-		size = len(records)
-	} else {
-		d := 0
-		for i := range heads {
-			if d < len(dups) && dups[d].Index == i {
-				d++
-				continue
-			}
-			size += len(heads[i].framed)
-		}
+		s.putChunk(ctx, p, p.next, count, records)
+		return
 	}
-	s.putChunk(ctx, p, p.next, count, size, func(v []byte) []byte {
-		if len(dups) == 0 {
-			return append(v, records...)
+	parts := make([][]byte, 0, count)
+	d := 0
+	for i := range heads {
+		if d < len(dups) && dups[d].Index == i {
+			d++
+			continue
 		}
-		d := 0
-		for i := range heads {
-			if d < len(dups) && dups[d].Index == i {
-				d++
-				continue
-			}
-			v = append(v, heads[i].framed...)
-		}
-		return v
-	})
+		parts = append(parts, heads[i].framed)
+	}
+	s.putChunk(ctx, p, p.next, count, parts...)
 }

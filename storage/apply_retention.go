@@ -88,7 +88,7 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 	}
 	var drop []chunkRef
 	spent, done := 0, true
-	ci := newChunkIter(ctx.b, p.id)
+	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	for ok := ci.Seek(p.start); ok && ci.Base() < p.next; ok = ci.Next() {
 		m := ci.Meta()
 		if !(m.appendMs < pendingCut || (m.appendMs < doneCut && ci.End() <= consumed)) {
@@ -237,7 +237,7 @@ func (s *Store) expireWaiting(ctx *applyCtx, q *queueState, p *partState, budget
 		// Collect first, then dead-letter: the batch is not written to
 		// while an iterator over it is open.
 		var expired []uint64
-		_ = readRange(ctx.b, p.id, c.pos, p.next, func(off uint64, appendMs int64, _ []byte) bool {
+		_ = readRange(ctx.b, ctx.s.segs, p.id, c.pos, p.next, func(off uint64, appendMs int64, _ []byte) bool {
 			if appendMs >= cut || spent >= budget {
 				return false
 			}

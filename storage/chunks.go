@@ -11,15 +11,14 @@ import (
 )
 
 // A partition's log is stored as chunks, the records one command appended.
-// A chunk's bytes live under a group-wide, ever-growing sequence number
-// (blob keys), so the records a memtable flushes never overlap the ranges
-// of older tables and the LSM moves tables down its levels instead of
-// rewriting payloads at every compaction: each record is written to the
-// store once. A per-partition index (chunk keys: partition id, base offset)
-// maps offsets to chunks and carries each chunk's append time, record count
-// and size, so looking up an offset or a time never reads record bytes.
+// A chunk's records live in a segment file (segments.go) under a
+// group-wide, ever-growing sequence number; its blob key (the sequence)
+// holds where. A per-partition index (chunk keys: partition id, base
+// offset) maps offsets to chunks and carries each chunk's sequence, append
+// time, record count and size, so looking up an offset or a time never
+// reads record bytes.
 
-const tagBlob = 'b' // chunk sequence → the chunk's records
+const tagBlob = 'b' // chunk sequence → the chunk's location in its segment
 
 func blobKey(seq uint64) []byte { return appendU64([]byte{tagBlob}, seq) }
 
@@ -47,24 +46,37 @@ func decodeChunkMeta(b []byte) (chunkMeta, error) {
 }
 
 // putChunk stores a chunk of count records at base in p, taking the next
-// chunk sequence; fill writes exactly size bytes of records into the
-// value it is given (straight into the write batch, no copy in between).
-func (s *Store) putChunk(ctx *applyCtx, p *partState, base uint64, count, size int, fill func([]byte) []byte) {
+// chunk sequence; the records are the concatenation of parts, written to
+// the current segment as they are (no copy in between).
+func (s *Store) putChunk(ctx *applyCtx, p *partState, base uint64, count int, parts ...[]byte) {
 	seq := s.counters.nextChunkSeq
 	s.counters.nextChunkSeq++
-	key := blobKey(seq)
-	op := ctx.b.SetDeferred(len(key), size)
-	copy(op.Key, key)
-	fill(op.Value[:0])
-	_ = op.Finish()
-	ctx.set(chunkKey(p.id, base), chunkMeta{seq: seq, appendMs: ctx.nowMs, count: count, size: size}.encode())
+	loc, err := s.segs.append(seq, parts...)
+	if err != nil {
+		ctx.fail(err)
+		return
+	}
+	loc.pid, loc.base = p.id, base
+	ctx.set(blobKey(seq), loc.encode())
+	ctx.set(chunkKey(p.id, base), chunkMeta{seq: seq, appendMs: ctx.nowMs, count: count, size: loc.length}.encode())
 }
 
 // rewriteChunk replaces the records of an existing chunk (erasing one
-// message) under the same sequence and index entry.
-func rewriteChunk(ctx *applyCtx, pid, base uint64, m chunkMeta, records []byte) {
-	m.size = len(records)
-	ctx.set(blobKey(m.seq), records)
+// message) under the same index entry. The records go under a new
+// sequence, since a segment only ever holds the sequences of its own
+// range; the old sequence's bytes become garbage of their segment.
+func (s *Store) rewriteChunk(ctx *applyCtx, pid, base uint64, m chunkMeta, records []byte) {
+	seq := s.counters.nextChunkSeq
+	s.counters.nextChunkSeq++
+	loc, err := s.segs.append(seq, records)
+	if err != nil {
+		ctx.fail(err)
+		return
+	}
+	loc.pid, loc.base = pid, base
+	ctx.del(blobKey(m.seq))
+	m.seq, m.size = seq, loc.length
+	ctx.set(blobKey(seq), loc.encode())
 	ctx.set(chunkKey(pid, base), m.encode())
 }
 
@@ -76,7 +88,7 @@ func deleteChunk(ctx *applyCtx, pid, base, seq uint64) {
 
 // deleteChunks removes every chunk of partition pid.
 func deleteChunks(ctx *applyCtx, pid uint64) {
-	ci := newChunkIter(ctx.b, pid)
+	ci := newChunkIter(ctx.b, ctx.s.segs, pid)
 	var seqs []uint64
 	for ok := ci.First(); ok; ok = ci.Next() {
 		seqs = append(seqs, ci.Meta().seq)
@@ -95,6 +107,8 @@ var errChunkMissing = errors.New("storage: chunk records missing")
 // reads only the index; Records loads a chunk's bytes.
 type chunkIter struct {
 	src  iterSource
+	segs *segments
+	own  bool // src is the apply loop's batch: its records may be pending
 	pid  uint64
 	idx  *pebble.Iterator
 	blob *pebble.Iterator
@@ -102,8 +116,9 @@ type chunkIter struct {
 	err  error
 }
 
-func newChunkIter(src iterSource, pid uint64) *chunkIter {
-	return &chunkIter{src: src, pid: pid,
+func newChunkIter(src iterSource, segs *segments, pid uint64) *chunkIter {
+	_, own := src.(*pebble.Batch) // only the apply loop reads through a batch
+	return &chunkIter{src: src, segs: segs, own: own, pid: pid,
 		idx: src.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(pid), UpperBound: chunkPrefix(pid + 1)})}
 }
 
@@ -150,8 +165,8 @@ func (c *chunkIter) End() uint64 { return c.Base() + uint64(c.meta.count) }
 // Meta is the current chunk's index entry.
 func (c *chunkIter) Meta() chunkMeta { return c.meta }
 
-// Records returns the current chunk's length-prefixed records, valid until
-// the iterator moves or closes.
+// Records returns the current chunk's length-prefixed records, read from
+// its segment into a buffer of their own.
 func (c *chunkIter) Records() ([]byte, error) {
 	if c.blob == nil {
 		lower := []byte{tagBlob}
@@ -161,7 +176,22 @@ func (c *chunkIter) Records() ([]byte, error) {
 	if !c.blob.SeekGE(key) || string(c.blob.Key()) != string(key) {
 		return nil, fmt.Errorf("%w: partition %d offset %d", errChunkMissing, c.pid, c.Base())
 	}
-	return c.blob.Value(), nil
+	loc, err := decodeLocation(c.blob.Value())
+	if err != nil {
+		return nil, err
+	}
+	// A fresh buffer per chunk: readers keep record bodies of earlier
+	// chunks while they read later ones.
+	var records []byte
+	if c.own {
+		records, err = c.segs.readOwn(loc)
+	} else {
+		records, err = c.segs.read(loc, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("partition %d offset %d: %w", c.pid, c.Base(), err)
+	}
+	return records, nil
 }
 
 // Close releases the iterators and reports a decoding error met on the

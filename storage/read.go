@@ -20,11 +20,11 @@ type iterSource interface {
 type RecordFunc func(offset uint64, appendMs int64, body []byte) bool
 
 // readRange calls f for the records of partition pid in [from, to).
-func readRange(src iterSource, pid, from, to uint64, f RecordFunc) error {
+func readRange(src iterSource, segs *segments, pid, from, to uint64, f RecordFunc) error {
 	if from >= to {
 		return nil
 	}
-	ci := newChunkIter(src, pid)
+	ci := newChunkIter(src, segs, pid)
 	err := func() error {
 		// The chunk holding from starts at or before it; when retention
 		// removed it, reading starts at the first chunk left.
@@ -68,7 +68,7 @@ func readRange(src iterSource, pid, from, to uint64, f RecordFunc) error {
 
 // readRange inside the apply loop, over the batch.
 func (s *Store) readRange(src iterSource, pid, from, to uint64, f func(off uint64, body []byte) bool) {
-	_ = readRange(src, pid, from, to, func(off uint64, _ int64, body []byte) bool { return f(off, body) })
+	_ = readRange(src, s.segs, pid, from, to, func(off uint64, _ int64, body []byte) bool { return f(off, body) })
 }
 
 // Partition is a reader's handle on one partition. Its fields never change;
@@ -143,7 +143,7 @@ func (s *Store) Read(p Partition, from uint64, f RecordFunc) (uint64, error) {
 	if s.db == nil {
 		return hwm, ErrClosed
 	}
-	return hwm, readRange(s.db, p.ID, from, hwm, f)
+	return hwm, readRange(s.db, s.segs, p.ID, from, hwm, f)
 }
 
 // ReadRange calls f for the committed records of p in [from, to).
@@ -156,7 +156,7 @@ func (s *Store) ReadRange(p Partition, from, to uint64, f RecordFunc) error {
 	if s.db == nil {
 		return ErrClosed
 	}
-	return readRange(s.db, p.ID, from, to, f)
+	return readRange(s.db, s.segs, p.ID, from, to, f)
 }
 
 // QueueInfo is a reader's copy of a queue's metadata.
@@ -270,7 +270,7 @@ func (s *Store) visibleAt(q *queueState, p *partState, pos uint64) int64 {
 		at = p.lastWriteMs + w
 	}
 	if d := int64(q.cfg.DelayedProcessingSec) * 1000; d > 0 {
-		ci := newChunkIter(s.db, p.id)
+		ci := newChunkIter(s.db, s.segs, p.id)
 		if ci.Seek(pos) {
 			at = max(at, ci.Meta().appendMs+d)
 		}

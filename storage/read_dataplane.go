@@ -33,7 +33,7 @@ func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs in
 		return 0, 0, false, ErrClosed
 	}
 	hwm := p.HighWatermark()
-	it := newChunkIter(s.db, p.ID)
+	it := newChunkIter(s.db, s.segs, p.ID)
 	defer it.Close()
 	// chunkAt returns the append time and end of the chunk holding off.
 	chunkAt := func(off uint64) (int64, uint64, bool) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,24 +18,41 @@ import (
 
 // A snapshot is the store's whole key space, streamed in key order:
 // magic, then (uvarint key length, key, uvarint value length, value) pairs,
-// then a zero key length. Dragonboat asks for one only to bring a lagging
-// or new replica up to date; its periodic snapshots of an on-disk state
-// machine are metadata only.
-var snapshotMagic = []byte("QSNAP1\n")
+// then a zero key length. A chunk's location is local to a replica, so its
+// blob key travels as tagBlobRecords + sequence with the records
+// themselves, and the receiver writes them to segments of its own.
+// Dragonboat asks for one only to bring a lagging or new replica up to
+// date; its periodic snapshots of an on-disk state machine are metadata
+// only.
+var snapshotMagic = []byte("QSNAP2\n")
+
+// tagBlobRecords marks a chunk's records in a snapshot stream; it is never
+// a key in the store.
+const tagBlobRecords = 'B'
+
+// snapshotView is what PrepareSnapshot captures: the keys and the
+// segments their locations point into, pinned until the stream is saved.
+type snapshotView struct {
+	snap *pebble.Snapshot
+	segs *segments
+}
 
 const maxSnapshotField = 1 << 30
 
 // PrepareSnapshot captures a point-in-time view while Update is paused.
 func (s *Store) PrepareSnapshot() (interface{}, error) {
-	return s.db.NewSnapshot(), nil
+	s.segs.pin()
+	return &snapshotView{snap: s.db.NewSnapshot(), segs: s.segs}, nil
 }
 
 // SaveSnapshot streams the captured view to w.
 func (s *Store) SaveSnapshot(ctx interface{}, w io.Writer, stopc <-chan struct{}) error {
-	snap, ok := ctx.(*pebble.Snapshot)
+	view, ok := ctx.(*snapshotView)
 	if !ok {
 		return fmt.Errorf("storage: snapshot context is %T", ctx)
 	}
+	defer view.segs.unpin()
+	snap := view.snap
 	defer snap.Close()
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if _, err := bw.Write(snapshotMagic); err != nil {
@@ -42,7 +60,10 @@ func (s *Store) SaveSnapshot(ctx interface{}, w io.Writer, stopc <-chan struct{}
 	}
 	it := snap.NewIter(nil)
 	defer it.Close()
-	var lenBuf [binary.MaxVarintLen64]byte
+	var (
+		lenBuf  [binary.MaxVarintLen64]byte
+		records []byte
+	)
 	n := 0
 	for it.First(); it.Valid(); it.Next() {
 		if n++; n%1024 == 0 {
@@ -52,7 +73,19 @@ func (s *Store) SaveSnapshot(ctx interface{}, w io.Writer, stopc <-chan struct{}
 			default:
 			}
 		}
-		for _, field := range [][]byte{it.Key(), it.Value()} {
+		key, value := it.Key(), it.Value()
+		if key[0] == tagBlob {
+			loc, err := decodeLocation(value)
+			if err != nil {
+				return err
+			}
+			ref := loc.encodeChunkRef()
+			if records, err = view.segs.read(loc, records); err != nil {
+				return fmt.Errorf("storage: snapshot: %w", err)
+			}
+			key, value = append([]byte{tagBlobRecords}, key[1:]...), append(ref, records...)
+		}
+		for _, field := range [][]byte{key, value} {
 			if _, err := bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(field)))]); err != nil {
 				return err
 			}
@@ -87,7 +120,7 @@ func (s *Store) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error {
 	if err != nil {
 		return fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	if err := ingestSnapshot(db, bufio.NewReaderSize(r, 1<<20), stopc); err != nil {
+	if err := ingestSnapshot(db, filepath.Join(dir, segmentsDir), s.cfg.SegmentBytes, s.log, bufio.NewReaderSize(r, 1<<20), stopc); err != nil {
 		db.Close()
 		os.RemoveAll(dir)
 		return err
@@ -104,12 +137,15 @@ func (s *Store) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error {
 
 	s.dbMu.Lock()
 	s.mu.Lock()
-	old, oldDir := s.db, s.dbDir
+	old, oldDir, oldSegs := s.db, s.dbDir, s.segs
 	for _, p := range s.parts {
 		p.deleted.Store(true) // handles readers hold are stale now
 	}
 	if old != nil {
 		_ = old.Close()
+	}
+	if oldSegs != nil {
+		oldSegs.close()
 	}
 	s.recovered.Add(1)
 	err = s.openDB(dir)
@@ -125,11 +161,26 @@ func (s *Store) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error {
 	return nil
 }
 
-func ingestSnapshot(db *pebble.DB, r *bufio.Reader, stopc <-chan struct{}) error {
+func ingestSnapshot(db *pebble.DB, segDir string, segBytes int64, log *slog.Logger, r *bufio.Reader, stopc <-chan struct{}) (err error) {
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != string(snapshotMagic) {
 		return fmt.Errorf("storage: not a queen snapshot: %v", err)
 	}
+	// The first chunk names the first segment: every later sequence is
+	// above it, as segments require.
+	var segs *segments
+	defer func() {
+		if segs != nil {
+			serr := segs.flush()
+			if serr == nil {
+				serr = segs.sync()
+			}
+			if err == nil {
+				err = serr
+			}
+			segs.close()
+		}
+	}()
 	b := db.NewBatch()
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
@@ -152,6 +203,31 @@ func ingestSnapshot(db *pebble.DB, r *bufio.Reader, stopc <-chan struct{}) error
 		if err != nil {
 			b.Close()
 			return err
+		}
+		if k[0] == tagBlobRecords {
+			if len(k) != 9 {
+				b.Close()
+				return errors.New("storage: snapshot chunk key malformed")
+			}
+			seq := binary.BigEndian.Uint64(k[1:])
+			if segs == nil {
+				if segs, err = openSegments(segDir, seq, segBytes, log); err != nil {
+					b.Close()
+					return err
+				}
+			}
+			pid, base, records, err := decodeChunkRef(v)
+			if err != nil {
+				b.Close()
+				return err
+			}
+			loc, err := segs.append(seq, records)
+			if err != nil {
+				b.Close()
+				return err
+			}
+			loc.pid, loc.base = pid, base
+			k, v = blobKey(seq), loc.encode()
 		}
 		_ = b.Set(k, v, nil)
 		if b.Len() >= 8<<20 {

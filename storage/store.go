@@ -37,6 +37,9 @@ type Config struct {
 	Dir           string // the group's store directory (holds CURRENT and sm-N/)
 	CacheBytes    int64
 	MemTableBytes int
+	// SegmentBytes is the size at which a segment of chunk records is
+	// closed and the next begun (segments.go); 256 MiB when zero.
+	SegmentBytes int64
 	// TraceRetentionMs is how long trace events are kept
 	// (QUEEN_RAFT_TRACE_RETENTION_S; DefaultTraceRetentionMs when zero).
 	TraceRetentionMs int64
@@ -60,6 +63,9 @@ type Store struct {
 	dbMu  sync.RWMutex
 	db    *pebble.DB
 	dbDir string
+	segs  *segments // the chunk records of db's generation (segments.go)
+	// relocCursor is the last segment SparseRange measured (relocate.go).
+	relocCursor atomic.Uint64
 
 	// mu guards the in-memory model below. Update holds it for writing while
 	// it applies a batch; readers hold it for reading to resolve names.
@@ -189,6 +195,19 @@ func (s *Store) openDB(dir string) error {
 		// compacts past an index Sync (a flush) made durable here.
 		DisableWAL: true,
 	}
+	// A memtable about to be flushed may point at segment bytes still in
+	// the page cache: they go to disk first (segments.go).
+	var flushing atomic.Pointer[segments]
+	opts.EventListener = pebble.EventListener{FlushBegin: func(pebble.FlushInfo) {
+		if sg := flushing.Load(); sg != nil {
+			if err := sg.sync(); err != nil {
+				// A memtable must not outlive the records it points at;
+				// crash and replay from what is durable instead.
+				s.log.Error("storage: segment fsync failed before a flush", "err", err)
+				panic(err)
+			}
+		}
+	}}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return fmt.Errorf("storage: open %s: %w", dir, err)
@@ -199,6 +218,19 @@ func (s *Store) openDB(dir string) error {
 		s.db = nil
 		return err
 	}
+	if err := checkRecordLayout(db); err != nil {
+		_ = db.Close()
+		s.db = nil
+		return err
+	}
+	segs, err := openSegments(filepath.Join(dir, segmentsDir), s.counters.nextChunkSeq, s.cfg.SegmentBytes, s.log)
+	if err != nil {
+		_ = db.Close()
+		s.db = nil
+		return err
+	}
+	s.segs = segs
+	flushing.Store(segs)
 	return nil
 }
 
@@ -217,6 +249,17 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		ents[i].Result = sm.Result{Value: ents[i].Index, Data: s.applyEntry(ctx, ents[i].Cmd)}
 	}
 	last := ents[len(ents)-1].Index
+	if ctx.err == nil {
+		ctx.fail(s.segs.flush()) // the batch's records are in the file before it points at them
+	}
+	if ctx.err != nil {
+		// Records this batch wrote to segments are unreferenced garbage;
+		// the in-memory model may be ahead of the store, so the node must
+		// restart from what is durable.
+		s.mu.Unlock()
+		_ = ctx.b.Close()
+		return nil, fmt.Errorf("storage: apply: %w", ctx.err)
+	}
 	ctx.finish(last)
 	s.mu.Unlock()
 	// The batch is committed outside the lock so readers resolving names
@@ -254,8 +297,20 @@ func (s *Store) notify(changes []Change) {
 // dragonboat calls it before recording a snapshot that lets it compact the
 // raft log.
 func (s *Store) Sync() error {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if err := s.segs.sync(); err != nil {
+		return fmt.Errorf("storage: sync: %w", err)
+	}
+	// Everything the snapshot sees is durable once the flush returns, so
+	// segments it no longer references can go.
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
 	if err := s.db.Flush(); err != nil {
 		return fmt.Errorf("storage: sync: %w", err)
+	}
+	if err := s.segs.collect(snap); err != nil {
+		s.log.Warn("storage: segment collection", "err", err)
 	}
 	return nil
 }
@@ -284,11 +339,15 @@ func (s *Store) Close() error {
 	if s.db == nil {
 		return nil
 	}
-	err := s.db.Flush()
+	err := s.segs.sync()
+	if err == nil {
+		err = s.db.Flush()
+	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}
-	s.db = nil
+	s.segs.close()
+	s.db, s.segs = nil, nil
 	return err
 }
 

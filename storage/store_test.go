@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -312,6 +313,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if !ok || p.HighWatermark() != 3 {
 		t.Fatalf("recovered partition: %v %+v", ok, p)
 	}
+	// The records came along too, into the recovering store's own segments.
+	if got := readPayloads(t, other.s, p); got != "1,2,3" {
+		t.Fatalf("recovered records %q", got)
+	}
 	if other.s.Applied() != h.s.Applied() {
 		t.Fatalf("applied %d want %d", other.s.Applied(), h.s.Applied())
 	}
@@ -323,9 +328,26 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	// And the store reopens from the recovered directory.
 	other.s.Close()
 	other.open()
-	if p, ok := other.s.PartitionByName(wire.DefaultTenant, "q", "p"); !ok || p.HighWatermark() != 3 {
+	if p, ok := other.s.PartitionByName(wire.DefaultTenant, "q", "p"); !ok || p.HighWatermark() != 3 || readPayloads(t, other.s, p) != "1,2,3" {
 		t.Fatal("reopen after recovery lost data")
 	}
+}
+
+// readPayloads is every record payload of p, comma-joined.
+func readPayloads(t *testing.T, s *Store, p Partition) string {
+	t.Helper()
+	var out []string
+	if _, err := s.Read(p, 0, func(_ uint64, _ int64, body []byte) bool {
+		rec, err := wire.ParseRecord(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(rec.Payload))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, ",")
 }
 
 func TestMalformedCommandChangesNothing(t *testing.T) {

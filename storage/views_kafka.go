@@ -179,7 +179,7 @@ func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error
 	if s.db == nil {
 		return hwm, ErrClosed
 	}
-	ci := newChunkIter(s.db, p.ID)
+	ci := newChunkIter(s.db, s.segs, p.ID)
 	for ok := ci.Seek(from); ok && ci.Base() < hwm; ok = ci.Next() {
 		records, err := ci.Records()
 		if err != nil {
@@ -202,7 +202,7 @@ func (s *Store) PartitionDiskUsage(p Partition) int64 {
 		return 0
 	}
 	var n int64
-	ci := newChunkIter(s.db, p.ID)
+	ci := newChunkIter(s.db, s.segs, p.ID)
 	for ok := ci.First(); ok; ok = ci.Next() {
 		n += int64(ci.Meta().size)
 	}

@@ -29,7 +29,7 @@ func (s *Store) Newest(p PartitionView, fromMs, toMs int64, limit int) ([]Stored
 	if s.db == nil {
 		return nil, ErrClosed
 	}
-	it := newChunkIter(s.db, p.ID)
+	it := newChunkIter(s.db, s.segs, p.ID)
 	defer it.Close()
 	var out []StoredMessage
 	for ok := it.SeekLE(p.HighWatermark - 1); ok && len(out) < limit; ok = it.Prev() {
@@ -92,7 +92,7 @@ func (s *Store) MessageByTxn(tenant wire.ID, pid uint64, txn string) (StoredMess
 		closer.Close()
 		var m StoredMessage
 		found := false
-		err = readRange(s.db, pid, off, min(off+1, p.HighWatermark()), func(o uint64, appendMs int64, body []byte) bool {
+		err = readRange(s.db, s.segs, pid, off, min(off+1, p.HighWatermark()), func(o uint64, appendMs int64, body []byte) bool {
 			m, found = StoredMessage{PartitionID: pid, Offset: o, AppendMs: appendMs, Body: append([]byte(nil), body...)}, true
 			return false
 		})
@@ -110,7 +110,7 @@ func (s *Store) AppendTime(pid, off uint64) (int64, bool) {
 	}
 	var at int64
 	found := false
-	_ = readRange(s.db, pid, off, off+1, func(_ uint64, appendMs int64, _ []byte) bool {
+	_ = readRange(s.db, s.segs, pid, off, off+1, func(_ uint64, appendMs int64, _ []byte) bool {
 		at, found = appendMs, true
 		return false
 	})
@@ -126,7 +126,7 @@ func (s *Store) PartitionBytes(pid uint64) (uint64, error) {
 	if s.db == nil {
 		return 0, ErrClosed
 	}
-	it := newChunkIter(s.db, pid)
+	it := newChunkIter(s.db, s.segs, pid)
 	var n uint64
 	for ok := it.First(); ok; ok = it.Next() {
 		n += uint64(it.Meta().size)

@@ -65,6 +65,9 @@ func (s *Server) writeRaftMetrics(w io.Writer) {
 		metrics.WriteGaugeUint64(w, "queen_raft_term"+g, st.Term)
 		metrics.WriteGaugeUint64(w, "queen_raft_applied_index"+g, st.Applied)
 		metrics.WriteGaugeUint64(w, "queen_raft_commit_index"+g, st.Commit)
+		files, bytes := host.SegmentStats(st.Group)
+		metrics.WriteGaugeUint64(w, "queen_storage_segment_files"+g, uint64(files))
+		metrics.WriteGaugeUint64(w, "queen_storage_segment_bytes"+g, uint64(bytes))
 		if t := host.Transport(st.Group); t != nil {
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_refused_total"+g, t.Refused())
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_rejected_total"+g, t.Rejected())

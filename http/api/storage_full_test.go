@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -59,6 +60,17 @@ func TestStorageFullRefusesNewDataWithHysteresis(t *testing.T) {
 	}
 	if st, _ := health(); st != http.StatusOK {
 		t.Fatalf("a full node is still healthy, got %d", st)
+	}
+	resp, err := http.Get(n.url + "/metrics/prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"queen_storage_full 1\n", `queen_storage_segment_files{group="0"} `, `queen_storage_segment_bytes{group="0"} `} {
+		if !strings.Contains(string(prom), want) {
+			t.Fatalf("/metrics/prometheus lacks %q", want)
+		}
 	}
 	var popped struct {
 		Messages []struct {
