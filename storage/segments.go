@@ -107,7 +107,7 @@ const writebackEvery = 1 << 20
 
 // segments is one store generation's segment files. Appends come from one
 // goroutine at a time (the apply loop, or a snapshot being installed);
-// reads come from anywhere. No file I/O happens under mu, which only
+// reads come from anywhere. No record is read or written under mu, which
 // guards the list of files: a reader never waits for a write.
 type segments struct {
 	dir      string
@@ -337,6 +337,9 @@ func (sg *segments) sync() error {
 	sg.mu.Unlock()
 	for i, s := range todo {
 		if err := s.f.Sync(); err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				continue // collected since: nothing durable points into it
+			}
 			sg.mu.Lock()
 			sg.unsynced = append(todo[i:], sg.unsynced...)
 			sg.mu.Unlock()
