@@ -299,6 +299,9 @@ func (s *Store) notify(changes []Change) {
 func (s *Store) Sync() error {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
 	if err := s.segs.sync(); err != nil {
 		return fmt.Errorf("storage: sync: %w", err)
 	}
