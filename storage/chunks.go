@@ -167,7 +167,11 @@ func (c *chunkIter) Meta() chunkMeta { return c.meta }
 
 // Records returns the current chunk's length-prefixed records, read from
 // its segment into a buffer of their own.
-func (c *chunkIter) Records() ([]byte, error) {
+func (c *chunkIter) Records() ([]byte, error) { return c.RecordsInto(nil) }
+
+// RecordsInto is Records reading into buf when it is large enough, for a
+// caller that is done with the previous chunk's records.
+func (c *chunkIter) RecordsInto(buf []byte) ([]byte, error) {
 	if c.blob == nil {
 		lower := []byte{tagBlob}
 		c.blob = c.src.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
@@ -186,7 +190,7 @@ func (c *chunkIter) Records() ([]byte, error) {
 	if c.own {
 		records, err = c.segs.readOwn(loc)
 	} else {
-		records, err = c.segs.read(loc, nil)
+		records, err = c.segs.read(loc, buf)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("partition %d offset %d: %w", c.pid, c.Base(), err)

@@ -180,12 +180,14 @@ func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error
 		return hwm, ErrClosed
 	}
 	ci := newChunkIter(s.db, s.segs, p.ID)
+	var buf []byte // f keeps no records past its call: one buffer serves every chunk
 	for ok := ci.Seek(from); ok && ci.Base() < hwm; ok = ci.Next() {
-		records, err := ci.Records()
+		records, err := ci.RecordsInto(buf)
 		if err != nil {
 			_ = ci.Close()
 			return hwm, err
 		}
+		buf = records
 		if !f(ci.Base(), ci.Meta().appendMs, records) {
 			break
 		}
