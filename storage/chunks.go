@@ -184,8 +184,8 @@ func (c *chunkIter) RecordsInto(buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A fresh buffer per chunk: readers keep record bodies of earlier
-	// chunks while they read later ones.
+	// Records gives each chunk a buffer of its own, since most readers keep
+	// record bodies of earlier chunks while they read later ones.
 	var records []byte
 	if c.own {
 		records, err = c.segs.readOwn(loc)

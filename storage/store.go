@@ -250,22 +250,24 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	}
 	last := ents[len(ents)-1].Index
 	if ctx.err == nil {
-		ctx.fail(s.segs.flush()) // the batch's records are in the file before it points at them
+		ctx.finish(last)
+	}
+	s.mu.Unlock()
+	// The batch's records are written to their segment, then the batch
+	// that points at them is committed, both outside the lock so readers
+	// resolving names do not wait for them. Nothing a reader can get to
+	// reads uncommitted records: the high-water marks readers use move
+	// only in publish, after the commit.
+	if ctx.err == nil {
+		ctx.fail(s.segs.flush())
 	}
 	if ctx.err != nil {
-		// Records this batch wrote to segments are unreferenced garbage;
-		// the in-memory model may be ahead of the store, so the node must
-		// restart from what is durable.
-		s.mu.Unlock()
+		// The in-memory model is ahead of the store now, so the node must
+		// restart from what is durable; records written for this batch
+		// are garbage no key points at.
 		_ = ctx.b.Close()
 		return nil, fmt.Errorf("storage: apply: %w", ctx.err)
 	}
-	ctx.finish(last)
-	s.mu.Unlock()
-	// The batch is committed outside the lock so readers resolving names
-	// do not wait for it. Nothing a reader can get to reads uncommitted
-	// records: the high-water marks readers use move only in publish,
-	// after the commit.
 	err := ctx.b.Commit(pebble.NoSync)
 	_ = ctx.b.Close()
 	if err == nil {
