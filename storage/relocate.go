@@ -2,7 +2,6 @@ package storage
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/cockroachdb/pebble"
 
@@ -86,7 +85,7 @@ func (s *Store) SparseRange() (from, to uint64, ok bool) {
 	s.segs.mu.RLock()
 	var spans []span
 	closed := s.segs.files[:max(len(s.segs.files)-1, 0)]
-	start, _ := slices.BinarySearchFunc(closed, s.relocCursor.Load()+1, func(sg *segment, name uint64) int { return compareU64(sg.name, name) })
+	start, _ := searchSegments(closed, s.relocCursor.Load()+1)
 	if start >= len(closed) {
 		start = 0
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -168,7 +169,7 @@ func openSegments(dir string, next uint64, maxBytes int64, log *slog.Logger) (*s
 		}
 		sg.files = append(sg.files, &segment{name: name, f: f, size: fi.Size()})
 	}
-	slices.SortFunc(sg.files, func(a, b *segment) int { return compareU64(a.name, b.name) })
+	slices.SortFunc(sg.files, func(a, b *segment) int { return cmp.Compare(a.name, b.name) })
 	if err := sg.create(next); err != nil {
 		sg.close()
 		return nil, err
@@ -176,14 +177,10 @@ func openSegments(dir string, next uint64, maxBytes int64, log *slog.Logger) (*s
 	return sg, nil
 }
 
-func compareU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// searchSegments finds the segment named name in files (sorted by name),
+// or where it would be.
+func searchSegments(files []*segment, name uint64) (int, bool) {
+	return slices.BinarySearchFunc(files, name, func(s *segment, name uint64) int { return cmp.Compare(s.name, name) })
 }
 
 func segmentFileName(name uint64) string { return fmt.Sprintf("%016x%s", name, segmentSuffix) }
@@ -307,7 +304,7 @@ func (sg *segments) readOwn(loc location) ([]byte, error) {
 // records of committed batches are read here: they are in the file.
 func (sg *segments) read(loc location, buf []byte) ([]byte, error) {
 	sg.mu.RLock()
-	i, found := slices.BinarySearchFunc(sg.files, loc.segment, func(s *segment, name uint64) int { return compareU64(s.name, name) })
+	i, found := searchSegments(sg.files, loc.segment)
 	var f *os.File
 	if found {
 		f = sg.files[i].f
