@@ -96,21 +96,6 @@ func statfsUsage(dir string) (float64, error) {
 	return 100 * used / (used + avail), nil
 }
 
-// watchDisk re-measures the disk until the host stops.
-func (h *Host) watchDisk() {
-	defer h.wg.Done()
-	t := time.NewTicker(diskCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
-			h.disk.check()
-		}
-	}
-}
-
 // StorageFull reports whether the node is refusing new data because its
 // disk is above the high watermark.
 func (h *Host) StorageFull() bool { return h.disk.full.Load() }

@@ -136,7 +136,7 @@ func (e *Engine) ClusterLeader() (uint64, bool) {
 func (e *Engine) LedOpenTxns() []storage.TxnInfo {
 	var out []storage.TxnInfo
 	for _, g := range e.host.groups {
-		if id, _, valid, err := g.nh.GetLeaderID(g.shardID); err == nil && valid && id == e.host.cfg.NodeID {
+		if e.host.leads(g) {
 			out = append(out, g.store.KafkaOpenTxns()...)
 		}
 	}

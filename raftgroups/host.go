@@ -193,10 +193,10 @@ func Start(cfg Config) (*Host, error) {
 	}
 	h.disk.check() // a node that boots on a full disk refuses data from its first request
 	h.wg.Add(5)
-	go h.relocateChunks()
-	go h.watchDisk()
+	go h.every(h.cfg.RelocateEvery, h.relocateChunks)
+	go h.every(diskCheckInterval, h.disk.check)
 	go h.probeQuorum()
-	go h.balanceLeaders()
+	go h.every(5*time.Second, h.balanceLeaders)
 	go h.proposeTicks()
 	return h, nil
 }

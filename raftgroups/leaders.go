@@ -13,31 +13,43 @@ func (h *Host) preferredLeader(n int) uint64 {
 // balanceLeaders moves a group's leadership to its preferred node whenever
 // this node leads it and the preferred node answered recently. A transfer to
 // a node that is down would only stall the group, hence the contact check.
+// It runs every 5 s.
 func (h *Host) balanceLeaders() {
-	defer h.wg.Done()
 	if len(h.cfg.Peers) < 2 {
 		return
 	}
-	tick := time.NewTicker(5 * time.Second)
-	defer tick.Stop()
+	for _, g := range h.groups {
+		want := h.preferredLeader(g.n)
+		if !h.leads(g) || want == h.cfg.NodeID {
+			continue
+		}
+		if t := g.tf.Transport(); t == nil || time.Since(t.LastContact(g.members[want])) > 3*time.Second {
+			continue
+		}
+		if err := g.nh.RequestLeaderTransfer(g.shardID, want); err == nil {
+			h.log.Info("raft: moving leadership to the preferred node", "group", g.n, "to", want)
+		}
+	}
+}
+
+// leads says whether this node leads group g.
+func (h *Host) leads(g *group) bool {
+	leader, _, valid, err := g.nh.GetLeaderID(g.shardID)
+	return err == nil && valid && leader == h.cfg.NodeID
+}
+
+// every runs f each interval until the host stops; the host's WaitGroup
+// owns the goroutine it runs in.
+func (h *Host) every(interval time.Duration, f func()) {
+	defer h.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
 	for {
 		select {
-		case <-tick.C:
 		case <-h.stop:
 			return
-		}
-		for _, g := range h.groups {
-			want := h.preferredLeader(g.n)
-			leader, _, valid, err := g.nh.GetLeaderID(g.shardID)
-			if err != nil || !valid || leader != h.cfg.NodeID || want == h.cfg.NodeID {
-				continue
-			}
-			if t := g.tf.Transport(); t == nil || time.Since(t.LastContact(g.members[want])) > 3*time.Second {
-				continue
-			}
-			if err := g.nh.RequestLeaderTransfer(g.shardID, want); err == nil {
-				h.log.Info("raft: moving leadership to the preferred node", "group", g.n, "to", want)
-			}
+		case <-t.C:
+			f()
 		}
 	}
 }
@@ -51,8 +63,7 @@ func (h *Host) handOffLeadership(budget time.Duration) {
 	}
 	deadline := time.Now().Add(budget)
 	for _, g := range h.groups {
-		leader, _, valid, err := g.nh.GetLeaderID(g.shardID)
-		if err != nil || !valid || leader != h.cfg.NodeID {
+		if !h.leads(g) {
 			continue
 		}
 		to := h.handOffTarget(g)

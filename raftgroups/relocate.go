@@ -2,7 +2,6 @@ package raftgroups
 
 import (
 	"context"
-	"time"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -12,26 +11,16 @@ import (
 const relocateMaxBytes = 32 << 20
 
 // relocateChunks is how a leader gives segment space back (see
-// storage/relocate.go): every RelocateEvery it asks each store it leads for
-// a mostly dead sequence range and proposes its relocation, command by
-// command, until the range is done.
+// storage/relocate.go): it asks each store it leads for a mostly dead
+// sequence range and proposes its relocation, command by command, until
+// the range is done. It runs every RelocateEvery.
 func (h *Host) relocateChunks() {
-	defer h.wg.Done()
-	t := time.NewTicker(h.cfg.RelocateEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
+	for _, g := range h.groups {
+		if !h.leads(g) {
+			continue
 		}
-		for _, g := range h.groups {
-			if leader, _, ok, err := g.nh.GetLeaderID(g.shardID); err != nil || !ok || leader != h.cfg.NodeID {
-				continue
-			}
-			if from, to, ok := g.store.SparseRange(); ok {
-				h.relocateRange(g, from, to)
-			}
+		if from, to, ok := g.store.SparseRange(); ok {
+			h.relocateRange(g, from, to)
 		}
 	}
 }

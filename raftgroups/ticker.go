@@ -34,7 +34,7 @@ func (h *Host) proposeTicks() {
 			if inFlight[g.n] || !g.store.TickDue(now) {
 				continue
 			}
-			if leader, _, ok, err := g.nh.GetLeaderID(g.shardID); err != nil || !ok || leader != h.cfg.NodeID {
+			if !h.leads(g) {
 				continue
 			}
 			inFlight[g.n] = true
