@@ -84,7 +84,10 @@ func (cs *coordinators) get(tenant wire.ID) (*groups.Coordinator, *kerr.Error) {
 		tc = nil
 	}
 	if tc == nil {
-		tc = &termCoordinator{term: term, c: groups.New(cs.cfg)}
+		cfg := cs.cfg
+		store := cs.engine.Store(tenant)
+		cfg.Known = func(group string) bool { return store.HasGroup(tenant, group) }
+		tc = &termCoordinator{term: term, c: groups.New(cfg)}
 		cs.byTenant[tenant] = tc
 	}
 	if !cs.watching {

@@ -46,6 +46,13 @@ type Config struct {
 	// InitialRebalanceDelay is how long the first rebalance of an empty
 	// group waits for more members (QUEEN_KAFKA_GROUP_JOIN_DELAY_MS).
 	InitialRebalanceDelay time.Duration
+	// Known says whether a group existed before this coordinator (it has
+	// committed offsets). Membership is not kept across a coordinator
+	// change, so a known group's first rebalance here waits twice the
+	// initial delay: its members come back one by one as each notices the
+	// old coordinator is gone, and one that rejoined alone would be given
+	// partitions another still consumes.
+	Known func(group string) bool
 	// IdleTimeout is how long an empty group stays in memory (10 min).
 	IdleTimeout time.Duration
 	// Clock defaults to the wall clock.

@@ -642,3 +642,32 @@ func TestBlockingJoinAndSync(t *testing.T) {
 		t.Fatal("a join whose context ended returned no error")
 	}
 }
+
+// A group that existed before this coordinator (it has committed offsets)
+// waits twice the initial delay on its first rebalance here, so members
+// coming back one by one after a coordinator move land in one generation;
+// a new group waits the usual delay, and so does a known group's later
+// rebalance.
+func TestKnownGroupFirstRebalanceWaitsLonger(t *testing.T) {
+	h := newHarness(t)
+	h.c.cfg.Known = func(group string) bool { return group == "g" }
+	a, pa := h.newMember()
+	h.clock.Advance(delay + time.Second) // past the usual delay, no one else came
+	mustWait(t, pa)
+	b, pb := h.newMember() // the slower member finds the new coordinator
+	h.clock.Advance(delay - time.Second)
+	mustWait(t, pa) // b arrived during the doubled delay: it is extended once more
+	h.clock.Advance(delay)
+	ra, rb := mustAnswer(t, pa), mustAnswer(t, pb)
+	if ra.LeaderID != a || len(ra.Members) != 2 || rb.MemberID != b || ra.Generation != 1 {
+		t.Fatalf("a: %+v\nb: %+v", ra, rb)
+	}
+
+	u := newHarness(t)
+	u.c.cfg.Known = func(string) bool { return false }
+	_, pu := u.newMember()
+	u.clock.Advance(delay)
+	if r := mustAnswer(t, pu); r.Err != nil || r.Generation != 1 {
+		t.Fatalf("a new group waits the usual delay: %+v", r)
+	}
+}

@@ -193,7 +193,11 @@ func (c *Coordinator) prepareRebalance(g *group) {
 	timeout := g.maxRebalanceTimeout()
 	c.log.Debug("kafka group rebalancing", "group", g.name, "generation", g.generation, "members", len(g.members))
 	if wasEmpty && c.cfg.InitialRebalanceDelay > 0 {
-		delay := min(c.cfg.InitialRebalanceDelay, timeout)
+		delay := c.cfg.InitialRebalanceDelay
+		if g.generation == 0 && c.cfg.Known != nil && c.cfg.Known(g.name) {
+			delay *= 2 // moved here: see Config.Known
+		}
+		delay = min(delay, timeout)
 		g.initial, g.newMemberAdded = true, false
 		g.initialRemaining = max(timeout-delay, 0)
 		g.join = c.after(delay, func() { c.initialDelayExpired(g) })
