@@ -5,7 +5,7 @@ import (
 )
 
 // applyKafkaProduce appends one Kafka batch to a partition addressed by
-// index, creating the topic when the command says so. An idempotent
+// index. An idempotent
 // producer's batch is checked against its sequence state first (spec §3.3):
 // a batch already stored is answered with its original offset, a gap with
 // CodeOutOfOrder, an old epoch with CodeFenced.
@@ -17,15 +17,11 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 		return res
 	}
 	q := s.queue(c.Push.Tenant, c.Push.Queue)
-	if q == nil {
-		if c.Push.Flags&wire.PushCreateQueue == 0 {
-			res.Code = wire.CodeQueueNotFound
-			return res
-		}
-		q = s.createPushedQueue(ctx, &c.Push)
-		res.QueueCreated = true
+	if q == nil || (c.Push.Inc != 0 && q.inc != c.Push.Inc) {
+		res.Code = wire.CodeQueueNotFound
+		return res
 	}
-	p, code := s.pushTarget(ctx, q, &c.Push)
+	p, code := s.pushTarget(q, &c.Push)
 	if code != wire.CodeOK {
 		res.Code = code
 		return res

@@ -8,7 +8,7 @@ import (
 
 // allocProducerID takes the next producer id of this group.
 func (s *Store) allocProducerID(ctx *applyCtx) int64 {
-	id := s.kafka.nextProducerID
+	id := int64(wire.GroupID(uint64(s.kafka.nextProducerID), s.cfg.Group))
 	s.kafka.nextProducerID++
 	w := wire.Writer{}
 	w.Varint(s.kafka.nextProducerID)

@@ -32,7 +32,7 @@ type Topic struct {
 }
 
 func topicOf(q *queueState) Topic {
-	return Topic{Name: q.name, QueueID: q.id, Kafka: q.kafka, Partitions: len(q.parts)}
+	return Topic{Name: q.name, QueueID: q.id, Kafka: q.kafka, Partitions: len(q.dir)}
 }
 
 // KafkaTopics lists a tenant's queues by name.
@@ -41,7 +41,7 @@ func (s *Store) KafkaTopics(tenant wire.ID) []Topic {
 	defer s.mu.RUnlock()
 	var out []Topic
 	for k, q := range s.queues {
-		if k.tenant == tenant {
+		if k.tenant == tenant && q.home {
 			out = append(out, topicOf(q))
 		}
 	}
@@ -54,7 +54,7 @@ func (s *Store) KafkaTopic(tenant wire.ID, name string) (Topic, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, name)
-	if q == nil {
+	if q == nil || !q.home {
 		return Topic{}, false
 	}
 	return topicOf(q), true

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -149,8 +150,16 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Placement = p
+	c.Raft.Placement = p.Spec()
 	return c, nil
 }
+
+// defaultGroups is how many raft groups a node runs without
+// QUEEN_RAFT_GROUPS: two per core, at least four and at most sixteen. Each
+// group has its own raft log, fsync stream, step worker and apply loop, so
+// one topic's partitions spread over them use every core and, with leaders
+// spread, every node (docs/placement.md has the figures).
+func defaultGroups() int { return min(max(2*runtime.NumCPU(), 4), 16) }
 
 func (e *env) logLevel() slog.Level {
 	v := e.str("LOG_LEVEL", e.str("RUST_LOG", "info"))
@@ -166,7 +175,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		NodeID:     uint64(e.int("QUEEN_RAFT_NODE_ID", 1, 1, 1<<30)),
 		ListenAddr: e.str("QUEEN_RAFT_LISTEN", "0.0.0.0:7400"),
 		Dir:        e.str("QUEEN_RAFT_DIR", "./queen-data"),
-		Groups:     e.int("QUEEN_RAFT_GROUPS", 1, 1, 64),
+		Groups:     e.int("QUEEN_RAFT_GROUPS", defaultGroups(), 1, 64),
 		Token:      e.lookup("QUEEN_RAFT_TOKEN"),
 
 		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
