@@ -18,9 +18,9 @@ func (h *harness) kafkaRecords(n int) []byte {
 }
 
 func (h *harness) produceCmd(topic string, index int32, producer int64, epoch int16, seq int32, n int) wire.KafkaProduceCmd {
+	h.allocTopic(topic, 2)
 	return wire.KafkaProduceCmd{ProducerID: producer, Epoch: epoch, BaseSeq: seq, StateTTLMs: 60000,
-		Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: topic, PartitionIndex: index,
-			Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: 2, Count: n, Records: h.kafkaRecords(n)}}
+		Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: topic, PartitionIndex: index, Count: n, Records: h.kafkaRecords(n)}}
 }
 
 func (h *harness) produce(c wire.KafkaProduceCmd) wire.KafkaProduceResult {
@@ -38,14 +38,19 @@ func (h *harness) code(kind wire.Kind, body []byte) wire.Code {
 	return c
 }
 
-func TestKafkaProduceAutoCreatesAndAppends(t *testing.T) {
+func TestKafkaProduceAppendsByIndex(t *testing.T) {
 	h := newHarness(t)
+	c := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "orders",
+		PartitionIndex: 1, Count: 1, Records: h.kafkaRecords(1)}}
+	if r := h.produce(c); r.Code != wire.CodeQueueNotFound {
+		t.Fatalf("a produce never creates its topic: %+v", r)
+	}
 	r := h.produce(h.produceCmd("orders", 1, wire.NoProducer, 0, 0, 3))
-	if r.Code != wire.CodeOK || !r.QueueCreated || r.BaseOffset != 0 {
+	if r.Code != wire.CodeOK || r.BaseOffset != 0 {
 		t.Fatalf("%+v", r)
 	}
 	r = h.produce(h.produceCmd("orders", 1, wire.NoProducer, 0, 0, 2))
-	if r.Code != wire.CodeOK || r.QueueCreated || r.BaseOffset != 3 {
+	if r.Code != wire.CodeOK || r.BaseOffset != 3 {
 		t.Fatalf("%+v", r)
 	}
 	if r := h.produce(h.produceCmd("orders", 2, wire.NoProducer, 0, 0, 1)); r.Code != wire.CodePartitionNotFound {
@@ -132,7 +137,7 @@ func TestKafkaRetriedProposalNotStoredTwice(t *testing.T) {
 
 func TestKafkaTopicAdmin(t *testing.T) {
 	h := newHarness(t)
-	create := wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: "t", Partitions: 3, ReqID: wire.ID{1},
+	create := wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: "t", Partitions: 3, ReqID: wire.ID{1}, Place: testPlace,
 		Configs: []wire.ConfigEntry{{Name: "retention.ms", Value: "60000"}, {Name: "cleanup.policy", Value: "delete"}}}
 	if c := h.code(wire.KindKafkaCreateTopic, create.Encode(nil)); c != wire.CodeOK {
 		t.Fatal(c)
@@ -317,14 +322,15 @@ func TestOffsetForTime(t *testing.T) {
 func FuzzApplyKafka(f *testing.F) {
 	h := &harness{now: 1}
 	rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagKey, MsgID: wire.ID{1}, Key: []byte("k"), Payload: []byte("v")})
+	alloc := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: "t", Flags: wire.AllocCreate | wire.AllocKafka, Place: testPlace, Count: 1}
 	prod := wire.KafkaProduceCmd{ProducerID: 1, StateTTLMs: 1000, Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "t",
-		Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: 1, Count: 1, Records: rec}}
+		Count: 1, Records: rec}}
 	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1, TxnSeq: 1, Commit: true,
 		Pushes: []wire.TxnPush{{Queue: "t", Batches: []wire.SeqBatch{{BaseSeq: 0, Count: 1}}, Count: 1, Records: rec}}}
 	ini := wire.InitProducerCmd{Tenant: wire.DefaultTenant, Transactional: true, TxnID: "x"}
 	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1}
 	cfg := wire.TopicConfigCmd{Tenant: wire.DefaultTenant, Name: "t", Ops: []wire.ConfigOp{{Name: "retention.ms", Value: "1"}}}
-	f.Add(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindKafkaProduce, Body: prod.Encode(nil)},
+	f.Add(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindAlloc, Body: alloc.Encode(nil)}, {Kind: wire.KindKafkaProduce, Body: prod.Encode(nil)},
 		{Kind: wire.KindKafkaInitProducer, Body: ini.Encode(nil)}, {Kind: wire.KindKafkaTxnBegin, Body: begin.Encode(nil)},
 		{Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)}, {Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}}))
 	fuzzApply(f)
