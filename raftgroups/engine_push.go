@@ -52,6 +52,7 @@ func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) 
 					out[ci].Err = fmt.Errorf("raftgroups: push result: %w", derr)
 					continue
 				}
+				r.QueueCreated = out[ci].QueueCreated // placePushes knows; the group does not
 				out[ci].PushResult, out[ci].Err = r, nil
 			}
 		})

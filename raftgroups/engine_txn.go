@@ -376,6 +376,9 @@ func (e *Engine) twoPhase(ctx context.Context, xid wire.ID, coord int, coordPrep
 	for i := range others {
 		commit = commit && prepared[i]
 	}
+	if commit {
+		e.host.crashAt(FaultAfterPrepare)
+	}
 	participants := make([]uint16, len(others))
 	for i, p := range others {
 		participants[i] = uint16(p.group)
@@ -401,10 +404,26 @@ func (e *Engine) twoPhase(ctx context.Context, xid wire.ID, coord int, coordPrep
 		return out, fmt.Errorf("raftgroups: decide result: %w", err)
 	}
 	out.commit, out.own = d.Commit, d.Own
+	if d.Commit {
+		e.host.crashAt(FaultAfterDecide)
+	}
 	resolve := wire.XResolveCmd{ID: xid, Commit: d.Commit}
 	body := resolve.Encode(nil)
 	resolved := make([]bool, len(others))
-	fanOut(len(others), func(i int) {
+	// With the fault point set, participants resolve one at a time so the
+	// crash comes after exactly one.
+	each := fanOut
+	if e.host.cfg.CrashAt == FaultAfterResolve {
+		each = func(n int, f func(int)) {
+			for i := 0; i < n; i++ {
+				f(i)
+				if d.Commit {
+					e.host.crashAt(FaultAfterResolve)
+				}
+			}
+		}
+	}
+	each(len(others), func(i int) {
 		if !d.Commit && out.refused[i] != nil {
 			resolved[i] = true // it never prepared
 			return

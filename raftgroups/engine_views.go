@@ -230,8 +230,9 @@ func (e *Engine) TracesOf(tenant wire.ID, pid uint64, txn string) ([]storage.Tra
 	return e.GroupStore(g).TracesOf(tenant, pid, txn)
 }
 
-// TracesByName merges the trace events with a name over every group,
-// oldest first, at most limit.
+// TracesByName merges the newest trace events with a name over every group
+// (events live in their partition's group), newest first, at most limit.
+// Each store answers its newest limit, so the merged newest are among them.
 func (e *Engine) TracesByName(tenant wire.ID, name string, limit int) ([]storage.TraceEvent, error) {
 	var out []storage.TraceEvent
 	for _, st := range e.TenantStores(tenant) {
@@ -241,11 +242,9 @@ func (e *Engine) TracesByName(tenant wire.ID, name string, limit int) ([]storage
 		}
 		out = append(out, evs...)
 	}
-	slices.SortStableFunc(out, func(a, b storage.TraceEvent) int { return cmp.Compare(a.CreatedMs, b.CreatedMs) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	// Stable: a store's events of one millisecond keep its newest-first order.
+	slices.SortStableFunc(out, func(a, b storage.TraceEvent) int { return cmp.Compare(b.CreatedMs, a.CreatedMs) })
+	return out[:min(len(out), limit)], nil
 }
 
 // TraceNames merges the trace names in use over every group.
@@ -282,15 +281,6 @@ func (e *Engine) ChangedPartitions(tenant wire.ID, queue string, sinceMs int64, 
 		parts, more = parts[:limit], true
 	}
 	return parts, more, true
-}
-
-// ClockMs is the latest replicated clock of this node's groups.
-func (e *Engine) ClockMs() int64 {
-	var ms int64
-	for _, g := range e.host.groups {
-		ms = max(ms, g.store.ClockMs())
-	}
-	return ms
 }
 
 // Parked counts the requests parked on each queue's change notifications

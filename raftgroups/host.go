@@ -87,6 +87,10 @@ type Config struct {
 	RelocateEvery time.Duration
 
 	Logger *slog.Logger
+	// CrashAt names a fault point where this process kills itself with
+	// SIGKILL (QUEEN_FAULT_CRASH_AT), so end-to-end tests can stop a real
+	// node between two steps of a protocol. Empty in production.
+	CrashAt string
 	// Drop is a test hook: a non-nil error for (group, target) drops raft
 	// traffic to that peer as if it were unreachable.
 	Drop func(group int, target string) error

@@ -268,3 +268,68 @@ func TestInDoubtPartIsAbortedAfterItsDeadline(t *testing.T) {
 func storageFilter(name string) storage.QueueFilter {
 	return storage.QueueFilter{Name: name, Partitions: true}
 }
+
+// A Kafka transaction over partitions in several groups commits in every
+// one of them (the coordinator's EndTxn is the decision), and an aborted one
+// writes nothing anywhere.
+func TestKafkaTransactionAcrossGroups(t *testing.T) {
+	c := newTestCluster(t, 1, 3)
+	c.waitReady()
+	e := c.engines[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if r, err := e.CreateTopic(ctx, &wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: "kt", Partitions: 3, ReqID: wire.ID{1}}); err != nil || r.Code != wire.CodeOK {
+		t.Fatalf("create: %v %+v", err, r)
+	}
+	groups := map[int]bool{}
+	for i := uint32(0); i < 3; i++ {
+		p, ok := e.PartitionAt(wire.DefaultTenant, "kt", i)
+		if !ok {
+			t.Fatalf("partition %d missing in its group", i)
+		}
+		groups[wire.GroupOfID(p.ID)] = true
+	}
+	if len(groups) != 3 {
+		t.Fatalf("3 partitions in groups %v", groups)
+	}
+	ini, err := e.InitProducer(ctx, &wire.InitProducerCmd{Tenant: wire.DefaultTenant, Transactional: true, TxnID: "tx", TimeoutMs: 60000, ReqID: wire.ID{2}})
+	if err != nil || ini.Code != wire.CodeOK {
+		t.Fatalf("init: %v %+v", err, ini)
+	}
+	run := func(seq uint64, commit bool, base int32) {
+		b, err := e.TxnBegin(ctx, &wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch})
+		if err != nil || b.Code != wire.CodeOK || b.TxnSeq != seq {
+			t.Fatalf("begin: %v %+v", err, b)
+		}
+		end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: seq,
+			Commit: commit, StateTTLMs: 60000}
+		for i := uint32(0); i < 3; i++ {
+			rec := wire.AppendRecord(nil, &wire.Record{MsgID: wire.ID{0: 0xab, 1: byte(seq), 15: byte(i)}, Payload: []byte(fmt.Sprint(seq))})
+			push := wire.TxnPush{Queue: "kt", PartitionIndex: i, Batches: []wire.SeqBatch{{BaseSeq: base, Count: 1}}}
+			if commit {
+				push.Count, push.Records = 1, rec
+			}
+			end.Pushes = append(end.Pushes, push)
+		}
+		r, err := e.TxnEnd(ctx, &end)
+		if err != nil || r.Code != wire.CodeOK {
+			t.Fatalf("end (commit %v): %v %+v", commit, err, r)
+		}
+	}
+	run(1, false, 0)
+	run(2, true, 1)
+	for i := uint32(0); i < 3; i++ {
+		p, _ := e.PartitionAt(wire.DefaultTenant, "kt", i)
+		if p.HighWatermark() != 1 {
+			t.Fatalf("partition %d holds %d records, want the committed one only", i, p.HighWatermark())
+		}
+		st, ok := p.Store().KafkaProducer(p, ini.ProducerID)
+		if !ok || st.LastSeq != 1 {
+			t.Fatalf("partition %d producer state %+v %v: the abort's batch must be skipped, the commit's recorded", i, st, ok)
+		}
+	}
+	info, _ := e.KafkaTxn(wire.DefaultTenant, "tx")
+	if info.Ongoing || !info.LastCommitted || info.TxnSeq != 2 {
+		t.Fatalf("coordinator state %+v", info)
+	}
+}

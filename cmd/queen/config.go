@@ -187,6 +187,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		TraceRetention:  time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
 		DiskHighPct:     float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
 		DiskLowPct:      float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
+		CrashAt:         e.str("QUEEN_FAULT_CRASH_AT", ""),
 	}
 	if r.DiskLowPct >= r.DiskHighPct && r.DiskHighPct < 100 {
 		e.fail("QUEEN_RAFT_DISK_LOW_PCT", "must be below QUEEN_RAFT_DISK_HIGH_PCT (%v), got %v", r.DiskHighPct, r.DiskLowPct)

@@ -137,6 +137,9 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct)
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	if cfg.Raft.CrashAt != "" {
+		log.Warn("config: QUEEN_FAULT_CRASH_AT is set: this node kills itself at that fault point (a test setting)", "point", cfg.Raft.CrashAt)
+	}
 	switch {
 	case !cfg.EncryptionKeySet:
 		log.Info("config: security", "encryption_key", secret.Unset)

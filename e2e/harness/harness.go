@@ -69,11 +69,17 @@ type Node struct {
 // Options shape a cluster.
 type Options struct {
 	Nodes  int
-	Groups int               // QUEEN_RAFT_GROUPS (default 1)
+	// Groups sets QUEEN_RAFT_GROUPS; 0 leaves the node's default (derived
+	// from the machine), with room for up to DefaultGroupsMax groups.
+	Groups int
 	Env    map[string]string // settings for every node
 	// BaseDir holds the nodes' data dirs (a test's TempDir).
 	BaseDir string
 }
+
+// DefaultGroupsMax is the most groups a node runs by default (cmd/queen's
+// defaultGroups): the raft ports a node without Groups is given.
+const DefaultGroupsMax = 16
 
 // Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
 type Cluster struct {
@@ -86,13 +92,14 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 	if o.Nodes < 1 {
 		o.Nodes = 1
 	}
-	if o.Groups < 1 {
-		o.Groups = 1
+	ports := o.Groups
+	if ports < 1 {
+		ports = DefaultGroupsMax
 	}
 	c := &Cluster{}
 	var peers []string
 	for i := 1; i <= o.Nodes; i++ {
-		raftPort, err := FreePortRange(o.Groups)
+		raftPort, err := FreePortRange(ports)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +117,10 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			RaftAddr:  fmt.Sprintf("127.0.0.1:%d", raftPort),
 			KafkaAddr: fmt.Sprintf("127.0.0.1:%d", kafkaPort),
 			Dir:       filepath.Join(o.BaseDir, fmt.Sprintf("node%d", i)),
-			Env:       map[string]string{"QUEEN_RAFT_GROUPS": strconv.Itoa(o.Groups)},
+			Env:       map[string]string{},
+		}
+		if o.Groups > 0 {
+			n.Env["QUEEN_RAFT_GROUPS"] = strconv.Itoa(o.Groups)
 		}
 		for k, v := range o.Env {
 			n.Env[k] = v
