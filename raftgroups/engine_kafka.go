@@ -243,8 +243,15 @@ func (e *Engine) abortKafkaParts(ctx context.Context, c *wire.TxnEndCmd, coord i
 		p := parts[i]
 		prep := wire.XPrepareCmd{ID: xid, Coord: uint16(coord), Sub: wire.Command{Kind: wire.KindKafkaTxnEnd, Body: p.cmd.Encode(nil)}}
 		res := wire.XResolveCmd{ID: xid, Commit: false}
-		_, errs[i] = e.Propose(ctx, p.group, wire.Command{Kind: wire.KindXPrepare, Body: prep.Encode(nil)},
+		out, err := e.Propose(ctx, p.group, wire.Command{Kind: wire.KindXPrepare, Body: prep.Encode(nil)},
 			wire.Command{Kind: wire.KindXResolve, Body: res.Encode(nil)})
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		if r, err := wire.DecodeXResolveResult(out[0]); err != nil || r.Code != wire.CodeOK {
+			errs[i] = fmt.Errorf("raftgroups: abort in group %d: prepare answered %v %v", p.group, r.Code, err)
+		}
 	})
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -23,6 +24,7 @@ const (
 // it answers.
 type produceTarget struct {
 	rp    *kmsg.ProduceResponseTopicPartition
+	topic string
 	first bool // the partition's first batch: its offset is the answer
 }
 
@@ -37,17 +39,18 @@ type txnBatches struct {
 
 // handleProduce is a push (spec decision 1): every partition's batches are
 // decoded and checked here, on the request's goroutine, then converted to
-// stored records in their final command buffers, and all of the request's
-// partitions are proposed together as one raft entry. Transactional batches
-// are staged on the coordinator instead (txn.go) and written at commit.
-// Proposing and staging happen in the order the client sent its requests
-// (Conn.Ordered): batches it pipelines to a partition stay in order.
+// stored records in their final command buffers, and each partition's
+// commands are proposed to the raft group holding it, one raft entry per
+// group. Transactional batches are staged instead on the coordinator of
+// the transactional id (txn.go) and written at commit. Proposing and
+// staging happen in the order the client sent its requests (Conn.Ordered):
+// batches it pipelines to a partition stay in order.
 func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	tenant := b.tenantOf(c)
 	var (
-		bodies  [][]byte
+		bodies  []raftgroups.KafkaBody
 		targets []produceTarget
 		staged  []txnBatches
 	)
@@ -63,7 +66,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			batches, create, err := b.checkProduce(req, tenant, t.Topic, p)
+			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p)
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -72,13 +75,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, seal: seal, batches: batches})
 			default:
 				for i := range batches {
-					body, err := b.produceBody(tenant, t.Topic, p.Partition, create, seal, &batches[i])
+					body, err := b.produceBody(tenant, t.Topic, p.Partition, part.inc, seal, &batches[i])
 					if err != nil {
 						rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 						break
 					}
-					bodies = append(bodies, body)
-					targets = append(targets, produceTarget{rp: rp, first: i == 0})
+					bodies = append(bodies, raftgroups.KafkaBody{Group: part.group, Body: body})
+					targets = append(targets, produceTarget{rp: rp, topic: t.Topic, first: i == 0})
 				}
 			}
 		}
@@ -100,34 +103,54 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	return resp, nil
 }
 
-// checkProduce decides whether a partition may be produced to here and
-// decodes its batches; create says the topic must be created with them.
-func (b *Broker) checkProduce(req *kmsg.ProduceRequest, tenant wire.ID, topic string, p *kmsg.ProduceRequestTopicPartition) ([]records.Batch, bool, error) {
-	// The partition cache answers the common case without the store's
-	// lock; a miss asks whether the topic exists at all.
-	_, known := b.partition(tenant, topic, p.Partition)
-	exists := known
-	if !known {
-		_, exists = b.engine.Store(tenant).KafkaTopic(tenant, topic)
+// checkProduce decides whether a partition may be produced to here (this
+// node leads the raft group holding it) and decodes its batches. A topic
+// that does not exist is created, with QUEEN_KAFKA_DEFAULT_PARTITIONS
+// partitions, when the name is a Kafka topic name, the partition one of
+// those, and the batches good.
+func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, tenant wire.ID, topic string,
+	p *kmsg.ProduceRequestTopicPartition) ([]records.Batch, cachedPartition, error) {
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		return nil, cachedPartition{}, errRequiredAcks
 	}
+	// The partition cache answers the common case without the stores'
+	// locks; a miss asks whether the topic exists at all.
+	part, known := b.partition(tenant, topic, p.Partition)
 	switch {
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
-		return nil, false, errRequiredAcks
-	case !b.leads(tenant):
-		return nil, false, errNotLeader
+	case known && !b.engine.Leads(part.group):
+		return nil, cachedPartition{}, errNotLeader
 	case known:
-	case !exists && checkTopicName(topic) != nil:
-		return nil, false, wire.ErrQueueNotFound
-	case p.Partition < 0 || exists || p.Partition >= b.cfg.DefaultPartitions:
-		return nil, false, wire.ErrPartitionNotFound
+	case p.Partition < 0 || p.Partition >= b.cfg.DefaultPartitions:
+		return nil, cachedPartition{}, wire.ErrPartitionNotFound
+	default:
+		if _, exists := b.engine.Catalog(tenant, topic); exists {
+			return nil, cachedPartition{}, wire.ErrPartitionNotFound
+		}
+		if checkTopicName(topic) != nil {
+			return nil, cachedPartition{}, wire.ErrQueueNotFound
+		}
 	}
 	batches, err := b.decodeProduced(req, p.Records)
-	return batches, !exists, err
+	if err != nil || known {
+		return batches, part, err
+	}
+	if err := b.autoCreate(ctx, tenant, topic, true); err != nil {
+		return nil, cachedPartition{}, err
+	}
+	// Any node may create the topic (a proposal); only the leader of the
+	// partition's raft group takes its batches.
+	if part, known = b.partition(tenant, topic, p.Partition); !known {
+		return nil, cachedPartition{}, wire.ErrPartitionNotFound
+	}
+	if !b.engine.Leads(part.group) {
+		return nil, cachedPartition{}, errNotLeader
+	}
+	return batches, part, nil
 }
 
 // propose queues the produce commands in the client's request order and
 // fills each partition's answer from its first batch's result.
-func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req *kmsg.ProduceRequest, bodies [][]byte, targets []produceTarget) {
+func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req *kmsg.ProduceRequest, bodies []raftgroups.KafkaBody, targets []produceTarget) {
 	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -136,7 +159,7 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 		err     error
 		results []wire.KafkaProduceResult
 	)
-	if oerr := c.Ordered(ctx, func() { wait, err = b.engine.KafkaProduce(tenant, bodies) }); oerr != nil {
+	if oerr := c.Ordered(ctx, func() { wait, err = b.engine.KafkaProduce(bodies) }); oerr != nil {
 		err = oerr
 	}
 	if err == nil {
@@ -149,6 +172,13 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 		if err != nil {
 			tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(err), errorMessage(err)
 			continue
+		}
+		switch results[i].Code {
+		case wire.CodeQueueNotFound, wire.CodePartitionNotFound:
+			// The group holds another incarnation of the topic (it was
+			// deleted, maybe created again): the client retries after
+			// UNKNOWN_TOPIC_OR_PARTITION, and finds the partition afresh.
+			b.forgetPartition(tenant, tg.topic, tg.rp.Partition)
 		}
 		rerr := results[i].Code.Err()
 		if results[i].Code == wire.CodeDuplicate {
@@ -187,17 +217,13 @@ func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte) ([]record
 }
 
 // produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
-// so the records are converted straight into the command.
-func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, create, seal bool, bt *records.Batch) ([]byte, error) {
+// so the records are converted straight into the command. inc is the
+// incarnation of the topic the partition was resolved in.
+func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, seal bool, bt *records.Batch) ([]byte, error) {
 	cmd := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, StateTTLMs: uint32(b.cfg.DedupWindow.Milliseconds()),
-		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Flags: wire.PushFromKafka,
-			Count: len(bt.Records)}}
+		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Inc: inc, Count: len(bt.Records)}}
 	if bt.ProducerID >= 0 {
 		cmd.ProducerID, cmd.Epoch, cmd.BaseSeq = bt.ProducerID, bt.ProducerEpoch, bt.BaseSequence
-	}
-	if create {
-		cmd.Push.Flags |= wire.PushCreateQueue
-		cmd.Push.NewPartitions = uint32(b.cfg.DefaultPartitions)
 	}
 	body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+storedSize(bt)))
 	return b.appendStored(body, bt, seal)

@@ -17,20 +17,15 @@ import (
 func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	tenant := b.tenantOf(c)
-	var code int16
-	if !b.leads(tenant) {
-		code = coordinatorCode(errNotLeader)
-	}
-	if code != 0 {
-		return kafka.ErrorResponse(req, code), nil
+	if !b.coordinatesTxn(tenant, req.TransactionalID) {
+		return kafka.ErrorResponse(req, coordinatorCode(errNotTxnCoordinator)), nil
 	}
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	store := b.engine.Store(tenant)
 	failed := false
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic
-		topic, ok := store.KafkaTopic(tenant, t.Topic)
+		topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 			rp.Partition = p

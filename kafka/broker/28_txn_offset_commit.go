@@ -10,8 +10,8 @@ import (
 )
 
 // handleTxnOffsetCommit stages consumer-group offsets in the producer's
-// transaction; they become the group's positions only if it commits, in the
-// same raft entry as its records, so OffsetFetch never sees them early.
+// transaction; they become the group's positions only if it commits,
+// atomically with its records, so OffsetFetch never sees them early.
 // The group generation (v3) is not checked against the group's membership:
 // the commit is fenced by the producer epoch.
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -19,8 +19,8 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *kafka.Conn, kreq 
 	tenant := b.tenantOf(c)
 	key := txnKey{tenant, req.TransactionalID}
 	var s *staged
-	err := errNotLeader
-	if b.leads(tenant) {
+	err := errNotTxnCoordinator
+	if b.coordinatesTxn(tenant, req.TransactionalID) {
 		if s = b.txns.current(key); s == nil {
 			_, err = b.txns.durable(key, req.ProducerID, req.ProducerEpoch)
 			if err == nil {
@@ -36,13 +36,12 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *kafka.Conn, kreq 
 		return kafka.ErrorResponse(req, coordinatorCode(err)), nil
 	}
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	store := b.engine.Store(tenant)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
-		topic, ok := store.KafkaTopic(tenant, t.Topic)
+		topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition

@@ -5,10 +5,13 @@
 // position (spec decisions 1–3, 8). One file per API key, named by key
 // number, as franz-go's kfake does.
 //
-// It owns Kafka semantics: leadership answers (NOT_LEADER_OR_FOLLOWER,
-// NOT_COORDINATOR), record batch decoding and re-encoding, group
-// coordination state held in the leader's memory, producer and transaction
-// bookkeeping. It never touches raft or the store directly: every write is
+// Leadership follows placement (docs/placement.md): a partition is led by
+// the node leading the raft group holding it, a consumer group or a
+// transactional id is coordinated by the node leading the raft group its
+// id hashes onto. It owns Kafka semantics: leadership answers
+// (NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR), record batch decoding and
+// re-encoding, group coordination state held in the coordinator's memory,
+// producer and transaction bookkeeping. It never touches raft or the store directly: every write is
 // an engine command and every read an engine read. The wire itself (frames,
 // versions, SASL, TLS) is package kafka's.
 package broker
@@ -55,8 +58,8 @@ type Config struct {
 	// FetchMaxBytes caps one fetch response whatever the client asks: a
 	// response is held in memory until written (QUEEN_KAFKA_FETCH_MAX_BYTES).
 	FetchMaxBytes int
-	// TxnMaxBytes bounds the records one transaction stages on the leader
-	// (QUEEN_KAFKA_TXN_MAX_BYTES); TxnBufferBytes bounds all transactions
+	// TxnMaxBytes bounds the records one transaction stages on its
+	// coordinator (QUEEN_KAFKA_TXN_MAX_BYTES); TxnBufferBytes bounds all transactions
 	// together (QUEEN_KAFKA_TXN_BUFFER_BYTES).
 	TxnMaxBytes    int
 	TxnBufferBytes int

@@ -15,6 +15,7 @@ import (
 // Situations the handlers name and the mapping below turns into codes.
 var (
 	errNotLeader         = errors.New("kafka: this node does not lead the partition's raft group")
+	errNotTxnCoordinator = errors.New("kafka: this node does not coordinate the transactional id (it does not lead the id's raft group)")
 	errNotKafkaTopic     = errors.New("kafka: the queue was created over HTTP; configure it with /api/v1/configure")
 	errInvalidTopic      = errors.New("kafka: invalid topic name")
 	errTxnLost           = errors.New("kafka: the transaction's staged records were lost (leader change or timeout); abort it")
@@ -38,7 +39,8 @@ func errorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errNotLeader), errors.Is(err, raftgroups.ErrNoLeader), errors.Is(err, raftgroups.ErrClosed):
+	case errors.Is(err, errNotLeader), errors.Is(err, errNotTxnCoordinator), errors.Is(err, raftgroups.ErrNoLeader),
+		errors.Is(err, raftgroups.ErrClosed):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, raftgroups.ErrOverloaded):
 		return kerr.NotEnoughReplicas.Code // retriable: nothing was proposed

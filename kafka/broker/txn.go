@@ -17,17 +17,21 @@ import (
 )
 
 // The transaction coordinator. A transaction's records and offsets are
-// staged here, in the leader's memory (bounded per transaction and in
-// total), and reach the log only in the one raft entry that commits them
-// (spec §3.3): an aborted transaction writes nothing, so no consumer, Kafka
-// read_committed or not, or HTTP, ever sees its records.
+// staged here, in the memory of the node coordinating its transactional id
+// (the leader of the raft group the id hashes onto, Engine.TxnCoordinator),
+// bounded per transaction and in total, and reach the logs only when the
+// transaction commits (spec §3.3): in one raft entry when its partitions
+// and the id share a raft group, by the engine's two-phase commit when they
+// span groups. An aborted transaction writes nothing, so no consumer,
+// Kafka read_committed or not, or HTTP, ever sees its records.
 //
 // The durable side is small: each transactional id's producer id, epoch and
-// whether a transaction is open (storage's txnState). When leadership moves,
-// the staged records stay behind on the old leader and are lost; the new
-// leader sees the transaction open but has nothing staged for it, aborts it
-// and fences the producer's epoch, so the client's next AddPartitionsToTxn,
-// produce or EndTxn gets INVALID_PRODUCER_EPOCH and it aborts and starts over
+// whether a transaction is open (storage's txnState, in the id's raft
+// group). When leadership of that group moves, the staged records stay
+// behind on the old leader and are lost; the new leader sees the
+// transaction open but has nothing staged for it, aborts it and fences the
+// producer's epoch, so the client's next AddPartitionsToTxn, produce or
+// EndTxn gets INVALID_PRODUCER_EPOCH and it aborts and starts over
 // (franz-go and KIP-588 clients re-initialise on their own). A commit never
 // succeeds with part of a transaction.
 
@@ -61,7 +65,7 @@ type staged struct {
 	producerID int64
 	epoch      int16
 	txnSeq     uint64
-	term       uint64 // the leader's term when it began
+	term       uint64 // the coordinator's term (of the id's raft group) when it began
 	timeout    time.Duration
 	began      time.Time
 
@@ -88,9 +92,23 @@ func newCoordinator(b *Broker) *coordinator {
 	return &coordinator{b: b, txns: map[txnKey]*staged{}}
 }
 
+// coordinates reports whether this node coordinates the transactional id
+// of key (it leads the id's raft group), and in which term.
+func (c *coordinator) coordinates(key txnKey) (term uint64, ok bool) {
+	node, term, ok := c.b.engine.TxnCoordinator(key.tenant, key.id)
+	return term, ok && node == uint64(c.b.cfg.NodeID)
+}
+
+// coordinatesTxn reports whether this node coordinates a transactional id
+// of tenant, so may answer the transaction APIs for it.
+func (b *Broker) coordinatesTxn(tenant wire.ID, id string) bool {
+	_, ok := b.txns.coordinates(txnKey{tenant, id})
+	return ok
+}
+
 // current returns the open transaction of key staged on this node, when it
-// is still good: this node still leads in the term it began in. A stale one
-// is dropped.
+// is still good: this node still coordinates the id in the term it began
+// in. A stale one is dropped.
 func (c *coordinator) current(key txnKey) *staged {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -98,8 +116,7 @@ func (c *coordinator) current(key txnKey) *staged {
 	if s == nil {
 		return nil
 	}
-	node, term, ok := c.b.engine.Leader(key.tenant)
-	if !ok || node != uint64(c.b.cfg.NodeID) || term != s.term {
+	if term, ok := c.coordinates(key); !ok || term != s.term {
 		c.dropLocked(s)
 		return nil
 	}
@@ -148,9 +165,9 @@ func (c *coordinator) begin(ctx context.Context, key txnKey, producerID int64, e
 	if info.Ongoing {
 		return nil, c.abortLost(ctx, info)
 	}
-	_, term, ok := c.b.engine.Leader(key.tenant)
+	term, ok := c.coordinates(key)
 	if !ok {
-		return nil, errNotLeader
+		return nil, errNotTxnCoordinator
 	}
 	res, err := c.b.engine.TxnBegin(ctx, &wire.TxnBeginCmd{Tenant: key.tenant, TxnID: key.id, ProducerID: producerID, Epoch: epoch})
 	if err == nil {
@@ -178,7 +195,7 @@ func (c *coordinator) begin(ctx context.Context, key txnKey, producerID int64, e
 // durable reads a transactional id's state and checks the producer id and
 // epoch a request names against it.
 func (c *coordinator) durable(key txnKey, producerID int64, epoch int16) (info storage.TxnInfo, err error) {
-	i, ok := c.b.engine.Store(key.tenant).KafkaTxn(key.tenant, key.id)
+	i, ok := c.b.engine.KafkaTxn(key.tenant, key.id)
 	switch {
 	case !ok || i.ProducerID != producerID:
 		return info, wire.ErrNotFound
@@ -204,9 +221,14 @@ func (c *coordinator) abortLost(ctx context.Context, info storage.TxnInfo) error
 // stage adds a produce's transactional batches for one partition, checking
 // the producer, that the partition was added, the sequences and the memory
 // bounds. A batch already staged (a client retry) is accepted again without
-// being stored twice.
+// being stored twice. Only the transactional id's coordinator stages: a
+// node that is not would find the transaction open but not staged and
+// abort it.
 func (c *coordinator) stage(ctx context.Context, tenant wire.ID, txnID, topic string, partition int32, batches []records.Batch, seal bool) error {
 	key := txnKey{tenant, txnID}
+	if _, ok := c.coordinates(key); !ok {
+		return errNotTxnCoordinator
+	}
 	s := c.current(key)
 	if s == nil {
 		info, err := c.durable(key, batches[0].ProducerID, batches[0].ProducerEpoch)
@@ -261,14 +283,14 @@ func (c *coordinator) stage(ctx context.Context, tenant wire.ID, txnID, topic st
 }
 
 // storedNextSeq is the sequence a producer's next batch to a partition must
-// carry: after its last committed one in this epoch, else 0.
+// carry: after its last committed one in this epoch, else 0. The
+// producer's state is the partition's, in the partition's raft group.
 func (c *coordinator) storedNextSeq(tenant wire.ID, topic string, partition int32, s *staged) int32 {
-	store := c.b.engine.Store(tenant)
-	p, ok := store.PartitionByIndex(tenant, topic, uint32(partition))
+	p, ok := c.b.partition(tenant, topic, partition)
 	if !ok {
 		return 0
 	}
-	if st, ok := store.KafkaProducer(p, s.producerID); ok && st.Epoch == s.epoch {
+	if st, ok := p.Store().KafkaProducer(p.Partition, s.producerID); ok && st.Epoch == s.epoch {
 		return wire.NextSeq(st.LastSeq, 1)
 	}
 	return 0
@@ -401,9 +423,8 @@ func (c *coordinator) reapOnce(now time.Time) {
 	var expired []*staged
 	staged := map[txnKey]bool{}
 	for k, s := range c.txns {
-		node, term, ok := c.b.engine.Leader(k.tenant)
-		switch {
-		case !ok || node != uint64(c.b.cfg.NodeID) || term != s.term:
+		switch term, ok := c.coordinates(k); {
+		case !ok || term != s.term:
 			c.dropLocked(s)
 		case !s.ending.Load() && now.Sub(s.began) > s.timeout:
 			expired = append(expired, s)

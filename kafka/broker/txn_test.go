@@ -60,14 +60,12 @@ func TestTransactionCommittedAndAborted(t *testing.T) {
 			}
 		}
 	}
-	// Nothing more than the 20 committed records is in the log.
-	store := n.engine.Store(wire.DefaultTenant)
-	total := uint64(0)
-	for i := uint32(0); i < 2; i++ {
-		p, _ := store.PartitionByIndex(wire.DefaultTenant, "tx", i)
-		total += p.HighWatermark()
+	// Nothing more than the 20 committed records is in the log, over the
+	// two partitions' raft groups.
+	if g := raftGroupsOf(t, n.engine, "tx", 2); g[0] == g[1] {
+		t.Fatalf("both partitions in raft group %d: the commit crossed no groups", g[0])
 	}
-	if total != 20 {
+	if total := hwm(n, "tx", 0) + hwm(n, "tx", 1); total != 20 {
 		t.Fatalf("%d records stored, want 20", total)
 	}
 	if n.broker.txns.bytes != 0 {
@@ -146,11 +144,6 @@ func (x *txnClient) end(commit bool) int16 {
 		x.t.Fatal(err)
 	}
 	return resp.ErrorCode
-}
-
-func hwm(n *testNode, topic string, index uint32) uint64 {
-	p, _ := n.engine.Store(wire.DefaultTenant).PartitionByIndex(wire.DefaultTenant, topic, index)
-	return p.HighWatermark()
 }
 
 func TestTransactionProtocolEdges(t *testing.T) {
@@ -234,7 +227,7 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 		t.Fatal("staging")
 	}
 	n.broker.txns.reapOnce(time.Now().Add(2 * time.Second))
-	if info, _ := n.engine.Store(wire.DefaultTenant).KafkaTxn(wire.DefaultTenant, "slow"); info.Ongoing || info.Epoch != x.epoch+1 {
+	if info, _ := n.engine.KafkaTxn(wire.DefaultTenant, "slow"); info.Ongoing || info.Epoch != x.epoch+1 {
 		t.Fatalf("not aborted and fenced: %+v", info)
 	}
 	if code := x.end(true); code != kerr.InvalidProducerEpoch.Code {
@@ -271,8 +264,8 @@ func TestTxnOffsetCommitIsPartOfTheCommit(t *testing.T) {
 	if code := x.end(true); code != 0 {
 		t.Fatal(code)
 	}
-	p, _ := n.engine.Store(wire.DefaultTenant).PartitionByIndex(wire.DefaultTenant, "in", 0)
-	if pos, ok := n.engine.Store(wire.DefaultTenant).GroupPosition(p, "g"); !ok || pos != 0 {
+	p, _ := n.engine.PartitionAt(wire.DefaultTenant, "in", 0)
+	if pos, ok := p.Store().GroupPosition(p, "g"); !ok || pos != 0 {
 		t.Fatalf("group position %d %v", pos, ok)
 	}
 }
