@@ -183,7 +183,9 @@ func TestPopsCarryTheHomeSubscription(t *testing.T) {
 	home, other := newGroupHarness(t, 0), newGroupHarness(t, 1)
 	r := home.allocIn(twoGroups, "q", "a", "b")
 	other.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog, Parts: r.Parts[1:]})
-	rec := func(id byte) []byte { return wire.AppendRecord(nil, &wire.Record{MsgID: wire.ID{id}, Payload: []byte("x")}) }
+	rec := func(id byte) []byte {
+		return wire.AppendRecord(nil, &wire.Record{MsgID: wire.ID{id}, Payload: []byte("x")})
+	}
 	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "b", PartitionIndex: -1, Inc: r.Catalog.Inc, Count: 1, Records: rec(1)}
 	other.apply(wire.KindPush, push.Encode(nil)) // before the subscription: not for "new"
 	home.now += 1000

@@ -11,8 +11,8 @@ func kafkaSamples() []Command {
 	rec := AppendRecord(nil, &Record{Flags: FlagKey | FlagHeaders | FlagTimestamp, MsgID: ID{1},
 		Key: []byte("k"), Headers: []Header{{"h", []byte("v")}}, Timestamp: 7, Payload: []byte("v")})
 	prod := KafkaProduceCmd{ProducerID: 5, Epoch: 1, BaseSeq: 10, StateTTLMs: 900000,
-		Push: PushCmd{Tenant: DefaultTenant, Queue: "t", PartitionIndex: 0, Flags: PushCreateQueue | PushFromKafka,
-			NewPartitions: 1, Count: 1, Records: rec}}
+		Push: PushCmd{Tenant: DefaultTenant, Queue: "t", PartitionIndex: 0, Inc: 77,
+			Count: 1, Records: rec}}
 	init := InitProducerCmd{Tenant: DefaultTenant, Transactional: true, TxnID: "tx", TimeoutMs: 60000, ReqID: ID{2}}
 	create := CreateTopicCmd{Tenant: DefaultTenant, Name: "t", Partitions: 3, Configs: []ConfigEntry{{"retention.ms", "1000"}}, ReqID: ID{3}}
 	parts := CreatePartitionsCmd{Tenant: DefaultTenant, Name: "t", Count: 4}

@@ -68,7 +68,7 @@ type Node struct {
 
 // Options shape a cluster.
 type Options struct {
-	Nodes  int
+	Nodes int
 	// Groups sets QUEEN_RAFT_GROUPS; 0 leaves the node's default (derived
 	// from the machine), with room for up to DefaultGroupsMax groups.
 	Groups int
