@@ -336,3 +336,65 @@ func TestQueueOptionsViewsAndDeleteCoverEveryGroup(t *testing.T) {
 		t.Fatalf("a re-created queue inherited the old partition: hwm %d", hwm)
 	}
 }
+
+type placementInfo struct {
+	Groups []struct {
+		Group  int    `json:"group"`
+		Leader uint64 `json:"leader"`
+	} `json:"groups"`
+	KVGroup int `json:"kvGroup"`
+	Queue   *struct {
+		Home       int `json:"home"`
+		Partitions []struct {
+			Name   string `json:"name"`
+			Index  uint32 `json:"index"`
+			Group  int    `json:"group"`
+			Leader uint64 `json:"leader"`
+		} `json:"partitions"`
+	} `json:"queue"`
+}
+
+// placementOf reads where the default tenant's data (and a queue's) lives.
+func placementOf(ctx context.Context, t *testing.T, base, queue string) placementInfo {
+	t.Helper()
+	var p placementInfo
+	url := base + "/api/v1/system/placement"
+	if queue != "" {
+		url += "?queue=" + queue
+	}
+	getJSON(t, ctx, http.MethodGet, url, nil, http.StatusOK, &p)
+	return p
+}
+
+// groupLeader waits until group g has a leader and returns the index of the
+// node leading it.
+func groupLeader(t *testing.T, ctx context.Context, c *harness.Cluster, g int) int {
+	t.Helper()
+	leader := -1
+	if err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) {
+		for _, n := range c.Nodes {
+			if !n.Running() {
+				continue
+			}
+			groups, err := groupsOf(ctx, n)
+			if err != nil {
+				continue
+			}
+			for _, gh := range groups {
+				if gh.Group != g || gh.Leader == 0 {
+					continue
+				}
+				for i, m := range c.Nodes {
+					if uint64(m.ID) == gh.Leader && m.Running() {
+						leader = i
+						return true, nil
+					}
+				}
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("group %d has no leader: %v", g, err)
+	}
+	return leader
+}

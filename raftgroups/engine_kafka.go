@@ -2,6 +2,8 @@ package raftgroups
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,10 +18,12 @@ import (
 // where leadership is. Like every engine write they return once the command
 // is applied on this node.
 
-// KafkaBody is one pre-encoded wire.KafkaProduceCmd and the group holding
+// KafkaBody is one pre-encoded command of a produce (wire.KafkaProduceCmd,
+// or wire.KafkaStageCmd for a transactional batch) and the group holding
 // its partition.
 type KafkaBody struct {
 	Group int
+	Kind  wire.Kind // KindKafkaProduce when zero
 	Body  []byte
 }
 
@@ -50,7 +54,11 @@ func (e *Engine) KafkaProduce(bodies []KafkaBody) (func(context.Context) ([]wire
 		cmds := make([]wire.Command, len(idx))
 		size := 0
 		for j, i := range idx {
-			cmds[j] = wire.Command{Kind: wire.KindKafkaProduce, Body: bodies[i].Body}
+			kind := bodies[i].Kind
+			if kind == 0 {
+				kind = wire.KindKafkaProduce
+			}
+			cmds[j] = wire.Command{Kind: kind, Body: bodies[i].Body}
 			size += cmds[j].EncodedLen()
 		}
 		if size > e.host.cfg.MaxEntryBytes {
@@ -100,13 +108,36 @@ func (e *Engine) CoordinatorGroup(tenant wire.ID, kind byte, id string) int {
 // previous producer. A transactional id's state lives in its coordinator's
 // group; an idempotent producer's id comes from any group (ids carry the
 // group that made them, so they never collide).
+//
+// Fencing a transactional id aborts its open transaction; the pieces that
+// transaction staged are dropped in their groups right away (their own
+// resolvers would, at its deadline).
 func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wire.InitProducerResult, error) {
-	g := e.CoordinatorGroup(c.Tenant, 't', c.TxnID)
 	if !c.Transactional {
 		groups := e.TenantGroups(c.Tenant)
-		g = groups[rand.IntN(len(groups))]
+		return proposeOne(ctx, e, groups[rand.IntN(len(groups))], wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
 	}
-	return proposeOne(ctx, e, g, wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
+	g := e.CoordinatorGroup(c.Tenant, 't', c.TxnID)
+	if err := e.Barrier(ctx, g); err != nil {
+		return wire.InitProducerResult{}, err
+	}
+	before, open := e.KafkaTxn(c.Tenant, c.TxnID)
+	res, err := proposeOne(ctx, e, g, wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
+	if err != nil || res.Code != wire.CodeOK || !open || !before.Ongoing {
+		return res, err
+	}
+	xid := KafkaTxnXID(before)
+	decide := wire.XDecideCmd{ID: xid, Commit: false}
+	if d, err := proposeOne(ctx, e, g, wire.KindXDecide, decide.Encode(nil), wire.DecodeXDecideResult); err != nil || d.Commit {
+		return res, nil // a commit won the race; the finisher resolves it
+	}
+	resolve := wire.XResolveCmd{ID: xid, Commit: false}
+	for _, p := range groupsOf(before.Groups) {
+		if p < len(e.host.groups) {
+			_, _ = e.Propose(ctx, p, wire.Command{Kind: wire.KindXResolve, Body: resolve.Encode(nil)})
+		}
+	}
+	return res, nil
 }
 
 // KafkaTxn is a transactional id's state, from its coordinator's group.
@@ -120,140 +151,103 @@ func (e *Engine) TxnCoordinator(tenant wire.ID, txnID string) (node, term uint64
 	return e.Leader(e.CoordinatorGroup(tenant, 't', txnID))
 }
 
-// TxnBegin marks a transaction open.
+// TxnBegin opens a producer's transaction (if it is not open) and records
+// the groups it stages records or offsets in (TxnBeginCmd.Groups).
 func (e *Engine) TxnBegin(ctx context.Context, c *wire.TxnBeginCmd) (wire.KafkaTxnResult, error) {
 	return proposeOne(ctx, e, e.CoordinatorGroup(c.Tenant, 't', c.TxnID), wire.KindKafkaTxnBegin, c.Encode(nil), wire.DecodeKafkaTxnResult)
 }
 
-// TxnEnd commits (records and offsets) or aborts a transaction. Its state
-// lives in the transactional id's group; its records and offsets in their
-// partitions' groups. A commit touching only that group is one raft entry;
-// one touching others is a two-phase commit whose decision entry is the
-// coordinator's own TxnEnd, so the transactional id's state and the
-// decision can never disagree. An abort ends the transaction there, then
-// moves the producer's sequences past its batches in the other groups.
+// KafkaTxnXID names the commit of the transaction info describes: the
+// same for every piece staged for it and every attempt at ending it.
+func KafkaTxnXID(info storage.TxnInfo) wire.ID {
+	h := sha256.New()
+	h.Write(info.Tenant[:])
+	h.Write([]byte(info.TxnID))
+	var b [18]byte
+	binary.BigEndian.PutUint64(b[0:8], uint64(info.ProducerID))
+	binary.BigEndian.PutUint16(b[8:10], uint16(info.Epoch))
+	binary.BigEndian.PutUint64(b[10:18], info.TxnSeq)
+	h.Write(b[:])
+	var id wire.ID
+	copy(id[:], h.Sum(nil))
+	// Shaped as a UUIDv7 of when the transaction began, so the
+	// participants' remembered outcomes age out with the transaction
+	// window like any other.
+	for i := 0; i < 6; i++ {
+		id[i] = byte(uint64(info.BeganMs) >> (40 - 8*i))
+	}
+	return id
+}
+
+// KafkaStageDeadline is when a group's staged part of a transaction, still
+// undecided, asks the coordinator group for the decision (and records an
+// abort when there is none): well after the transaction's own timeout, at
+// which the coordinator's leader aborts it itself.
+func KafkaStageDeadline(info storage.TxnInfo) int64 {
+	return info.BeganMs + int64(info.TimeoutMs) + stageGraceMs
+}
+
+// stageGraceMs is how long past a transaction's timeout its participants
+// wait for the coordinator before deciding for it.
+const stageGraceMs = 60_000
+
+// TxnEnd ends a transaction at its coordinator group, committed or aborted,
+// and resolves the pieces it staged in every group it recorded. The
+// coordinator's EndTxn is the decision entry of a two-phase commit
+// (wire/xtxn.go): the first decision recorded for the transaction stands,
+// so a participant that gave up waiting and recorded an abort turns a late
+// commit into an abort (answered CodeConflict), and the transactional id's
+// state always agrees with what its participants did. Participants not
+// reached now are resolved by the coordinator's finisher (commit) or their
+// own resolvers (abort).
 func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnResult, error) {
 	coord := e.CoordinatorGroup(c.Tenant, 't', c.TxnID)
-	own, parts := e.splitKafkaTxn(c, coord)
-	if len(parts) == 0 {
-		return proposeOne(ctx, e, coord, wire.KindKafkaTxnEnd, own.Encode(nil), wire.DecodeKafkaTxnResult)
+	if err := e.Barrier(ctx, coord); err != nil {
+		return wire.KafkaTxnResult{}, err
 	}
-	if !c.Commit {
-		res, err := proposeOne(ctx, e, coord, wire.KindKafkaTxnEnd, own.Encode(nil), wire.DecodeKafkaTxnResult)
-		if err != nil || res.Code != wire.CodeOK || c.BumpEpoch {
-			return res, err // with a bumped epoch, sequences start again anyway
+	info, ok := e.KafkaTxn(c.Tenant, c.TxnID)
+	if !ok || info.ProducerID != c.ProducerID || info.TxnSeq != c.TxnSeq {
+		// Not this transaction (or not open): the state machine answers why.
+		return proposeOne(ctx, e, coord, wire.KindKafkaTxnEnd, c.Encode(nil), wire.DecodeKafkaTxnResult)
+	}
+	xid := KafkaTxnXID(info)
+	var participants []uint16
+	for _, g := range groupsOf(info.Groups) {
+		if g < len(e.host.groups) {
+			participants = append(participants, uint16(g))
 		}
-		return res, e.abortKafkaParts(ctx, c, coord, parts)
 	}
-	began := int64(0)
-	if info, ok := e.KafkaTxn(c.Tenant, c.TxnID); ok {
-		began = info.BeganMs
-	}
-	xid := kafkaXID(c, began)
-	others := make([]*txnPart, len(parts))
-	subs := make([]wire.Command, len(parts))
-	for i, p := range parts {
-		others[i] = &txnPart{group: p.group}
-		subs[i] = wire.Command{Kind: wire.KindKafkaTxnEnd, Body: p.cmd.Encode(nil)}
-	}
-	out, err := e.twoPhase(ctx, xid, coord, nil, wire.Command{Kind: wire.KindKafkaTxnEnd, Body: own.Encode(nil)}, others, subs)
+	decide := wire.XDecideCmd{ID: xid, Commit: c.Commit, Participants: participants,
+		Own: wire.Command{Kind: wire.KindKafkaTxnEnd, Body: c.Encode(nil)}}
+	d, err := proposeOne(ctx, e, coord, wire.KindXDecide, decide.Encode(nil), wire.DecodeXDecideResult)
 	if err != nil {
 		return wire.KafkaTxnResult{}, err
 	}
-	if out.own != nil {
-		if r, err := wire.DecodeKafkaTxnResult(out.own); err == nil {
-			if !out.commit && r.Code == wire.CodeOK {
-				r.Code = wire.CodeConflict
-			}
-			return r, nil
-		}
+	res, err := wire.DecodeKafkaTxnResult(d.Own)
+	if err != nil {
+		return wire.KafkaTxnResult{}, fmt.Errorf("raftgroups: end transaction result: %w", err)
 	}
-	if !out.commit {
-		// A participant refused (its partition is gone): the transaction is
-		// aborted at the coordinator, and the producer fenced.
-		abort := *own
-		abort.Commit, abort.BumpEpoch = false, true
-		if _, err := proposeOne(ctx, e, coord, wire.KindKafkaTxnEnd, abort.Encode(nil), wire.DecodeKafkaTxnResult); err != nil {
-			return wire.KafkaTxnResult{}, err
-		}
-		return wire.KafkaTxnResult{Code: wire.CodePartitionNotFound}, nil
+	if res.Code != wire.CodeOK && !d.Commit {
+		return res, nil // refused (fenced, not open): nothing to resolve for it
 	}
-	return wire.KafkaTxnResult{Code: wire.CodeOK}, nil
-}
-
-// kafkaPart is one group's share of a Kafka transaction.
-type kafkaPart struct {
-	group int
-	cmd   *wire.TxnEndCmd
-}
-
-// splitKafkaTxn splits a TxnEnd's pushes and offsets by the group holding
-// their partitions: own is the coordinator's share (with the whole
-// transaction's identity), parts the others'.
-func (e *Engine) splitKafkaTxn(c *wire.TxnEndCmd, coord int) (*wire.TxnEndCmd, []kafkaPart) {
-	own := *c
-	own.Pushes, own.Offsets = nil, nil
-	by := map[int]*wire.TxnEndCmd{}
-	var groups []int
-	get := func(queue string, index uint32) *wire.TxnEndCmd {
-		g := coord
-		if d, ok := e.DirByIndex(c.Tenant, queue, index); ok {
-			g = int(d.Group)
-		}
-		if g == coord {
-			return &own
-		}
-		p := by[g]
-		if p == nil {
-			p = &wire.TxnEndCmd{Tenant: c.Tenant, TxnID: c.TxnID, ProducerID: c.ProducerID, Epoch: c.Epoch,
-				TxnSeq: c.TxnSeq, Commit: c.Commit, BumpEpoch: c.BumpEpoch, StateTTLMs: c.StateTTLMs}
-			by[g] = p
-			groups = append(groups, g)
-		}
-		return p
+	if c.Commit && !d.Commit {
+		res.Code = wire.CodeConflict
 	}
-	for _, p := range c.Pushes {
-		t := get(p.Queue, p.PartitionIndex)
-		t.Pushes = append(t.Pushes, p)
+	if d.Commit {
+		e.host.crashAt(FaultAfterDecide)
 	}
-	for _, o := range c.Offsets {
-		t := get(o.Queue, o.PartitionIndex)
-		t.Offsets = append(t.Offsets, o)
-	}
-	slices.Sort(groups)
-	parts := make([]kafkaPart, len(groups))
-	for i, g := range groups {
-		parts[i] = kafkaPart{group: g, cmd: by[g]}
-	}
-	return &own, parts
-}
-
-// abortKafkaParts moves the producer's sequences past an aborted
-// transaction's batches in the groups other than the coordinator's: a
-// prepare resolved as an abort in the same entry.
-func (e *Engine) abortKafkaParts(ctx context.Context, c *wire.TxnEndCmd, coord int, parts []kafkaPart) error {
-	began := int64(0)
-	if info, ok := e.KafkaTxn(c.Tenant, c.TxnID); ok {
-		began = info.BeganMs
-	}
-	xid := kafkaXID(c, began)
-	xid[15] ^= 0xff // not the commit's id
-	errs := make([]error, len(parts))
-	fanOut(len(parts), func(i int) {
-		p := parts[i]
-		prep := wire.XPrepareCmd{ID: xid, Coord: uint16(coord), Sub: wire.Command{Kind: wire.KindKafkaTxnEnd, Body: p.cmd.Encode(nil)}}
-		res := wire.XResolveCmd{ID: xid, Commit: false}
-		out, err := e.Propose(ctx, p.group, wire.Command{Kind: wire.KindXPrepare, Body: prep.Encode(nil)},
-			wire.Command{Kind: wire.KindXResolve, Body: res.Encode(nil)})
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		if r, err := wire.DecodeXResolveResult(out[0]); err != nil || r.Code != wire.CodeOK {
-			errs[i] = fmt.Errorf("raftgroups: abort in group %d: prepare answered %v %v", p.group, r.Code, err)
+	resolve := wire.XResolveCmd{ID: xid, Commit: d.Commit}
+	body := resolve.Encode(nil)
+	resolved := make([]bool, len(participants))
+	fanOut(len(participants), func(i int) {
+		if _, err := e.Propose(ctx, int(participants[i]), wire.Command{Kind: wire.KindXResolve, Body: body}); err == nil {
+			resolved[i] = true
 		}
 	})
-	return errors.Join(errs...)
+	if d.Commit && !slices.Contains(resolved, false) {
+		e.host.forget(coord, xid)
+	}
+	return res, nil
 }
 
 // CreateTopic creates a Kafka topic at its home and its partitions in their

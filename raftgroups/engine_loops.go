@@ -300,7 +300,8 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 			h.log.Info("raft: dropped the shard of a deleted queue", "group", g, "queue", st.Queue, "incarnation", st.Inc)
 		}
 	case cat.Inc == st.Inc:
-		cmd := wire.EnsureShardCmd{Tenant: st.Tenant, Queue: st.Queue, Catalog: cat}
+		cmd := wire.EnsureShardCmd{Tenant: st.Tenant, Queue: st.Queue, Catalog: cat,
+			Subs: e.GroupStore(home).Subscriptions(st.Tenant, st.Queue)}
 		for _, d := range e.Dir(st.Tenant, st.Queue, 0, int(cat.Partitions)) {
 			if int(d.Group) == g {
 				cmd.Parts = append(cmd.Parts, d)
@@ -313,10 +314,13 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 }
 
 // shardComplete reports whether a shard holds every partition the
-// directory places in its group.
+// directory places in its group and every subscription the home has.
 func (e *Engine) shardComplete(g int, st storage.ShardState, cat *wire.Catalog) bool {
 	if cat.Groups&(1<<uint(g)) == 0 {
 		return true
+	}
+	if st.Subs < len(e.HomeStore(st.Tenant, st.Queue).Subscriptions(st.Tenant, st.Queue)) {
+		return false
 	}
 	want := 0
 	for _, d := range e.Dir(st.Tenant, st.Queue, 0, int(cat.Partitions)) {

@@ -183,7 +183,8 @@ func (e *Engine) resolve(ctx context.Context, r allocReq) (*resolved, error) {
 		}
 		es := out.ensure[g]
 		if es == nil {
-			es = &wire.EnsureShardCmd{Tenant: r.tenant, Queue: r.queue, Catalog: out.cat}
+			es = &wire.EnsureShardCmd{Tenant: r.tenant, Queue: r.queue, Catalog: out.cat,
+				Subs: e.GroupStore(home).Subscriptions(r.tenant, r.queue)}
 			out.ensure[g] = es
 		}
 		es.Parts = append(es.Parts, d)
@@ -244,8 +245,9 @@ func staleShard(code wire.Code) bool {
 	return code == wire.CodeQueueNotFound || code == wire.CodePartitionNotFound
 }
 
-// propagateCatalog carries a catalog's options to every group holding
-// partitions of the queue other than the home.
+// propagateCatalog carries a catalog's options and the home's
+// subscriptions to every group holding partitions of the queue other than
+// the home.
 func (e *Engine) propagateCatalog(ctx context.Context, tenant wire.ID, queue string, cat wire.Catalog) error {
 	home := e.Home(tenant, queue)
 	var groups []int
@@ -254,7 +256,7 @@ func (e *Engine) propagateCatalog(ctx context.Context, tenant wire.ID, queue str
 			groups = append(groups, g)
 		}
 	}
-	cmd := wire.EnsureShardCmd{Tenant: tenant, Queue: queue, Catalog: cat}
+	cmd := wire.EnsureShardCmd{Tenant: tenant, Queue: queue, Catalog: cat, Subs: e.GroupStore(home).Subscriptions(tenant, queue)}
 	body := cmd.Encode(nil)
 	errs := make([]error, len(groups))
 	fanOut(len(groups), func(i int) {

@@ -184,6 +184,14 @@ func (e *Engine) subscription(ctx context.Context, tenant wire.ID, queue, group 
 	if res.Code != wire.CodeOK {
 		return wire.Subscription{}, fmt.Errorf("raftgroups: subscribe %q to %q: %w", group, queue, res.Code.Err())
 	}
+	// Every group holding partitions learns of it now: their retention and
+	// expiry must count this group's progress (the reconciler catches a
+	// group this misses).
+	if cat, ok := e.Catalog(tenant, queue); ok {
+		if err := e.propagateCatalog(ctx, tenant, queue, cat); err != nil {
+			return wire.Subscription{}, err
+		}
+	}
 	return res.Sub, nil
 }
 

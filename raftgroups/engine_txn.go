@@ -2,8 +2,6 @@ package raftgroups
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -445,22 +443,3 @@ func (e *Engine) twoPhase(ctx context.Context, xid wire.ID, coord int, coordPrep
 	return out, nil
 }
 
-// kafkaXID names the commit of one Kafka transaction: the same for every
-// attempt at it, shaped as a UUIDv7 of when the transaction began so the
-// participants' remembered results age out with the transaction window.
-func kafkaXID(c *wire.TxnEndCmd, beganMs int64) wire.ID {
-	h := sha256.New()
-	h.Write(c.Tenant[:])
-	h.Write([]byte(c.TxnID))
-	var b [18]byte
-	binary.BigEndian.PutUint64(b[0:8], uint64(c.ProducerID))
-	binary.BigEndian.PutUint16(b[8:10], uint16(c.Epoch))
-	binary.BigEndian.PutUint64(b[10:18], c.TxnSeq)
-	h.Write(b[:])
-	var id wire.ID
-	copy(id[:], h.Sum(nil))
-	for i := 0; i < 6; i++ {
-		id[i] = byte(uint64(beganMs) >> (40 - 8*i))
-	}
-	return id
-}

@@ -297,20 +297,46 @@ func TestKafkaTransactionAcrossGroups(t *testing.T) {
 		t.Fatalf("init: %v %+v", err, ini)
 	}
 	run := func(seq uint64, commit bool, base int32) {
-		b, err := e.TxnBegin(ctx, &wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch})
+		var mask uint64
+		for i := uint32(0); i < 3; i++ {
+			d, _ := e.DirByIndex(wire.DefaultTenant, "kt", i)
+			mask |= 1 << d.Group
+		}
+		b, err := e.TxnBegin(ctx, &wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, Groups: mask})
 		if err != nil || b.Code != wire.CodeOK || b.TxnSeq != seq {
 			t.Fatalf("begin: %v %+v", err, b)
 		}
-		end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: seq,
-			Commit: commit, StateTTLMs: 60000}
+		info, _ := e.KafkaTxn(wire.DefaultTenant, "tx")
+		coord := e.CoordinatorGroup(wire.DefaultTenant, 't', "tx")
+		var bodies []KafkaBody
 		for i := uint32(0); i < 3; i++ {
+			d, _ := e.DirByIndex(wire.DefaultTenant, "kt", i)
+			cat, _ := e.Catalog(wire.DefaultTenant, "kt")
 			rec := wire.AppendRecord(nil, &wire.Record{MsgID: wire.ID{0: 0xab, 1: byte(seq), 15: byte(i)}, Payload: []byte(fmt.Sprint(seq))})
-			push := wire.TxnPush{Queue: "kt", PartitionIndex: i, Batches: []wire.SeqBatch{{BaseSeq: base, Count: 1}}}
-			if commit {
-				push.Count, push.Records = 1, rec
-			}
-			end.Pushes = append(end.Pushes, push)
+			st := wire.KafkaStageCmd{XID: KafkaTxnXID(info), Coord: uint16(coord), DeadlineMs: KafkaStageDeadline(info), TxnID: "tx",
+				Produce: wire.KafkaProduceCmd{ProducerID: ini.ProducerID, Epoch: ini.Epoch, BaseSeq: base, StateTTLMs: 60000,
+					Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "kt", PartitionIndex: int32(i), Inc: cat.Inc, Count: 1, Records: rec}}}
+			bodies = append(bodies, KafkaBody{Group: int(d.Group), Kind: wire.KindKafkaStage, Body: st.Encode(nil)})
 		}
+		wait, err := e.KafkaProduce(bodies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Code != wire.CodeOK {
+				t.Fatalf("stage %d: %+v", i, r)
+			}
+		}
+		for i := uint32(0); i < 3; i++ {
+			if p, _ := e.PartitionAt(wire.DefaultTenant, "kt", i); p.HighWatermark() != 0 {
+				t.Fatalf("staged records visible in partition %d", i)
+			}
+		}
+		end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: seq, Commit: commit}
 		r, err := e.TxnEnd(ctx, &end)
 		if err != nil || r.Code != wire.CodeOK {
 			t.Fatalf("end (commit %v): %v %+v", commit, err, r)

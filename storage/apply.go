@@ -105,6 +105,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeDropShardCmd, func(c *wire.DropShardCmd) wire.CodeResult { return s.applyDropShard(ctx, c) })
 	case wire.KindSubscribe:
 		return run(cmd.Body, wire.DecodeSubscribeCmd, func(c *wire.SubscribeCmd) wire.SubscribeResult { return s.applySubscribe(ctx, c) })
+	case wire.KindKafkaStage:
+		return run(cmd.Body, wire.DecodeKafkaStageCmd, func(c *wire.KafkaStageCmd) wire.KafkaProduceResult { return s.applyKafkaStage(ctx, c, cmd.Body) })
 	case wire.KindXPrepare:
 		return run(cmd.Body, wire.DecodeXPrepareCmd, func(c *wire.XPrepareCmd) wire.XResolveResult { return s.applyXPrepare(ctx, c) })
 	case wire.KindXDecide:

@@ -32,6 +32,7 @@ const (
 	tagSweep     = 'w' // sweeper name → where its pass stands (sweep.go)
 	tagTxnDone   = 'x' // transaction id (UUIDv7, so time-ordered) → its committed result
 	tagKafka     = 'K' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
+	tagXStage    = 'Q' // xid, piece → a staged piece of a Kafka transaction (apply_kafka_txn.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of

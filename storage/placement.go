@@ -2,7 +2,9 @@ package storage
 
 import (
 	"encoding/binary"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -177,6 +179,11 @@ func (s *Store) applyEnsureShard(ctx *applyCtx, c *wire.EnsureShardCmd) wire.Cod
 		s.createPartition(ctx, q, d.Index, d.Name, d.CreatedMs)
 		ctx.touch(q)
 	}
+	for _, sub := range c.Subs {
+		if sub.Group != "" && q.subs[sub.Group] == nil {
+			s.subscribe(ctx, q, sub.Group, sub.Sub.Mode, sub.Sub.FromMs, sub.Sub.CreatedMs)
+		}
+	}
 	return wire.CodeResult{Code: wire.CodeOK}
 }
 
@@ -326,6 +333,22 @@ func (s *Store) HasPartitionAt(tenant wire.ID, queue string, inc uint64, index u
 	return q != nil && q.inc == inc && int(index) < len(q.parts) && q.parts[index] != nil
 }
 
+// Subscriptions lists the consumer groups subscribed to a queue here.
+func (s *Store) Subscriptions(tenant wire.ID, queue string) []wire.SubEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil {
+		return nil
+	}
+	out := make([]wire.SubEntry, 0, len(q.subs))
+	for _, sub := range q.subs {
+		out = append(out, wire.SubEntry{Group: sub.group, Sub: wire.Subscription{Mode: sub.mode, FromMs: sub.fromMs, CreatedMs: sub.createdMs}})
+	}
+	slices.SortFunc(out, func(a, b wire.SubEntry) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
 // Subscription is a consumer group's subscription to a queue as this group
 // holds it.
 func (s *Store) Subscription(tenant wire.ID, queue, group string) (wire.Subscription, bool) {
@@ -348,6 +371,8 @@ type ShardState struct {
 	Home   bool
 	// Indexes lists the partitions this group holds.
 	Indexes []uint32
+	// Subs counts the consumer groups subscribed here.
+	Subs int
 }
 
 // Shards lists every queue state this group holds.
@@ -356,7 +381,7 @@ func (s *Store) Shards() []ShardState {
 	defer s.mu.RUnlock()
 	out := make([]ShardState, 0, len(s.queuesByID))
 	for _, q := range s.queuesByID {
-		st := ShardState{Tenant: q.tenant, Queue: q.name, Inc: q.inc, CfgVer: q.cfgVer, Home: q.home}
+		st := ShardState{Tenant: q.tenant, Queue: q.name, Inc: q.inc, CfgVer: q.cfgVer, Home: q.home, Subs: len(q.subs)}
 		for _, p := range q.parts {
 			if p != nil {
 				st.Indexes = append(st.Indexes, p.index)

@@ -126,11 +126,12 @@ type TxnInfo struct {
 	LastCommitted bool
 	BeganMs       int64
 	TimeoutMs     uint32
+	Groups        uint64 // raft groups the transaction staged in (bit g)
 }
 
 func txnInfo(k txnKeyT, t *txnState) TxnInfo {
 	return TxnInfo{Tenant: k.tenant, TxnID: k.id, ProducerID: t.producerID, Epoch: t.epoch, Ongoing: t.ongoing,
-		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs}
+		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs, Groups: t.groups}
 }
 
 // KafkaTxn returns a transactional id's state.

@@ -201,23 +201,12 @@ func (s *Store) checkPart(ctx *applyCtx, sub wire.Command) (wire.Code, []byte) {
 			return r.Code, r.Encode(nil)
 		}
 		return wire.CodeOK, nil
-	case wire.KindKafkaTxnEnd:
-		c, err := wire.DecodeTxnEndCmd(sub.Body)
-		if err != nil {
-			return wire.CodeBadRequest, nil
-		}
-		if !c.Commit {
-			return wire.CodeOK, nil // an abort's pushes carry only batches; skipAborted passes over gone partitions
-		}
-		if code := s.txnTargetsExist(&c); code != wire.CodeOK {
-			return code, wire.CodeResult{Code: code}.Encode(nil)
-		}
-		return wire.CodeOK, nil
 	}
 	return wire.CodeBadRequest, nil
 }
 
-// commitPart applies a part, answering its result.
+// commitPart applies a part, answering its result (ctx.xid is the part's
+// transaction).
 func (s *Store) commitPart(ctx *applyCtx, sub wire.Command) []byte {
 	switch sub.Kind {
 	case wire.KindTransaction:
@@ -230,28 +219,19 @@ func (s *Store) commitPart(ctx *applyCtx, sub wire.Command) []byte {
 			s.log.Error("storage: a committed transaction's part could not be applied", "transaction", c.ID.String(), "code", r.Code)
 		}
 		return r.Encode(nil)
-	case wire.KindKafkaTxnEnd:
-		c, err := wire.DecodeTxnEndCmd(sub.Body)
-		if err != nil {
-			return nil
-		}
-		if code := s.txnTargetsExist(&c); code != wire.CodeOK {
-			s.log.Error("storage: a committed Kafka transaction's part lost its partitions", "transactional_id", c.TxnID, "code", code)
-			return wire.CodeResult{Code: code}.Encode(nil)
-		}
-		s.commitTxn(ctx, &c)
+	case wire.KindKafkaStage:
+		s.commitKafkaPart(ctx, ctx.xid)
 		return wire.CodeResult{Code: wire.CodeOK}.Encode(nil)
 	}
 	return nil
 }
 
-// abortPart undoes what a prepared part's abort must: a Kafka part moves
-// the producer's sequences past its batches.
+// abortPart drops what an aborted part staged: a Kafka part's pieces (the
+// producer's sequences moved past its batches when they were staged, as an
+// aborted transaction's batches do in Kafka's log).
 func (s *Store) abortPart(ctx *applyCtx, sub wire.Command) {
-	if sub.Kind == wire.KindKafkaTxnEnd {
-		if c, err := wire.DecodeTxnEndCmd(sub.Body); err == nil && !c.BumpEpoch {
-			s.skipAborted(ctx, &c)
-		}
+	if sub.Kind == wire.KindKafkaStage {
+		s.eachStaged(ctx, ctx.xid, nil)
 	}
 }
 
@@ -324,13 +304,25 @@ func (s *Store) applyXDecide(ctx *applyCtx, c *wire.XDecideCmd) wire.XDecideResu
 		if own, ok := ctx.get(txnDoneKey(c.ID)); ok {
 			res.Own = own
 		}
+		if !d.commit && c.Own.Kind == wire.KindKafkaTxnEnd {
+			// Aborted first (a participant gave up waiting): the
+			// transactional id's state ends aborted too.
+			if end, err := wire.DecodeTxnEndCmd(c.Own.Body); err == nil {
+				end.Commit = false
+				res.Own = s.applyTxnEnd(ctx, &end).Encode(nil)
+			}
+		}
 		return res
 	}
 	d := xDecision{commit: c.Commit, participants: c.Participants, decidedMs: ctx.nowMs}
 	res := wire.XDecideResult{Code: wire.CodeOK}
-	if c.Commit && c.Own.Kind != 0 {
+	// A Kafka EndTxn is applied whichever way it ends: it is the
+	// transactional id's state, which must agree with the decision.
+	if c.Own.Kind != 0 && (c.Commit || c.Own.Kind == wire.KindKafkaTxnEnd) {
 		ctx.xid = c.ID
-		d.commit, res.Own = s.applyOwnPart(ctx, c.Own)
+		var ok bool
+		ok, res.Own = s.applyOwnPart(ctx, c.Own)
+		d.commit = c.Commit && ok
 		ctx.xid = wire.ID{}
 	}
 	res.Commit = d.commit
@@ -362,7 +354,7 @@ func (s *Store) applyOwnPart(ctx *applyCtx, own wire.Command) (bool, []byte) {
 			return false, nil
 		}
 		r := s.applyTxnEnd(ctx, &c)
-		return r.Code == wire.CodeOK && c.Commit, r.Encode(nil)
+		return r.Code == wire.CodeOK, r.Encode(nil)
 	}
 	return false, nil
 }

@@ -43,6 +43,7 @@ const (
 	KindKafkaTxnBegin         Kind = 36 // TxnBeginCmd
 	KindKafkaTxnEnd           Kind = 37 // TxnEndCmd: a whole transaction's commit or abort
 	KindKafkaRegisterNode     Kind = 38 // RegisterNodeCmd (group 0 only)
+	KindKafkaStage            Kind = 39 // KafkaStageCmd: a piece of an open transaction
 
 	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
 	// consumer-group and message administration, 30..49 for the Kafka

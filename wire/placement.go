@@ -276,14 +276,24 @@ func DecodeAllocResult(b []byte) (AllocResult, error) {
 // EnsureShardCmd, applied in a group holding (or about to hold) partitions
 // of a queue, makes its shard match the catalog: created when missing (or
 // when it is a shard of an older incarnation, which is dropped first), its
-// options taken when the catalog's version is newer, and the listed
-// partitions created at their index. It is how partitions are created and
-// how option changes reach every group of a queue.
+// options taken when the catalog's version is newer, the listed partitions
+// created at their index, and the listed consumer-group subscriptions
+// added. It is how partitions are created and how option changes and
+// subscriptions reach every group of a queue (retention and expiry in a
+// group must know every group subscribed, or they would count a message
+// consumed that a subscribed group never read).
 type EnsureShardCmd struct {
 	Tenant  ID
 	Queue   string
 	Catalog Catalog
 	Parts   []DirEntry
+	Subs    []SubEntry
+}
+
+// SubEntry is one consumer group's subscription to a queue.
+type SubEntry struct {
+	Group string
+	Sub   Subscription
 }
 
 // Encode appends the command body.
@@ -293,6 +303,13 @@ func (c *EnsureShardCmd) Encode(b []byte) []byte {
 	w.String(c.Queue)
 	c.Catalog.Encode(&w)
 	encodeDir(&w, c.Parts)
+	w.Uvarint(uint64(len(c.Subs)))
+	for _, s := range c.Subs {
+		w.String(s.Group)
+		w.U8(s.Sub.Mode)
+		w.Varint(s.Sub.FromMs)
+		w.Varint(s.Sub.CreatedMs)
+	}
 	return w.B
 }
 
@@ -304,6 +321,16 @@ func DecodeEnsureShardCmd(b []byte) (EnsureShardCmd, error) {
 	c.Queue = r.String()
 	c.Catalog.Decode(&r)
 	c.Parts = decodeDir(&r)
+	if n := r.Count(MaxAllocPartitions, 4); n > 0 {
+		c.Subs = make([]SubEntry, n)
+		for i := range c.Subs {
+			s := &c.Subs[i]
+			s.Group = r.String()
+			s.Sub.Mode = r.U8()
+			s.Sub.FromMs = r.Varint()
+			s.Sub.CreatedMs = r.Varint()
+		}
+	}
 	return c, r.Done()
 }
 

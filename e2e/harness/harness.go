@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,16 +71,17 @@ type Node struct {
 type Options struct {
 	Nodes int
 	// Groups sets QUEEN_RAFT_GROUPS; 0 leaves the node's default (derived
-	// from the machine), with room for up to DefaultGroupsMax groups.
+	// from the machine, see DefaultGroups).
 	Groups int
 	Env    map[string]string // settings for every node
 	// BaseDir holds the nodes' data dirs (a test's TempDir).
 	BaseDir string
 }
 
-// DefaultGroupsMax is the most groups a node runs by default (cmd/queen's
-// defaultGroups): the raft ports a node without Groups is given.
-const DefaultGroupsMax = 16
+// DefaultGroups is how many raft groups a node runs without
+// QUEEN_RAFT_GROUPS on this machine: cmd/queen's rule (two per core, 4 to
+// 16), which the harness cannot import.
+func DefaultGroups() int { return min(max(2*runtime.NumCPU(), 4), 16) }
 
 // Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
 type Cluster struct {
@@ -94,7 +96,7 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 	}
 	ports := o.Groups
 	if ports < 1 {
-		ports = DefaultGroupsMax
+		ports = DefaultGroups()
 	}
 	c := &Cluster{}
 	var peers []string
