@@ -230,21 +230,25 @@ func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnRe
 	if res.Code != wire.CodeOK && !d.Commit {
 		return res, nil // refused (fenced, not open): nothing to resolve for it
 	}
-	if c.Commit && !d.Commit {
-		res.Code = wire.CodeConflict
+	if c.Commit != d.Commit {
+		res.Code = wire.CodeConflict // it had already ended the other way
 	}
 	if d.Commit {
 		e.host.crashAt(FaultAfterDecide)
 	}
 	resolve := wire.XResolveCmd{ID: xid, Commit: d.Commit}
 	body := resolve.Encode(nil)
-	resolved := make([]bool, len(participants))
+	errs := make([]error, len(participants))
 	fanOut(len(participants), func(i int) {
-		if _, err := e.Propose(ctx, int(participants[i]), wire.Command{Kind: wire.KindXResolve, Body: body}); err == nil {
-			resolved[i] = true
-		}
+		_, errs[i] = e.Propose(ctx, int(participants[i]), wire.Command{Kind: wire.KindXResolve, Body: body})
 	})
-	if d.Commit && !slices.Contains(resolved, false) {
+	if err := errors.Join(errs...); err != nil {
+		// Decided, but not every group has ended its part: the client
+		// retries the end (which resolves again) before it starts the
+		// next transaction, so no piece of the next can join this one.
+		return wire.KafkaTxnResult{}, fmt.Errorf("%w: a group did not resolve the transaction: %w", ErrNoLeader, err)
+	}
+	if d.Commit {
 		e.host.forget(coord, xid)
 	}
 	return res, nil

@@ -68,8 +68,9 @@ func (s *Store) txnFor(tenant wire.ID, txnID string, producer int64, epoch int16
 	return t, wire.CodeOK
 }
 
-// applyTxnBegin opens a transaction: the leader stages its records, and the
-// open flag is how any later leader knows one was open.
+// applyTxnBegin opens a transaction (or, open, adds the groups it stages
+// in): its records and offsets are staged in their partitions' groups, and
+// EndTxn resolves each group recorded here.
 func (s *Store) applyTxnBegin(ctx *applyCtx, c *wire.TxnBeginCmd) wire.KafkaTxnResult {
 	t, code := s.txnFor(c.Tenant, c.TxnID, c.ProducerID, c.Epoch)
 	if code != wire.CodeOK {

@@ -266,6 +266,14 @@ func (s *Store) applyXResolve(ctx *applyCtx, c *wire.XResolveCmd) wire.XResolveR
 			r, _ := wire.DecodeTxnResult(v)
 			return wire.XResolveResult{Code: r.Code, Sub: v}
 		}
+		// Nothing of it here, yet: remember the outcome anyway, so a
+		// prepare or a staged piece of it arriving late is refused rather
+		// than left behind.
+		code := wire.CodeOK
+		if !c.Commit {
+			code = wire.CodeConflict
+		}
+		s.rememberTxn(ctx, c.ID, wire.TxnResult{Code: code, FailedLease: -1, FailedOp: -1, FailedItem: -1})
 		return wire.XResolveResult{Code: wire.CodeNotFound}
 	}
 	ctx.xid = c.ID
@@ -304,11 +312,13 @@ func (s *Store) applyXDecide(ctx *applyCtx, c *wire.XDecideCmd) wire.XDecideResu
 		if own, ok := ctx.get(txnDoneKey(c.ID)); ok {
 			res.Own = own
 		}
-		if !d.commit && c.Own.Kind == wire.KindKafkaTxnEnd {
-			// Aborted first (a participant gave up waiting): the
-			// transactional id's state ends aborted too.
+		if c.Own.Kind == wire.KindKafkaTxnEnd {
+			// The transactional id's state agrees with the decision in
+			// force: a retried end answers as the first did (applyTxnEnd
+			// is idempotent), and an end arriving after an abort a
+			// participant recorded (it gave up waiting) ends it aborted.
 			if end, err := wire.DecodeTxnEndCmd(c.Own.Body); err == nil {
-				end.Commit = false
+				end.Commit = d.commit
 				res.Own = s.applyTxnEnd(ctx, &end).Encode(nil)
 			}
 		}

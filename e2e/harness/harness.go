@@ -78,10 +78,17 @@ type Options struct {
 	BaseDir string
 }
 
-// DefaultGroups is how many raft groups a node runs without
-// QUEEN_RAFT_GROUPS on this machine: cmd/queen's rule (two per core, 4 to
-// 16), which the harness cannot import.
-func DefaultGroups() int { return min(max(2*runtime.NumCPU(), 4), 16) }
+// DefaultGroups is how many raft groups a node of a cluster of nodes runs
+// without QUEEN_RAFT_GROUPS on this machine: cmd/queen's rule (two per core,
+// at least 4, a multiple of the cluster size, at most 16), which the
+// harness cannot import.
+func DefaultGroups(nodes int) int {
+	g := max(2*runtime.NumCPU(), 4)
+	if nodes > 1 {
+		g = (g + nodes - 1) / nodes * nodes
+	}
+	return min(g, 16)
+}
 
 // Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
 type Cluster struct {
@@ -96,7 +103,7 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 	}
 	ports := o.Groups
 	if ports < 1 {
-		ports = DefaultGroups()
+		ports = DefaultGroups(o.Nodes)
 	}
 	c := &Cluster{}
 	var peers []string

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -23,9 +25,10 @@ const (
 // produceTarget is one produce command in flight and the response partition
 // it answers.
 type produceTarget struct {
-	rp    *kmsg.ProduceResponseTopicPartition
-	topic string
-	first bool // the partition's first batch: its offset is the answer
+	rp     *kmsg.ProduceResponseTopicPartition
+	topic  string
+	first  bool // the partition's first batch: its offset is the answer
+	staged bool // a transactional batch: its offset is given at commit
 }
 
 // txnBatches are one partition's batches of a transactional produce.
@@ -33,6 +36,7 @@ type txnBatches struct {
 	rp        *kmsg.ProduceResponseTopicPartition
 	topic     string
 	partition int32
+	part      cachedPartition
 	seal      bool
 	batches   []records.Batch
 }
@@ -41,10 +45,10 @@ type txnBatches struct {
 // decoded and checked here, on the request's goroutine, then converted to
 // stored records in their final command buffers, and each partition's
 // commands are proposed to the raft group holding it, one raft entry per
-// group. Transactional batches are staged instead on the coordinator of
-// the transactional id (txn.go) and written at commit. Proposing and
-// staging happen in the order the client sent its requests (Conn.Ordered):
-// batches it pipelines to a partition stay in order.
+// group. Transactional batches are staged there instead, as pieces of the
+// producer's open transaction (txn.go), and reach the log at commit.
+// Proposals happen in the order the client sent its requests
+// (Conn.Ordered): batches it pipelines to a partition stay in order.
 func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -72,7 +76,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 			case req.TransactionID != nil:
 				rp.BaseOffset = -1 // offsets are given at commit
-				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, seal: seal, batches: batches})
+				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, part: part, seal: seal, batches: batches})
 			default:
 				for i := range batches {
 					body, err := b.produceBody(tenant, t.Topic, p.Partition, part.inc, seal, &batches[i])
@@ -87,15 +91,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		}
 	}
 	if len(staged) > 0 {
-		err := c.Ordered(ctx, func() {
-			for _, s := range staged {
-				err := b.txns.stage(ctx, tenant, *req.TransactionID, s.topic, s.partition, s.batches, s.seal)
-				s.rp.ErrorCode, s.rp.ErrorMessage = errorCode(err), errorMessage(err)
-			}
-		})
-		if err != nil {
-			return kafka.ErrorResponse(req, errorCode(err)), nil
-		}
+		bodies, targets = b.stageBatches(ctx, tenant, req, staged)
 	}
 	if len(bodies) > 0 {
 		b.propose(ctx, c, tenant, req, bodies, targets)
@@ -151,8 +147,7 @@ func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, ten
 // propose queues the produce commands in the client's request order and
 // fills each partition's answer from its first batch's result.
 func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req *kmsg.ProduceRequest, bodies []raftgroups.KafkaBody, targets []produceTarget) {
-	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+	pctx, cancel := context.WithTimeout(ctx, produceWait(req))
 	defer cancel()
 	var (
 		wait    func(context.Context) ([]wire.KafkaProduceResult, error)
@@ -185,7 +180,7 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 			rerr = nil // a retried batch: success, with its original offset
 		}
 		tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(rerr), errorMessage(rerr)
-		if tg.first {
+		if tg.first && !tg.staged {
 			tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
 		}
 	}
@@ -216,15 +211,86 @@ func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte) ([]record
 	return batches, nil
 }
 
-// produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
-// so the records are converted straight into the command. inc is the
-// incarnation of the topic the partition was resolved in.
-func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, seal bool, bt *records.Batch) ([]byte, error) {
+// produceWait is how long a produce waits for its commit.
+func produceWait(req *kmsg.ProduceRequest) time.Duration {
+	return min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
+}
+
+// produceCmd is one batch's KafkaProduceCmd, without its records. inc is
+// the incarnation of the topic the partition was resolved in.
+func (b *Broker) produceCmd(tenant wire.ID, topic string, partition int32, inc uint64, bt *records.Batch) wire.KafkaProduceCmd {
 	cmd := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, StateTTLMs: uint32(b.cfg.DedupWindow.Milliseconds()),
 		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Inc: inc, Count: len(bt.Records)}}
 	if bt.ProducerID >= 0 {
 		cmd.ProducerID, cmd.Epoch, cmd.BaseSeq = bt.ProducerID, bt.ProducerEpoch, bt.BaseSequence
 	}
+	return cmd
+}
+
+// produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
+// so the records are converted straight into the command.
+func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, seal bool, bt *records.Batch) ([]byte, error) {
+	cmd := b.produceCmd(tenant, topic, partition, inc, bt)
 	body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+storedSize(bt)))
 	return b.appendStored(body, bt, seal)
+}
+
+// stageBatches builds the commands of a transactional produce: each batch,
+// checked as a produce is, staged as a piece of the producer's open
+// transaction in the raft group holding its partition, which the
+// transaction must have added (AddPartitionsToTxn). Partitions that cannot
+// stage get their error in their answer.
+func (b *Broker) stageBatches(ctx context.Context, tenant wire.ID, req *kmsg.ProduceRequest, parts []txnBatches) ([]raftgroups.KafkaBody, []produceTarget) {
+	var groups uint64
+	for _, p := range parts {
+		groups |= groupBit(p.part.group)
+	}
+	octx, cancel := context.WithTimeout(ctx, produceWait(req))
+	defer cancel()
+	first := &parts[0].batches[0]
+	info, err := b.openTxn(octx, tenant, *req.TransactionID, first.ProducerID, first.ProducerEpoch, groups)
+	if errors.Is(err, errTxnNotAdded) {
+		err = nil // some partitions were added: answered one by one
+	}
+	stage := b.stageCmd(info)
+	var (
+		bodies  []raftgroups.KafkaBody
+		targets []produceTarget
+	)
+	for _, p := range parts {
+		pieces, perr := b.stagePartition(stage, info, err, tenant, &p)
+		if perr != nil {
+			p.rp.ErrorCode, p.rp.ErrorMessage = errorCode(perr), errorMessage(perr)
+			continue
+		}
+		for i, body := range pieces {
+			bodies = append(bodies, raftgroups.KafkaBody{Group: p.part.group, Kind: wire.KindKafkaStage, Body: body})
+			targets = append(targets, produceTarget{rp: p.rp, topic: p.topic, first: i == 0, staged: true})
+		}
+	}
+	return bodies, targets
+}
+
+// stagePartition builds the stage commands of one partition's batches
+// (err: the transaction's check failed), each in a buffer sized for it.
+func (b *Broker) stagePartition(stage wire.KafkaStageCmd, info storage.TxnInfo, err error, tenant wire.ID, p *txnBatches) ([][]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if info.Groups&groupBit(p.part.group) == 0 {
+		return nil, errTxnNotAdded
+	}
+	pieces := make([][]byte, len(p.batches))
+	for i := range p.batches {
+		bt := &p.batches[i]
+		if err := checkTxn(info, true, bt.ProducerID, bt.ProducerEpoch, 0); err != nil {
+			return nil, err
+		}
+		stage.Produce = b.produceCmd(tenant, p.topic, p.partition, p.part.inc, bt)
+		body := stage.EncodeHeader(make([]byte, 0, 128+len(p.topic)+len(stage.TxnID)+storedSize(bt)))
+		if pieces[i], err = b.appendStored(body, bt, p.seal); err != nil {
+			return nil, err
+		}
+	}
+	return pieces, nil
 }

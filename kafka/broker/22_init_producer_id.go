@@ -17,7 +17,9 @@ import (
 // a new id, which resets its sequences everywhere. A transactional
 // producer must ask its id's coordinator (the leader of the raft group the
 // id hashes onto): its id keeps its producer id and gets the next epoch,
-// fencing the previous holder and aborting whatever it had staged.
+// fencing the previous holder and ending its open transaction as aborted
+// (the pieces it staged are dropped by their groups once past their
+// deadline, which finds no commit).
 func (b *Broker) handleInitProducerID(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
@@ -38,7 +40,6 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *kafka.Conn, kreq k
 			return resp, nil
 		}
 		cmd.Transactional, cmd.TxnID, cmd.TimeoutMs = true, *req.TransactionalID, uint32(req.TransactionTimeoutMillis)
-		b.txns.dropKey(txnKey{tenant, cmd.TxnID})
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

@@ -58,11 +58,6 @@ type Config struct {
 	// FetchMaxBytes caps one fetch response whatever the client asks: a
 	// response is held in memory until written (QUEEN_KAFKA_FETCH_MAX_BYTES).
 	FetchMaxBytes int
-	// TxnMaxBytes bounds the records one transaction stages on its
-	// coordinator (QUEEN_KAFKA_TXN_MAX_BYTES); TxnBufferBytes bounds all transactions
-	// together (QUEEN_KAFKA_TXN_BUFFER_BYTES).
-	TxnMaxBytes    int
-	TxnBufferBytes int
 	// TxnMaxTimeout is the longest transaction timeout a producer may ask
 	// for (QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, Kafka's
 	// transaction.max.timeout.ms).
@@ -75,8 +70,6 @@ type Config struct {
 const (
 	DefaultMaxMessageBytes = 1048588
 	DefaultFetchMaxBytes   = 32 << 20
-	DefaultTxnMaxBytes     = 32 << 20
-	DefaultTxnBufferBytes  = 256 << 20
 	DefaultTxnMaxTimeout   = 15 * time.Minute
 	DefaultDedupWindow     = 900 * time.Second
 )
@@ -97,13 +90,6 @@ func (c *Config) setDefaults() {
 	if c.FetchMaxBytes <= 0 {
 		c.FetchMaxBytes = DefaultFetchMaxBytes
 	}
-	if c.TxnMaxBytes <= 0 {
-		c.TxnMaxBytes = DefaultTxnMaxBytes
-	}
-	if c.TxnBufferBytes <= 0 {
-		c.TxnBufferBytes = DefaultTxnBufferBytes
-	}
-	c.TxnBufferBytes = max(c.TxnBufferBytes, c.TxnMaxBytes)
 	if c.TxnMaxTimeout <= 0 {
 		c.TxnMaxTimeout = DefaultTxnMaxTimeout
 	}
@@ -116,7 +102,6 @@ type Broker struct {
 	log    *slog.Logger
 	srv    *kafka.Server
 	ids    msgIDs
-	txns   *coordinator
 	parts  partitionCache
 	groups *coordinators // consumer-group coordination (group_coordination.go)
 
@@ -140,7 +125,6 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel}
 	b.ids.init()
-	b.txns = newCoordinator(b)
 	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {
 		if err := srv.RegisterHandler(key, guard(key, h)); err != nil {
@@ -195,7 +179,7 @@ func (b *Broker) Start() error {
 	}
 	b.wg.Add(2)
 	go b.registerNode()
-	go b.txns.reap()
+	go b.reapTxns()
 	return nil
 }
 
