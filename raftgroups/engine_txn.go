@@ -442,4 +442,3 @@ func (e *Engine) twoPhase(ctx context.Context, xid wire.ID, coord int, coordPrep
 	}
 	return out, nil
 }
-
