@@ -36,18 +36,6 @@ func TestCrossGroupTransactionSurvivesACrashAtEachStep(t *testing.T) {
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			cl := newClient(t, ctx, survivor)
-			in, out, key := "in-"+tc.point, "out-"+tc.point, "k-"+tc.point
-			cl.push(items(in, "p", "work")...)
-			m := cl.mustPop(popPath(in, "batch=1", "leaseSeconds=3", "subscriptionMode=all"), 1).Messages[0]
-			// An output partition in another group than the input's.
-			target := ""
-			for i := 0; target == ""; i++ {
-				name := fmt.Sprintf("o%d", i)
-				cl.push(items(out, name, "seed")...)
-				if groupOfPID(t, queuePartitions(t, ctx, cl.base, out)[name]) != groupOfPID(t, m.PartitionID) {
-					target = name
-				}
-			}
 			coordinator.Stop()
 			coordinator.Env["QUEEN_FAULT_CRASH_AT"] = tc.point
 			if err := c.Start(coordinator); err != nil {
@@ -56,6 +44,19 @@ func TestCrossGroupTransactionSurvivesACrashAtEachStep(t *testing.T) {
 			if err := c.WaitAllHealthy(ctx); err != nil {
 				t.Fatal(err)
 			}
+			in, out, key := "in-"+tc.point, "out-"+tc.point, "k-"+tc.point
+			cl.push(items(in, "p", "work")...)
+			// An output partition in another group than the input's.
+			inPID := queuePartitions(t, ctx, cl.base, in)["p"]
+			target := ""
+			for i := 0; target == ""; i++ {
+				name := fmt.Sprintf("o%d", i)
+				cl.push(items(out, name, "seed")...)
+				if groupOfPID(t, queuePartitions(t, ctx, cl.base, out)[name]) != groupOfPID(t, inPID) {
+					target = name
+				}
+			}
+			m := cl.mustPop(popPath(in, "batch=1", "leaseSeconds=3", "subscriptionMode=all"), 1).Messages[0]
 			body := map[string]any{
 				"operations": []any{
 					map[string]any{"type": "ack", "transactionId": m.TransactionID, "partitionId": m.PartitionID, "leaseId": m.LeaseID},
@@ -71,6 +72,7 @@ func TestCrossGroupTransactionSurvivesACrashAtEachStep(t *testing.T) {
 			if err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) { return !coordinator.Running(), nil }); err != nil {
 				t.Fatal(err)
 			}
+			coordinator.Kill() // reaps it: it is dead already
 			delete(coordinator.Env, "QUEEN_FAULT_CRASH_AT")
 			if err := c.Start(coordinator); err != nil {
 				t.Fatal(err)

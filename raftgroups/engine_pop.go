@@ -32,6 +32,14 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 	if !ok {
 		return wire.PopResult{Code: wire.CodeQueueNotFound}, nil
 	}
+	// The group subscribes on its first pop, messages or not: what it
+	// is owed from then on (mode new) and what retention must keep for it
+	// count from that moment.
+	sub, err := e.subscription(ctx, c.Tenant, c.Queue, c.Group, c.SubMode, c.SubFromMs)
+	if err != nil {
+		return wire.PopResult{}, err
+	}
+	c.SubMode, c.SubFromMs, c.SubCreatedMs = sub.Mode, sub.FromMs, sub.CreatedMs
 	var groups []int
 	if c.Partition != "" {
 		d, ok := e.DirByName(c.Tenant, c.Queue, c.Partition)
@@ -47,11 +55,6 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 		r := int(e.pops.n.Add(1)) % len(groups)
 		groups = append(groups[r:], groups[:r]...)
 	}
-	sub, err := e.subscription(ctx, c.Tenant, c.Queue, c.Group, c.SubMode, c.SubFromMs)
-	if err != nil {
-		return wire.PopResult{}, err
-	}
-	c.SubMode, c.SubFromMs, c.SubCreatedMs = sub.Mode, sub.FromMs, sub.CreatedMs
 	candidates := e.poppable(c, groups)
 	if len(candidates) == 0 {
 		// This node's replicas may lag the groups' leaders: catch up

@@ -235,13 +235,13 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx) error {
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.engine.DeleteQueue(rctx, &wire.DeleteQueueCmd{Tenant: tenant, Queue: name})
+	if err == nil {
+		err = res.Code.Err()
+	}
 	if errors.Is(err, wire.ErrQueueNotFound) {
 		writeJSON(ctx, http.StatusOK, map[string]any{"deleted": false, "queue": name, "existed": false,
 			"message": "Queue not found, nothing was deleted"})
 		return nil
-	}
-	if err == nil {
-		err = res.Code.Err()
 	}
 	if err != nil {
 		return err
