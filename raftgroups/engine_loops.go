@@ -33,7 +33,7 @@ func (h *Host) startEngineLoops(e *Engine) {
 	go h.every(resolveEvery, func() { e.resolveInDoubt() })
 	go h.every(resolveEvery, func() { e.finishDecisions() })
 	go h.every(reconcileEvery, func() { e.reconcile() })
-	go e.fireTimers()
+	go h.every(tickEvery, e.fireTimers)
 	go e.forgetLoop()
 }
 
@@ -182,26 +182,16 @@ func (e *Engine) finishDecisions() {
 // then the outcome is recorded in the timer's group.
 func (e *Engine) fireTimers() {
 	h := e.host
-	defer h.wg.Done()
-	t := time.NewTicker(tickEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
+	now := time.Now().UnixMilli()
+	for _, g := range h.groups {
+		if next := g.store.NextTimerMs(); next == 0 || next > now || !h.leads(g) {
+			continue
 		}
-		now := time.Now().UnixMilli()
-		for _, g := range h.groups {
-			if next := g.store.NextTimerMs(); next == 0 || next > now || !h.leads(g) {
-				continue
-			}
-			due, err := g.store.DueTimers(now)
-			if err != nil {
-				continue
-			}
-			e.fire(g.n, due)
+		due, err := g.store.DueTimers(now)
+		if err != nil {
+			continue
 		}
+		e.fire(g.n, due)
 	}
 }
 

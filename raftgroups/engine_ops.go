@@ -98,6 +98,27 @@ func (e *Engine) ExtendLease(ctx context.Context, c *wire.ExtendLeaseCmd) (wire.
 	return proposeOne(ctx, e, g, wire.KindExtendLease, c.Encode(nil), wire.DecodeExtendLeaseResult)
 }
 
+// perGroup routes items 0..n-1 to the groups route names (ok false: the
+// item is answered by the caller, not routed) and runs each group's share
+// at once: propose gets a group and its items' indexes, in item order.
+func perGroup(n int, route func(i int) (group int, ok bool), propose func(group int, idx []int) error) error {
+	byGroup := map[int][]int{}
+	var groups []int
+	for i := 0; i < n; i++ {
+		g, ok := route(i)
+		if !ok {
+			continue
+		}
+		if _, seen := byGroup[g]; !seen {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], i)
+	}
+	errs := make([]error, len(groups))
+	fanOut(len(groups), func(k int) { errs[k] = propose(groups[k], byGroup[groups[k]]) })
+	return errors.Join(errs...)
+}
+
 // partitionGroup is the group holding a partition named by index (>= 0) or
 // name.
 func (e *Engine) partitionGroup(tenant wire.ID, queue, name string, index int32) (int, bool) {
@@ -125,42 +146,33 @@ func (e *Engine) CommitPosition(ctx context.Context, c *wire.CommitPositionCmd) 
 // only its own position).
 func (e *Engine) CommitPositions(ctx context.Context, tenant wire.ID, cmds []wire.CommitPositionCmd) ([]wire.CodeResult, error) {
 	out := make([]wire.CodeResult, len(cmds))
-	byGroup := map[int][]int{}
-	for i := range cmds {
+	route := func(i int) (int, bool) {
 		c := &cmds[i]
 		g, ok := e.partitionGroup(tenant, c.Queue, c.Partition, c.PartitionIndex)
 		if !ok {
+			out[i].Code = wire.CodePartitionNotFound
 			if _, exists := e.Catalog(tenant, c.Queue); !exists {
 				out[i].Code = wire.CodeQueueNotFound
-			} else {
-				out[i].Code = wire.CodePartitionNotFound
 			}
-			continue
 		}
-		byGroup[g] = append(byGroup[g], i)
+		return g, ok
 	}
-	groups := make([]int, 0, len(byGroup))
-	for g := range byGroup {
-		groups = append(groups, g)
-	}
-	errs := make([]error, len(groups))
-	fanOut(len(groups), func(k int) {
-		idx := byGroup[groups[k]]
+	err := perGroup(len(cmds), route, func(g int, idx []int) error {
 		enc := make([]wire.Command, len(idx))
 		for j, i := range idx {
 			enc[j] = wire.Command{Kind: wire.KindCommitPosition, Body: cmds[i].Encode(nil)}
 		}
-		res, err := e.Propose(ctx, groups[k], enc...)
+		res, err := e.Propose(ctx, g, enc...)
 		if err != nil {
-			errs[k] = err
-			return
+			return err
 		}
 		for j, i := range idx {
 			code, _ := wire.ResultCode(res[j])
 			out[i] = wire.CodeResult{Code: code}
 		}
+		return nil
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -340,38 +352,30 @@ func (e *Engine) DeleteMessage(ctx context.Context, c *wire.DeleteMessageCmd) (w
 // each partition's group.
 func (e *Engine) DeleteOffsets(ctx context.Context, c *wire.DeleteOffsetsCmd) (wire.CodesResult, error) {
 	out := wire.CodesResult{Code: wire.CodeOK, Codes: make([]wire.Code, len(c.Items))}
-	byGroup := map[int][]int{}
-	for i, it := range c.Items {
-		g, ok := e.partitionGroup(c.Tenant, it.Queue, "", int32(it.Partition))
+	route := func(i int) (int, bool) {
+		g, ok := e.partitionGroup(c.Tenant, c.Items[i].Queue, "", int32(c.Items[i].Partition))
 		if !ok {
 			out.Codes[i] = wire.CodePartitionNotFound
-			continue
 		}
-		byGroup[g] = append(byGroup[g], i)
+		return g, ok
 	}
-	groups := make([]int, 0, len(byGroup))
-	for g := range byGroup {
-		groups = append(groups, g)
-	}
-	errs := make([]error, len(groups))
-	fanOut(len(groups), func(k int) {
-		idx := byGroup[groups[k]]
+	err := perGroup(len(c.Items), route, func(g int, idx []int) error {
 		sub := wire.DeleteOffsetsCmd{Tenant: c.Tenant, Group: c.Group}
 		for _, i := range idx {
 			sub.Items = append(sub.Items, c.Items[i])
 		}
-		r, err := proposeOne(ctx, e, groups[k], wire.KindDeleteOffsets, sub.Encode(nil), wire.DecodeCodesResult)
+		r, err := proposeOne(ctx, e, g, wire.KindDeleteOffsets, sub.Encode(nil), wire.DecodeCodesResult)
 		if err != nil {
-			errs[k] = err
-			return
+			return err
 		}
 		for j, i := range idx {
 			if j < len(r.Codes) {
 				out.Codes[i] = r.Codes[j]
 			}
 		}
+		return nil
 	})
-	return out, errors.Join(errs...)
+	return out, err
 }
 
 // KVGroup is the group holding a tenant's KV and locks.
@@ -391,42 +395,28 @@ func (e *Engine) Locks(ctx context.Context, c *wire.LocksCmd) (wire.LocksResult,
 // queues with different homes commit independently, in their order per
 // home.
 func (e *Engine) Timers(ctx context.Context, c *wire.TimersCmd) (wire.TimersResult, error) {
-	byHome := map[int][]int{}
-	var homes []int
-	for i, op := range c.Ops {
-		h := e.Home(c.Tenant, op.Queue)
-		if _, ok := byHome[h]; !ok {
-			homes = append(homes, h)
-		}
-		byHome[h] = append(byHome[h], i)
-	}
-	if len(homes) <= 1 {
-		g := e.Home(c.Tenant, "")
-		if len(homes) == 1 {
-			g = homes[0]
-		}
-		return proposeOne(ctx, e, g, wire.KindTimers, c.Encode(nil), wire.DecodeTimersResult)
-	}
 	out := wire.TimersResult{Code: wire.CodeOK, Ops: make([]wire.TimerOpResult, len(c.Ops))}
-	errs := make([]error, len(homes))
-	fanOut(len(homes), func(k int) {
-		idx := byHome[homes[k]]
+	route := func(i int) (int, bool) { return e.Home(c.Tenant, c.Ops[i].Queue), true }
+	err := perGroup(len(c.Ops), route, func(g int, idx []int) error {
 		sub := wire.TimersCmd{Tenant: c.Tenant}
 		for _, i := range idx {
 			sub.Ops = append(sub.Ops, c.Ops[i])
 		}
-		r, err := proposeOne(ctx, e, homes[k], wire.KindTimers, sub.Encode(nil), wire.DecodeTimersResult)
+		r, err := proposeOne(ctx, e, g, wire.KindTimers, sub.Encode(nil), wire.DecodeTimersResult)
 		if err != nil {
-			errs[k] = err
-			return
+			return err
+		}
+		if r.Code != wire.CodeOK {
+			out.Code = r.Code
 		}
 		for j, i := range idx {
 			if j < len(r.Ops) {
 				out.Ops[i] = r.Ops[j]
 			}
 		}
+		return nil
 	})
-	return out, errors.Join(errs...)
+	return out, err
 }
 
 // Trace records a trace event in the group of the partition it is about.
