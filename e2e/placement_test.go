@@ -229,18 +229,23 @@ func TestHTTPPopAcrossGroupsSurvivesSIGKILL(t *testing.T) {
 	stop()
 	wg.Wait()
 	// A long poll parked on an empty queue wakes on a push to any group.
-	// The stopped consumers' own long polls (1 s) must be gone first: one of
-	// them would take the message for a client no longer listening.
+	// The stopped consumers' own long polls (1 s, on nodes 1 and 2) must
+	// be gone first: one of them would take the message for a client no
+	// longer listening.
 	parked := func() int {
-		var p struct {
-			Replicas []struct {
-				Parked int `json:"parked"`
-			} `json:"replicas"`
+		total := 0
+		for _, n := range c.Nodes {
+			var p struct {
+				Replicas []struct {
+					Parked int `json:"parked"`
+				} `json:"replicas"`
+			}
+			if _, err := call(ctx, http.MethodGet, n.URL()+"/api/v1/analytics/queue-parked-replicas?queue=work", nil, &p); err != nil || len(p.Replicas) != 1 {
+				return -1
+			}
+			total += p.Replicas[0].Parked
 		}
-		if _, err := call(ctx, http.MethodGet, base+"/api/v1/analytics/queue-parked-replicas?queue=work", nil, &p); err != nil || len(p.Replicas) != 1 {
-			return -1
-		}
-		return p.Replicas[0].Parked
+		return total
 	}
 	if err := harness.Poll(ctx, 10*time.Millisecond, func() (bool, error) { return parked() == 0, nil }); err != nil {
 		t.Fatal("the consumers' long polls never ended:", err)
