@@ -178,48 +178,18 @@ func TestSingleNodeSIGKILLKeepsEveryAcknowledgedMessage(t *testing.T) {
 	}
 }
 
-// leaderIndex asks every running node's /health which one leads group 0.
-func leaderIndex(ctx context.Context, c *harness.Cluster) int {
-	for i, n := range c.Nodes {
-		if !n.Running() {
-			continue
-		}
-		var h struct {
-			Raft struct {
-				Role string `json:"role"`
-			} `json:"raft"`
-		}
-		if code, err := call(ctx, http.MethodGet, n.URL()+"/health", nil, &h); err == nil && code == http.StatusOK && h.Raft.Role == "leader" {
-			return i
-		}
-	}
-	return -1
-}
-
-func waitLeader(t *testing.T, ctx context.Context, c *harness.Cluster) int {
-	t.Helper()
-	leader := -1
-	if err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) {
-		leader = leaderIndex(ctx, c)
-		return leader >= 0, nil
-	}); err != nil {
-		t.Fatal("no leader:", err)
-	}
-	return leader
-}
-
 func TestClusterLeaderSIGKILLLosesNothing(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3})
 	ctx := deadline(t, 4*time.Minute)
 	a := &acked{m: map[string]ackedAt{}}
-	leader := waitLeader(t, ctx, c)
-	follower := c.Nodes[(leader+1)%3]
-
-	// Writes through a follower are proposed locally and forwarded by raft.
 	items := []pushItem{{Queue: "ha", Partition: "p", Payload: "warm-up", TransactionID: "warm-up"}}
-	if err := pushUntilAcked(ctx, func() string { return follower.URL() }, items, a); err != nil {
+	if err := pushUntilAcked(ctx, func() string { return c.Nodes[0].URL() }, items, a); err != nil {
 		t.Fatal(err)
 	}
+	// The leader of the group holding the partition, and a follower of it.
+	leader := groupLeader(t, ctx, c, placementOf(ctx, t, c.Nodes[0].URL(), "ha").Queue.Partitions[0].Group)
+	follower := c.Nodes[(leader+1)%3]
+	// Writes through a follower are proposed locally and forwarded by raft.
 
 	// A writer pushes continuously to the follower, retrying each batch
 	// with the same transaction ids until it is acknowledged.
@@ -415,7 +385,7 @@ func TestEachGroupListensOnRaftPortPlusN(t *testing.T) {
 func TestSIGTERMHandsLeadershipOffAndExitsCleanly(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3})
 	ctx := deadline(t, 2*time.Minute)
-	leader := waitLeader(t, ctx, c)
+	leader := groupLeader(t, ctx, c, 0)
 	old := c.Nodes[leader]
 	if !old.Terminate(30 * time.Second) {
 		t.Fatal("the leader did not exit within 30 s of SIGTERM")

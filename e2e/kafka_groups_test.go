@@ -298,61 +298,90 @@ func TestKafkaGroupProtocolOnARealNode(t *testing.T) {
 	}
 }
 
-// TestKafkaGroupCoordinatorIsTheRaftLeader runs a 3-node cluster: only the
-// raft leader coordinates (followers answer NOT_COORDINATOR), and when the
-// leader is SIGKILLed the new one starts without the group's membership but
-// with every committed offset, and the group is rebuilt by rejoining.
+// findCoordinator asks a node which node coordinates a consumer group,
+// until the answer names a registered node.
+func findCoordinator(ctx context.Context, t *testing.T, cl *kgo.Client, group string) *kmsg.FindCoordinatorResponse {
+	t.Helper()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	var r *kmsg.FindCoordinatorResponse
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		r = kreq[*kmsg.FindCoordinatorResponse](ctx, t, cl, fc)
+		return r.ErrorCode == 0, nil
+	}); err != nil {
+		t.Fatalf("find coordinator: %+v %v", r, err)
+	}
+	return r
+}
+
+// TestKafkaGroupCoordinatorIsTheRaftLeader runs a 3-node cluster: a
+// consumer group is coordinated by the leader of the raft group its id
+// hashes to, which every node names; the others answer NOT_COORDINATOR.
+// When the coordinator is SIGKILLed the new one starts without the group's
+// membership but with every committed offset, and the group is rebuilt by
+// rejoining.
 func TestKafkaGroupCoordinatorIsTheRaftLeader(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
 	ctx := deadline(t, 3*time.Minute)
-	li := waitLeader(t, ctx, c)
-	leader := c.Nodes[li]
-	pushOrders(ctx, t, leader.URL(), 3)
-
-	for i, n := range c.Nodes {
-		if i == li {
+	pushOrders(ctx, t, c.Nodes[0].URL(), 3)
+	waitBrokers(ctx, t, kafkaClient(t, c.Nodes[0]), 3)
+	r := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), "billing")
+	var coord *harness.Node
+	for _, n := range c.Nodes {
+		if int32(n.ID) == r.NodeID {
+			coord = n
+		}
+	}
+	if coord == nil || fmt.Sprintf("%s:%d", r.Host, r.Port) != coord.KafkaAddr {
+		t.Fatalf("coordinator %+v is no node", r)
+	}
+	for _, n := range c.Nodes {
+		cl := kafkaClient(t, n)
+		if got := findCoordinator(ctx, t, cl, "billing"); got.NodeID != r.NodeID {
+			t.Fatalf("node %d names coordinator %d, node 1 names %d", n.ID, got.NodeID, r.NodeID)
+		}
+		if n == coord {
 			continue
 		}
-		cl := kafkaClient(t, n)
 		m := &rawMember{t: t, cl: cl, group: "billing"}
 		if r := kreq[*kmsg.JoinGroupResponse](ctx, t, cl, m.joinRequest()); r.ErrorCode != kerr.NotCoordinator.Code {
-			t.Fatalf("join at follower %d: %v", n.ID, kerr.ErrorForCode(r.ErrorCode))
+			t.Fatalf("join at non-coordinator %d: %v", n.ID, kerr.ErrorForCode(r.ErrorCode))
 		}
 		if codes := commitOffsets(ctx, t, cl, "billing", "", -1, map[int32]int64{0: 1}); codes[0] != kerr.NotCoordinator.Code {
-			t.Fatalf("commit at follower %d: %v", n.ID, kerr.ErrorForCode(codes[0]))
-		}
-		// Every node points clients at the leader, once the leader's
-		// address is in the node registry.
-		fc := kmsg.NewPtrFindCoordinatorRequest()
-		fc.CoordinatorKey = "billing"
-		var r *kmsg.FindCoordinatorResponse
-		if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
-			r = kreq[*kmsg.FindCoordinatorResponse](ctx, t, cl, fc)
-			return r.ErrorCode != kerr.CoordinatorNotAvailable.Code, nil
-		}); err != nil || r.ErrorCode != 0 || int(r.NodeID) != leader.ID || fmt.Sprintf("%s:%d", r.Host, r.Port) != leader.KafkaAddr {
-			t.Fatalf("find coordinator at follower %d: %+v %v", n.ID, r, err)
+			t.Fatalf("commit at non-coordinator %d: %v", n.ID, kerr.ErrorForCode(codes[0]))
 		}
 		lg := kreq[*kmsg.ListGroupsResponse](ctx, t, cl, kmsg.NewPtrListGroupsRequest())
 		if lg.ErrorCode != 0 || len(lg.Groups) != 0 {
-			t.Fatalf("list groups at follower %d: %+v", n.ID, lg)
+			t.Fatalf("list groups at non-coordinator %d: %+v", n.ID, lg)
 		}
 	}
-	cl := kafkaClient(t, leader)
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.CoordinatorKey = "billing"
-	if r := kreq[*kmsg.FindCoordinatorResponse](ctx, t, cl, fc); r.ErrorCode != 0 || int(r.NodeID) != leader.ID ||
-		fmt.Sprintf("%s:%d", r.Host, r.Port) != leader.KafkaAddr {
-		t.Fatalf("find coordinator at the leader: %+v", r)
-	}
+	cl := kafkaClient(t, coord)
 	a := &rawMember{t: t, cl: cl, group: "billing"}
 	a.join(ctx)
 	a.sync(ctx)
 	if codes := commitOffsets(ctx, t, cl, "billing", a.id, a.gen, map[int32]int64{0: 4}); codes[0] != 0 {
-		t.Fatalf("commit at the leader: %v", kerr.ErrorForCode(codes[0]))
+		t.Fatalf("commit at the coordinator: %v", kerr.ErrorForCode(codes[0]))
 	}
 
-	leader.Kill()
-	next := c.Nodes[waitLeader(t, ctx, c)]
+	coord.Kill()
+	var survivor *harness.Node
+	for _, n := range c.Nodes {
+		if n != coord {
+			survivor = n
+		}
+	}
+	var next *harness.Node
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		got := findCoordinator(ctx, t, kafkaClient(t, survivor), "billing")
+		for _, n := range c.Nodes {
+			if int32(n.ID) == got.NodeID && n != coord {
+				next = n
+			}
+		}
+		return next != nil, nil
+	}); err != nil {
+		t.Fatal("no new coordinator:", err)
+	}
 	a.cl = kafkaClient(t, next)
 	// The new coordinator may still be settling: poll until it answers as
 	// one that never saw the member.
@@ -361,10 +390,10 @@ func TestKafkaGroupCoordinatorIsTheRaftLeader(t *testing.T) {
 		code = a.heartbeat(ctx)
 		return code != kerr.NotCoordinator.Code && code != kerr.CoordinatorNotAvailable.Code, nil
 	}); err != nil || code != kerr.UnknownMemberID.Code {
-		t.Fatalf("heartbeat at the new leader: %v %v", kerr.ErrorForCode(code), err)
+		t.Fatalf("heartbeat at the new coordinator: %v %v", kerr.ErrorForCode(code), err)
 	}
 	if got := fetchOffsets(ctx, t, a.cl, "billing", 3); fmt.Sprint(got) != "[4 -1 -1]" {
-		t.Fatalf("offsets at the new leader: %v", got)
+		t.Fatalf("offsets at the new coordinator: %v", got)
 	}
 	a.id = ""
 	a.join(ctx)

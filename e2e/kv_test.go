@@ -221,7 +221,8 @@ func TestSemaphoreOfThreeUnderTwentyContenders(t *testing.T) {
 func TestTimerFiresOnceAcrossALeaderSIGKILL(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3})
 	ctx := deadline(t, 2*time.Minute)
-	leader := waitLeader(t, ctx, c)
+	// Timers live in their queue's home; kill the node leading it.
+	leader := groupLeader(t, ctx, c, placementOf(ctx, t, c.Nodes[0].URL(), "reminders").Queue.Home)
 	survivor := c.Nodes[(leader+1)%3]
 	var out struct{ Results []map[string]any }
 	op := map[string]any{"op": "schedule", "queue": "reminders", "timerKey": "campaign-42", "delayMs": 3000, "payload": "aGVsbG8="}

@@ -180,8 +180,8 @@ func TestKVIsLinearizableAcrossANodeKill(t *testing.T) {
 			}
 		}(id)
 	}
-	// Run, kill a node (the leader, for the harder case), run, restart it,
-	// run.
+	// Run, kill a node (the KV group's leader, for the harder case), run,
+	// restart it, run.
 	phase := func(d time.Duration) {
 		select {
 		case <-time.After(d):
@@ -189,7 +189,7 @@ func TestKVIsLinearizableAcrossANodeKill(t *testing.T) {
 		}
 	}
 	phase(3 * time.Second)
-	victim := c.Nodes[waitLeader(t, ctx, c)]
+	victim := c.Nodes[groupLeader(t, ctx, c, placementOf(ctx, t, c.Nodes[0].URL(), "").KVGroup)]
 	victim.Kill()
 	phase(5 * time.Second)
 	if err := c.Start(victim); err != nil {

@@ -96,6 +96,8 @@ func (c *testCluster) start(i int) error {
 		SnapshotEntries: c.snapshot, CompactionOverhead: c.snapshot / 2,
 		Logger: slog.New(slog.NewTextHandler(testLogOut, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	place, _ := tenancy.NewPlacement(c.groups, "")
+	cfg.Placement = place.Spec()
 	if c.adjust != nil {
 		c.adjust(&cfg)
 	}
@@ -103,7 +105,6 @@ func (c *testCluster) start(i int) error {
 	if err != nil {
 		return err
 	}
-	place, _ := tenancy.NewPlacement(c.groups, "")
 	e, err := NewEngine(h, place)
 	if err != nil {
 		return err
@@ -149,17 +150,17 @@ func pushOne(ctx context.Context, e *Engine, queue, txn, payload string) (wire.P
 	copy(id[1:], txn)
 	rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON | wire.FlagTxnID, MsgID: id, TxnID: []byte(txn), Payload: []byte(payload)})
 	res, err := e.Push(ctx, wire.DefaultTenant, []wire.PushCmd{{Tenant: wire.DefaultTenant, Queue: queue, Partition: "Default",
-		PartitionIndex: -1, Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: 1, Records: rec}})
+		PartitionIndex: -1, Flags: wire.PushIndexTxn, Count: 1, Records: rec}})
 	if err != nil {
 		return wire.PushResult{}, err
 	}
-	return res[0], nil
+	return res[0].PushResult, res[0].Err
 }
 
 func TestClusterReplicatesAndSurvivesLeaderLoss(t *testing.T) {
 	c := newTestCluster(t, 3, 2)
 	c.waitReady()
-	group := c.engines[0].place.GroupOf(wire.DefaultTenant)
+	group := c.engines[0].Home(wire.DefaultTenant, "orders")
 	leader := c.leaderOf(group)
 	follower := (leader + 1) % 3
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -173,10 +174,10 @@ func TestClusterReplicatesAndSurvivesLeaderLoss(t *testing.T) {
 	}
 	// Every replica holds the same log after a barrier.
 	for i, e := range c.engines {
-		if err := e.Barrier(ctx, wire.DefaultTenant); err != nil {
+		if err := e.Barrier(ctx, group); err != nil {
 			t.Fatal(err)
 		}
-		p, ok := e.Store(wire.DefaultTenant).PartitionByName(wire.DefaultTenant, "orders", "Default")
+		p, ok := e.PartitionNamed(wire.DefaultTenant, "orders", "Default")
 		if !ok || p.HighWatermark() != 20 {
 			t.Fatalf("node %d: hwm %d", i, p.HighWatermark())
 		}
@@ -200,8 +201,8 @@ func TestClusterReplicatesAndSurvivesLeaderLoss(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if err := c.engines[leader].Barrier(ctx, wire.DefaultTenant); err == nil {
-			if p, ok := c.engines[leader].Store(wire.DefaultTenant).PartitionByName(wire.DefaultTenant, "orders", "Default"); ok && p.HighWatermark() == 21 {
+		if err := c.engines[leader].Barrier(ctx, group); err == nil {
+			if p, ok := c.engines[leader].PartitionNamed(wire.DefaultTenant, "orders", "Default"); ok && p.HighWatermark() == 21 {
 				break
 			}
 		}
@@ -276,10 +277,10 @@ func TestLaggingReplicaCatchesUpFromAStreamedSnapshot(t *testing.T) {
 	if err := c.start(lagging); err != nil {
 		t.Fatal(err)
 	}
-	store := c.engines[lagging].Store(wire.DefaultTenant)
+	store := c.engines[lagging].GroupStore(0)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if p, ok := store.PartitionByName(wire.DefaultTenant, "q", "Default"); ok && p.HighWatermark() == 200 && store.SnapshotsRecovered() > 0 {
+		if p, ok := c.engines[lagging].PartitionNamed(wire.DefaultTenant, "q", "Default"); ok && p.HighWatermark() == 200 && store.SnapshotsRecovered() > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -291,7 +292,7 @@ func TestLaggingReplicaCatchesUpFromAStreamedSnapshot(t *testing.T) {
 	if _, err := pushOne(ctx, c.engines[lagging], "q", "after", "x"); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := store.PartitionByName(wire.DefaultTenant, "q", "Default")
+	p, _ := c.engines[lagging].PartitionNamed(wire.DefaultTenant, "q", "Default")
 	var got []string
 	if _, err := store.Read(p, 198, func(_ uint64, _ int64, body []byte) bool {
 		r, _ := wire.ParseRecord(body)

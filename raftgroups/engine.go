@@ -13,17 +13,19 @@ import (
 )
 
 // Engine is the one produce/consume API behind both front doors. Every
-// method takes the tenant the request belongs to; the tenant decides the
-// raft group. Writes are proposals and return once applied on this node, so
-// a read on this node right after sees them.
+// method takes the tenant the request belongs to; tenancy.Placement and the
+// queue's catalog decide which raft group each part of the request goes to
+// (docs/placement.md). Writes are proposals and return once applied on
+// this node, so a read on this node right after sees them.
 type Engine struct {
 	host       *Host
 	place      tenancy.Placement
 	watch      watchers
 	payloadKey *envelope.Key // nil: payload encryption off
+	pops       popRotor
 }
 
-// NewEngine serves requests from h's groups, placing tenants with place.
+// NewEngine serves requests from h's groups, placing data with place.
 func NewEngine(h *Host, place tenancy.Placement) (*Engine, error) {
 	if place.Groups() != h.Groups() {
 		return nil, fmt.Errorf("raftgroups: placement over %d groups, host has %d", place.Groups(), h.Groups())
@@ -33,20 +35,25 @@ func NewEngine(h *Host, place tenancy.Placement) (*Engine, error) {
 	for _, g := range h.groups {
 		g.store.OnChange(e.watch.notify)
 	}
+	h.startEngineLoops(e)
 	return e, nil
 }
 
 // Host is the node the engine runs on.
 func (e *Engine) Host() *Host { return e.host }
 
-func (e *Engine) group(tenant wire.ID) *group { return e.host.groups[e.place.GroupOf(tenant)] }
+// Placement is the rule placing tenants' state on groups.
+func (e *Engine) Placement() tenancy.Placement { return e.place }
 
-// Store is the local state machine holding tenant's data, for reads.
-func (e *Engine) Store(tenant wire.ID) *storage.Store { return e.group(tenant).store }
+// GroupStore is group n's local state machine, for reads.
+func (e *Engine) GroupStore(n int) *storage.Store { return e.host.groups[n].store }
 
-// Propose applies cmds as one unit in tenant's group and returns their
-// results in order.
-func (e *Engine) Propose(ctx context.Context, tenant wire.ID, cmds ...wire.Command) ([][]byte, error) {
+// Propose applies cmds as one unit in group n and returns their results in
+// order.
+func (e *Engine) Propose(ctx context.Context, n int, cmds ...wire.Command) ([][]byte, error) {
+	if n < 0 || n >= len(e.host.groups) {
+		return nil, fmt.Errorf("raftgroups: no group %d", n)
+	}
 	size := 0
 	for _, c := range cmds {
 		size += c.EncodedLen()
@@ -57,12 +64,12 @@ func (e *Engine) Propose(ctx context.Context, tenant wire.ID, cmds ...wire.Comma
 	if e.host.closed.Load() {
 		return nil, ErrClosed
 	}
-	return e.group(tenant).prop.submit(ctx, cmds)
+	return e.host.groups[n].prop.submit(ctx, cmds)
 }
 
-func proposeOne[R any](ctx context.Context, e *Engine, tenant wire.ID, kind wire.Kind, body []byte, decode func([]byte) (R, error)) (R, error) {
+func proposeOne[R any](ctx context.Context, e *Engine, group int, kind wire.Kind, body []byte, decode func([]byte) (R, error)) (R, error) {
 	var zero R
-	res, err := e.Propose(ctx, tenant, wire.Command{Kind: kind, Body: body})
+	res, err := e.Propose(ctx, group, wire.Command{Kind: kind, Body: body})
 	if err != nil {
 		return zero, err
 	}
@@ -72,47 +79,12 @@ func proposeOne[R any](ctx context.Context, e *Engine, tenant wire.ID, kind wire
 	return decode(res[0])
 }
 
-// Push appends each command's records; all commands commit together.
-func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) ([]wire.PushResult, error) {
-	return proposeAll(ctx, e, tenant, wire.KindPush, cmds, wire.DecodePushResult)
-}
-
-// Pop leases messages for a consumer group.
-func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindPop, c.Encode(nil), wire.DecodePopResult)
-}
-
-// Ack acknowledges leased messages.
-func (e *Engine) Ack(ctx context.Context, c *wire.AckCmd) (wire.AckResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindAck, c.Encode(nil), wire.DecodeAckResult)
-}
-
-// ExtendLease moves a lease's expiry.
-func (e *Engine) ExtendLease(ctx context.Context, c *wire.ExtendLeaseCmd) (wire.ExtendLeaseResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindExtendLease, c.Encode(nil), wire.DecodeExtendLeaseResult)
-}
-
-// CommitPosition sets a consumer group's position in a partition.
-func (e *Engine) CommitPosition(ctx context.Context, c *wire.CommitPositionCmd) (wire.CodeResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindCommitPosition, c.Encode(nil), wire.DecodeCodeResult)
-}
-
-// Configure creates a queue or changes its options.
-func (e *Engine) Configure(ctx context.Context, c *wire.ConfigureCmd) (wire.ConfigureResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindConfigure, c.Encode(nil), wire.DecodeConfigureResult)
-}
-
-// DeleteQueue removes a queue and everything in it.
-func (e *Engine) DeleteQueue(ctx context.Context, c *wire.DeleteQueueCmd) (wire.CodeResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindDeleteQueue, c.Encode(nil), wire.DecodeCodeResult)
-}
-
-// Barrier waits until this node has applied everything the group had
-// committed when Barrier was called (a ReadIndex), so the reads that follow
-// are linearizable. Each attempt is short: a ReadIndex lost in a leader
-// change is retried rather than waited out.
-func (e *Engine) Barrier(ctx context.Context, tenant wire.ID) error {
-	g := e.group(tenant)
+// Barrier waits until this node has applied everything group n had
+// committed when Barrier was called (a ReadIndex), so the reads of that
+// group that follow are linearizable. Each attempt is short: a ReadIndex
+// lost in a leader change is retried rather than waited out.
+func (e *Engine) Barrier(ctx context.Context, n int) error {
+	g := e.host.groups[n]
 	backoff := 5 * time.Millisecond
 	for {
 		rs, err := g.nh.ReadIndex(g.shardID, 500*time.Millisecond)
@@ -137,9 +109,46 @@ func (e *Engine) Barrier(ctx context.Context, tenant wire.ID) error {
 	}
 }
 
-// Changed returns a channel closed the next time an applied entry touches
-// the queue, and a release function the caller must call when it stops
-// waiting. Long polls park on it instead of polling.
+// BarrierGroups runs Barrier on several groups at once.
+func (e *Engine) BarrierGroups(ctx context.Context, groups []int) error {
+	if len(groups) == 1 {
+		return e.Barrier(ctx, groups[0])
+	}
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.Barrier(ctx, g)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Leader reports which node leads group n and in which term; ok is false
+// while there is no leader (an election).
+func (e *Engine) Leader(n int) (node, term uint64, ok bool) {
+	g := e.host.groups[n]
+	id, term, valid, err := g.nh.GetLeaderID(g.shardID)
+	if err != nil || !valid || id == 0 {
+		return 0, 0, false
+	}
+	return id, term, true
+}
+
+// Leads reports whether this node leads group n.
+func (e *Engine) Leads(n int) bool { return e.host.leads(e.host.groups[n]) }
+
+// Changed returns a channel closed the next time an applied entry, in any
+// group, touches the queue, and a release function the caller must call
+// when it stops waiting. Long polls park on it instead of polling.
 func (e *Engine) Changed(tenant wire.ID, queue string) (<-chan struct{}, func()) {
 	return e.watch.wait(watchKey{tenant, queue})
 }
@@ -194,4 +203,21 @@ func (w *watchers) notify(changes []storage.Change) {
 			delete(w.m, k)
 		}
 	}
+}
+
+// fanOut runs f for each of n items at once and waits for all.
+func fanOut(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }

@@ -31,8 +31,8 @@ func (e *Engine) QueueEncrypted(tenant wire.ID, queue string) bool {
 	if e.payloadKey == nil {
 		return false
 	}
-	q, ok := e.Store(tenant).Queue(tenant, queue)
-	return ok && q.Config.EncryptionEnabled
+	cat, ok := e.Catalog(tenant, queue)
+	return ok && cat.Cfg.EncryptionEnabled
 }
 
 // SealPayload returns a payload as stored in an encrypted queue and the

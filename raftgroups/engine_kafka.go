@@ -2,7 +2,12 @@ package raftgroups
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
@@ -13,82 +18,329 @@ import (
 // where leadership is. Like every engine write they return once the command
 // is applied on this node.
 
-// KafkaProduce queues pre-encoded wire.KafkaProduceCmd bodies (built by the
-// handler in their final buffers), all to commit in one raft entry, and
-// returns the function that waits for their results. Produces queued one
-// after the other are applied in that order, which is what keeps a
-// client's pipelined batches to a partition in order.
-func (e *Engine) KafkaProduce(tenant wire.ID, bodies [][]byte) (func(context.Context) ([]wire.KafkaProduceResult, error), error) {
-	cmds := make([]wire.Command, len(bodies))
-	size := 0
-	for i, b := range bodies {
-		cmds[i] = wire.Command{Kind: wire.KindKafkaProduce, Body: b}
-		size += cmds[i].EncodedLen()
-	}
-	switch {
-	case size > e.host.cfg.MaxEntryBytes:
-		return nil, ErrTooLarge
-	case e.host.closed.Load():
+// KafkaBody is one pre-encoded command of a produce (wire.KafkaProduceCmd,
+// or wire.KafkaStageCmd for a transactional batch) and the group holding
+// its partition.
+type KafkaBody struct {
+	Group int
+	Kind  wire.Kind // KindKafkaProduce when zero
+	Body  []byte
+}
+
+// KafkaProduce queues pre-encoded produce commands (built by the handler in
+// their final buffers), each in its partition's group, and returns the
+// function that waits for their results. A group's share commits in one
+// raft entry; produces queued one after the other are applied in that
+// order within each group, which is what keeps a client's pipelined
+// batches to a partition in order.
+func (e *Engine) KafkaProduce(bodies []KafkaBody) (func(context.Context) ([]wire.KafkaProduceResult, error), error) {
+	if e.host.closed.Load() {
 		return nil, ErrClosed
 	}
-	wait, err := e.group(tenant).prop.enqueue(cmds)
-	if err != nil {
-		return nil, err
+	byGroup := map[int][]int{}
+	var groups []int
+	for i, b := range bodies {
+		if b.Group < 0 || b.Group >= len(e.host.groups) {
+			return nil, fmt.Errorf("raftgroups: no group %d", b.Group)
+		}
+		if _, ok := byGroup[b.Group]; !ok {
+			groups = append(groups, b.Group)
+		}
+		byGroup[b.Group] = append(byGroup[b.Group], i)
 	}
-	return func(ctx context.Context) ([]wire.KafkaProduceResult, error) {
-		res, err := wait(ctx)
+	waits := make([]func(context.Context) ([][]byte, error), len(groups))
+	for k, g := range groups {
+		idx := byGroup[g]
+		cmds := make([]wire.Command, len(idx))
+		size := 0
+		for j, i := range idx {
+			kind := bodies[i].Kind
+			if kind == 0 {
+				kind = wire.KindKafkaProduce
+			}
+			cmds[j] = wire.Command{Kind: kind, Body: bodies[i].Body}
+			size += cmds[j].EncodedLen()
+		}
+		if size > e.host.cfg.MaxEntryBytes {
+			return nil, ErrTooLarge
+		}
+		w, err := e.host.groups[g].prop.enqueue(cmds)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]wire.KafkaProduceResult, len(res))
-		for i, b := range res {
-			if code, bare := wire.ResultCode(b); bare {
-				out[i].Code = code // refused before it was decoded
-				continue
+		waits[k] = w
+	}
+	return func(ctx context.Context) ([]wire.KafkaProduceResult, error) {
+		out := make([]wire.KafkaProduceResult, len(bodies))
+		errs := make([]error, len(groups))
+		fanOut(len(groups), func(k int) {
+			res, err := waits[k](ctx)
+			if err != nil {
+				errs[k] = err
+				return
 			}
-			if out[i], err = wire.DecodeKafkaProduceResult(b); err != nil {
-				return nil, fmt.Errorf("raftgroups: produce result: %w", err)
+			for j, i := range byGroup[groups[k]] {
+				b := res[j]
+				if code, bare := wire.ResultCode(b); bare {
+					out[i].Code = code // refused before it was decoded
+					continue
+				}
+				if out[i], err = wire.DecodeKafkaProduceResult(b); err != nil {
+					errs[k] = fmt.Errorf("raftgroups: produce result: %w", err)
+					return
+				}
 			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}, nil
 }
 
-// InitProducer allocates a producer id, or fences a transactional id's
-// previous producer.
-func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wire.InitProducerResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
+// CoordinatorGroup is the group whose leader coordinates a Kafka consumer
+// group (kind 'g') or transactional id (kind 't').
+func (e *Engine) CoordinatorGroup(tenant wire.ID, kind byte, id string) int {
+	return e.place.Coordinator(tenant, kind, id)
 }
 
-// CreateTopic creates a Kafka topic.
-func (e *Engine) CreateTopic(ctx context.Context, c *wire.CreateTopicCmd) (wire.CodeResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaCreateTopic, c.Encode(nil), wire.DecodeCodeResult)
+// InitProducer allocates a producer id, or fences a transactional id's
+// previous producer. A transactional id's state lives in its coordinator's
+// group; an idempotent producer's id comes from any group (ids carry the
+// group that made them, so they never collide).
+//
+// Fencing a transactional id aborts its open transaction; the pieces that
+// transaction staged are dropped in their groups right away (their own
+// resolvers would, at its deadline).
+func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wire.InitProducerResult, error) {
+	if !c.Transactional {
+		groups := e.TenantGroups(c.Tenant)
+		return proposeOne(ctx, e, groups[rand.IntN(len(groups))], wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
+	}
+	g := e.CoordinatorGroup(c.Tenant, 't', c.TxnID)
+	if err := e.Barrier(ctx, g); err != nil {
+		return wire.InitProducerResult{}, err
+	}
+	before, open := e.KafkaTxn(c.Tenant, c.TxnID)
+	res, err := proposeOne(ctx, e, g, wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
+	if err != nil || res.Code != wire.CodeOK || !open || !before.Ongoing {
+		return res, err
+	}
+	xid := KafkaTxnXID(before)
+	decide := wire.XDecideCmd{ID: xid, Commit: false}
+	if d, err := proposeOne(ctx, e, g, wire.KindXDecide, decide.Encode(nil), wire.DecodeXDecideResult); err != nil || d.Commit {
+		return res, nil // a commit won the race; the finisher resolves it
+	}
+	resolve := wire.XResolveCmd{ID: xid, Commit: false}
+	for _, p := range groupsOf(before.Groups) {
+		if p < len(e.host.groups) {
+			_, _ = e.Propose(ctx, p, wire.Command{Kind: wire.KindXResolve, Body: resolve.Encode(nil)})
+		}
+	}
+	return res, nil
+}
+
+// KafkaTxn is a transactional id's state, from its coordinator's group.
+func (e *Engine) KafkaTxn(tenant wire.ID, txnID string) (storage.TxnInfo, bool) {
+	return e.GroupStore(e.CoordinatorGroup(tenant, 't', txnID)).KafkaTxn(tenant, txnID)
+}
+
+// TxnCoordinator reports which node leads a transactional id's group and in
+// which term.
+func (e *Engine) TxnCoordinator(tenant wire.ID, txnID string) (node, term uint64, ok bool) {
+	return e.Leader(e.CoordinatorGroup(tenant, 't', txnID))
+}
+
+// TxnBegin opens a producer's transaction (if it is not open) and records
+// the groups it stages records or offsets in (TxnBeginCmd.Groups).
+func (e *Engine) TxnBegin(ctx context.Context, c *wire.TxnBeginCmd) (wire.KafkaTxnResult, error) {
+	return proposeOne(ctx, e, e.CoordinatorGroup(c.Tenant, 't', c.TxnID), wire.KindKafkaTxnBegin, c.Encode(nil), wire.DecodeKafkaTxnResult)
+}
+
+// KafkaTxnXID names the commit of the transaction info describes: the
+// same for every piece staged for it and every attempt at ending it.
+func KafkaTxnXID(info storage.TxnInfo) wire.ID {
+	h := sha256.New()
+	h.Write(info.Tenant[:])
+	h.Write([]byte(info.TxnID))
+	var b [18]byte
+	binary.BigEndian.PutUint64(b[0:8], uint64(info.ProducerID))
+	binary.BigEndian.PutUint16(b[8:10], uint16(info.Epoch))
+	binary.BigEndian.PutUint64(b[10:18], info.TxnSeq)
+	h.Write(b[:])
+	var id wire.ID
+	copy(id[:], h.Sum(nil))
+	// Shaped as a UUIDv7 of when the transaction began, so the
+	// participants' remembered outcomes age out with the transaction
+	// window like any other.
+	for i := 0; i < 6; i++ {
+		id[i] = byte(uint64(info.BeganMs) >> (40 - 8*i))
+	}
+	return id
+}
+
+// KafkaStageDeadline is when a group's staged part of a transaction, still
+// undecided, asks the coordinator group for the decision (and records an
+// abort when there is none): well after the transaction's own timeout, at
+// which the coordinator's leader aborts it itself.
+func KafkaStageDeadline(info storage.TxnInfo) int64 {
+	return info.BeganMs + int64(info.TimeoutMs) + stageGraceMs
+}
+
+// stageGraceMs is how long past a transaction's timeout its participants
+// wait for the coordinator before deciding for it.
+const stageGraceMs = 60_000
+
+// TxnEnd ends a transaction at its coordinator group, committed or aborted,
+// and resolves the pieces it staged in every group it recorded. The
+// coordinator's EndTxn is the decision entry of a two-phase commit
+// (wire/xtxn.go): the first decision recorded for the transaction stands,
+// so a participant that gave up waiting and recorded an abort turns a late
+// commit into an abort (answered CodeConflict), and the transactional id's
+// state always agrees with what its participants did. Participants not
+// reached now are resolved by the coordinator's finisher (commit) or their
+// own resolvers (abort).
+func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnResult, error) {
+	coord := e.CoordinatorGroup(c.Tenant, 't', c.TxnID)
+	if err := e.Barrier(ctx, coord); err != nil {
+		return wire.KafkaTxnResult{}, err
+	}
+	info, ok := e.KafkaTxn(c.Tenant, c.TxnID)
+	if !ok || info.ProducerID != c.ProducerID || info.TxnSeq != c.TxnSeq {
+		// Not this transaction (or not open): the state machine answers why.
+		return proposeOne(ctx, e, coord, wire.KindKafkaTxnEnd, c.Encode(nil), wire.DecodeKafkaTxnResult)
+	}
+	xid := KafkaTxnXID(info)
+	var participants []uint16
+	for _, g := range groupsOf(info.Groups) {
+		if g < len(e.host.groups) {
+			participants = append(participants, uint16(g))
+		}
+	}
+	decide := wire.XDecideCmd{ID: xid, Commit: c.Commit, Participants: participants,
+		Own: wire.Command{Kind: wire.KindKafkaTxnEnd, Body: c.Encode(nil)}}
+	d, err := proposeOne(ctx, e, coord, wire.KindXDecide, decide.Encode(nil), wire.DecodeXDecideResult)
+	if err != nil {
+		return wire.KafkaTxnResult{}, err
+	}
+	res, err := wire.DecodeKafkaTxnResult(d.Own)
+	if err != nil {
+		return wire.KafkaTxnResult{}, fmt.Errorf("raftgroups: end transaction result: %w", err)
+	}
+	if res.Code != wire.CodeOK && !d.Commit {
+		return res, nil // refused (fenced, not open): nothing to resolve for it
+	}
+	if c.Commit != d.Commit {
+		res.Code = wire.CodeConflict // it had already ended the other way
+	}
+	if d.Commit {
+		e.host.crashAt(FaultAfterDecide)
+	}
+	resolve := wire.XResolveCmd{ID: xid, Commit: d.Commit}
+	body := resolve.Encode(nil)
+	errs := make([]error, len(participants))
+	fanOut(len(participants), func(i int) {
+		_, errs[i] = e.Propose(ctx, int(participants[i]), wire.Command{Kind: wire.KindXResolve, Body: body})
+	})
+	if err := errors.Join(errs...); err != nil {
+		// Decided, but not every group has ended its part: the client
+		// retries the end (which resolves again) before it starts the
+		// next transaction, so no piece of the next can join this one.
+		return wire.KafkaTxnResult{}, fmt.Errorf("%w: a group did not resolve the transaction: %w", ErrNoLeader, err)
+	}
+	if d.Commit {
+		e.host.forget(coord, xid)
+	}
+	return res, nil
+}
+
+// CreateTopic creates a Kafka topic at its home and its partitions in their
+// groups.
+func (e *Engine) CreateTopic(ctx context.Context, c *wire.CreateTopicCmd) (wire.AllocResult, error) {
+	c.Place = e.place.Queue(c.Tenant, c.Name)
+	res, err := proposeOne(ctx, e, e.Home(c.Tenant, c.Name), wire.KindKafkaCreateTopic, c.Encode(nil), wire.DecodeAllocResult)
+	if err != nil || res.Code != wire.CodeOK {
+		return res, err
+	}
+	return res, e.ensureDirShards(ctx, c.Tenant, c.Name, &res)
 }
 
 // CreatePartitions grows a topic.
-func (e *Engine) CreatePartitions(ctx context.Context, c *wire.CreatePartitionsCmd) (wire.CodeResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaCreatePartitions, c.Encode(nil), wire.DecodeCodeResult)
+func (e *Engine) CreatePartitions(ctx context.Context, c *wire.CreatePartitionsCmd) (wire.AllocResult, error) {
+	res, err := proposeOne(ctx, e, e.Home(c.Tenant, c.Name), wire.KindKafkaCreatePartitions, c.Encode(nil), wire.DecodeAllocResult)
+	if err != nil || res.Code != wire.CodeOK {
+		return res, err
+	}
+	return res, e.ensureDirShards(ctx, c.Tenant, c.Name, &res)
 }
 
-// DeleteTopic deletes a topic and its Kafka bookkeeping.
+// ensureDirShards creates an allocation's partitions in their groups.
+func (e *Engine) ensureDirShards(ctx context.Context, tenant wire.ID, queue string, res *wire.AllocResult) error {
+	home := e.Home(tenant, queue)
+	r := &resolved{cat: res.Catalog, parts: res.Parts, ensure: map[int]*wire.EnsureShardCmd{}}
+	for _, d := range res.Parts {
+		g := int(d.Group)
+		if g == home || g >= len(e.host.groups) {
+			continue
+		}
+		es := r.ensure[g]
+		if es == nil {
+			es = &wire.EnsureShardCmd{Tenant: tenant, Queue: queue, Catalog: res.Catalog}
+			r.ensure[g] = es
+		}
+		es.Parts = append(es.Parts, d)
+	}
+	return e.ensureShards(ctx, r)
+}
+
+// DeleteTopic deletes a topic and its Kafka bookkeeping everywhere.
 func (e *Engine) DeleteTopic(ctx context.Context, c *wire.DeleteTopicCmd) (wire.CodeResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaDeleteTopic, c.Encode(nil), wire.DecodeCodeResult)
+	res, err := proposeOne(ctx, e, e.Home(c.Tenant, c.Name), wire.KindKafkaDeleteTopic, c.Encode(nil), wire.DecodeDeleteQueueResult)
+	if err != nil || res.Code != wire.CodeOK {
+		return wire.CodeResult{Code: res.Code}, err
+	}
+	return wire.CodeResult{Code: wire.CodeOK}, e.dropShards(ctx, c.Tenant, c.Name, res.Inc, res.Groups)
 }
 
-// AlterTopicConfig changes a Kafka topic's configs.
+// AlterTopicConfig changes a Kafka topic's configs at its home and carries
+// the options they map onto to its other groups.
 func (e *Engine) AlterTopicConfig(ctx context.Context, c *wire.TopicConfigCmd) (wire.CodeResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaTopicConfig, c.Encode(nil), wire.DecodeCodeResult)
+	res, err := proposeOne(ctx, e, e.Home(c.Tenant, c.Name), wire.KindKafkaTopicConfig, c.Encode(nil), wire.DecodeCodeResult)
+	if err != nil || res.Code != wire.CodeOK {
+		return res, err
+	}
+	if cat, ok := e.Catalog(c.Tenant, c.Name); ok {
+		return res, e.propagateCatalog(ctx, c.Tenant, c.Name, cat)
+	}
+	return res, nil
 }
 
-// TxnBegin marks a transaction open.
-func (e *Engine) TxnBegin(ctx context.Context, c *wire.TxnBeginCmd) (wire.KafkaTxnResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaTxnBegin, c.Encode(nil), wire.DecodeKafkaTxnResult)
+// KafkaTopics lists the tenant's queues as topics, from their homes.
+func (e *Engine) KafkaTopics(tenant wire.ID) []storage.Topic {
+	var out []storage.Topic
+	for _, g := range e.TenantGroups(tenant) {
+		out = append(out, e.GroupStore(g).KafkaTopics(tenant)...)
+	}
+	slices.SortFunc(out, func(a, b storage.Topic) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
 }
 
-// TxnEnd commits (records and offsets, in one command) or aborts a
-// transaction.
-func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnResult, error) {
-	return proposeOne(ctx, e, c.Tenant, wire.KindKafkaTxnEnd, c.Encode(nil), wire.DecodeKafkaTxnResult)
+// KafkaTopic is one topic, from its home.
+func (e *Engine) KafkaTopic(tenant wire.ID, name string) (storage.Topic, bool) {
+	return e.GroupStore(e.Home(tenant, name)).KafkaTopic(tenant, name)
+}
+
+// TopicConfigs is a topic's configs, from its home.
+func (e *Engine) TopicConfigs(tenant wire.ID, name string) (configs []wire.ConfigEntry, kafka, ok bool) {
+	return e.GroupStore(e.Home(tenant, name)).TopicConfigs(tenant, name)
 }
 
 // RegisterKafkaNode records this node's advertised Kafka address in group
@@ -113,22 +365,20 @@ func (e *Engine) KafkaNodes() []storage.NodeAddr { return e.host.groups[0].store
 // NodeID is this node's id (its Kafka broker id).
 func (e *Engine) NodeID() uint64 { return e.host.cfg.NodeID }
 
-// Leader reports which node leads tenant's group and in which term; ok is
-// false while there is no leader (an election).
-func (e *Engine) Leader(tenant wire.ID) (node, term uint64, ok bool) {
-	g := e.group(tenant)
-	id, term, valid, err := g.nh.GetLeaderID(g.shardID)
-	if err != nil || !valid || id == 0 {
-		return 0, 0, false
-	}
-	return id, term, true
-}
-
 // ClusterLeader reports who leads group 0 (Kafka's controller).
 func (e *Engine) ClusterLeader() (uint64, bool) {
-	g := e.host.groups[0]
-	id, _, valid, err := g.nh.GetLeaderID(g.shardID)
-	return id, err == nil && valid && id != 0
+	id, _, ok := e.Leader(0)
+	return id, ok
+}
+
+// PartitionLeader reports which node leads the group holding partition
+// index of a queue, and its term (the partition's leader epoch).
+func (e *Engine) PartitionLeader(tenant wire.ID, queue string, index uint32) (node, term uint64, ok bool) {
+	d, found := e.DirByIndex(tenant, queue, index)
+	if !found {
+		return 0, 0, false
+	}
+	return e.Leader(int(d.Group))
 }
 
 // LedOpenTxns lists the open transactions of every group this node leads:
@@ -141,4 +391,25 @@ func (e *Engine) LedOpenTxns() []storage.TxnInfo {
 		}
 	}
 	return out
+}
+
+// HasGroup reports whether any of the tenant's groups holds positions or a
+// subscription of consumer group name.
+func (e *Engine) HasGroup(tenant wire.ID, name string) bool {
+	for _, g := range e.TenantGroups(tenant) {
+		if e.GroupStore(g).HasGroup(tenant, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupNames lists the tenant's consumer groups over all its raft groups.
+func (e *Engine) GroupNames(tenant wire.ID) []string {
+	var out []string
+	for _, g := range e.TenantGroups(tenant) {
+		out = append(out, e.GroupStore(g).GroupNames(tenant)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

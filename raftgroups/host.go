@@ -50,6 +50,10 @@ type Config struct {
 	Dir        string
 	Groups     int
 	Token      string
+	// Placement is the placement rule in force (tenancy.Placement.Spec),
+	// recorded in Dir at the first boot: a later boot with another rule
+	// is refused, since data placed by the old one would not be found.
+	Placement string
 
 	RTTMillisecond     uint64
 	ElectionRTT        uint64
@@ -83,6 +87,10 @@ type Config struct {
 	RelocateEvery time.Duration
 
 	Logger *slog.Logger
+	// CrashAt names a fault point where this process kills itself with
+	// SIGKILL (QUEEN_FAULT_CRASH_AT), so end-to-end tests can stop a real
+	// node between two steps of a protocol. Empty in production.
+	CrashAt string
 	// Drop is a test hook: a non-nil error for (group, target) drops raft
 	// traffic to that peer as if it were unreachable.
 	Drop func(group int, target string) error
@@ -152,6 +160,9 @@ type Host struct {
 	// not hold up a shutdown.
 	stopped    context.Context
 	cancelStop context.CancelFunc
+	// forgets carries resolved cross-group decisions to drop
+	// (engine_loops.go).
+	forgets chan forgetReq
 }
 
 type group struct {
@@ -176,6 +187,9 @@ func Start(cfg Config) (*Host, error) {
 	installDragonboatLogger(cfg.Logger)
 	if _, err := os.Stat("dragonboat-soft-settings.json"); err == nil {
 		cfg.Logger.Warn("raft: dragonboat-soft-settings.json in the working directory overrides raft defaults; remove it")
+	}
+	if err := checkLayout(cfg.Dir, cfg.Placement); err != nil {
+		return nil, err
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	h.stopped, h.cancelStop = context.WithCancel(context.Background())
@@ -287,7 +301,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 	}
 	g.nh = nh
 	storeDir := filepath.Join(dir, "store")
-	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n),
+	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
 		TraceRetentionMs: cfg.TraceRetention.Milliseconds(), SegmentBytes: cfg.SegmentBytes})
 	fresh := !nh.HasNodeInfo(g.shardID, cfg.NodeID)
 	members := map[uint64]dragonboat.Target{}

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"encoding/binary"
-	"strconv"
 
 	"github.com/cockroachdb/pebble"
 
@@ -24,6 +23,9 @@ type applyCtx struct {
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
 	leaseIdx map[leaseKeyT]map[string]uint64
+	// xid is the cross-group transaction whose part is being applied: its
+	// own pins do not stop it (xtxn.go).
+	xid wire.ID
 	// err is a storage failure (a segment write) met while applying: the
 	// batch is not committed and Update fails, which stops the node, as a
 	// failed pebble commit does.
@@ -86,13 +88,33 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindConfigure:
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
 	case wire.KindDeleteQueue:
-		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.CodeResult { return s.applyDeleteQueue(ctx, c) })
+		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.DeleteQueueResult { return s.applyDeleteQueue(ctx, c) })
 	case wire.KindKV:
 		return run(cmd.Body, wire.DecodeKVCmd, func(c *wire.KVCmd) wire.KVResult { return s.applyKV(ctx, c) })
 	case wire.KindLocks:
 		return run(cmd.Body, wire.DecodeLocksCmd, func(c *wire.LocksCmd) wire.LocksResult { return s.applyLocks(ctx, c) })
 	case wire.KindTimers:
 		return run(cmd.Body, wire.DecodeTimersCmd, func(c *wire.TimersCmd) wire.TimersResult { return s.applyTimers(ctx, c) })
+	case wire.KindTimerFired:
+		return run(cmd.Body, wire.DecodeTimerFiredCmd, func(c *wire.TimerFiredCmd) wire.CodeResult { return s.applyTimerFired(ctx, c) })
+	case wire.KindAlloc:
+		return run(cmd.Body, wire.DecodeAllocCmd, func(c *wire.AllocCmd) wire.AllocResult { return s.applyAlloc(ctx, c) })
+	case wire.KindEnsureShard:
+		return run(cmd.Body, wire.DecodeEnsureShardCmd, func(c *wire.EnsureShardCmd) wire.CodeResult { return s.applyEnsureShard(ctx, c) })
+	case wire.KindDropShard:
+		return run(cmd.Body, wire.DecodeDropShardCmd, func(c *wire.DropShardCmd) wire.CodeResult { return s.applyDropShard(ctx, c) })
+	case wire.KindSubscribe:
+		return run(cmd.Body, wire.DecodeSubscribeCmd, func(c *wire.SubscribeCmd) wire.SubscribeResult { return s.applySubscribe(ctx, c) })
+	case wire.KindKafkaStage:
+		return run(cmd.Body, wire.DecodeKafkaStageCmd, func(c *wire.KafkaStageCmd) wire.KafkaProduceResult { return s.applyKafkaStage(ctx, c, cmd.Body) })
+	case wire.KindXPrepare:
+		return run(cmd.Body, wire.DecodeXPrepareCmd, func(c *wire.XPrepareCmd) wire.XResolveResult { return s.applyXPrepare(ctx, c) })
+	case wire.KindXDecide:
+		return run(cmd.Body, wire.DecodeXDecideCmd, func(c *wire.XDecideCmd) wire.XDecideResult { return s.applyXDecide(ctx, c) })
+	case wire.KindXResolve:
+		return run(cmd.Body, wire.DecodeXResolveCmd, func(c *wire.XResolveCmd) wire.XResolveResult { return s.applyXResolve(ctx, c) })
+	case wire.KindXForget:
+		return run(cmd.Body, wire.DecodeXForgetCmd, func(c *wire.XForgetCmd) wire.CodeResult { return s.applyXForget(ctx, c) })
 	case wire.KindTrace:
 		return run(cmd.Body, wire.DecodeTraceCmd, func(c *wire.TraceCmd) wire.TraceResult { return s.applyTrace(ctx, c) })
 	case wire.KindSeek:
@@ -116,11 +138,11 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindKafkaInitProducer:
 		return run(cmd.Body, wire.DecodeInitProducerCmd, func(c *wire.InitProducerCmd) wire.InitProducerResult { return s.applyInitProducer(ctx, c) })
 	case wire.KindKafkaCreateTopic:
-		return run(cmd.Body, wire.DecodeCreateTopicCmd, func(c *wire.CreateTopicCmd) wire.CodeResult { return s.applyCreateTopic(ctx, c) })
+		return run(cmd.Body, wire.DecodeCreateTopicCmd, func(c *wire.CreateTopicCmd) wire.AllocResult { return s.applyCreateTopic(ctx, c) })
 	case wire.KindKafkaCreatePartitions:
-		return run(cmd.Body, wire.DecodeCreatePartitionsCmd, func(c *wire.CreatePartitionsCmd) wire.CodeResult { return s.applyCreatePartitions(ctx, c) })
+		return run(cmd.Body, wire.DecodeCreatePartitionsCmd, func(c *wire.CreatePartitionsCmd) wire.AllocResult { return s.applyCreatePartitions(ctx, c) })
 	case wire.KindKafkaDeleteTopic:
-		return run(cmd.Body, wire.DecodeDeleteTopicCmd, func(c *wire.DeleteTopicCmd) wire.CodeResult { return s.applyDeleteTopic(ctx, c) })
+		return run(cmd.Body, wire.DecodeDeleteTopicCmd, func(c *wire.DeleteTopicCmd) wire.DeleteQueueResult { return s.applyDeleteTopic(ctx, c) })
 	case wire.KindKafkaTopicConfig:
 		return run(cmd.Body, wire.DecodeTopicConfigCmd, func(c *wire.TopicConfigCmd) wire.CodeResult { return s.applyTopicConfig(ctx, c) })
 	case wire.KindKafkaTxnBegin:
@@ -216,21 +238,34 @@ func (s *Store) queue(tenant wire.ID, name string) *queueState {
 	return s.queues[queueKeyT{tenant, name}]
 }
 
-// createQueue creates a queue with cfg and persists it.
-func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name, namespace, task string, cfg wire.QueueConfig, kafka bool) *queueState {
+// createQueue creates a queue's state in this group from its catalog and
+// persists it: the catalog itself when home is true (a new incarnation is
+// taken from this group's queue ids), else a shard of the queue whose home
+// is elsewhere.
+func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name string, cat *wire.Catalog, home bool) *queueState {
 	q := &queueState{
 		id:        s.counters.nextQueueID,
 		tenant:    tenant,
 		name:      name,
-		namespace: namespace,
-		task:      task,
-		createdMs: ctx.nowMs,
-		kafka:     kafka,
-		cfg:       cfg,
+		namespace: cat.Namespace,
+		task:      cat.Task,
+		createdMs: cat.CreatedMs,
+		kafka:     cat.Kafka,
+		cfg:       cat.Cfg,
+		inc:       cat.Inc,
+		cfgVer:    cat.CfgVer,
+		place:     cat.Place,
+		home:      home,
 		byName:    map[string]*partState{},
 		subs:      map[string]*subscription{},
 	}
 	s.counters.nextQueueID++
+	if home {
+		q.inc = wire.GroupID(q.id, s.cfg.Group)
+		q.cfgVer = 1
+		q.createdMs = ctx.nowMs
+		q.dirByName = map[string]uint32{}
+	}
 	s.queues[queueKeyT{tenant, name}] = q
 	s.queuesByID[q.id] = q
 	s.noteQueueConfig(q)
@@ -238,43 +273,49 @@ func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name, namespace, task
 	return q
 }
 
-// createPartition appends a partition with the next permanent index. An
-// empty name means "named by its index" (Kafka); a name already taken by an
-// HTTP partition gets a suffix so names stay unique.
-func (s *Store) createPartition(ctx *applyCtx, q *queueState, name string) *partState {
-	index := uint32(len(q.parts))
-	if name == "" {
-		name = strconv.FormatUint(uint64(index), 10)
-		for q.byName[name] != nil {
-			name = "kafka-" + name
-		}
-	}
+// createPartition creates this group's partition at a permanent index the
+// queue's directory gave it.
+func (s *Store) createPartition(ctx *applyCtx, q *queueState, index uint32, name string, createdMs int64) *partState {
 	p := &partState{
-		id:        s.counters.nextPartID,
+		id:        wire.GroupID(s.counters.nextPartID, s.cfg.Group),
 		q:         q,
 		index:     index,
 		name:      name,
-		createdMs: ctx.nowMs,
+		createdMs: createdMs,
 		cursors:   map[string]*cursor{},
 	}
 	s.counters.nextPartID++
-	q.parts = append(q.parts, p)
+	for int(index) >= len(q.parts) {
+		q.parts = append(q.parts, nil)
+	}
+	q.parts[index] = p
 	q.byName[name] = p
 	s.parts[p.id] = p
+	for _, sub := range q.subs {
+		if mayHaveNewFor(p, sub) {
+			sub.ready.set(index)
+		}
+	}
 	ctx.markDirty(p)
 	return p
 }
 
 // subscribe returns the group's subscription to q, creating it on first use.
 // The queue-mode group always reads from the start.
-func (s *Store) subscribe(ctx *applyCtx, q *queueState, group string, mode uint8, fromMs int64) *subscription {
+//
+// createdMs is when the group subscribed as the queue's home decided it (0:
+// now), so every group holding partitions of the queue starts them alike.
+func (s *Store) subscribe(ctx *applyCtx, q *queueState, group string, mode uint8, fromMs, createdMs int64) *subscription {
 	if sub := q.subs[group]; sub != nil {
 		return sub
 	}
 	if group == wire.QueueModeGroup {
 		mode = wire.SubAll
 	}
-	sub := &subscription{group: group, mode: mode, fromMs: fromMs, createdMs: ctx.nowMs}
+	if createdMs == 0 {
+		createdMs = ctx.nowMs
+	}
+	sub := &subscription{group: group, mode: mode, fromMs: fromMs, createdMs: createdMs}
 	q.subs[group] = sub
 	ctx.set(subKey(q.id, group), sub.encode())
 	s.rebuildReady(q, sub)

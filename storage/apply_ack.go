@@ -25,7 +25,7 @@ func (s *Store) ackOne(ctx *applyCtx, tenant wire.ID, group string, it *wire.Ack
 	// A lease past its expiry is already over: its messages go back to the
 	// group, and an ack naming it is stale.
 	if p := s.parts[it.PartitionID]; p != nil && p.q.tenant == tenant {
-		if c := p.cursors[group]; c != nil && c.lease != nil && c.lease.expiresMs <= ctx.nowMs {
+		if c := p.cursors[group]; c != nil && c.lease != nil && c.lease.expiresMs <= ctx.nowMs && !s.anyPin(p.id, group) {
 			s.closeLease(ctx, p.q, p, c)
 		}
 	}
@@ -96,8 +96,12 @@ func (s *Store) resolveAck(ctx *applyCtx, tenant wire.ID, group string, it *wire
 	if c == nil {
 		return ackTarget{code: wire.CodeNotLeased}
 	}
+	if s.cursorPinned(ctx, p.id, group) {
+		// A prepared cross-group transaction acknowledges in this lease.
+		return ackTarget{code: wire.CodeConflict}
+	}
 	l := c.lease
-	if l != nil && l.expiresMs <= ctx.nowMs {
+	if l != nil && l.expiresMs <= ctx.nowMs && !s.cursorOwnPin(ctx, p.id, group) {
 		l = nil
 	}
 	off, found := s.findOffset(ctx, p, l, it.TxnID)
@@ -222,7 +226,7 @@ func (s *Store) applyExtendLease(ctx *applyCtx, c *wire.ExtendLeaseCmd) wire.Ext
 	if cur == nil || cur.lease == nil || cur.lease.id != c.LeaseID {
 		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
 	}
-	if cur.lease.expiresMs <= ctx.nowMs {
+	if cur.lease.expiresMs <= ctx.nowMs && !s.anyPin(ref.part.id, ref.group) {
 		s.closeLease(ctx, ref.part.q, ref.part, cur)
 		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
 	}

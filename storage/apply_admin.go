@@ -23,7 +23,7 @@ func (s *Store) applyCommitPosition(ctx *applyCtx, c *wire.CommitPositionCmd) wi
 	if p == nil {
 		return wire.CodeResult{Code: wire.CodePartitionNotFound}
 	}
-	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0)
+	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0, 0)
 	cur := s.cursorFor(ctx, p, sub)
 	cur.metadata = c.Metadata
 	s.setPosition(ctx, p, sub, cur, c.Offset)
@@ -31,16 +31,23 @@ func (s *Store) applyCommitPosition(ctx *applyCtx, c *wire.CommitPositionCmd) wi
 	return wire.CodeResult{Code: wire.CodeOK}
 }
 
-// applyConfigure creates a queue or merges options into it.
+// applyConfigure creates a queue (its catalog, here at its home) or merges
+// options into it; every change takes a new option version, which the
+// engine then carries to the queue's other groups.
 func (s *Store) applyConfigure(ctx *applyCtx, c *wire.ConfigureCmd) wire.ConfigureResult {
 	q := s.queue(c.Tenant, c.Queue)
 	res := wire.ConfigureResult{Code: wire.CodeOK}
-	if q == nil {
+	switch {
+	case q != nil && !q.home:
+		return wire.ConfigureResult{Code: wire.CodeBadRequest}
+	case q == nil && !s.homeFor(&c.Place):
+		return wire.ConfigureResult{Code: wire.CodeBadRequest}
+	case q == nil:
 		cfg := wire.DefaultQueueConfig()
 		cfg.Merge(&c.Config, c.Set, c.Reset)
-		q = s.createQueue(ctx, c.Tenant, c.Queue, c.Namespace, c.Task, cfg, false)
+		q = s.createCatalog(ctx, c.Tenant, c.Queue, c.Namespace, c.Task, cfg, false, c.Place)
 		res.Created = true
-	} else {
+	default:
 		if c.Replace {
 			q.cfg = wire.DefaultQueueConfig()
 		}
@@ -51,49 +58,30 @@ func (s *Store) applyConfigure(ctx *applyCtx, c *wire.ConfigureCmd) wire.Configu
 		if c.SetTask {
 			q.task = c.Task
 		}
+		q.cfgVer++
 		s.noteQueueConfig(q)
 		ctx.set(queueKey(q.id), q.encodeMeta())
 	}
 	ctx.touch(q)
 	res.QueueID, res.Namespace, res.Task, res.Config = q.id, q.namespace, q.task, q.cfg
+	res.Catalog = q.catalog()
 	return res
 }
 
-// applyDeleteQueue removes a queue with its partitions, messages, indexes,
-// cursors, leases, subscriptions and dead-letter rows (Queen cascades a
-// queue's deletion to its DLQ: a queue re-created under the same name must
-// not inherit the old one's failures).
-func (s *Store) applyDeleteQueue(ctx *applyCtx, c *wire.DeleteQueueCmd) wire.CodeResult {
+// applyDeleteQueue removes a queue at its home: the catalog and directory,
+// and the home's own partitions, messages, indexes, cursors, leases,
+// subscriptions and dead-letter rows (Queen cascades a queue's deletion to
+// its DLQ: a queue re-created under the same name must not inherit the old
+// one's failures). It answers the groups whose shards the engine drops next.
+func (s *Store) applyDeleteQueue(ctx *applyCtx, c *wire.DeleteQueueCmd) wire.DeleteQueueResult {
 	q := s.queue(c.Tenant, c.Queue)
-	if q == nil {
-		return wire.CodeResult{Code: wire.CodeQueueNotFound}
+	switch {
+	case q == nil:
+		return wire.DeleteQueueResult{Code: wire.CodeQueueNotFound}
+	case !q.home:
+		return wire.DeleteQueueResult{Code: wire.CodeBadRequest}
 	}
-	for _, p := range q.parts {
-		if p == nil {
-			continue
-		}
-		for _, cur := range p.cursors {
-			if cur.lease != nil {
-				delete(s.leases, cur.lease.id)
-				ctx.del(leaseKey(cur.lease.id))
-			}
-		}
-		deleteChunks(ctx, p.id)
-		for _, prefix := range [][]byte{txnPrefix(p.id), cursorPrefix(p.id)} {
-			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
-		}
-		ctx.del(partitionKey(p.id))
-		p.deleted.Store(true)
-		delete(s.parts, p.id)
-	}
-	s.forgetKafkaQueue(ctx, q)
-	deleteDLQRows(ctx, q.tenant, q.id)
-	sp := subPrefix(q.id)
-	_ = ctx.b.DeleteRange(sp, prefixEnd(sp), nil)
-	ctx.del(queueKey(q.id))
-	delete(s.queues, queueKeyT{q.tenant, q.name})
-	delete(s.queuesByID, q.id)
-	delete(s.timed, q.id)
-	ctx.touch(q)
-	return wire.CodeResult{Code: wire.CodeOK}
+	res := wire.DeleteQueueResult{Code: wire.CodeOK, Inc: q.inc, Groups: q.groups}
+	s.deleteQueueData(ctx, q)
+	return res
 }

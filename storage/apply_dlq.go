@@ -105,7 +105,10 @@ func (s *Store) applyDLQPurge(ctx *applyCtx, c *wire.DLQPurgeCmd) wire.CountResu
 	return res
 }
 
-// applyDLQReplay pushes a row's message again and marks the row replayed.
+// applyDLQReplay marks a row replayed with where the engine pushed its
+// message again (the push is the engine's: the target may live in another
+// group). A row already replayed keeps its first outcome, answered as a
+// duplicate, so a retried replay never records a second push.
 func (s *Store) applyDLQReplay(ctx *applyCtx, c *wire.DLQReplayCmd) wire.DLQReplayResult {
 	key := dlqKey(c.Tenant, c.ID)
 	v, ok := ctx.get(key)
@@ -120,36 +123,10 @@ func (s *Store) applyDLQReplay(ctx *applyCtx, c *wire.DLQReplayCmd) wire.DLQRepl
 		return wire.DLQReplayResult{Code: wire.CodeOK, Duplicate: true, Queue: row.replayQueue, Partition: row.replayPart,
 			PartitionID: row.replayPartID, Offset: row.replayOffset, MsgID: row.replayMsgID}
 	}
-	rec, err := wire.ParseRecord(row.record)
-	if err != nil {
-		return wire.DLQReplayResult{Code: wire.CodeBadRequest}
-	}
-	rec.MsgID = c.MsgID
-	rec.Flags |= wire.FlagTxnID
-	rec.TxnID = []byte(DLQTxnID(c.ID))
-	queue, part := row.queue, row.partition
-	if c.Queue != "" {
-		queue = c.Queue
-	}
-	if c.Partition != "" {
-		part = c.Partition
-	}
-	push := wire.PushCmd{Tenant: c.Tenant, Queue: queue, Partition: part, PartitionIndex: -1, Count: 1,
-		Flags:   wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn,
-		Records: wire.AppendRecord(nil, &rec)}
-	pr := s.applyPush(ctx, &push)
-	if pr.Code != wire.CodeOK {
-		return wire.DLQReplayResult{Code: pr.Code}
-	}
-	res := wire.DLQReplayResult{Code: wire.CodeOK, Queue: queue, Partition: part, PartitionID: pr.PartitionID, MsgID: c.MsgID}
-	off, dup := pr.Offset(0)
-	res.Offset = off
-	if dup != nil {
-		res.Duplicate, res.MsgID = true, dup.MsgID
-	}
 	s.forgetDLQRow(&row)
 	row.replayedMs, row.record = ctx.nowMs, nil
-	row.replayQueue, row.replayPart, row.replayPartID, row.replayOffset, row.replayMsgID = queue, part, res.PartitionID, res.Offset, res.MsgID
+	row.replayQueue, row.replayPart, row.replayPartID, row.replayOffset, row.replayMsgID = c.Queue, c.Partition, c.PartitionID, c.Offset, c.MsgID
 	ctx.set(key, row.encode())
-	return res
+	return wire.DLQReplayResult{Code: wire.CodeOK, Duplicate: c.Duplicate, Queue: c.Queue, Partition: c.Partition,
+		PartitionID: c.PartitionID, Offset: c.Offset, MsgID: c.MsgID}
 }

@@ -63,7 +63,7 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 		}
 		parts = []*partState{p}
 	}
-	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0)
+	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0, 0)
 	var n uint64
 	for _, p := range parts {
 		if p == nil {

@@ -5,7 +5,7 @@ import (
 )
 
 // applyKafkaProduce appends one Kafka batch to a partition addressed by
-// index, creating the topic when the command says so. An idempotent
+// index. An idempotent
 // producer's batch is checked against its sequence state first (spec §3.3):
 // a batch already stored is answered with its original offset, a gap with
 // CodeOutOfOrder, an old epoch with CodeFenced.
@@ -17,15 +17,11 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 		return res
 	}
 	q := s.queue(c.Push.Tenant, c.Push.Queue)
-	if q == nil {
-		if c.Push.Flags&wire.PushCreateQueue == 0 {
-			res.Code = wire.CodeQueueNotFound
-			return res
-		}
-		q = s.createPushedQueue(ctx, &c.Push)
-		res.QueueCreated = true
+	if q == nil || (c.Push.Inc != 0 && q.inc != c.Push.Inc) {
+		res.Code = wire.CodeQueueNotFound
+		return res
 	}
-	p, code := s.pushTarget(ctx, q, &c.Push)
+	p, code := s.pushTarget(q, &c.Push)
 	if code != wire.CodeOK {
 		res.Code = code
 		return res
@@ -51,7 +47,7 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 	s.appendChunk(ctx, p, c.Push.Records, heads, nil)
 	s.advance(ctx, q, p, len(heads))
 	if c.ProducerID >= 0 {
-		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(len(heads))}, res.BaseOffset, true)
+		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(len(heads))}, res.BaseOffset)
 	}
 	return res
 }
@@ -82,11 +78,10 @@ func (s *Store) checkSequence(ctx *applyCtx, p *partState, producer int64, epoch
 	return wire.CodeOK, 0
 }
 
-// recordBatch remembers a producer's batch stored at offset, starting a new
-// state for a new producer or epoch. A batch of an aborted transaction
-// (stored false) was never written, but the producer's sequence still moves
-// past it, as it would in Kafka, where aborted batches are in the log.
-func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch int16, ttlMs uint32, b wire.SeqBatch, offset uint64, stored bool) {
+// recordBatch remembers a producer's batch stored at offset (stagedOffset:
+// staged in an open transaction), starting a new state for a new producer
+// or epoch.
+func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch int16, ttlMs uint32, b wire.SeqBatch, offset uint64) {
 	st := s.kafka.producer(p.id, producer, ctx.nowMs)
 	if st == nil || epoch != st.epoch {
 		if st == nil && len(s.kafka.producers[p.id]) >= maxProducersPerPartition {
@@ -95,12 +90,10 @@ func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch i
 		st = &producerState{epoch: epoch}
 	}
 	last := wire.NextSeq(b.BaseSeq, int(b.Count)-1)
-	if stored {
-		if len(st.batches) == producerBatches {
-			st.batches = append(st.batches[:0], st.batches[1:]...)
-		}
-		st.batches = append(st.batches, batchMeta{firstSeq: b.BaseSeq, lastSeq: last, offset: offset})
+	if len(st.batches) == producerBatches {
+		st.batches = append(st.batches[:0], st.batches[1:]...)
 	}
+	st.batches = append(st.batches, batchMeta{firstSeq: b.BaseSeq, lastSeq: last, offset: offset})
 	st.lastSeq, st.lastMs, st.ttlMs = last, ctx.nowMs, ttlMs
 	s.kafka.putProducer(p.id, producer, st)
 	ctx.set(producerKey(p.id, producer), st.encode())

@@ -7,65 +7,82 @@ import (
 // applyCreateTopic creates a Kafka topic: a queue flagged as Kafka's, with
 // Partitions partitions named by index and its configs applied. The same
 // request retried finds its own topic and answers OK.
-func (s *Store) applyCreateTopic(ctx *applyCtx, c *wire.CreateTopicCmd) wire.CodeResult {
+func (s *Store) applyCreateTopic(ctx *applyCtx, c *wire.CreateTopicCmd) wire.AllocResult {
 	if q := s.queue(c.Tenant, c.Name); q != nil {
-		if tm := s.kafka.topics[q.id]; tm != nil && !c.ReqID.IsZero() && tm.createReq == c.ReqID {
-			return wire.CodeResult{Code: wire.CodeOK}
+		if tm := s.kafka.topics[q.id]; q.home && tm != nil && !c.ReqID.IsZero() && tm.createReq == c.ReqID {
+			return q.allocResult(wire.CodeOK)
 		}
-		return wire.CodeResult{Code: wire.CodeExists}
+		return wire.AllocResult{Code: wire.CodeExists}
+	}
+	if !s.homeFor(&c.Place) || c.Partitions > wire.MaxAllocPartitions {
+		return wire.AllocResult{Code: wire.CodeBadRequest}
 	}
 	configs := make([]wire.ConfigEntry, 0, len(c.Configs))
 	for _, e := range c.Configs {
 		if wire.CheckTopicConfig(e.Name, e.Value) != nil {
-			return wire.CodeResult{Code: wire.CodeBadRequest}
+			return wire.AllocResult{Code: wire.CodeBadRequest}
 		}
 		configs = append(configs, e)
 	}
 	sortConfigs(configs)
 	cfg := wire.DefaultQueueConfig()
 	wire.ApplyTopicConfigs(&cfg, configs)
-	q := s.createQueue(ctx, c.Tenant, c.Name, "", "", cfg, true)
+	q := s.createCatalog(ctx, c.Tenant, c.Name, "", "", cfg, true, c.Place)
 	for range c.Partitions {
-		s.createPartition(ctx, q, "")
+		s.addDirEntry(ctx, q, "")
 	}
 	tm := &topicMeta{configs: configs, createReq: c.ReqID}
 	s.kafka.topics[q.id] = tm
 	ctx.set(topicKey(q.id), tm.encode())
 	ctx.touch(q)
-	return wire.CodeResult{Code: wire.CodeOK}
+	res := q.allocResult(wire.CodeOK)
+	res.Created = true
+	return res
+}
+
+// allocResult answers with a home's catalog and whole directory.
+func (q *queueState) allocResult(code wire.Code) wire.AllocResult {
+	res := wire.AllocResult{Code: code, Catalog: q.catalog(), Parts: make([]wire.DirEntry, len(q.dir))}
+	for i := range q.dir {
+		res.Parts[i] = q.dirEntryAt(uint32(i))
+	}
+	return res
 }
 
 // applyCreatePartitions grows a topic (however it was created) to Count
 // partitions named by index. Kafka never shrinks a topic.
-func (s *Store) applyCreatePartitions(ctx *applyCtx, c *wire.CreatePartitionsCmd) wire.CodeResult {
+func (s *Store) applyCreatePartitions(ctx *applyCtx, c *wire.CreatePartitionsCmd) wire.AllocResult {
 	q := s.queue(c.Tenant, c.Name)
-	if q == nil {
-		return wire.CodeResult{Code: wire.CodeQueueNotFound}
+	switch {
+	case q == nil:
+		return wire.AllocResult{Code: wire.CodeQueueNotFound}
+	case !q.home:
+		return wire.AllocResult{Code: wire.CodeBadRequest}
 	}
-	n := uint32(len(q.parts))
+	n := uint32(len(q.dir))
 	switch {
 	case c.Count == n && ctx.retry:
-		return wire.CodeResult{Code: wire.CodeOK} // our own first attempt
-	case c.Count <= n:
-		return wire.CodeResult{Code: wire.CodeInvalidPartitions}
+		return q.allocResult(wire.CodeOK) // our own first attempt
+	case c.Count <= n || c.Count > wire.MaxAllocPartitions:
+		return wire.AllocResult{Code: wire.CodeInvalidPartitions}
 	}
 	for ; n < c.Count; n++ {
-		s.createPartition(ctx, q, "")
+		s.addDirEntry(ctx, q, "")
 	}
 	ctx.touch(q)
-	return wire.CodeResult{Code: wire.CodeOK}
+	return q.allocResult(wire.CodeOK)
 }
 
 // applyDeleteTopic deletes a topic's queue (and with it the Kafka
 // bookkeeping, see forgetKafkaQueue); a retried proposal that finds it gone
 // answers OK.
-func (s *Store) applyDeleteTopic(ctx *applyCtx, c *wire.DeleteTopicCmd) wire.CodeResult {
+func (s *Store) applyDeleteTopic(ctx *applyCtx, c *wire.DeleteTopicCmd) wire.DeleteQueueResult {
 	q := s.queue(c.Tenant, c.Name)
 	if q == nil {
 		if ctx.retry {
-			return wire.CodeResult{Code: wire.CodeOK}
+			return wire.DeleteQueueResult{Code: wire.CodeOK}
 		}
-		return wire.CodeResult{Code: wire.CodeQueueNotFound}
+		return wire.DeleteQueueResult{Code: wire.CodeQueueNotFound}
 	}
 	return s.applyDeleteQueue(ctx, &wire.DeleteQueueCmd{Tenant: c.Tenant, Queue: c.Name})
 }
@@ -79,6 +96,8 @@ func (s *Store) applyTopicConfig(ctx *applyCtx, c *wire.TopicConfigCmd) wire.Cod
 	switch {
 	case q == nil:
 		return wire.CodeResult{Code: wire.CodeQueueNotFound}
+	case !q.home:
+		return wire.CodeResult{Code: wire.CodeBadRequest}
 	case !q.kafka:
 		return wire.CodeResult{Code: wire.CodeConflict}
 	}
@@ -114,6 +133,7 @@ func (s *Store) applyTopicConfig(ctx *applyCtx, c *wire.TopicConfigCmd) wire.Cod
 	s.kafka.topics[q.id] = tm
 	ctx.set(topicKey(q.id), tm.encode())
 	wire.ApplyTopicConfigs(&q.cfg, configs)
+	q.cfgVer++
 	s.noteQueueConfig(q) // retention may have turned on or off
 	ctx.set(queueKey(q.id), q.encodeMeta())
 	ctx.touch(q)

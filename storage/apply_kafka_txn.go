@@ -1,14 +1,17 @@
 package storage
 
 import (
+	"encoding/binary"
 	"math"
+
+	"github.com/cockroachdb/pebble"
 
 	"github.com/queen-mq/queen/wire"
 )
 
 // allocProducerID takes the next producer id of this group.
 func (s *Store) allocProducerID(ctx *applyCtx) int64 {
-	id := s.kafka.nextProducerID
+	id := int64(wire.GroupID(uint64(s.kafka.nextProducerID), s.cfg.Group))
 	s.kafka.nextProducerID++
 	w := wire.Writer{}
 	w.Varint(s.kafka.nextProducerID)
@@ -65,27 +68,32 @@ func (s *Store) txnFor(tenant wire.ID, txnID string, producer int64, epoch int16
 	return t, wire.CodeOK
 }
 
-// applyTxnBegin opens a transaction: the leader stages its records, and the
-// open flag is how any later leader knows one was open.
+// applyTxnBegin opens a transaction (or, open, adds the groups it stages
+// in): its records and offsets are staged in their partitions' groups, and
+// EndTxn resolves each group recorded here.
 func (s *Store) applyTxnBegin(ctx *applyCtx, c *wire.TxnBeginCmd) wire.KafkaTxnResult {
 	t, code := s.txnFor(c.Tenant, c.TxnID, c.ProducerID, c.Epoch)
 	if code != wire.CodeOK {
 		return wire.KafkaTxnResult{Code: code}
 	}
-	if !t.ongoing {
-		t.ongoing, t.beganMs = true, ctx.nowMs
+	switch {
+	case !t.ongoing:
+		t.ongoing, t.beganMs, t.groups = true, ctx.nowMs, c.Groups
 		t.txnSeq++
-		ctx.set(txnStateKey(c.Tenant, c.TxnID), t.encode())
+	case t.groups|c.Groups != t.groups:
+		t.groups |= c.Groups
+	default:
+		return wire.KafkaTxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
 	}
+	ctx.set(txnStateKey(c.Tenant, c.TxnID), t.encode())
 	return wire.KafkaTxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
 }
 
-// applyTxnEnd commits or aborts transaction TxnSeq. A commit applies every
-// push and offset of the transaction in this one command, or none of them:
-// targets are checked before anything changes, and a transaction whose
-// target vanished (its topic was deleted) is aborted and its producer
-// fenced. The same command retried finds the transaction already ended the
-// same way and answers OK.
+// applyTxnEnd ends transaction TxnSeq at its coordinator, committed or
+// aborted: the transactional id's state. Its staged records and offsets are
+// resolved in their groups as the decision this command is part of says
+// (xtxn.go). The same command retried finds the transaction already ended
+// the same way and answers OK.
 func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.KafkaTxnResult {
 	t := s.kafka.txns[txnKeyT{c.Tenant, c.TxnID}]
 	if t != nil && t.producerID == c.ProducerID && !t.ongoing && t.txnSeq == c.TxnSeq && t.lastCommitted == c.Commit &&
@@ -99,86 +107,167 @@ func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.KafkaTxnResul
 	case !t.ongoing || t.txnSeq != c.TxnSeq:
 		return wire.KafkaTxnResult{Code: wire.CodeConflict, TxnSeq: t.txnSeq, Epoch: t.epoch}
 	}
-	res := wire.KafkaTxnResult{TxnSeq: t.txnSeq}
-	commit := c.Commit
-	if commit {
-		if code := s.txnTargetsExist(c); code != wire.CodeOK {
-			commit, c.BumpEpoch, res.Code = false, true, code
-		}
-	}
-	if commit {
-		s.commitTxn(ctx, c)
-	} else if !c.BumpEpoch {
-		s.skipAborted(ctx, c)
-	}
-	t.ongoing, t.lastCommitted = false, commit
+	t.ongoing, t.lastCommitted = false, c.Commit
 	if c.BumpEpoch {
 		t.bumpEpoch(s, ctx)
 	}
 	ctx.set(txnStateKey(c.Tenant, c.TxnID), t.encode())
-	res.Epoch = t.epoch
-	return res
+	return wire.KafkaTxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
 }
 
-// txnTargetsExist checks every partition a commit writes to or commits an
-// offset in, and that the records frame.
-func (s *Store) txnTargetsExist(c *wire.TxnEndCmd) wire.Code {
-	exists := func(queue string, index uint32) bool {
-		q := s.queue(c.Tenant, queue)
-		return q != nil && int(index) < len(q.parts) && q.parts[index] != nil
-	}
-	for i := range c.Pushes {
-		p := &c.Pushes[i]
-		if !exists(p.Queue, p.PartitionIndex) {
-			return wire.CodePartitionNotFound
-		}
-		if heads, ok := pushHeads(&wire.PushCmd{Count: p.Count, Records: p.Records}); !ok || len(heads) == 0 {
-			return wire.CodeBadRequest
-		}
-	}
-	for _, o := range c.Offsets {
-		if !exists(o.Queue, o.PartitionIndex) {
-			return wire.CodePartitionNotFound
-		}
-	}
-	return wire.CodeOK
+// stagedOffset marks a producer batch staged in an open transaction: its
+// sequence counts (a retry is recognised), its offset is given at commit.
+const stagedOffset = math.MaxUint64
+
+// kafkaPart is the header of a group's staged part of a Kafka transaction.
+type kafkaPart struct {
+	tenant wire.ID
+	txnID  string
+	pieces uint32
 }
 
-// skipAborted moves the producer's sequences past the batches of an aborted
-// transaction (its pushes carry their batches, no records). With a bumped
-// epoch there is nothing to move: sequences start again.
-func (s *Store) skipAborted(ctx *applyCtx, c *wire.TxnEndCmd) {
-	for i := range c.Pushes {
-		tp := &c.Pushes[i]
-		q := s.queue(c.Tenant, tp.Queue)
-		if q == nil || int(tp.PartitionIndex) >= len(q.parts) || q.parts[tp.PartitionIndex] == nil {
+func (k *kafkaPart) encode() []byte {
+	w := wire.Writer{}
+	w.Fixed(k.tenant[:])
+	w.String(k.txnID)
+	w.Uvarint(uint64(k.pieces))
+	return w.B
+}
+
+func decodeKafkaPart(b []byte) (kafkaPart, error) {
+	r := wire.NewReader(b)
+	var k kafkaPart
+	copy(k.tenant[:], r.Fixed(16))
+	k.txnID = r.String()
+	k.pieces = uint32(r.Uvarint())
+	return k, r.Done()
+}
+
+func xStageKey(xid wire.ID, n uint32) []byte {
+	b := append([]byte{tagXStage}, xid[:]...)
+	return binary.BigEndian.AppendUint32(b, n)
+}
+
+func xStagePrefix(xid wire.ID) []byte { return append([]byte{tagXStage}, xid[:]...) }
+
+// applyKafkaStage stages a batch (checked against the producer's sequence
+// in its partition, which moves past it now, as Kafka's does when it
+// appends a transactional batch) or offsets as a piece of transaction XID's
+// part in this group.
+func (s *Store) applyKafkaStage(ctx *applyCtx, c *wire.KafkaStageCmd, body []byte) wire.KafkaProduceResult {
+	if _, done := ctx.get(txnDoneKey(c.XID)); done {
+		return wire.KafkaProduceResult{Code: wire.CodeConflict} // the transaction ended
+	}
+	prod := &c.Produce
+	tenant := prod.Push.Tenant
+	if prod.Push.Count > 0 {
+		heads, ok := pushHeads(&prod.Push)
+		if !ok || prod.ProducerID < 0 || prod.Push.PartitionIndex < 0 {
+			return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
+		}
+		q := s.queue(tenant, prod.Push.Queue)
+		if q == nil || (prod.Push.Inc != 0 && q.inc != prod.Push.Inc) {
+			return wire.KafkaProduceResult{Code: wire.CodeQueueNotFound}
+		}
+		p, code := s.pushTarget(q, &prod.Push)
+		if code != wire.CodeOK {
+			return wire.KafkaProduceResult{Code: code}
+		}
+		code, _ = s.checkSequence(ctx, p, prod.ProducerID, prod.Epoch, prod.BaseSeq, len(heads))
+		if code != wire.CodeOK {
+			return wire.KafkaProduceResult{Code: code} // a duplicate is a batch staged already
+		}
+		s.recordBatch(ctx, p, prod.ProducerID, prod.Epoch, prod.StateTTLMs,
+			wire.SeqBatch{BaseSeq: prod.BaseSeq, Count: uint32(len(heads))}, stagedOffset)
+	} else if len(c.Offsets) == 0 {
+		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
+	}
+	x := s.xprep[c.XID]
+	var part kafkaPart
+	if x == nil {
+		x = &xPrepared{coord: c.Coord, deadlineMs: c.DeadlineMs}
+		part = kafkaPart{tenant: tenant, txnID: c.TxnID}
+		s.xprep[c.XID] = x
+	} else if x.sub.Kind != wire.KindKafkaStage {
+		return wire.KafkaProduceResult{Code: wire.CodeConflict}
+	} else {
+		var err error
+		if part, err = decodeKafkaPart(x.sub.Body); err != nil {
+			return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
+		}
+	}
+	ctx.set(xStageKey(c.XID, part.pieces), body)
+	part.pieces++
+	x.sub = wire.Command{Kind: wire.KindKafkaStage, Body: part.encode()}
+	ctx.set(xPrepKey(c.XID), x.encode())
+	return wire.KafkaProduceResult{Code: wire.CodeOK}
+}
+
+// commitKafkaPart applies a group's staged part of a Kafka transaction in
+// the order it was staged: each batch appended as one chunk with its
+// producer batch given its offset, each offset committed as the group's
+// position. A piece whose partition is gone (its topic was deleted) is
+// skipped.
+func (s *Store) commitKafkaPart(ctx *applyCtx, xid wire.ID) {
+	s.eachStaged(ctx, xid, func(c *wire.KafkaStageCmd) {
+		prod := &c.Produce
+		if prod.Push.Count > 0 {
+			q := s.queue(prod.Push.Tenant, prod.Push.Queue)
+			if q == nil {
+				return
+			}
+			p, code := s.pushTarget(q, &prod.Push)
+			heads, ok := pushHeads(&prod.Push)
+			if code != wire.CodeOK || !ok {
+				return
+			}
+			base := p.next
+			s.appendChunk(ctx, p, prod.Push.Records, heads, nil)
+			s.advance(ctx, q, p, len(heads))
+			s.settleBatch(ctx, p, prod.ProducerID, prod.BaseSeq, base)
+		}
+		for _, o := range c.Offsets {
+			s.applyCommitPosition(ctx, &wire.CommitPositionCmd{Tenant: prod.Push.Tenant, Queue: o.Queue, Group: o.Group,
+				PartitionIndex: int32(o.PartitionIndex), Offset: o.Offset, Metadata: o.Metadata})
+		}
+	})
+}
+
+// eachStaged calls f for every staged piece of xid in order, then deletes
+// them.
+func (s *Store) eachStaged(ctx *applyCtx, xid wire.ID, f func(*wire.KafkaStageCmd)) {
+	prefix := xStagePrefix(xid)
+	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	var pieces [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		pieces = append(pieces, append([]byte(nil), it.Value()...))
+	}
+	_ = it.Close()
+	_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
+	for _, b := range pieces {
+		c, err := wire.DecodeKafkaStageCmd(b)
+		if err != nil {
+			s.log.Error("storage: a staged Kafka piece does not decode", "err", err)
 			continue
 		}
-		for _, b := range tp.Batches {
-			s.recordBatch(ctx, q.parts[tp.PartitionIndex], c.ProducerID, c.Epoch, c.StateTTLMs, b, 0, false)
+		if f != nil {
+			f(&c)
 		}
 	}
 }
 
-// commitTxn applies a checked commit: each push as one chunk with its
-// producer batches remembered, then the group positions.
-func (s *Store) commitTxn(ctx *applyCtx, c *wire.TxnEndCmd) {
-	for i := range c.Pushes {
-		tp := &c.Pushes[i]
-		q := s.queue(c.Tenant, tp.Queue)
-		p := q.parts[tp.PartitionIndex]
-		heads, _ := pushHeads(&wire.PushCmd{Count: tp.Count, Records: tp.Records})
-		base := p.next
-		s.appendChunk(ctx, p, tp.Records, heads, nil)
-		s.advance(ctx, q, p, len(heads))
-		off := base
-		for _, b := range tp.Batches {
-			s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, b, off, true)
-			off += uint64(b.Count)
-		}
+// settleBatch gives a staged producer batch its offset once committed.
+func (s *Store) settleBatch(ctx *applyCtx, p *partState, producer int64, baseSeq int32, offset uint64) {
+	st := s.kafka.producer(p.id, producer, ctx.nowMs)
+	if st == nil {
+		return
 	}
-	for _, o := range c.Offsets {
-		s.applyCommitPosition(ctx, &wire.CommitPositionCmd{Tenant: c.Tenant, Queue: o.Queue, Group: o.Group,
-			PartitionIndex: int32(o.PartitionIndex), Offset: o.Offset, Metadata: o.Metadata})
+	for i := range st.batches {
+		if st.batches[i].firstSeq == baseSeq && st.batches[i].offset == stagedOffset {
+			st.batches[i].offset = offset
+			s.kafka.putProducer(p.id, producer, st)
+			ctx.set(producerKey(p.id, producer), st.encode())
+			return
+		}
 	}
 }

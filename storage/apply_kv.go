@@ -155,6 +155,14 @@ func (s *Store) applyKV(ctx *applyCtx, c *wire.KVCmd) wire.KVResult {
 func (t *kvTxn) apply(op *wire.KVOp) wire.KVOpResult {
 	cur := t.read(op.NS, op.Key)
 	r := wire.KVOpResult{Found: cur != nil, Item: item(op.Key, cur)}
+	switch op.Op {
+	case wire.KVGet, wire.KVGetMany, wire.KVGetPrefix:
+	default:
+		if t.s.keyPinned(t.ctx, string(kvKey(t.tenant, op.NS, op.Key))) {
+			r.Reason = wire.KVReasonBusy
+			return r
+		}
+	}
 	expectHolds := func() bool {
 		if !op.HasExpect {
 			return true

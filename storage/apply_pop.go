@@ -30,7 +30,7 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 		return res
 	}
 	q.count(ctx.nowMs, Activity{PopOps: 1})
-	sub := s.subscribe(ctx, q, c.Group, c.SubMode, c.SubFromMs)
+	sub := s.subscribe(ctx, q, c.Group, c.SubMode, c.SubFromMs, c.SubCreatedMs)
 	leaseMs := int64(c.LeaseMs)
 	if leaseMs == 0 {
 		leaseMs = int64(q.cfg.LeaseTimeSec) * 1000
@@ -109,6 +109,9 @@ func claimOf(p *partState, c *cursor, from, to, redeliverTo uint64) wire.Claim {
 
 // claim leases up to limit messages of p for the group, if p is free.
 func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscription, id wire.ID, limit uint64, leaseMs int64, commitOnDelivery bool) (wire.Claim, bool) {
+	if s.anyPin(p.id, sub.group) {
+		return wire.Claim{}, false // a prepared transaction holds the cursor
+	}
 	c := s.cursorFor(ctx, p, sub)
 	if c.lease != nil {
 		if c.lease.expiresMs > ctx.nowMs {

@@ -19,15 +19,11 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 		return res
 	}
 	q := s.queue(c.Tenant, c.Queue)
-	if q == nil {
-		if c.Flags&wire.PushCreateQueue == 0 {
-			res.Code = wire.CodeQueueNotFound
-			return res
-		}
-		q = s.createPushedQueue(ctx, c)
-		res.QueueCreated = true
+	if q == nil || (c.Inc != 0 && q.inc != c.Inc) {
+		res.Code = wire.CodeQueueNotFound
+		return res
 	}
-	p, code := s.pushTarget(ctx, q, c)
+	p, code := s.pushTarget(q, c)
 	if code != wire.CodeOK {
 		res.Code = code
 		return res
@@ -99,22 +95,8 @@ func pushHeads(c *wire.PushCmd) ([]pushHead, bool) {
 	return heads, it.Err() == nil && len(heads) == c.Count
 }
 
-func (s *Store) createPushedQueue(ctx *applyCtx, c *wire.PushCmd) *queueState {
-	kafka := c.Flags&wire.PushFromKafka != 0
-	cfg := wire.PushCreatedQueueConfig()
-	if kafka {
-		cfg = wire.DefaultQueueConfig()
-	}
-	q := s.createQueue(ctx, c.Tenant, c.Queue, c.Namespace, c.Task, cfg, kafka)
-	if c.PartitionIndex >= 0 {
-		for i := uint32(0); i < c.NewPartitions; i++ {
-			s.createPartition(ctx, q, "")
-		}
-	}
-	return q
-}
-
-func (s *Store) pushTarget(ctx *applyCtx, q *queueState, c *wire.PushCmd) (*partState, wire.Code) {
+// pushTarget is the partition a push names, by index or by name.
+func (s *Store) pushTarget(q *queueState, c *wire.PushCmd) (*partState, wire.Code) {
 	if c.PartitionIndex >= 0 {
 		if int(c.PartitionIndex) < len(q.parts) && q.parts[c.PartitionIndex] != nil {
 			return q.parts[c.PartitionIndex], wire.CodeOK
@@ -124,10 +106,7 @@ func (s *Store) pushTarget(ctx *applyCtx, q *queueState, c *wire.PushCmd) (*part
 	if p := q.byName[c.Partition]; p != nil {
 		return p, wire.CodeOK
 	}
-	if c.Flags&wire.PushCreatePartition == 0 || c.Partition == "" {
-		return nil, wire.CodePartitionNotFound
-	}
-	return s.createPartition(ctx, q, c.Partition), wire.CodeOK
+	return nil, wire.CodePartitionNotFound
 }
 
 // findDups lists the records whose transaction id is already stored in p, or

@@ -226,7 +226,7 @@ func (s *Store) expireWaiting(ctx *applyCtx, q *queueState, p *partState, budget
 			c = s.cursorFor(ctx, p, sub)
 		}
 		if c.lease != nil {
-			if c.lease.expiresMs > ctx.nowMs {
+			if c.lease.expiresMs > ctx.nowMs || s.anyPin(p.id, g) {
 				continue
 			}
 			s.closeLease(ctx, q, p, c)

@@ -10,11 +10,16 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// A timer is a durable delayed push: at its due time (on the replicated
-// clock) the apply loop pushes its payload into its queue, exactly once,
-// because firing and marking the timer fired are one write. A fired timer
-// stays as a tombstone for timerTombstoneMs so a retried schedule of the
-// same key answers too_late instead of firing again.
+// A timer is a durable delayed push. It lives in its queue's home group,
+// while the partition it fires into may live in any group, so firing is the
+// leader's work, not the apply loop's: the leader reads due timers
+// (DueTimers), pushes each payload through the engine with a transaction id
+// derived from the timer and its due time (so a push repeated after a
+// leader change is a duplicate, not a second message), then proposes
+// TimerFiredCmd with the outcome, which marks the timer fired or schedules
+// its next attempt. A fired timer stays as a tombstone for
+// timerTombstoneMs so a retried schedule of the same key answers too_late
+// instead of firing again.
 const (
 	timerTombstoneMs = 3600 * 1000
 	timerBackoffMin  = 1000
@@ -129,83 +134,158 @@ func (s *Store) putTimer(ctx *applyCtx, tk []byte, old, t *timerRec) {
 	ctx.set(timerDueKey(t.dueMs, tk), nil)
 }
 
-// timerSweeper fires due timers and drops old tombstones.
+// timerTombstoneKey orders fired timers' tombstones by when they go.
+func timerTombstoneKey(goneMs int64, tk []byte) []byte {
+	b := appendU64([]byte{tagTimerGone}, uint64(goneMs))
+	return append(b, tk[1:]...)
+}
+
+// timerSweeper drops the tombstones of fired timers whose time is up.
 type timerSweeper struct{}
 
 func (timerSweeper) name() string { return "timers" }
 
 func (timerSweeper) due(s *Store, nowMs int64) bool {
-	first, ok := s.firstKey([]byte{tagTimerDue})
+	first, ok := s.firstKey([]byte{tagTimerGone})
 	return ok && len(first) >= 9 && int64(binary.BigEndian.Uint64(first[1:9])) <= nowMs
 }
 
 func (timerSweeper) sweep(s *Store, ctx *applyCtx) {
-	lower := []byte{tagTimerDue}
+	lower := []byte{tagTimerGone}
 	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	var due [][]byte
-	for it.First(); it.Valid() && len(due) < wire.TimerFireBatch; it.Next() {
+	var gone [][]byte
+	for it.First(); it.Valid() && len(gone) < wire.TimerFireBatch; it.Next() {
 		k := it.Key()
 		if len(k) < 9 || int64(binary.BigEndian.Uint64(k[1:9])) > ctx.nowMs {
 			break
 		}
-		due = append(due, append([]byte(nil), k...))
+		gone = append(gone, append([]byte(nil), k...))
 	}
 	it.Close()
-	bytes := 0
-	for _, dk := range due {
-		if bytes >= wire.TimerFireMaxBytes {
-			return
+	for _, gk := range gone {
+		ctx.del(gk)
+		tk := append([]byte{tagTimer}, gk[9:]...)
+		if v, ok := ctx.get(tk); ok {
+			if t, ok := decodeTimer(v); ok && t.fired && t.dueMs == int64(binary.BigEndian.Uint64(gk[1:9])) {
+				ctx.del(tk)
+			}
 		}
-		ctx.del(dk)
-		tk := append([]byte{tagTimer}, dk[9:]...)
-		v, ok := ctx.get(tk)
-		if !ok {
-			continue
-		}
-		t, ok := decodeTimer(v)
-		if !ok || t.dueMs != int64(binary.BigEndian.Uint64(dk[1:9])) {
-			continue // a stale index entry: the timer moved
-		}
-		if t.fired {
-			ctx.del(tk) // the tombstone's time is up
-			continue
-		}
-		bytes += len(t.payload)
-		s.fireTimer(ctx, tk, &t)
 	}
 }
 
-// fireTimer pushes a timer's payload into its queue. A push that fails is
-// retried with backoff; after wire.TimerMaxFireAttempts it is dead-lettered
-// under the group __timer__.
-func (s *Store) fireTimer(ctx *applyCtx, tk []byte, t *timerRec) {
-	tenant, queue, key := splitNSKey(tk)
-	rec := wire.Record{Flags: t.flags, MsgID: timerMsgID(tk, t.dueMs), Payload: t.payload}
-	if t.txn != "" {
-		rec.Flags |= wire.FlagTxnID
-		rec.TxnID = []byte(t.txn)
+// DueTimer is a timer due to fire, as the leader's fire loop reads it.
+type DueTimer struct {
+	Tenant    wire.ID
+	Queue     string
+	Key       string
+	DueMs     int64
+	Partition string
+	// Record is the stored record the fire pushes: its message id and
+	// transaction id are derived from the timer and its due time.
+	Record   wire.Record
+	Attempts uint32
+}
+
+// DueTimers lists up to wire.TimerFireBatch timers due at nowMs (and at most
+// wire.TimerFireMaxBytes of payload), earliest first.
+func (s *Store) DueTimers(nowMs int64) ([]DueTimer, error) {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return nil, ErrClosed
 	}
-	ns, task := wire.QueueLabels(queue)
-	cmd := wire.PushCmd{Tenant: tenant, Queue: queue, Partition: t.partition, PartitionIndex: -1, Count: 1,
-		Flags:     wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn,
-		Namespace: ns, Task: task, Records: wire.AppendRecord(nil, &rec)}
-	res := s.applyPush(ctx, &cmd)
-	if res.Code == wire.CodeOK {
-		fired := *t
+	lower := []byte{tagTimerDue}
+	it := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	defer it.Close()
+	var out []DueTimer
+	bytes := 0
+	for it.First(); it.Valid() && len(out) < wire.TimerFireBatch && bytes < wire.TimerFireMaxBytes; it.Next() {
+		k := it.Key()
+		if len(k) < 9 {
+			continue
+		}
+		dueMs := int64(binary.BigEndian.Uint64(k[1:9]))
+		if dueMs > nowMs {
+			break
+		}
+		tk := append([]byte{tagTimer}, k[9:]...)
+		v, closer, err := s.db.Get(tk)
+		if err != nil {
+			continue // a stale index entry
+		}
+		t, ok := decodeTimer(v)
+		closer.Close()
+		if !ok || t.fired || t.dueMs != dueMs {
+			continue
+		}
+		tenant, queue, key := splitNSKey(tk)
+		bytes += len(t.payload)
+		out = append(out, DueTimer{Tenant: tenant, Queue: queue, Key: key, DueMs: dueMs, Partition: t.partition,
+			Record: timerRecord(tk, &t), Attempts: t.attempts})
+	}
+	return out, nil
+}
+
+// NextTimerMs is when the earliest pending timer is due (0: none).
+func (s *Store) NextTimerMs() int64 {
+	first, ok := s.firstKey([]byte{tagTimerDue})
+	if !ok || len(first) < 9 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(first[1:9]))
+}
+
+// timerRecord is the record a timer fires: a message id derived from the
+// timer and its due time, and the transaction id its schedule named or
+// one derived the same way, so the push a fire makes twice is found a
+// duplicate the second time.
+func timerRecord(tk []byte, t *timerRec) wire.Record {
+	rec := wire.Record{Flags: t.flags | wire.FlagTxnID, MsgID: timerMsgID(tk, t.dueMs), Payload: t.payload}
+	rec.TxnID = []byte(t.txn)
+	if t.txn == "" {
+		// Named explicitly, so the push is deduplicated by it, and
+		// spelled as the message id, which is what a message without
+		// one shows.
+		rec.TxnID = []byte(rec.MsgID.String())
+	}
+	return rec
+}
+
+// applyTimerFired records what became of a timer's fire: fired (a
+// tombstone stays for timerTombstoneMs), or failed, retried with backoff
+// and dead-lettered under the group __timer__ after
+// wire.TimerMaxFireAttempts. An outcome for a timer that moved, was
+// cancelled or already fired is stale and changes nothing.
+func (s *Store) applyTimerFired(ctx *applyCtx, c *wire.TimerFiredCmd) wire.CodeResult {
+	tk := timerKey(c.Tenant, c.Queue, c.Key)
+	v, ok := ctx.get(tk)
+	if !ok {
+		return wire.CodeResult{Code: wire.CodeNotFound}
+	}
+	t, ok := decodeTimer(v)
+	if !ok || t.fired || t.dueMs != c.DueMs {
+		return wire.CodeResult{Code: wire.CodeConflict}
+	}
+	ctx.del(timerDueKey(t.dueMs, tk))
+	if c.Code == wire.CodeOK {
+		fired := t
 		fired.fired, fired.payload, fired.dueMs = true, nil, ctx.nowMs+timerTombstoneMs
-		s.putTimer(ctx, tk, nil, &fired)
-		return
+		ctx.set(tk, fired.encode())
+		ctx.set(timerTombstoneKey(fired.dueMs, tk), nil)
+		return wire.CodeResult{Code: wire.CodeOK}
 	}
 	t.attempts++
 	if t.attempts >= wire.TimerMaxFireAttempts {
-		s.deadLetterTimer(ctx, tenant, queue, key, t, res.Code)
+		s.deadLetterTimer(ctx, c.Tenant, c.Queue, c.Key, &t, c.Code)
 		ctx.del(tk)
-		return
+		return wire.CodeResult{Code: wire.CodeOK}
 	}
 	backoff := min(int64(timerBackoffMin)<<(t.attempts-1), timerBackoffMax)
-	next := *t
+	next := t
 	next.dueMs = ctx.nowMs + backoff
-	s.putTimer(ctx, tk, nil, &next)
+	ctx.set(tk, next.encode())
+	ctx.set(timerDueKey(next.dueMs, tk), nil)
+	return wire.CodeResult{Code: wire.CodeOK}
 }
 
 func (s *Store) deadLetterTimer(ctx *applyCtx, tenant wire.ID, queue, key string, t *timerRec, code wire.Code) {
@@ -214,7 +294,7 @@ func (s *Store) deadLetterTimer(ctx *applyCtx, tenant wire.ID, queue, key string
 	body := wire.AppendRecord(nil, &rec)
 	it := wire.NewRecordIter(body)
 	b, _, _ := it.Next()
-	row := dlqRow{id: s.counters.nextDLQID, queue: queue, partition: t.partition, group: wire.TimerDLQGroup,
+	row := dlqRow{id: wire.GroupID(s.counters.nextDLQID, s.cfg.Group), queue: queue, partition: t.partition, group: wire.TimerDLQGroup,
 		errText: "timer fire failed: " + code.Err().Error(), retryCount: t.attempts, createdMs: ctx.nowMs,
 		appendMs: ctx.nowMs, record: b}
 	if q := s.queue(tenant, queue); q != nil {

@@ -34,12 +34,37 @@ type txnOp struct {
 // be applied rolls the whole transaction back before anything changed.
 func (s *Store) applyTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
 	if ctx.retry {
-		if v, ok := ctx.get(txnDoneKey(c.ID)); ok {
-			if r, err := wire.DecodeTxnResult(v); err == nil {
-				return r
-			}
+		if r, ok := s.txnDone(ctx, c.ID); ok {
+			return r
 		}
 	}
+	res := s.runTransaction(ctx, c)
+	if res.Code == wire.CodeOK {
+		s.rememberTxn(ctx, c.ID, res)
+	}
+	return res
+}
+
+// txnDone is the result transaction id committed with, if it did within the
+// window.
+func (s *Store) txnDone(ctx *applyCtx, id wire.ID) (wire.TxnResult, bool) {
+	if v, ok := ctx.get(txnDoneKey(id)); ok {
+		if r, err := wire.DecodeTxnResult(v); err == nil {
+			return r, true
+		}
+	}
+	return wire.TxnResult{}, false
+}
+
+// rememberTxn keeps a transaction's result for the window.
+func (s *Store) rememberTxn(ctx *applyCtx, id wire.ID, res wire.TxnResult) {
+	ctx.set(txnDoneKey(id), res.Encode(nil))
+	s.hasTxnDone = true
+}
+
+// runTransaction checks c and, when every operation can be applied,
+// applies them all.
+func (s *Store) runTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
 	ops, fail := decodeTxnOps(c)
 	if fail.Code != wire.CodeOK {
 		return fail
@@ -70,9 +95,18 @@ func (s *Store) applyTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
 	if kv != nil {
 		kv.commit()
 	}
-	ctx.set(txnDoneKey(c.ID), res.Encode(nil))
-	s.hasTxnDone = true
 	return res
+}
+
+// checkTransaction checks c without changing anything (a participant's
+// prepare), answering OK or the first operation that could not be applied.
+func (s *Store) checkTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
+	ops, fail := decodeTxnOps(c)
+	if fail.Code != wire.CodeOK {
+		return fail
+	}
+	_, fail = s.checkTxn(ctx, c, ops)
+	return fail
 }
 
 // decodeTxnOps decodes every operation; one that does not decode, names
@@ -115,11 +149,9 @@ func decodeTxnOps(c *wire.TxnCmd) ([]txnOp, wire.TxnResult) {
 }
 
 // txnCheck tracks what the operations checked so far will have done, so
-// later ones are checked against it: queues and partitions earlier pushes
-// create, transaction ids they store, messages earlier acks acknowledge.
+// later ones are checked against it: transaction ids earlier pushes store,
+// messages earlier acks acknowledge.
 type txnCheck struct {
-	queues map[string]bool
-	parts  map[string]bool
 	txnIDs map[string]bool
 	acked  map[ackedKey]bool
 }
@@ -140,7 +172,7 @@ func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) (*kvTxn, wi
 		}
 	}
 	var kv *kvTxn
-	chk := txnCheck{queues: map[string]bool{}, parts: map[string]bool{}, txnIDs: map[string]bool{}, acked: map[ackedKey]bool{}}
+	chk := txnCheck{txnIDs: map[string]bool{}, acked: map[ackedKey]bool{}}
 	for i := range ops {
 		op := &ops[i]
 		code, item := wire.CodeOK, -1
@@ -163,7 +195,7 @@ func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) (*kvTxn, wi
 				}
 			}
 		case wire.TxnOpPosition:
-			code = s.checkTxnPosition(c.Tenant, &op.pos, &chk)
+			code = s.checkTxnPosition(c.Tenant, &op.pos)
 		case wire.TxnOpKV:
 			if kv == nil {
 				kv = s.newKVTxn(ctx, c.Tenant)
@@ -194,45 +226,31 @@ func (s *Store) leaseLive(ctx *applyCtx, tenant wire.ID, id wire.ID) bool {
 		return false
 	}
 	cur := ref.part.cursors[ref.group]
-	return cur != nil && cur.lease != nil && cur.lease.id == id && cur.lease.expiresMs > ctx.nowMs
+	return cur != nil && cur.lease != nil && cur.lease.id == id && !s.cursorPinned(ctx, ref.part.id, ref.group) &&
+		(cur.lease.expiresMs > ctx.nowMs || s.cursorOwnPin(ctx, ref.part.id, ref.group))
 }
 
-// checkTxnPush checks that a push can go where it says and stores no
-// transaction id already stored (within the dedup window) or already
-// pushed by this transaction: a duplicate rolls the transaction back.
+// checkTxnPush checks that a push's partition exists (the engine created
+// it before proposing) and that it stores no transaction id already stored
+// (within the dedup window) or already pushed by this transaction: a
+// duplicate rolls the transaction back.
 func (s *Store) checkTxnPush(ctx *applyCtx, tenant wire.ID, op *txnOp, chk *txnCheck) (wire.Code, int) {
 	c := &op.push
 	q := s.queue(tenant, c.Queue)
-	if q == nil && !chk.queues[c.Queue] {
-		if c.Flags&wire.PushCreateQueue == 0 {
-			return wire.CodeQueueNotFound, -1
-		}
-		chk.queues[c.Queue] = true
+	if q == nil || (c.Inc != 0 && q.inc != c.Inc) {
+		return wire.CodeQueueNotFound, -1
 	}
-	var p *partState
-	partKey := c.Queue + "\x00" + c.Partition
-	if c.PartitionIndex >= 0 {
-		if q == nil || int(c.PartitionIndex) >= len(q.parts) || q.parts[c.PartitionIndex] == nil {
-			return wire.CodePartitionNotFound, -1
-		}
-		p = q.parts[c.PartitionIndex]
-		partKey = c.Queue + "\x00#" + strconv.Itoa(int(c.PartitionIndex))
-	} else if q != nil && q.byName[c.Partition] != nil {
-		p = q.byName[c.Partition]
-	} else if !chk.parts[partKey] {
-		if c.Flags&wire.PushCreatePartition == 0 || c.Partition == "" {
-			return wire.CodePartitionNotFound, -1
-		}
-		chk.parts[partKey] = true
+	p, code := s.pushTarget(q, c)
+	if code != wire.CodeOK {
+		return code, -1
 	}
 	if c.Flags&wire.PushIndexTxn == 0 {
 		return wire.CodeOK, -1
 	}
-	if p != nil {
-		if dups := s.findDups(ctx, q, p, op.heads); len(dups) > 0 {
-			return wire.CodeDuplicate, dups[0].Index
-		}
+	if dups := s.findDups(ctx, q, p, op.heads); len(dups) > 0 {
+		return wire.CodeDuplicate, dups[0].Index
 	}
+	partKey := strconv.FormatUint(p.id, 10)
 	for i := range op.heads {
 		if explicit, id := op.heads[i].head.TxnKey(); explicit {
 			k := partKey + "\x00" + string(id)
@@ -247,15 +265,15 @@ func (s *Store) checkTxnPush(ctx *applyCtx, tenant wire.ID, op *txnOp, chk *txnC
 
 // checkTxnPosition checks that the partition a position names exists, or
 // is created by an earlier push of the transaction.
-func (s *Store) checkTxnPosition(tenant wire.ID, pos *wire.PositionOp, chk *txnCheck) wire.Code {
+func (s *Store) checkTxnPosition(tenant wire.ID, pos *wire.PositionOp) wire.Code {
 	if pos.Group == "" {
 		return wire.CodeBadRequest
 	}
 	q := s.queue(tenant, pos.Queue)
-	if q == nil && !chk.queues[pos.Queue] {
+	if q == nil {
 		return wire.CodeQueueNotFound
 	}
-	if (q == nil || q.byName[pos.Partition] == nil) && !chk.parts[pos.Queue+"\x00"+pos.Partition] {
+	if q.byName[pos.Partition] == nil {
 		return wire.CodePartitionNotFound
 	}
 	return wire.CodeOK
@@ -270,7 +288,7 @@ func (s *Store) applyPosition(ctx *applyCtx, tenant wire.ID, pos *wire.PositionO
 	}
 	// A group new to the queue subscribes with the mode the position names;
 	// an existing subscription is left as it is.
-	s.subscribe(ctx, q, pos.Group, pos.SubMode, 0)
+	s.subscribe(ctx, q, pos.Group, pos.SubMode, 0, 0)
 	if pos.Reset {
 		s.forgetPosition(ctx, q, q.byName[pos.Partition], pos.Group)
 		return wire.CodeResult{Code: wire.CodeOK}

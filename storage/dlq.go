@@ -89,7 +89,7 @@ func (s *Store) deadLetter(ctx *applyCtx, q *queueState, p *partState, c *cursor
 	q.count(ctx.nowMs, Activity{DLQ: 1})
 	q.dlqRows++
 	row := dlqRow{
-		id: s.counters.nextDLQID, queueID: q.id, queue: q.name, partID: p.id, partition: p.name,
+		id: wire.GroupID(s.counters.nextDLQID, s.cfg.Group), queueID: q.id, queue: q.name, partID: p.id, partition: p.name,
 		offset: off, group: c.group, errText: errText, retryCount: failures, createdMs: ctx.nowMs,
 	}
 	_ = readRange(ctx.b, ctx.s.segs, p.id, off, off+1, func(_ uint64, appendMs int64, body []byte) bool {

@@ -13,11 +13,12 @@ import (
 // the replica) or panics.
 func FuzzApply(f *testing.F) {
 	rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON | wire.FlagTxnID, MsgID: wire.ID{1}, TxnID: []byte("t"), Payload: []byte("1")})
+	alloc := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: "q", Flags: wire.AllocCreate, Place: testPlace, Names: []string{"p"}}
 	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: 1, Records: rec}
+		Flags: wire.PushIndexTxn, Count: 1, Records: rec}
 	pop := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 5, SubMode: wire.SubAll, LeaseIDs: []wire.ID{{7}}}
 	ack := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: wire.AckFailed}}}
-	f.Add(wire.AppendEntry(nil, 1, []wire.Command{{Kind: wire.KindPush, Body: push.Encode(nil)},
+	f.Add(wire.AppendEntry(nil, 1, []wire.Command{{Kind: wire.KindAlloc, Body: alloc.Encode(nil)}, {Kind: wire.KindPush, Body: push.Encode(nil)},
 		{Kind: wire.KindPop, Body: pop.Encode(nil)}, {Kind: wire.KindAck, Body: ack.Encode(nil)}}))
 	txn := wire.TxnCmd{Tenant: wire.DefaultTenant, ID: wire.ID{3}, RequiredLeases: []wire.ID{{7}}, Ops: []wire.TxnOp{
 		{Kind: wire.TxnOpPush, Body: push.Encode(nil)}, {Kind: wire.TxnOpAck, Body: ack.Encode(nil)},

@@ -129,10 +129,9 @@ func decodeProducer(b []byte) (*producerState, error) {
 	return p, r.Done()
 }
 
-// txnState is a transactional id's durable state. Its records and offsets
-// are staged in the leader's memory and only reach the store in the one
-// command that commits them; here is what a new leader needs to know about
-// a transaction it did not stage.
+// txnState is a transactional id's durable state, in its coordinator's
+// group. Its records and offsets are staged in the groups holding their
+// partitions (KafkaStageCmd), and groups says which.
 type txnState struct {
 	producerID    int64
 	epoch         int16
@@ -142,6 +141,9 @@ type txnState struct {
 	beganMs       int64
 	timeoutMs     uint32
 	lastInitReq   wire.ID
+	// groups are the raft groups the open (or last) transaction staged
+	// records or offsets in (bit g): EndTxn resolves each.
+	groups uint64
 }
 
 func (t *txnState) encode() []byte {
@@ -154,6 +156,7 @@ func (t *txnState) encode() []byte {
 	w.Varint(t.beganMs)
 	w.Uvarint(uint64(t.timeoutMs))
 	w.Fixed(t.lastInitReq[:])
+	w.U64(t.groups)
 	return w.B
 }
 
@@ -162,6 +165,7 @@ func decodeTxnState(b []byte) (*txnState, error) {
 	t := &txnState{producerID: r.Varint(), epoch: int16(r.Varint()), ongoing: r.Bool(), txnSeq: r.Uvarint(),
 		lastCommitted: r.Bool(), beganMs: r.Varint(), timeoutMs: uint32(r.Uvarint())}
 	copy(t.lastInitReq[:], r.Fixed(16))
+	t.groups = r.U64()
 	return t, r.Done()
 }
 

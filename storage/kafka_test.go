@@ -18,9 +18,9 @@ func (h *harness) kafkaRecords(n int) []byte {
 }
 
 func (h *harness) produceCmd(topic string, index int32, producer int64, epoch int16, seq int32, n int) wire.KafkaProduceCmd {
+	h.allocTopic(topic, 2)
 	return wire.KafkaProduceCmd{ProducerID: producer, Epoch: epoch, BaseSeq: seq, StateTTLMs: 60000,
-		Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: topic, PartitionIndex: index,
-			Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: 2, Count: n, Records: h.kafkaRecords(n)}}
+		Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: topic, PartitionIndex: index, Count: n, Records: h.kafkaRecords(n)}}
 }
 
 func (h *harness) produce(c wire.KafkaProduceCmd) wire.KafkaProduceResult {
@@ -38,14 +38,19 @@ func (h *harness) code(kind wire.Kind, body []byte) wire.Code {
 	return c
 }
 
-func TestKafkaProduceAutoCreatesAndAppends(t *testing.T) {
+func TestKafkaProduceAppendsByIndex(t *testing.T) {
 	h := newHarness(t)
+	c := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "orders",
+		PartitionIndex: 1, Count: 1, Records: h.kafkaRecords(1)}}
+	if r := h.produce(c); r.Code != wire.CodeQueueNotFound {
+		t.Fatalf("a produce never creates its topic: %+v", r)
+	}
 	r := h.produce(h.produceCmd("orders", 1, wire.NoProducer, 0, 0, 3))
-	if r.Code != wire.CodeOK || !r.QueueCreated || r.BaseOffset != 0 {
+	if r.Code != wire.CodeOK || r.BaseOffset != 0 {
 		t.Fatalf("%+v", r)
 	}
 	r = h.produce(h.produceCmd("orders", 1, wire.NoProducer, 0, 0, 2))
-	if r.Code != wire.CodeOK || r.QueueCreated || r.BaseOffset != 3 {
+	if r.Code != wire.CodeOK || r.BaseOffset != 3 {
 		t.Fatalf("%+v", r)
 	}
 	if r := h.produce(h.produceCmd("orders", 2, wire.NoProducer, 0, 0, 1)); r.Code != wire.CodePartitionNotFound {
@@ -132,7 +137,7 @@ func TestKafkaRetriedProposalNotStoredTwice(t *testing.T) {
 
 func TestKafkaTopicAdmin(t *testing.T) {
 	h := newHarness(t)
-	create := wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: "t", Partitions: 3, ReqID: wire.ID{1},
+	create := wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: "t", Partitions: 3, ReqID: wire.ID{1}, Place: testPlace,
 		Configs: []wire.ConfigEntry{{Name: "retention.ms", Value: "60000"}, {Name: "cleanup.policy", Value: "delete"}}}
 	if c := h.code(wire.KindKafkaCreateTopic, create.Encode(nil)); c != wire.CodeOK {
 		t.Fatal(c)
@@ -219,6 +224,31 @@ func (h *harness) kafkaTxn(kind wire.Kind, body []byte) wire.KafkaTxnResult {
 	return r
 }
 
+func (h *harness) stage(xid wire.ID, c wire.KafkaStageCmd) wire.KafkaProduceResult {
+	h.t.Helper()
+	c.XID, c.Coord, c.DeadlineMs = xid, 0, h.now+60000
+	r, err := wire.DecodeKafkaProduceResult(h.apply(wire.KindKafkaStage, c.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// end decides a Kafka transaction at this coordinator and resolves the
+// part staged here, as the engine's TxnEnd does.
+func (h *harness) end(xid wire.ID, c wire.TxnEndCmd) (wire.KafkaTxnResult, bool) {
+	h.t.Helper()
+	d := wire.XDecideCmd{ID: xid, Commit: c.Commit, Participants: []uint16{0}, Own: wire.Command{Kind: wire.KindKafkaTxnEnd, Body: c.Encode(nil)}}
+	dr, err := wire.DecodeXDecideResult(h.apply(wire.KindXDecide, d.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r, _ := wire.DecodeKafkaTxnResult(dr.Own)
+	res := wire.XResolveCmd{ID: xid, Commit: dr.Commit}
+	h.apply(wire.KindXResolve, res.Encode(nil))
+	return r, dr.Commit
+}
+
 func TestKafkaTransactions(t *testing.T) {
 	h := newHarness(t)
 	if a, b := h.initProducer("", 1), h.initProducer("", 2); a.ProducerID == b.ProducerID {
@@ -229,22 +259,42 @@ func TestKafkaTransactions(t *testing.T) {
 		t.Fatalf("retried init bumped: %+v %+v", ini, again)
 	}
 	h.produce(h.produceCmd("t", 0, wire.NoProducer, 0, 0, 4))
-	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch}
+	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, Groups: 1}
 	b := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	if b.Code != wire.CodeOK || b.TxnSeq != 1 || h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil)).TxnSeq != 1 {
 		t.Fatalf("%+v", b)
 	}
-	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: 1,
-		Commit: true, StateTTLMs: 60000,
-		Pushes:  []wire.TxnPush{{Queue: "t", PartitionIndex: 1, Batches: []wire.SeqBatch{{BaseSeq: 0, Count: 2}, {BaseSeq: 2, Count: 1}}, Count: 3, Records: h.kafkaRecords(3)}},
-		Offsets: []wire.TxnOffset{{Group: "g", Queue: "t", PartitionIndex: 0, Offset: 2}}}
-	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
-		t.Fatalf("%+v", r)
+	if info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx"); info.Groups != 1 || !info.Ongoing {
+		t.Fatalf("state %+v", info)
 	}
-	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeOK {
-		t.Fatalf("retried commit: %+v", r)
+	batch := func(seq int32, n int) wire.KafkaStageCmd {
+		c := h.produceCmd("t", 1, ini.ProducerID, ini.Epoch, seq, n)
+		return wire.KafkaStageCmd{TxnID: "tx", Produce: c}
+	}
+	x1 := wire.ID{0: 1, 15: 1}
+	for _, c := range []wire.KafkaStageCmd{batch(0, 2), batch(2, 1)} {
+		if r := h.stage(x1, c); r.Code != wire.CodeOK {
+			t.Fatalf("stage: %+v", r)
+		}
+	}
+	if r := h.stage(x1, batch(2, 1)); r.Code != wire.CodeDuplicate {
+		t.Fatalf("a retried batch: %+v", r)
+	}
+	if r := h.stage(x1, wire.KafkaStageCmd{TxnID: "tx", Produce: wire.KafkaProduceCmd{Push: wire.PushCmd{Tenant: wire.DefaultTenant}},
+		Offsets: []wire.TxnOffset{{Group: "g", Queue: "t", PartitionIndex: 0, Offset: 2}}}); r.Code != wire.CodeOK {
+		t.Fatalf("stage offsets: %+v", r)
 	}
 	p1, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 1)
+	if p1.HighWatermark() != 0 {
+		t.Fatal("staged records are visible")
+	}
+	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: 1, Commit: true}
+	if r, committed := h.end(x1, end); r.Code != wire.CodeOK || !committed {
+		t.Fatalf("commit: %+v %v", r, committed)
+	}
+	if r, committed := h.end(x1, end); r.Code != wire.CodeOK || !committed {
+		t.Fatalf("retried commit: %+v %v", r, committed)
+	}
 	if p1.HighWatermark() != 3 {
 		t.Fatalf("hwm %d", p1.HighWatermark())
 	}
@@ -254,13 +304,17 @@ func TestKafkaTransactions(t *testing.T) {
 	if p0 := h.s.queues[queueKeyT{wire.DefaultTenant, "t"}].parts[0]; p0.cursors["g"] == nil || p0.cursors["g"].pos != 2 {
 		t.Fatal("offset not committed")
 	}
-	// An abort writes nothing; a new init fences the old epoch and aborts.
+	if r := h.stage(x1, batch(3, 1)); r.Code != wire.CodeConflict {
+		t.Fatalf("a piece staged after the end: %+v", r)
+	}
+	// An abort writes nothing; the producer's sequence has moved past it.
 	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	x2 := wire.ID{0: 1, 15: 2}
+	h.stage(x2, batch(3, 2))
 	abort := end
-	abort.Commit, abort.TxnSeq, abort.Offsets = false, b.TxnSeq, nil
-	abort.Pushes = []wire.TxnPush{{Queue: "t", PartitionIndex: 1, Batches: []wire.SeqBatch{{BaseSeq: 3, Count: 2}}}}
-	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, abort.Encode(nil)); r.Code != wire.CodeOK {
-		t.Fatalf("%+v", r)
+	abort.Commit, abort.TxnSeq = false, b.TxnSeq
+	if r, committed := h.end(x2, abort); r.Code != wire.CodeOK || committed {
+		t.Fatalf("abort: %+v %v", r, committed)
 	}
 	if p1.HighWatermark() != 3 {
 		t.Fatal("abort wrote records")
@@ -268,24 +322,39 @@ func TestKafkaTransactions(t *testing.T) {
 	if st, _ := h.s.KafkaProducer(p1, ini.ProducerID); st.LastSeq != 4 {
 		t.Fatalf("sequence not moved past the aborted batches: %+v", st)
 	}
+	// A new init fences the old epoch: its batches and its commit.
 	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	next := h.initProducer("tx", 4)
 	if next.Epoch != ini.Epoch+1 || next.ProducerID != ini.ProducerID {
 		t.Fatalf("%+v", next)
 	}
+	x3 := wire.ID{0: 1, 15: 3}
+	if r := h.stage(x3, batch(5, 1)); r.Code != wire.CodeOK {
+		t.Fatalf("stage: %+v", r) // the partition knows nothing of the new epoch yet
+	}
 	end.TxnSeq = b.TxnSeq
-	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodeFenced {
-		t.Fatalf("zombie commit: %+v", r)
+	if r, committed := h.end(x3, end); r.Code != wire.CodeFenced || committed {
+		t.Fatalf("zombie commit: %+v %v", r, committed)
+	}
+	if p1.HighWatermark() != 3 {
+		t.Fatal("a fenced commit wrote records")
 	}
 	if info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx"); info.Ongoing {
 		t.Fatal("init left the transaction open")
 	}
-	// A commit whose topic vanished aborts and fences instead.
+	// A participant that gave up waiting decided abort first: the late
+	// commit is an abort, and the state says so.
 	begin.Epoch = next.Epoch
 	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
-	end.Epoch, end.TxnSeq, end.Pushes[0].Queue = next.Epoch, b.TxnSeq, "gone"
-	if r := h.kafkaTxn(wire.KindKafkaTxnEnd, end.Encode(nil)); r.Code != wire.CodePartitionNotFound || r.Epoch != next.Epoch+1 {
-		t.Fatalf("%+v", r)
+	x4 := wire.ID{0: 1, 15: 4}
+	gaveUp := wire.XDecideCmd{ID: x4}
+	h.apply(wire.KindXDecide, gaveUp.Encode(nil))
+	end.Epoch, end.TxnSeq = next.Epoch, b.TxnSeq
+	if _, committed := h.end(x4, end); committed {
+		t.Fatal("a commit after a recorded abort")
+	}
+	if info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx"); info.Ongoing || info.LastCommitted {
+		t.Fatalf("state after the late commit: %+v", info)
 	}
 	if len(h.s.KafkaOpenTxns()) != 0 {
 		t.Fatal("transaction left open")
@@ -317,15 +386,20 @@ func TestOffsetForTime(t *testing.T) {
 func FuzzApplyKafka(f *testing.F) {
 	h := &harness{now: 1}
 	rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagKey, MsgID: wire.ID{1}, Key: []byte("k"), Payload: []byte("v")})
+	alloc := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: "t", Flags: wire.AllocCreate | wire.AllocKafka, Place: testPlace, Count: 1}
 	prod := wire.KafkaProduceCmd{ProducerID: 1, StateTTLMs: 1000, Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "t",
-		Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: 1, Count: 1, Records: rec}}
-	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1, TxnSeq: 1, Commit: true,
-		Pushes: []wire.TxnPush{{Queue: "t", Batches: []wire.SeqBatch{{BaseSeq: 0, Count: 1}}, Count: 1, Records: rec}}}
+		Count: 1, Records: rec}}
+	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1, TxnSeq: 1, Commit: true}
+	stage := wire.KafkaStageCmd{XID: wire.ID{9}, TxnID: "x", Produce: prod, Offsets: []wire.TxnOffset{{Group: "g", Queue: "t"}}}
+	decide := wire.XDecideCmd{ID: wire.ID{9}, Commit: true, Participants: []uint16{0}, Own: wire.Command{Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)}}
+	resolve := wire.XResolveCmd{ID: wire.ID{9}, Commit: true}
 	ini := wire.InitProducerCmd{Tenant: wire.DefaultTenant, Transactional: true, TxnID: "x"}
 	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1}
 	cfg := wire.TopicConfigCmd{Tenant: wire.DefaultTenant, Name: "t", Ops: []wire.ConfigOp{{Name: "retention.ms", Value: "1"}}}
-	f.Add(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindKafkaProduce, Body: prod.Encode(nil)},
+	f.Add(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindAlloc, Body: alloc.Encode(nil)}, {Kind: wire.KindKafkaProduce, Body: prod.Encode(nil)},
 		{Kind: wire.KindKafkaInitProducer, Body: ini.Encode(nil)}, {Kind: wire.KindKafkaTxnBegin, Body: begin.Encode(nil)},
-		{Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)}, {Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}}))
+		{Kind: wire.KindKafkaStage, Body: stage.Encode(nil)}, {Kind: wire.KindXDecide, Body: decide.Encode(nil)},
+		{Kind: wire.KindXResolve, Body: resolve.Encode(nil)}, {Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)},
+		{Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}}))
 	fuzzApply(f)
 }

@@ -13,6 +13,7 @@ const (
 	tagClock     = 'k' // the replicated clock (unix ms)
 	tagCounters  = 'n' // id counters
 	tagQueue     = 'q' // qid → queue meta
+	tagDir       = 'd' // qid, index → directory entry (home groups, placement.go)
 	tagPartition = 'p' // pid → partition meta
 	tagChunk     = 'm' // pid, base offset → chunk index entry (chunks.go)
 	tagTxn       = 't' // pid, kind, transaction id → offset, append time
@@ -24,12 +25,14 @@ const (
 	tagKVTTL     = 'V' // expiry ms, tenant, namespace, 0, key → (empty)
 	tagTimer     = 'T' // tenant, queue, 0, timer key → timer
 	tagTimerDue  = 'U' // due ms, tenant, queue, 0, timer key → (empty)
+	tagTimerGone = 'O' // tombstone end ms, tenant, queue, 0, timer key → (empty)
 	tagTrace     = 'X' // tenant, partition id, transaction id, 0, seq → trace event
 	tagTraceName = 'Y' // tenant, name, 0, created ms, seq → partition id, transaction id
 	tagTraceAge  = 'Z' // created ms, seq → the event's key (retention)
 	tagSweep     = 'w' // sweeper name → where its pass stands (sweep.go)
 	tagTxnDone   = 'x' // transaction id (UUIDv7, so time-ordered) → its committed result
 	tagKafka     = 'K' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
+	tagXStage    = 'Q' // xid, piece → a staged piece of a Kafka transaction (apply_kafka_txn.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of

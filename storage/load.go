@@ -96,6 +96,9 @@ func (s *Store) load() error {
 		})
 	}
 	if err == nil {
+		err = s.loadDir()
+	}
+	if err == nil {
 		err = s.scan([]byte{tagSub}, func(k, v []byte) error {
 			q := s.queuesByID[binary.BigEndian.Uint64(k[1:9])]
 			if q == nil {
@@ -136,6 +139,9 @@ func (s *Store) load() error {
 	}
 	if err := s.loadKafka(); err != nil {
 		return err
+	}
+	if err := s.loadXTxn(); err != nil {
+		return fmt.Errorf("storage: cross-group transactions: %w", err)
 	}
 	return s.countDLQRows()
 }

@@ -21,7 +21,7 @@ func (h *harness) popWith(c wire.PopCmd) wire.PopResult {
 
 func (h *harness) configure(queue string, set uint32, cfg wire.QueueConfig) {
 	h.t.Helper()
-	c := wire.ConfigureCmd{Tenant: wire.DefaultTenant, Queue: queue, Set: set, Config: cfg}
+	c := wire.ConfigureCmd{Place: testPlace, Tenant: wire.DefaultTenant, Queue: queue, Set: set, Config: cfg}
 	if r, err := wire.DecodeConfigureResult(h.apply(wire.KindConfigure, c.Encode(nil))); err != nil || r.Code != wire.CodeOK {
 		h.t.Fatalf("configure: %v %+v", err, r)
 	}

@@ -80,7 +80,11 @@ type Partition struct {
 	QueueID uint64
 	Queue   string
 	p       *partState
+	s       *Store
 }
+
+// Store is the group store holding the partition, to read it from.
+func (p Partition) Store() *Store { return p.s }
 
 // HighWatermark is the offset after the last committed record.
 func (p Partition) HighWatermark() uint64 { return p.p.hwm.Load() }
@@ -94,8 +98,8 @@ func (p Partition) LastWriteMs() int64 { return p.p.lastWrite.Load() }
 // Deleted reports whether the partition's queue was deleted.
 func (p Partition) Deleted() bool { return p.p.deleted.Load() }
 
-func handle(p *partState) Partition {
-	return Partition{ID: p.id, Index: p.index, Name: p.name, QueueID: p.q.id, Queue: p.q.name, p: p}
+func (s *Store) handle(p *partState) Partition {
+	return Partition{ID: p.id, Index: p.index, Name: p.name, QueueID: p.q.id, Queue: p.q.name, p: p, s: s}
 }
 
 // PartitionByIndex resolves a partition of a tenant's queue by permanent
@@ -107,7 +111,7 @@ func (s *Store) PartitionByIndex(tenant wire.ID, queue string, index uint32) (Pa
 	if q == nil || int(index) >= len(q.parts) || q.parts[index] == nil {
 		return Partition{}, false
 	}
-	return handle(q.parts[index]), true
+	return s.handle(q.parts[index]), true
 }
 
 // PartitionByName resolves a partition of a tenant's queue by name.
@@ -118,7 +122,7 @@ func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, 
 	if q == nil || q.byName[name] == nil {
 		return Partition{}, false
 	}
-	return handle(q.byName[name]), true
+	return s.handle(q.byName[name]), true
 }
 
 // PartitionByID resolves a partition by its id, checking it belongs to
@@ -130,7 +134,7 @@ func (s *Store) PartitionByID(tenant wire.ID, pid uint64) (Partition, bool) {
 	if p == nil || p.q.tenant != tenant {
 		return Partition{}, false
 	}
-	return handle(p), true
+	return s.handle(p), true
 }
 
 // Read calls f for the committed records of p from offset from, stopping
@@ -169,6 +173,9 @@ type QueueInfo struct {
 	Kafka      bool
 	Config     wire.QueueConfig
 	Partitions int
+	// Home: this group holds the queue's catalog (and Partitions counts
+	// the whole queue).
+	Home bool
 }
 
 // Queue returns a copy of a tenant's queue metadata.
@@ -182,9 +189,20 @@ func (s *Store) Queue(tenant wire.ID, name string) (QueueInfo, bool) {
 	return queueInfo(q), true
 }
 
+// queueInfo copies a queue's metadata. Partitions counts the whole queue's
+// at its home, this group's own in a shard; Home says which.
 func queueInfo(q *queueState) QueueInfo {
+	n := len(q.dir)
+	if !q.home {
+		n = 0
+		for _, p := range q.parts {
+			if p != nil {
+				n++
+			}
+		}
+	}
 	return QueueInfo{ID: q.id, Name: q.name, Namespace: q.namespace, Task: q.task, CreatedMs: q.createdMs,
-		Kafka: q.kafka, Config: q.cfg, Partitions: len(q.parts)}
+		Kafka: q.kafka, Config: q.cfg, Partitions: n, Home: q.home}
 }
 
 // MayPop reports whether a pop by group on the queue (optionally one

@@ -82,7 +82,7 @@ func (s *Store) ChangedPartitions(tenant wire.ID, queue string, sinceMs int64, a
 		if len(parts) == limit {
 			return parts, true, true
 		}
-		parts = append(parts, handle(p))
+		parts = append(parts, s.handle(p))
 	}
 	return parts, false, true
 }

@@ -56,7 +56,7 @@ func TestOffsetForTimeAndChangedPartitions(t *testing.T) {
 	}
 
 	for _, q := range [][3]string{{"billing.invoice.v1", "billing", "invoice"}, {"billing.charge", "billing", "charge"}, {"ops.invoice", "ops", "invoice"}} {
-		c := wire.ConfigureCmd{Tenant: wire.DefaultTenant, Queue: q[0], Namespace: q[1], Task: q[2], Config: wire.DefaultQueueConfig()}
+		c := wire.ConfigureCmd{Place: testPlace, Tenant: wire.DefaultTenant, Queue: q[0], Namespace: q[1], Task: q[2], Config: wire.DefaultQueueConfig()}
 		h.apply(wire.KindConfigure, c.Encode(nil))
 	}
 	if got := h.s.QueuesLabelled(wire.DefaultTenant, "billing", ""); fmt.Sprint(got) != "[billing.charge billing.invoice.v1]" {

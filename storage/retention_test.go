@@ -52,8 +52,9 @@ func (h *harness) pushOp(queue, partition string, txnIDs ...string) wire.TxnOp {
 	for _, id := range txnIDs {
 		recs = wire.AppendRecord(recs, &wire.Record{Flags: wire.FlagJSON | wire.FlagTxnID, MsgID: h.nextID(), TxnID: []byte(id), Payload: []byte(`1`)})
 	}
+	h.alloc(queue, partition)
 	c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: queue, Partition: partition, PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: len(txnIDs), Records: recs}
+		Flags: wire.PushIndexTxn, Count: len(txnIDs), Records: recs}
 	return wire.TxnOp{Kind: wire.TxnOpPush, Body: c.Encode(nil)}
 }
 

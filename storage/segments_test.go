@@ -289,11 +289,14 @@ func TestCrashThenReplayRewritesRecordsOnce(t *testing.T) {
 	openSmallSegments(t, h, 512)
 	var entries [][]byte
 	var want []string
+	alloc := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: "q", Flags: wire.AllocCreate, Place: testPlace, Names: []string{"p"}}
+	entries = append(entries, wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindAlloc, Body: alloc.Encode(nil)}}))
+	h.applyEntry(entries[0])
 	pushEntry := func(i int) {
 		v := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("p", 50))
 		rec := wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{0: 0xCC, 14: byte(i >> 8), 15: byte(i)}, Payload: []byte(v)}
 		c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1, Count: 1,
-			Flags: wire.PushCreateQueue | wire.PushCreatePartition, Records: wire.AppendRecord(nil, &rec)}
+			Records: wire.AppendRecord(nil, &rec)}
 		e := wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindPush, Body: c.Encode(nil)}})
 		entries = append(entries, e)
 		want = append(want, v)

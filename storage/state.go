@@ -25,7 +25,23 @@ type queueState struct {
 	kafka     bool // created through Kafka: partitions named by index
 	cfg       wire.QueueConfig
 
-	parts  []*partState // by permanent index
+	// inc is the queue's incarnation (its home's queue id tagged with the
+	// home group): every group's shard of one queue has the same, and a
+	// queue created again after a delete gets a greater one. cfgVer counts
+	// option changes at the home; a shard takes options only from a
+	// newer version. place is where its partitions go.
+	inc    uint64
+	cfgVer uint64
+	place  wire.Placement
+	// home: this group holds the queue's catalog, the directory of every
+	// partition (dir, by index; dirByName) and groups, the set of groups
+	// holding partitions (bit g).
+	home      bool
+	dir       []dirEntry
+	dirByName map[string]uint32
+	groups    uint64
+
+	parts  []*partState // this group's partitions, by permanent index (sparse)
 	byName map[string]*partState
 	subs   map[string]*subscription
 
@@ -52,6 +68,13 @@ type partState struct {
 	deleted   atomic.Bool
 	cursors   map[string]*cursor
 	dirty     bool // meta changed in the current apply batch
+}
+
+// dirEntry is one partition in a home's directory.
+type dirEntry struct {
+	name      string
+	group     uint16
+	createdMs int64
 }
 
 // subscription is a consumer group's subscription to a queue: where it starts
@@ -132,6 +155,10 @@ func (q *queueState) encodeMeta() []byte {
 	w.Varint(q.createdMs)
 	w.Bool(q.kafka)
 	q.cfg.Encode(&w)
+	w.Uvarint(q.inc)
+	w.Uvarint(q.cfgVer)
+	q.place.Encode(&w)
+	w.Bool(q.home)
 	return w.B
 }
 
@@ -145,6 +172,13 @@ func decodeQueueMeta(id uint64, b []byte) (*queueState, error) {
 	q.createdMs = r.Varint()
 	q.kafka = r.Bool()
 	q.cfg.Decode(r)
+	q.inc = r.Uvarint()
+	q.cfgVer = r.Uvarint()
+	q.place.Decode(r)
+	q.home = r.Bool()
+	if q.home {
+		q.dirByName = map[string]uint32{}
+	}
 	return q, r.Done()
 }
 

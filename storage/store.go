@@ -43,7 +43,10 @@ type Config struct {
 	// TraceRetentionMs is how long trace events are kept
 	// (QUEEN_RAFT_TRACE_RETENTION_S; DefaultTraceRetentionMs when zero).
 	TraceRetentionMs int64
-	Logger           *slog.Logger
+	// Group is the raft group this store is the state machine of: ids it
+	// hands out (partitions, dead-letter rows, producers) carry it.
+	Group  int
+	Logger *slog.Logger
 }
 
 // Change tells listeners which queues an applied batch touched, so long
@@ -85,6 +88,12 @@ type Store struct {
 	sweeps     map[string]*sweepState
 	hasTxnDone bool
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
+	// xprep holds the prepared parts of cross-group transactions and
+	// pinned what they pin (xtxn.go); xAborts says abort decisions may be
+	// stored.
+	xprep   map[wire.ID]*xPrepared
+	pinned  pins
+	xAborts bool
 
 	applied   atomic.Uint64
 	closed    atomic.Bool

@@ -73,10 +73,36 @@ func (h *harness) push(queue, partition string, payloads ...string) wire.PushRes
 	return h.pushRaw(queue, partition, len(payloads), recs)
 }
 
+// testPlace puts every queue of a test store in it: the store is group 0
+// of a one-group node, so it is every queue's home.
+var testPlace = wire.Placement{Groups: []uint16{0}}
+
+// alloc creates a queue and its named partitions, as the engine does before
+// a push (pushes never create).
+func (h *harness) alloc(queue string, names ...string) wire.AllocResult {
+	h.t.Helper()
+	c := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: queue, Flags: wire.AllocCreate, Place: testPlace, Names: names}
+	r, err := wire.DecodeAllocResult(h.apply(wire.KindAlloc, c.Encode(nil)))
+	if err != nil || r.Code != wire.CodeOK {
+		h.t.Fatalf("alloc %s %v: %v %+v", queue, names, err, r)
+	}
+	return r
+}
+
+// allocTopic creates a Kafka topic with at least n partitions.
+func (h *harness) allocTopic(topic string, n uint32) {
+	h.t.Helper()
+	c := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: topic, Flags: wire.AllocCreate | wire.AllocKafka, Place: testPlace, Count: n}
+	if r, err := wire.DecodeAllocResult(h.apply(wire.KindAlloc, c.Encode(nil))); err != nil || r.Code != wire.CodeOK {
+		h.t.Fatalf("alloc topic %s: %v %+v", topic, err, r)
+	}
+}
+
 func (h *harness) pushRaw(queue, partition string, n int, recs []byte) wire.PushResult {
 	h.t.Helper()
+	h.alloc(queue, partition)
 	c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: queue, Partition: partition, PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: n, Records: recs}
+		Flags: wire.PushIndexTxn, Count: n, Records: recs}
 	r, err := wire.DecodePushResult(h.apply(wire.KindPush, c.Encode(nil)))
 	if err != nil {
 		h.t.Fatal(err)
@@ -131,7 +157,7 @@ func (h *harness) payloads(cl wire.Claim) (out []string, txns []string) {
 func TestPushAssignsOffsetsAndSurvivesReopen(t *testing.T) {
 	h := newHarness(t)
 	r := h.push("orders", "Default", `{"a":1}`, `{"a":2}`)
-	if r.Code != wire.CodeOK || !r.QueueCreated || r.BaseOffset != 0 {
+	if r.Code != wire.CodeOK || r.BaseOffset != 0 {
 		t.Fatalf("first push: %+v", r)
 	}
 	r = h.push("orders", "Default", `{"a":3}`)
@@ -204,8 +230,9 @@ func mustFirstMsgID(t *testing.T, h *harness, r wire.PushResult) wire.ID {
 func TestRetriedPushIsIdempotent(t *testing.T) {
 	h := newHarness(t)
 	recs := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: h.nextID(), Payload: []byte("x")})
+	h.alloc("q", "p")
 	c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: 1, Records: recs}
+		Flags: wire.PushIndexTxn, Count: 1, Records: recs}
 	entry := wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindPush, Body: c.Encode(nil)}})
 	a, _ := wire.DecodePushResult(h.applyEntry(entry))
 	b, _ := wire.DecodePushResult(h.applyEntry(wire.MarkRetry(entry)))
@@ -358,7 +385,7 @@ func TestMalformedCommandChangesNothing(t *testing.T) {
 	}
 	// Records that do not parse: the command is refused whole.
 	c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition, Count: 1, Records: []byte{5, 1, 2}}
+		Count: 1, Records: []byte{5, 1, 2}}
 	r, _ := wire.DecodePushResult(h.apply(wire.KindPush, c.Encode(nil)))
 	if r.Code != wire.CodeBadRequest {
 		t.Fatalf("bad records: %+v", r)

@@ -3,8 +3,6 @@ package storage
 import (
 	"testing"
 
-	"github.com/cockroachdb/pebble"
-
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -16,6 +14,38 @@ func (h *harness) timers(ops ...wire.TimerOp) []wire.TimerOpResult {
 		h.t.Fatal(err)
 	}
 	return r.Ops
+}
+
+// fire does what the leader's fire loop does at h.now: push each due
+// timer's record into its queue (creating it), then record the outcome.
+func (h *harness) fire() int {
+	h.t.Helper()
+	due, err := h.s.DueTimers(h.now)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, d := range due {
+		h.alloc(d.Queue, d.Partition)
+		push := wire.PushCmd{Tenant: d.Tenant, Queue: d.Queue, Partition: d.Partition, PartitionIndex: -1,
+			Flags: wire.PushIndexTxn, Count: 1, Records: wire.AppendRecord(nil, &d.Record)}
+		r, err := wire.DecodePushResult(h.apply(wire.KindPush, push.Encode(nil)))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		code := r.Code
+		if len(r.Dups) > 0 {
+			code = wire.CodeOK
+		}
+		h.fired(d, code)
+	}
+	return len(due)
+}
+
+func (h *harness) fired(d DueTimer, code wire.Code) wire.Code {
+	h.t.Helper()
+	c := wire.TimerFiredCmd{Tenant: d.Tenant, Queue: d.Queue, Key: d.Key, DueMs: d.DueMs, Code: code}
+	r, _ := wire.ResultCode(h.apply(wire.KindTimerFired, c.Encode(nil)))
+	return r
 }
 
 func TestTimerFiresOnceAtItsDueTime(t *testing.T) {
@@ -32,15 +62,29 @@ func TestTimerFiresOnceAtItsDueTime(t *testing.T) {
 	if n, _ := h.s.TimerCount(wire.DefaultTenant, "reminders", ""); n != 1 {
 		t.Fatalf("count %d", n)
 	}
-	if h.s.TickDue(h.now + 4000) {
+	if due, _ := h.s.DueTimers(h.now + 4000); len(due) != 0 {
 		t.Fatal("due too early")
 	}
 	h.now += 5000
-	if !h.s.TickDue(h.now) {
-		t.Fatal("not due at its time")
+	due, _ := h.s.DueTimers(h.now)
+	if len(due) != 1 || due[0].Key != "campaign-42" || due[0].Partition != "Default" {
+		t.Fatalf("not due at its time: %+v", due)
 	}
-	h.apply(wire.KindTick, nil)
-	h.apply(wire.KindTick, nil) // a second tick at the same time fires nothing more
+	// A fire repeated (a new leader firing again before it learned of the
+	// first) is a duplicate push, and its outcome a stale one.
+	h.alloc("reminders", "Default")
+	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "reminders", Partition: "Default", PartitionIndex: -1,
+		Flags: wire.PushIndexTxn, Count: 1, Records: wire.AppendRecord(nil, &due[0].Record)}
+	h.apply(wire.KindPush, push.Encode(nil))
+	if n := h.fire(); n != 1 {
+		t.Fatalf("fired %d", n)
+	}
+	if h.fired(due[0], wire.CodeOK) != wire.CodeConflict {
+		t.Fatal("a second outcome for the same fire was taken")
+	}
+	if n := h.fire(); n != 0 {
+		t.Fatalf("fired again: %d", n)
+	}
 	p, ok := h.s.PartitionByName(wire.DefaultTenant, "reminders", "Default")
 	if !ok || p.HighWatermark() != 1 {
 		t.Fatalf("fired pushes: %v %d", ok, p.HighWatermark())
@@ -50,6 +94,15 @@ func TestTimerFiresOnceAtItsDueTime(t *testing.T) {
 	}
 	if n, _ := h.s.TimerCount(wire.DefaultTenant, "reminders", ""); n != 0 {
 		t.Fatalf("pending after firing: %d", n)
+	}
+	// The tombstone goes after an hour, with a tick.
+	h.now += timerTombstoneMs + 1
+	if !h.s.TickDue(h.now) {
+		t.Fatal("tombstone sweep not due")
+	}
+	h.apply(wire.KindTick, nil)
+	if _, found, _ := h.s.Timer(wire.DefaultTenant, "reminders", "campaign-42"); found {
+		t.Fatal("tombstone kept past its hour")
 	}
 }
 
@@ -67,9 +120,8 @@ func TestTimerRescheduleAndCancel(t *testing.T) {
 		t.Fatalf("cancel of an absent timer: %+v", r)
 	}
 	h.now += 2000
-	h.apply(wire.KindTick, nil)
-	if _, ok := h.s.PartitionByName(wire.DefaultTenant, "q", "Default"); ok {
-		t.Fatal("a rescheduled or cancelled timer fired")
+	if n := h.fire(); n != 0 {
+		t.Fatalf("a rescheduled or cancelled timer fired (%d)", n)
 	}
 	list, truncated, err := h.s.Timers(wire.DefaultTenant, "q", "", "", 10)
 	if err != nil || truncated || len(list) != 1 || list[0].Key != "a" || list[0].DueMs != h.now-2000+60000 {
@@ -79,17 +131,17 @@ func TestTimerRescheduleAndCancel(t *testing.T) {
 	h.s.Close()
 	h.open()
 	h.now += 60000
-	h.apply(wire.KindTick, nil)
+	if n := h.fire(); n != 1 {
+		t.Fatalf("timer lost across a restart: fired %d", n)
+	}
 	if p, ok := h.s.PartitionByName(wire.DefaultTenant, "q", "Default"); !ok || p.HighWatermark() != 1 {
-		t.Fatal("timer lost across a restart")
+		t.Fatal("timer fired nothing")
 	}
 }
 
 // A fire whose push fails backs off (1 s, 2 s, 4 s, 8 s) and after
 // wire.TimerMaxFireAttempts goes to the DLQ under __timer__ with its
-// payload, and the timer is gone. Timers create their queue and partition
-// on demand, so no schedule reaches this path; the test forges a timer
-// with an empty partition name, which no push accepts.
+// payload, and the timer is gone.
 func TestTimerFireFailuresBackOffThenDeadLetter(t *testing.T) {
 	h := newHarness(t)
 	h.timers(wire.TimerOp{Op: wire.TimerSchedule, Queue: "q", TimerKey: "broken", DelayMs: 1000, Payload: []byte(`{"x":1}`), PayloadFlags: wire.FlagJSON})
@@ -106,30 +158,32 @@ func TestTimerFireFailuresBackOffThenDeadLetter(t *testing.T) {
 	if !ok {
 		t.Fatal("timer not stored")
 	}
-	forged.partition = ""
-	if err := h.s.db.Set(tk, forged.encode(), pebble.NoSync); err != nil {
-		t.Fatal(err)
-	}
-
 	due := forged.dueMs
 	for attempt := 1; attempt < wire.TimerMaxFireAttempts; attempt++ {
 		h.now = due
-		if !h.s.TickDue(h.now) {
+		d, _ := h.s.DueTimers(h.now)
+		if len(d) != 1 {
 			t.Fatalf("attempt %d not due at %d", attempt, due)
 		}
-		h.apply(wire.KindTick, nil)
+		if c := h.fired(d[0], wire.CodeBadRequest); c != wire.CodeOK {
+			t.Fatalf("attempt %d outcome refused: %v", attempt, c)
+		}
 		tr, ok := stored()
 		backoff := int64(timerBackoffMin) << (attempt - 1)
 		if !ok || tr.attempts != uint32(attempt) || tr.dueMs != h.now+backoff || tr.fired {
 			t.Fatalf("after attempt %d: %+v, want due in %d ms", attempt, tr, backoff)
 		}
-		if h.s.TickDue(h.now + backoff - 1) {
+		if d, _ := h.s.DueTimers(h.now + backoff - 1); len(d) != 0 {
 			t.Fatalf("attempt %d: due again before its backoff", attempt)
 		}
 		due = tr.dueMs
 	}
 	h.now = due
-	h.apply(wire.KindTick, nil)
+	d, _ := h.s.DueTimers(h.now)
+	if len(d) != 1 {
+		t.Fatal("last attempt not due")
+	}
+	h.fired(d[0], wire.CodeBadRequest)
 	if _, ok := stored(); ok {
 		t.Fatal("a dead-lettered timer is still stored")
 	}
@@ -137,7 +191,7 @@ func TestTimerFireFailuresBackOffThenDeadLetter(t *testing.T) {
 	if err != nil || total != 1 || rows[0].Group != wire.TimerDLQGroup || rows[0].Queue != "q" || rows[0].RetryCount != wire.TimerMaxFireAttempts {
 		t.Fatalf("dlq: %v %d %+v", err, total, rows)
 	}
-	if h.s.TickDue(h.now + 24*3600*1000) {
+	if d, _ := h.s.DueTimers(h.now + 24*3600*1000); len(d) != 0 || h.s.NextTimerMs() != 0 {
 		t.Fatal("nothing is left to fire")
 	}
 }

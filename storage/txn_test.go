@@ -46,7 +46,7 @@ func TestTransactionCommitsEverythingTogether(t *testing.T) {
 	}
 	ack, _ := wire.DecodeAckResult(r.Ops[0])
 	push, _ := wire.DecodePushResult(r.Ops[1])
-	if ack.Items[0].Code != wire.CodeOK || !ack.Items[0].LeaseReleased || push.Code != wire.CodeOK || !push.QueueCreated {
+	if ack.Items[0].Code != wire.CodeOK || !ack.Items[0].LeaseReleased || push.Code != wire.CodeOK {
 		t.Fatalf("op results: %+v %+v", ack, push)
 	}
 	if next := h.pop("in", wire.QueueModeGroup, 5, 60000); len(next.Claims) != 1 || next.Claims[0].From != 1 {

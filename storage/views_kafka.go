@@ -32,7 +32,7 @@ type Topic struct {
 }
 
 func topicOf(q *queueState) Topic {
-	return Topic{Name: q.name, QueueID: q.id, Kafka: q.kafka, Partitions: len(q.parts)}
+	return Topic{Name: q.name, QueueID: q.id, Kafka: q.kafka, Partitions: len(q.dir)}
 }
 
 // KafkaTopics lists a tenant's queues by name.
@@ -41,7 +41,7 @@ func (s *Store) KafkaTopics(tenant wire.ID) []Topic {
 	defer s.mu.RUnlock()
 	var out []Topic
 	for k, q := range s.queues {
-		if k.tenant == tenant {
+		if k.tenant == tenant && q.home {
 			out = append(out, topicOf(q))
 		}
 	}
@@ -54,7 +54,7 @@ func (s *Store) KafkaTopic(tenant wire.ID, name string) (Topic, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, name)
-	if q == nil {
+	if q == nil || !q.home {
 		return Topic{}, false
 	}
 	return topicOf(q), true
@@ -126,11 +126,12 @@ type TxnInfo struct {
 	LastCommitted bool
 	BeganMs       int64
 	TimeoutMs     uint32
+	Groups        uint64 // raft groups the transaction staged in (bit g)
 }
 
 func txnInfo(k txnKeyT, t *txnState) TxnInfo {
 	return TxnInfo{Tenant: k.tenant, TxnID: k.id, ProducerID: t.producerID, Epoch: t.epoch, Ongoing: t.ongoing,
-		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs}
+		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs, Groups: t.groups}
 }
 
 // KafkaTxn returns a transactional id's state.

@@ -99,6 +99,8 @@ type ConfigureCmd struct {
 	Replace      bool
 	Set, Reset   uint32
 	Config       QueueConfig
+	// Place is where a queue this command creates puts its partitions.
+	Place Placement
 }
 
 // Encode appends the command body.
@@ -114,6 +116,7 @@ func (c *ConfigureCmd) Encode(b []byte) []byte {
 	w.Uvarint(uint64(c.Set))
 	w.Uvarint(uint64(c.Reset))
 	c.Config.Encode(&w)
+	c.Place.Encode(&w)
 	return w.B
 }
 
@@ -131,6 +134,7 @@ func DecodeConfigureCmd(b []byte) (ConfigureCmd, error) {
 	c.Set = r.u32()
 	c.Reset = r.u32()
 	c.Config.Decode(&r)
+	c.Place.Decode(&r)
 	return c, r.Done()
 }
 
@@ -142,6 +146,9 @@ type ConfigureResult struct {
 	Namespace string
 	Task      string
 	Config    QueueConfig
+	// Catalog is the queue's catalog after the change, for the engine to
+	// carry the options to the queue's other groups.
+	Catalog Catalog
 }
 
 // Encode appends the result.
@@ -153,6 +160,7 @@ func (c ConfigureResult) Encode(b []byte) []byte {
 	w.String(c.Namespace)
 	w.String(c.Task)
 	c.Config.Encode(&w)
+	c.Catalog.Encode(&w)
 	return w.B
 }
 
@@ -166,6 +174,7 @@ func DecodeConfigureResult(b []byte) (ConfigureResult, error) {
 	c.Namespace = r.String()
 	c.Task = r.String()
 	c.Config.Decode(&r)
+	c.Catalog.Decode(&r)
 	return c, r.Done()
 }
 

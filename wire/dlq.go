@@ -34,17 +34,19 @@ func DecodeDLQPurgeCmd(b []byte) (DLQPurgeCmd, error) {
 	return c, r.Done()
 }
 
-// DLQReplayCmd pushes dead-lettered row ID again, as a new message MsgID
-// (chosen by the proposer: the apply loop has no random source) with
-// transaction id "dlq:<ID>", into its original queue and partition or the
-// ones named here. The row is then marked replayed, so replaying it again
-// answers a duplicate.
+// DLQReplayCmd marks dead-lettered row ID replayed: the engine pushed its
+// message again, as a new message MsgID with transaction id "dlq:<ID>", to
+// Queue/Partition (PartitionID, Offset; Duplicate when that push found it
+// there already). A row already replayed keeps its first outcome.
 type DLQReplayCmd struct {
-	Tenant    ID
-	ID        uint64
-	MsgID     ID
-	Queue     string
-	Partition string
+	Tenant      ID
+	ID          uint64
+	MsgID       ID
+	Queue       string
+	Partition   string
+	PartitionID uint64
+	Offset      uint64
+	Duplicate   bool
 }
 
 // Encode appends the command body.
@@ -55,6 +57,9 @@ func (c *DLQReplayCmd) Encode(b []byte) []byte {
 	w.Fixed(c.MsgID[:])
 	w.String(c.Queue)
 	w.String(c.Partition)
+	w.Uvarint(c.PartitionID)
+	w.Uvarint(c.Offset)
+	w.Bool(c.Duplicate)
 	return w.B
 }
 
@@ -67,6 +72,9 @@ func DecodeDLQReplayCmd(b []byte) (DLQReplayCmd, error) {
 	copy(c.MsgID[:], r.Fixed(16))
 	c.Queue = r.String()
 	c.Partition = r.String()
+	c.PartitionID = r.Uvarint()
+	c.Offset = r.Uvarint()
+	c.Duplicate = r.Bool()
 	return c, r.Done()
 }
 

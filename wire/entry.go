@@ -24,6 +24,8 @@ const (
 	KindLocks  Kind = 51
 	KindTimers Kind = 52
 	KindTrace  Kind = 53
+	// KindTimerFired records a timer fire's outcome (TimerFiredCmd).
+	KindTimerFired Kind = 54
 	// Consumer-group and message administration (range 20..29).
 	KindSeek          Kind = 20 // move a group's cursors to the end or to a time
 	KindDeleteGroup   Kind = 21 // drop a group's cursors (and its subscriptions)
@@ -41,6 +43,7 @@ const (
 	KindKafkaTxnBegin         Kind = 36 // TxnBeginCmd
 	KindKafkaTxnEnd           Kind = 37 // TxnEndCmd: a whole transaction's commit or abort
 	KindKafkaRegisterNode     Kind = 38 // RegisterNodeCmd (group 0 only)
+	KindKafkaStage            Kind = 39 // KafkaStageCmd: a piece of an open transaction
 
 	// Numbers 9..19 are reserved for the HTTP data plane, 20..29 for
 	// consumer-group and message administration, 30..49 for the Kafka
@@ -50,6 +53,19 @@ const (
 	// KindTransaction commits pushes, acks and position writes all
 	// together or not at all (txn.go).
 	KindTransaction Kind = 9
+
+	// Placement (placement.go): a queue's catalog at its home group and
+	// its shards in the groups holding its partitions.
+	KindAlloc       Kind = 10 // AllocCmd (home)
+	KindEnsureShard Kind = 11 // EnsureShardCmd (any group)
+	KindDropShard   Kind = 12 // DropShardCmd (any group but the home)
+	KindSubscribe   Kind = 13 // SubscribeCmd (home)
+
+	// Cross-group transactions (xtxn.go).
+	KindXPrepare Kind = 14
+	KindXDecide  Kind = 15
+	KindXResolve Kind = 16
+	KindXForget  Kind = 17
 
 	// Kafka consumer groups (range 40..49, wire/kafka_groups.go).
 	KindDeleteOffsets Kind = 40 // drop a group's positions in named partitions

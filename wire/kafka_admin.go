@@ -40,6 +40,7 @@ type CreateTopicCmd struct {
 	Partitions uint32
 	Configs    []ConfigEntry
 	ReqID      ID
+	Place      Placement
 }
 
 // Encode appends the command body.
@@ -50,6 +51,7 @@ func (c *CreateTopicCmd) Encode(b []byte) []byte {
 	w.Uvarint(uint64(c.Partitions))
 	writeConfigs(&w, c.Configs)
 	w.Fixed(c.ReqID[:])
+	c.Place.Encode(&w)
 	return w.B
 }
 
@@ -62,6 +64,7 @@ func DecodeCreateTopicCmd(b []byte) (CreateTopicCmd, error) {
 	c.Partitions = r.u32()
 	c.Configs = readConfigs(&r)
 	copy(c.ReqID[:], r.Fixed(16))
+	c.Place.Decode(&r)
 	return c, r.Done()
 }
 

@@ -19,9 +19,7 @@ type KafkaProduceCmd struct {
 	// after its last batch (QUEEN_KAFKA_DEDUP_WINDOW_SECONDS); the command
 	// carries it so every replica expires alike.
 	StateTTLMs uint32
-	// Push holds the target and the records: PartitionIndex >= 0,
-	// PushFromKafka, and PushCreateQueue with NewPartitions for
-	// auto-creation.
+	// Push holds the target (PartitionIndex >= 0) and the records.
 	Push PushCmd
 }
 

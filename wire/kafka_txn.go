@@ -60,14 +60,17 @@ func DecodeInitProducerResult(b []byte) (InitProducerResult, error) {
 	return p, r.Done()
 }
 
-// TxnBeginCmd marks a transactional id's transaction as open, so a leader
-// that did not stage it knows it was lost. Applied again for an open
-// transaction of the same producer epoch it answers the same TxnSeq.
+// TxnBeginCmd opens a transactional id's transaction (applied again for an
+// open transaction of the same producer epoch it answers the same TxnSeq)
+// and adds Groups (bit g: raft group g) to the groups its records and
+// offsets are staged in, so EndTxn resolves each of them (AddPartitionsToTxn,
+// TxnOffsetCommit).
 type TxnBeginCmd struct {
 	Tenant     ID
 	TxnID      string
 	ProducerID int64
 	Epoch      int16
+	Groups     uint64
 }
 
 // Encode appends the command body.
@@ -77,6 +80,7 @@ func (c *TxnBeginCmd) Encode(b []byte) []byte {
 	w.String(c.TxnID)
 	w.Varint(c.ProducerID)
 	w.Varint(int64(c.Epoch))
+	w.U64(c.Groups)
 	return w.B
 }
 
@@ -88,7 +92,75 @@ func DecodeTxnBeginCmd(b []byte) (TxnBeginCmd, error) {
 	c.TxnID = r.String()
 	c.ProducerID = r.Varint()
 	c.Epoch = r.i16()
+	c.Groups = r.U64()
 	return c, r.Done()
+}
+
+// KafkaStageCmd stages one piece of an open Kafka transaction in the raft
+// group holding its partitions: a producer batch (Produce, checked against
+// the producer's sequence like any produce, so a retried batch is
+// recognised) or consumer-group offsets (TxnOffsetCommit). Staged pieces are
+// the group's prepared part of transaction XID (see xtxn.go), invisible to
+// every reader until the coordinator's decision commits them; an abort
+// drops them. DeadlineMs is when a part still undecided asks the
+// coordinator group Coord, recording an abort there when there is none.
+type KafkaStageCmd struct {
+	XID        ID
+	Coord      uint16
+	DeadlineMs int64
+	TxnID      string
+	Produce    KafkaProduceCmd // Produce.Push.Count == 0: offsets only
+	Offsets    []TxnOffset
+}
+
+// Encode appends the command body.
+func (c *KafkaStageCmd) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.Fixed(c.XID[:])
+	w.Uvarint(uint64(c.Coord))
+	w.Varint(c.DeadlineMs)
+	w.String(c.TxnID)
+	w.Uvarint(uint64(len(c.Offsets)))
+	for _, o := range c.Offsets {
+		w.String(o.Group)
+		w.String(o.Queue)
+		w.Uvarint(uint64(o.PartitionIndex))
+		w.Uvarint(o.Offset)
+		w.String(o.Metadata)
+	}
+	return c.Produce.Encode(w.B)
+}
+
+// EncodeHeader appends the command up to the produce's records, which the
+// caller appends (AppendRecord) right after, as KafkaProduceCmd.EncodeHeader.
+func (c *KafkaStageCmd) EncodeHeader(b []byte) []byte {
+	recs := c.Produce.Push.Records
+	c.Produce.Push.Records = nil
+	b = c.Encode(b)
+	c.Produce.Push.Records = recs
+	return b
+}
+
+// DecodeKafkaStageCmd decodes a stage body. Records alias b.
+func DecodeKafkaStageCmd(b []byte) (KafkaStageCmd, error) {
+	r := Reader{b: b}
+	var c KafkaStageCmd
+	copy(c.XID[:], r.Fixed(16))
+	c.Coord = uint16(r.u32())
+	c.DeadlineMs = r.Varint()
+	c.TxnID = r.String()
+	if n := r.Count(MaxTxnOffsets, 5); n > 0 {
+		c.Offsets = make([]TxnOffset, n)
+	}
+	for i := range c.Offsets {
+		c.Offsets[i] = TxnOffset{Group: r.String(), Queue: r.String(), PartitionIndex: r.u32(), Offset: r.Uvarint(), Metadata: r.String()}
+	}
+	if r.err != nil {
+		return c, r.err
+	}
+	p, err := DecodeKafkaProduceCmd(r.Rest())
+	c.Produce = p
+	return c, err
 }
 
 // KafkaTxnResult answers TxnBeginCmd and TxnEndCmd: the transaction's number and
@@ -122,16 +194,6 @@ type SeqBatch struct {
 	Count   uint32
 }
 
-// TxnPush is everything a transaction appends to one partition, in stored
-// record form, with the producer batches it came in.
-type TxnPush struct {
-	Queue          string
-	PartitionIndex uint32
-	Batches        []SeqBatch
-	Count          int
-	Records        []byte
-}
-
 // TxnOffset is a consumer-group position the transaction commits
 // (TxnOffsetCommit).
 type TxnOffset struct {
@@ -142,19 +204,14 @@ type TxnOffset struct {
 	Metadata       string
 }
 
-// Limits of one TxnEndCmd.
-const (
-	MaxTxnPushes  = 1 << 16
-	MaxTxnBatches = 1 << 20
-	MaxTxnOffsets = 1 << 20
-)
+// MaxTxnOffsets bounds the offsets one KafkaStageCmd carries.
+const MaxTxnOffsets = 1 << 20
 
-// TxnEndCmd ends transaction TxnSeq of a transactional id: with Commit its
-// records and offsets are applied all together, in this one command; without
-// it nothing is written, and the pushes carry only their batches, so the
-// producer's sequences move past them. BumpEpoch fences the producer (a
-// coordinator abort: the transaction timed out or its staged records were
-// lost with a leader).
+// TxnEndCmd ends transaction TxnSeq of a transactional id, committed or
+// aborted, at its coordinator: the transactional id's state. The staged
+// records and offsets are resolved in their groups as the decision this
+// command travels in says (engine TxnEnd). BumpEpoch fences the producer (a
+// coordinator abort: the transaction timed out).
 type TxnEndCmd struct {
 	Tenant     ID
 	TxnID      string
@@ -163,9 +220,6 @@ type TxnEndCmd struct {
 	TxnSeq     uint64
 	Commit     bool
 	BumpEpoch  bool
-	StateTTLMs uint32
-	Pushes     []TxnPush
-	Offsets    []TxnOffset
 }
 
 // Encode appends the command body.
@@ -178,32 +232,10 @@ func (c *TxnEndCmd) Encode(b []byte) []byte {
 	w.Uvarint(c.TxnSeq)
 	w.Bool(c.Commit)
 	w.Bool(c.BumpEpoch)
-	w.Uvarint(uint64(c.StateTTLMs))
-	w.Uvarint(uint64(len(c.Pushes)))
-	for i := range c.Pushes {
-		p := &c.Pushes[i]
-		w.String(p.Queue)
-		w.Uvarint(uint64(p.PartitionIndex))
-		w.Uvarint(uint64(len(p.Batches)))
-		for _, sb := range p.Batches {
-			w.Varint(int64(sb.BaseSeq))
-			w.Uvarint(uint64(sb.Count))
-		}
-		w.Uvarint(uint64(p.Count))
-		w.Bytes(p.Records)
-	}
-	w.Uvarint(uint64(len(c.Offsets)))
-	for _, o := range c.Offsets {
-		w.String(o.Group)
-		w.String(o.Queue)
-		w.Uvarint(uint64(o.PartitionIndex))
-		w.Uvarint(o.Offset)
-		w.String(o.Metadata)
-	}
 	return w.B
 }
 
-// DecodeTxnEndCmd decodes an end body. Records alias b.
+// DecodeTxnEndCmd decodes an end body.
 func DecodeTxnEndCmd(b []byte) (TxnEndCmd, error) {
 	r := Reader{b: b}
 	var c TxnEndCmd
@@ -214,28 +246,5 @@ func DecodeTxnEndCmd(b []byte) (TxnEndCmd, error) {
 	c.TxnSeq = r.Uvarint()
 	c.Commit = r.Bool()
 	c.BumpEpoch = r.Bool()
-	c.StateTTLMs = r.u32()
-	if n := r.Count(MaxTxnPushes, 5); n > 0 {
-		c.Pushes = make([]TxnPush, n)
-	}
-	for i := range c.Pushes {
-		p := &c.Pushes[i]
-		p.Queue = r.String()
-		p.PartitionIndex = r.u32()
-		if n := r.Count(MaxTxnBatches, 2); n > 0 {
-			p.Batches = make([]SeqBatch, n)
-		}
-		for j := range p.Batches {
-			p.Batches[j] = SeqBatch{BaseSeq: r.i32(), Count: r.u32()}
-		}
-		p.Count = r.Count(MaxRecordBytes, 0)
-		p.Records = r.Bytes()
-	}
-	if n := r.Count(MaxTxnOffsets, 5); n > 0 {
-		c.Offsets = make([]TxnOffset, n)
-	}
-	for i := range c.Offsets {
-		c.Offsets[i] = TxnOffset{Group: r.String(), Queue: r.String(), PartitionIndex: r.u32(), Offset: r.Uvarint(), Metadata: r.String()}
-	}
 	return c, r.Done()
 }

@@ -137,6 +137,9 @@ const (
 	KVReasonNotANumber      = "not_a_number"
 	KVReasonOutOfBounds     = "out_of_bounds"
 	KVReasonAborted         = "aborted" // another required operation failed
+	// KVReasonBusy: a cross-group transaction prepared on the key holds it
+	// until it commits or aborts (milliseconds); retry.
+	KVReasonBusy = "transaction_in_progress"
 )
 
 // KVOpResult answers one operation.

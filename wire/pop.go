@@ -18,14 +18,17 @@ const MaxPopPartitions = 64
 // by the proposer (one per partition it may claim), so replaying the same
 // command returns the same claims instead of taking new ones.
 type PopCmd struct {
-	Tenant           ID
-	Queue            string
-	Partition        string // empty: any partition with messages
-	Group            string
-	Batch            uint32
-	LeaseMs          uint32 // 0: the queue's leaseTime
-	SubMode          uint8
-	SubFromMs        int64
+	Tenant    ID
+	Queue     string
+	Partition string // empty: any partition with messages
+	Group     string
+	Batch     uint32
+	LeaseMs   uint32 // 0: the queue's leaseTime
+	SubMode   uint8
+	SubFromMs int64
+	// SubCreatedMs is when the group subscribed to the queue (its home
+	// group decides it once); 0 lets this group's shard decide.
+	SubCreatedMs     int64
 	CommitOnDelivery bool
 	StartHint        uint32 // where to start scanning partitions (spreads consumers)
 	LeaseIDs         []ID   // len = max partitions to claim
@@ -42,6 +45,7 @@ func (c *PopCmd) Encode(b []byte) []byte {
 	w.Uvarint(uint64(c.LeaseMs))
 	w.U8(c.SubMode)
 	w.Varint(c.SubFromMs)
+	w.Varint(c.SubCreatedMs)
 	w.Bool(c.CommitOnDelivery)
 	w.Uvarint(uint64(c.StartHint))
 	w.Uvarint(uint64(len(c.LeaseIDs)))
@@ -63,6 +67,7 @@ func DecodePopCmd(b []byte) (PopCmd, error) {
 	c.LeaseMs = r.u32()
 	c.SubMode = r.U8()
 	c.SubFromMs = r.Varint()
+	c.SubCreatedMs = r.Varint()
 	c.CommitOnDelivery = r.Bool()
 	c.StartHint = r.u32()
 	n := r.Count(MaxPopPartitions, 16)

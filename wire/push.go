@@ -2,37 +2,30 @@ package wire
 
 // Push flags.
 const (
-	// PushCreateQueue creates the queue when it does not exist yet.
-	PushCreateQueue uint8 = 1 << iota
-	// PushCreatePartition creates a partition named Partition when missing.
-	PushCreatePartition
 	// PushIndexTxn records every message's transaction id so it can be
 	// acknowledged and deduplicated by id; Kafka produce skips it.
-	PushIndexTxn
-	// PushFromKafka marks a queue created by this push as a Kafka topic
-	// (partitions named by index, configs editable through Kafka).
-	PushFromKafka
+	PushIndexTxn uint8 = 1 << 2
 )
 
 // PushCmd appends records to one partition of one queue. Records are already
 // in their stored form (AppendRecord), so the state machine copies them into
-// the log without re-encoding.
+// the log without re-encoding. The partition must exist in the group (the
+// engine creates it first with AllocCmd and EnsureShardCmd).
 type PushCmd struct {
 	Tenant ID
 	Queue  string
 	// Partition names the partition; PartitionIndex >= 0 addresses it by its
-	// permanent index instead (Kafka).
+	// permanent index instead.
 	Partition      string
 	PartitionIndex int32
 	Flags          uint8
-	// NewPartitions is the partition count of a queue this push creates when
-	// it addresses partitions by index (Kafka auto-creation).
-	NewPartitions uint32
-	// Namespace and Task label a queue this push creates.
-	Namespace string
-	Task      string
-	Count     int
-	Records   []byte
+	// Inc is the queue incarnation the engine resolved the partition in; a
+	// shard of another incarnation refuses the push (CodeQueueNotFound), so
+	// nothing is appended to a shard a delete is about to drop. 0 skips
+	// the check (pushes the state machine makes itself).
+	Inc     uint64
+	Count   int
+	Records []byte
 }
 
 // Encode appends the command body.
@@ -43,9 +36,7 @@ func (c *PushCmd) Encode(b []byte) []byte {
 	w.String(c.Partition)
 	w.Varint(int64(c.PartitionIndex))
 	w.U8(c.Flags)
-	w.Uvarint(uint64(c.NewPartitions))
-	w.String(c.Namespace)
-	w.String(c.Task)
+	w.Uvarint(c.Inc)
 	w.Uvarint(uint64(c.Count))
 	w.Fixed(c.Records)
 	return w.B
@@ -60,9 +51,7 @@ func DecodePushCmd(b []byte) (PushCmd, error) {
 	c.Partition = r.String()
 	c.PartitionIndex = int32(r.Varint())
 	c.Flags = r.U8()
-	c.NewPartitions = r.u32()
-	c.Namespace = r.String()
-	c.Task = r.String()
+	c.Inc = r.Uvarint()
 	c.Count = r.Count(MaxRecordBytes, 2)
 	c.Records = r.Rest()
 	return c, r.err

@@ -130,3 +130,37 @@ func DecodeTimersResult(b []byte) (TimersResult, error) {
 	}
 	return t, r.Done()
 }
+
+// TimerFiredCmd records the outcome of a timer's fire (the leader pushed
+// its payload, or tried to): CodeOK marks it fired; another code counts a
+// failed attempt. DueMs names the attempt, so a stale outcome is ignored.
+type TimerFiredCmd struct {
+	Tenant ID
+	Queue  string
+	Key    string
+	DueMs  int64
+	Code   Code
+}
+
+// Encode appends the command body.
+func (c *TimerFiredCmd) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.Fixed(c.Tenant[:])
+	w.String(c.Queue)
+	w.String(c.Key)
+	w.Varint(c.DueMs)
+	w.U8(uint8(c.Code))
+	return w.B
+}
+
+// DecodeTimerFiredCmd decodes a timer-fired body.
+func DecodeTimerFiredCmd(b []byte) (TimerFiredCmd, error) {
+	r := Reader{b: b}
+	var c TimerFiredCmd
+	copy(c.Tenant[:], r.Fixed(16))
+	c.Queue = r.String()
+	c.Key = r.String()
+	c.DueMs = r.Varint()
+	c.Code = Code(r.U8())
+	return c, r.Done()
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -132,7 +133,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.HTTP.TenancyHeader = e.tenancyConfig()
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
-	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1, c.Raft.MaxEntryBytes)
+	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)
 	c.Kafka.Broker.LogDir = c.Raft.Dir
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
@@ -149,7 +150,23 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Placement = p
+	c.Raft.Placement = p.Spec()
 	return c, nil
+}
+
+// defaultGroups is how many raft groups a node of a cluster of nodes runs
+// without QUEEN_RAFT_GROUPS: two per core, at least four, rounded up to a
+// multiple of the cluster size so every node leads as many groups, and at
+// most sixteen. Each group has its own raft log, fsync stream, step worker
+// and apply loop, so one topic's partitions spread over them use every
+// core and, with leaders spread, every node (docs/placement.md has the
+// figures).
+func defaultGroups(nodes int) int {
+	g := max(2*runtime.NumCPU(), 4)
+	if nodes > 1 {
+		g = (g + nodes - 1) / nodes * nodes
+	}
+	return min(g, 16)
 }
 
 func (e *env) logLevel() slog.Level {
@@ -166,7 +183,6 @@ func (e *env) raftConfig() raftgroups.Config {
 		NodeID:     uint64(e.int("QUEEN_RAFT_NODE_ID", 1, 1, 1<<30)),
 		ListenAddr: e.str("QUEEN_RAFT_LISTEN", "0.0.0.0:7400"),
 		Dir:        e.str("QUEEN_RAFT_DIR", "./queen-data"),
-		Groups:     e.int("QUEEN_RAFT_GROUPS", 1, 1, 64),
 		Token:      e.lookup("QUEEN_RAFT_TOKEN"),
 
 		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
@@ -178,6 +194,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		TraceRetention:  time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
 		DiskHighPct:     float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
 		DiskLowPct:      float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
+		CrashAt:         e.str("QUEEN_FAULT_CRASH_AT", ""),
 	}
 	if r.DiskLowPct >= r.DiskHighPct && r.DiskHighPct < 100 {
 		e.fail("QUEEN_RAFT_DISK_LOW_PCT", "must be below QUEEN_RAFT_DISK_HIGH_PCT (%v), got %v", r.DiskHighPct, r.DiskLowPct)
@@ -186,6 +203,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		e.fail("QUEEN_RAFT_LISTEN", "must be host:port, got %q", r.ListenAddr)
 	}
 	r.Peers = e.peers(r.NodeID, r.ListenAddr)
+	r.Groups = e.int("QUEEN_RAFT_GROUPS", defaultGroups(len(r.Peers)), 1, 64)
 	// Spec §4.1: a cluster elects in about a second with a 100 ms heartbeat;
 	// a single node needs no patience (150 ms, 50 ms).
 	rtt := r.RTTMillisecond

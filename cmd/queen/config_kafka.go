@@ -21,9 +21,7 @@ type KafkaConfig struct {
 
 // kafkaConfig reads spec §3.6's variables. In a cluster every node must say
 // where clients reach it; a single node defaults to its listen address.
-// A transaction is committed in one raft entry, so it may not stage more
-// than an entry can carry (maxEntryBytes, less room for its framing).
-func (e *env) kafkaConfig(nodeID uint64, cluster bool, maxEntryBytes int) KafkaConfig {
+func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 	addr := e.str("QUEEN_KAFKA_ADDR", "0.0.0.0:9092")
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		e.fail("QUEEN_KAFKA_ADDR", "must be host:port, got %q", addr)
@@ -53,15 +51,10 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool, maxEntryBytes int) KafkaC
 			GroupJoinDelay:         e.millis("QUEEN_KAFKA_GROUP_JOIN_DELAY_MS", 3*time.Second, 0, time.Hour),
 			MaxMessageBytes:        e.int("QUEEN_KAFKA_MAX_MESSAGE_BYTES", broker.DefaultMaxMessageBytes, 1024, 1<<30),
 			FetchMaxBytes:          e.int("QUEEN_KAFKA_FETCH_MAX_BYTES", broker.DefaultFetchMaxBytes, 1<<10, 1<<30),
-			TxnMaxBytes:            e.int("QUEEN_KAFKA_TXN_MAX_BYTES", broker.DefaultTxnMaxBytes, 1<<10, 1<<30),
-			TxnBufferBytes:         e.int("QUEEN_KAFKA_TXN_BUFFER_BYTES", broker.DefaultTxnBufferBytes, 1<<10, 1<<34),
 			TxnMaxTimeout:          e.millis("QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", broker.DefaultTxnMaxTimeout, time.Second, 24*time.Hour),
 		},
 		TLSCert: e.str("QUEEN_KAFKA_TLS_CERT", ""),
 		TLSKey:  e.str("QUEEN_KAFKA_TLS_KEY", ""),
-	}
-	if k.Broker.TxnMaxBytes > maxEntryBytes-1<<20 {
-		e.fail("QUEEN_KAFKA_TXN_MAX_BYTES", "must leave 1 MiB of QUEEN_RAFT_ENTRY_MAX_BYTES (%d) for framing", maxEntryBytes)
 	}
 	switch m := strings.ToLower(e.str("QUEEN_KAFKA_SASL", "")); m {
 	case "", "none", "off":

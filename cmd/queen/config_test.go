@@ -9,12 +9,21 @@ func lookup(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
+func TestDefaultGroupsSpreadEvenlyOverTheCluster(t *testing.T) {
+	for nodes := 1; nodes <= 7; nodes++ {
+		g := defaultGroups(nodes)
+		if g < 4 || g > 16 || (nodes > 1 && g < 16 && g%nodes != 0) {
+			t.Fatalf("%d nodes: %d groups", nodes, g)
+		}
+	}
+}
+
 func TestDefaultsStartOneNode(t *testing.T) {
 	c, err := loadConfig(lookup(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP.Addr != "0.0.0.0:6632" || c.Raft.Dir != "./queen-data" || c.Raft.ListenAddr != "0.0.0.0:7400" || c.Raft.Groups != 1 {
+	if c.HTTP.Addr != "0.0.0.0:6632" || c.Raft.Dir != "./queen-data" || c.Raft.ListenAddr != "0.0.0.0:7400" || c.Raft.Groups != defaultGroups(1) || c.Raft.Groups < 4 {
 		t.Fatalf("defaults: %+v %+v", c.HTTP, c.Raft)
 	}
 	if len(c.Raft.Peers) != 1 || c.Raft.Peers[0].RaftAddr != "127.0.0.1:7400" || c.Raft.Peers[0].ID != 1 {

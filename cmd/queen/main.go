@@ -137,6 +137,9 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct)
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	if cfg.Raft.CrashAt != "" {
+		log.Warn("config: QUEEN_FAULT_CRASH_AT is set: this node kills itself at that fault point (a test setting)", "point", cfg.Raft.CrashAt)
+	}
 	switch {
 	case !cfg.EncryptionKeySet:
 		log.Info("config: security", "encryption_key", secret.Unset)
@@ -150,8 +153,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
 		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions,
-		"max_message_bytes", k.Broker.MaxMessageBytes, "fetch_max_bytes", k.Broker.FetchMaxBytes,
-		"txn_max_bytes", k.Broker.TxnMaxBytes, "txn_buffer_bytes", k.Broker.TxnBufferBytes)
+		"max_message_bytes", k.Broker.MaxMessageBytes, "fetch_max_bytes", k.Broker.FetchMaxBytes)
 	if k.SASL != "" && k.TLSCert == "" {
 		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}

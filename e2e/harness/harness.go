@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,11 +69,25 @@ type Node struct {
 
 // Options shape a cluster.
 type Options struct {
-	Nodes  int
-	Groups int               // QUEEN_RAFT_GROUPS (default 1)
+	Nodes int
+	// Groups sets QUEEN_RAFT_GROUPS; 0 leaves the node's default (derived
+	// from the machine, see DefaultGroups).
+	Groups int
 	Env    map[string]string // settings for every node
 	// BaseDir holds the nodes' data dirs (a test's TempDir).
 	BaseDir string
+}
+
+// DefaultGroups is how many raft groups a node of a cluster of nodes runs
+// without QUEEN_RAFT_GROUPS on this machine: cmd/queen's rule (two per core,
+// at least 4, a multiple of the cluster size, at most 16), which the
+// harness cannot import.
+func DefaultGroups(nodes int) int {
+	g := max(2*runtime.NumCPU(), 4)
+	if nodes > 1 {
+		g = (g + nodes - 1) / nodes * nodes
+	}
+	return min(g, 16)
 }
 
 // Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
@@ -86,13 +101,14 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 	if o.Nodes < 1 {
 		o.Nodes = 1
 	}
-	if o.Groups < 1 {
-		o.Groups = 1
+	ports := o.Groups
+	if ports < 1 {
+		ports = DefaultGroups(o.Nodes)
 	}
 	c := &Cluster{}
 	var peers []string
 	for i := 1; i <= o.Nodes; i++ {
-		raftPort, err := FreePortRange(o.Groups)
+		raftPort, err := FreePortRange(ports)
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +126,10 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			RaftAddr:  fmt.Sprintf("127.0.0.1:%d", raftPort),
 			KafkaAddr: fmt.Sprintf("127.0.0.1:%d", kafkaPort),
 			Dir:       filepath.Join(o.BaseDir, fmt.Sprintf("node%d", i)),
-			Env:       map[string]string{"QUEEN_RAFT_GROUPS": strconv.Itoa(o.Groups)},
+			Env:       map[string]string{},
+		}
+		if o.Groups > 0 {
+			n.Env["QUEEN_RAFT_GROUPS"] = strconv.Itoa(o.Groups)
 		}
 		for k, v := range o.Env {
 			n.Env[k] = v

@@ -74,7 +74,8 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) error {
 	return s.acknowledge(ctx, req.ConsumerGroup, req.Acknowledgments)
 }
 
-// acknowledge applies acknowledgments in one raft entry. Each item is
+// acknowledge applies acknowledgments, in one raft entry per group holding
+// their partitions (an ack is routed by its partition id). Each item is
 // acknowledged for its own consumerGroup, else the request's, else the
 // queue-mode group.
 func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, group string, items []ackItem) error {

@@ -11,7 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queen-mq/queen/storage"
-	"github.com/queen-mq/queen/wire"
 )
 
 // Analytics views (spec §2.3 rows 31–39). Queen's dashboard reads these
@@ -31,8 +30,8 @@ type dlqSignature struct {
 
 // dlqSignatures groups the tenant's live dead-letter rows by error text,
 // most frequent first, and counts rows and distinct partitions.
-func dlqSignatures(st *storage.Store, tenant wire.ID, queue string) ([]dlqSignature, int, int, error) {
-	rows, total, err := st.DLQ(tenant, storage.DLQFilter{Queue: queue, Offset: -1}, 0, 1<<30)
+func dlqSignatures(v *tenantView, queue string) ([]dlqSignature, int, int, error) {
+	rows, total, err := v.dlq(storage.DLQFilter{Queue: queue, Offset: -1}, 0, 1<<30)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -74,11 +73,11 @@ func dlqSignatures(st *storage.Store, tenant wire.ID, queue string) ([]dlqSignat
 
 // dlqSignaturesRoute is GET /api/v1/analytics/dlq-signatures[?queue=].
 func (s *Server) dlqSignaturesRoute(ctx *fasthttp.RequestCtx) error {
-	tenant, st, err := s.viewOfTenant(ctx)
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return err
 	}
-	sigs, total, affected, err := dlqSignatures(st, tenant, strArg(ctx, "queue"))
+	sigs, total, affected, err := dlqSignatures(v, strArg(ctx, "queue"))
 	if err != nil {
 		return err
 	}
@@ -125,19 +124,19 @@ func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	tenant, st, err := s.viewOfTenant(ctx)
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return err
 	}
-	points := throughputPoints(st.Series(tenant, strArg(ctx, "queue"), from, to))
+	points := throughputPoints(v.series(strArg(ctx, "queue"), from, to))
 	writeJSON(ctx, http.StatusOK, map[string]any{"timeRange": map[string]string{"from": isoMillis(from), "to": isoMillis(to)},
 		"bucketMinutes": 1, "pointCount": len(points), "timeSeries": points})
 	return nil
 }
 
 // queueActivity is one queue's activity over a range, with rates.
-func queueActivity(st *storage.Store, tenant wire.ID, q string, from, to int64) (storage.Activity, float64) {
-	a := sumSeries(st.Series(tenant, q, from, to))
+func queueActivity(v *tenantView, q string, from, to int64) (storage.Activity, float64) {
+	a := sumSeries(v.series(q, from, to))
 	return a, max(float64(to-from)/1000, 1)
 }
 
@@ -149,7 +148,7 @@ func (s *Server) queueLagRoute(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	tenant, st, qs, err := s.tenantQueuesWithParts(ctx)
+	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
@@ -157,8 +156,8 @@ func (s *Server) queueLagRoute(ctx *fasthttp.RequestCtx) error {
 	out := make([]map[string]any, 0, len(qs))
 	for i := range qs {
 		var lag lagStats
-		queueLag(st, &qs[i], now, &lag)
-		a, secs := queueActivity(st, tenant, qs[i].Name, from, to)
+		queueLag(v, &qs[i], now, &lag)
+		a, secs := queueActivity(v, qs[i].Name, from, to)
 		out = append(out, map[string]any{"queue": qs[i].Name, "lagMessages": lag.offsetSum, "maxOffsetLag": lag.offsetMax,
 			"maxTimeLagSeconds": lag.timeMax, "partitionsWithLag": lag.count,
 			"pushPerSecond": perSecond(a.Pushed, secs), "popPerSecond": perSecond(a.Popped, secs),
@@ -175,13 +174,13 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	tenant, st, qs, err := s.tenantQueuesWithParts(ctx)
+	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
 	out := make([]map[string]any, 0, len(qs))
 	for i := range qs {
-		a, _ := queueActivity(st, tenant, qs[i].Name, from, to)
+		a, _ := queueActivity(v, qs[i].Name, from, to)
 		out = append(out, map[string]any{"queue": qs[i].Name, "push": a.PushOps, "pop": a.PopOps, "ack": a.AckOps,
 			"pushMessages": a.Pushed, "popMessages": a.Popped, "ackMessages": a.Completed, "ackFailed": a.Failed,
 			"dlq": a.DLQ, "partitions": len(qs[i].Partitions)})
@@ -193,7 +192,7 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx) error {
 // workload is GET /api/v1/analytics/workload: what waits and what is in
 // flight per queue now.
 func (s *Server) workload(ctx *fasthttp.RequestCtx) error {
-	_, _, qs, err := s.tenantQueuesWithParts(ctx)
+	_, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
@@ -253,7 +252,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // settings, how many messages are retained and how many retention removed
 // (every offset below a partition's log start).
 func (s *Server) retention(ctx *fasthttp.RequestCtx) error {
-	_, _, qs, err := s.tenantQueuesWithParts(ctx)
+	_, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
@@ -283,7 +282,7 @@ func (s *Server) partitionLiveness(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	_, _, qs, err := s.tenantQueuesWithParts(ctx)
+	_, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}

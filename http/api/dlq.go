@@ -53,12 +53,12 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	tenant, st, err := s.viewOfTenant(ctx)
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return err
 	}
 	f := storage.DLQFilter{Queue: strArg(ctx, "queue"), Group: strArg(ctx, "consumerGroup"), Offset: -1}
-	rows, total, err := st.DLQ(tenant, f, offset, limit)
+	rows, total, err := v.dlq(f, offset, limit)
 	if err != nil {
 		return err
 	}

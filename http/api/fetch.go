@@ -137,12 +137,11 @@ func (s *Server) waitAny(chs []<-chan struct{}, deadline time.Time) {
 }
 
 func (s *Server) readFetch(tenant wire.ID, entries []fetchEntry) ([]fetchAnswerEntry, int, error) {
-	store := s.engine.Store(tenant)
 	out := make([]fetchAnswerEntry, len(entries))
 	total := 0
 	for i, e := range entries {
 		a := fetchAnswerEntry{Queue: e.Queue, Partition: e.Partition, Records: []fetchRecord{}}
-		p, ok := store.PartitionByName(tenant, e.Queue, e.Partition)
+		p, ok := s.engine.PartitionNamed(tenant, e.Queue, e.Partition)
 		if !ok {
 			a.Error = fetchErrUnknown
 			out[i] = a
@@ -156,7 +155,7 @@ func (s *Server) readFetch(tenant wire.ID, entries []fetchEntry) ([]fetchAnswerE
 		}
 		size := 0
 		var rerr error
-		_, err := store.Read(p, e.Offset, func(off uint64, appendMs int64, body []byte) bool {
+		_, err := p.Store().Read(p, e.Offset, func(off uint64, appendMs int64, body []byte) bool {
 			rec, err := wire.ParseRecord(body)
 			if err != nil {
 				rerr = err

@@ -60,7 +60,7 @@ type groupRow struct {
 // then queue; only group when it is set. members counts partitions with a
 // live lease (a consumer holding it now), partitionCursors every
 // partition the group has a position in.
-func groupRows(st *storage.Store, qs []storage.QueueView, only string) []groupRow {
+func groupRows(v *tenantView, qs []storage.QueueView, only string) []groupRow {
 	now := nowMs()
 	var out []groupRow
 	for qi := range qs {
@@ -93,7 +93,7 @@ func groupRows(st *storage.Store, qs []storage.QueueView, only string) []groupRo
 				if c.LeaseExpiresMs > 0 {
 					r.Members++
 				}
-				if off, secs := lagOf(st, p, c, now); off > 0 {
+				if off, secs := lagOf(v, p, c, now); off > 0 {
 					r.PartitionsWithLag++
 					r.TotalLag += off
 					r.MaxTimeLag = max(r.MaxTimeLag, secs)
@@ -118,11 +118,11 @@ func groupRows(st *storage.Store, qs []storage.QueueView, only string) []groupRo
 
 // listGroups is GET /api/v1/consumer-groups.
 func (s *Server) listGroups(ctx *fasthttp.RequestCtx) error {
-	_, st, qs, err := s.tenantQueuesWithParts(ctx)
+	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
-	rows := groupRows(st, qs, "")
+	rows := groupRows(v, qs, "")
 	if rows == nil {
 		rows = []groupRow{}
 	}
@@ -138,7 +138,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	_, st, qs, err := s.tenantQueuesWithParts(ctx)
+	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) error {
 			p := &qs[qi].Partitions[pi]
 			for ci := range p.Cursors {
 				c := &p.Cursors[ci]
-				off, secs := lagOf(st, p, c, now)
+				off, secs := lagOf(v, p, c, now)
 				if off == 0 || secs <= int64(minLag) {
 					continue
 				}
@@ -184,7 +184,7 @@ func (s *Server) groupDetail(ctx *fasthttp.RequestCtx) error {
 	if err := checkName("consumerGroup", group); err != nil {
 		return err
 	}
-	_, st, qs, err := s.tenantQueuesWithParts(ctx)
+	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (s *Server) groupDetail(ctx *fasthttp.RequestCtx) error {
 			if c == nil {
 				continue
 			}
-			off, secs := lagOf(st, p, c, now)
+			off, secs := lagOf(v, p, c, now)
 			parts = append(parts, map[string]any{"partition": p.Name, "partitionId": pidString(p.ID), "workerId": nil,
 				"lastConsumedAt": isoOrNil(c.UpdatedMs), "totalConsumed": c.Pos, "offset": c.Pos,
 				"highWatermark": p.HighWatermark, "offsetLag": off, "timeLagSeconds": secs,

@@ -82,10 +82,18 @@ func TestKafkaRecordsPopAsDecisionThreeSays(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := n.engine.Push(ctx, wire.DefaultTenant, []wire.PushCmd{{Tenant: wire.DefaultTenant, Queue: "topic", PartitionIndex: 0,
-		Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: 1, Count: len(recs), Records: body}})
+	cat, parts, err := n.engine.EnsureQueue(ctx, wire.DefaultTenant, "topic", 1, true, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	produce := wire.KafkaProduceCmd{ProducerID: wire.NoProducer,
+		Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "topic", PartitionIndex: 0, Inc: cat.Inc, Count: len(recs), Records: body}}
+	wait, err := n.engine.KafkaProduce([]raftgroups.KafkaBody{{Group: int(parts[0].Group), Body: produce.Encode(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := wait(ctx); err != nil || res[0].Code != wire.CodeOK {
+		t.Fatalf("produce: %v %+v", err, res)
 	}
 	var ans struct {
 		PartitionID string `json:"partitionId"`
@@ -205,7 +213,7 @@ func TestThousandsOfParkedPopsAreCheap(t *testing.T) {
 
 	// One push wakes the polls; one of them takes the message.
 	if _, err := n.engine.Push(ctx, wire.DefaultTenant, []wire.PushCmd{{Tenant: wire.DefaultTenant, Queue: "idle", Partition: "p", PartitionIndex: -1,
-		Flags: wire.PushCreatePartition | wire.PushIndexTxn, Count: 1,
+		Flags: wire.PushIndexTxn, Count: 1,
 		Records: wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{9}, Payload: []byte("1")})}}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,13 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
-// KV routes (spec §2.12). Values are JSON; keys are namespaced. Reads are
-// linearizable: a ReadIndex barrier, then the local store.
+// KV routes (spec §2.12). Values are JSON; keys are namespaced. A tenant's
+// KV lives in one group (its KV group). Reads are linearizable: a
+// ReadIndex barrier on that group, then this node's store of it.
 
 var kvNamespacePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
@@ -199,12 +201,21 @@ func (s *Server) kv(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
+// kvStore is this node's store of the group holding tenant's KV, after a
+// read barrier on that group so the reads that follow are linearizable.
+func (s *Server) kvStore(ctx context.Context, tenant wire.ID) (*storage.Store, error) {
+	if err := s.engine.Barrier(ctx, s.engine.KVGroup(tenant)); err != nil {
+		return nil, err
+	}
+	return s.engine.KVStore(tenant), nil
+}
+
 // kvReadLocal serves read-only operations from this node after a barrier.
 func (s *Server) kvReadLocal(ctx context.Context, tenant wire.ID, ops []wire.KVOp) (wire.KVResult, error) {
-	if err := s.engine.Barrier(ctx, tenant); err != nil {
+	store, err := s.kvStore(ctx, tenant)
+	if err != nil {
 		return wire.KVResult{}, err
 	}
-	store := s.engine.Store(tenant)
 	res := wire.KVResult{Code: wire.CodeOK, OK: true, FailedIndex: -1, Ops: make([]wire.KVOpResult, len(ops))}
 	for i, o := range ops {
 		r := &res.Ops[i]
@@ -303,10 +314,11 @@ func (s *Server) kvGet(ctx *fasthttp.RequestCtx) error {
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	if err := s.engine.Barrier(rctx, tenant); err != nil {
+	store, err := s.kvStore(rctx, tenant)
+	if err != nil {
 		return err
 	}
-	it, found, err := s.engine.Store(tenant).KVGet(tenant, ns, key)
+	it, found, err := store.KVGet(tenant, ns, key)
 	if err != nil {
 		return err
 	}
@@ -390,10 +402,11 @@ func (s *Server) kvNamespaces(ctx *fasthttp.RequestCtx) error {
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	if err := s.engine.Barrier(rctx, tenant); err != nil {
+	store, err := s.kvStore(rctx, tenant)
+	if err != nil {
 		return err
 	}
-	ns, err := s.engine.Store(tenant).KVNamespaces(tenant)
+	ns, err := store.KVNamespaces(tenant)
 	if err != nil {
 		return err
 	}
@@ -428,10 +441,11 @@ func (s *Server) kvList(ctx *fasthttp.RequestCtx) error {
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	if err := s.engine.Barrier(rctx, tenant); err != nil {
+	store, err := s.kvStore(rctx, tenant)
+	if err != nil {
 		return err
 	}
-	items, err := s.engine.Store(tenant).KVList(tenant, req.NS, []byte(req.Prefix), []byte(req.After), req.Limit+1)
+	items, err := store.KVList(tenant, req.NS, []byte(req.Prefix), []byte(req.After), req.Limit+1)
 	if err != nil {
 		return err
 	}

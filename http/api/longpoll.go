@@ -53,10 +53,10 @@ func (g *probeGates) put(k gateKey, pg *probeGate) {
 	}
 }
 
-// parkUntilPoppable waits until the local store says a pop could find
-// messages, and returns holding one of the (queue, group)'s probe slots:
-// the caller proposes its pop, then calls release. ok is false when the
-// deadline (or shutdown) came first.
+// parkUntilPoppable waits until this node's replicas of the queue's groups
+// say a pop could find messages, and returns holding one of the (queue,
+// group)'s probe slots: the caller proposes its pop, then calls release.
+// ok is false when the deadline (or shutdown) came first.
 //
 // Parking costs a goroutine, a timer and a share of one channel per queue:
 // the apply loop closes that channel after each batch touching the queue
@@ -66,7 +66,6 @@ func (g *probeGates) put(k gateKey, pg *probeGate) {
 func (s *Server) parkUntilPoppable(tenant wire.ID, queue, partition, group string, deadline time.Time, backoff time.Duration) (release func(), ok bool) {
 	s.parked.Add(1)
 	defer s.parked.Add(-1)
-	store := s.engine.Store(tenant)
 	key := gateKey{tenant, queue, group}
 	gate := s.gates.get(key)
 	defer s.gates.put(key, gate)
@@ -81,7 +80,7 @@ func (s *Server) parkUntilPoppable(tenant wire.ID, queue, partition, group strin
 		if b := time.Until(notBefore); b > 0 {
 			wait = min(wait, b)
 		} else if s.takeSlot(gate, timer, deadline) {
-			ready, retryAt := store.PopReadiness(tenant, queue, group, partition, time.Now().UnixMilli())
+			ready, retryAt := s.engine.PopReadiness(tenant, queue, group, partition, time.Now().UnixMilli())
 			if ready {
 				unwatch()
 				return func() { <-gate.slots }, true
@@ -92,7 +91,7 @@ func (s *Server) parkUntilPoppable(tenant wire.ID, queue, partition, group strin
 			}
 		}
 		// A lease expiring makes its messages deliverable again.
-		if exp := store.NextLeaseExpiry(tenant, queue, group, time.Now().UnixMilli()); exp > 0 {
+		if exp := s.engine.NextLeaseExpiry(tenant, queue, group, time.Now().UnixMilli()); exp > 0 {
 			wait = min(wait, time.Until(time.UnixMilli(exp))+10*time.Millisecond)
 		}
 		if !time.Now().Before(deadline) || s.base.Err() != nil {

@@ -66,8 +66,8 @@ func modeJSON(hasQueueMode bool, busGroups int) map[string]any {
 }
 
 // deadSet is where the tenant's live dead-letter rows are, by message.
-func deadSet(st *storage.Store, tenant wire.ID, queue string) (map[msgKey]storage.DLQRow, error) {
-	rows, _, err := st.DLQ(tenant, storage.DLQFilter{Queue: queue, Offset: -1}, 0, 1<<30)
+func deadSet(v *tenantView, queue string) (map[msgKey]storage.DLQRow, error) {
+	rows, _, err := v.dlq(storage.DLQFilter{Queue: queue, Offset: -1}, 0, 1<<30)
 	m := make(map[msgKey]storage.DLQRow, len(rows))
 	for _, r := range rows {
 		m[msgKey{r.PartitionID, r.Offset}] = r
@@ -95,11 +95,11 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 	}
 	to += 60_000 - to%60_000 // Queen rounds "to" up to the next minute
 	status, partition := strArg(ctx, "status"), strArg(ctx, "partition")
-	tenant, st, qs, err := s.tenantQueuesWithParts(ctx)
+	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
-	dead, err := deadSet(st, tenant, strArg(ctx, "queue"))
+	dead, err := deadSet(v, strArg(ctx, "queue"))
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 			if partition != "" && p.Name != partition {
 				continue
 			}
-			msgs, err := st.Newest(*p, from, to, want)
+			msgs, err := v.newest(p, from, to, want)
 			if err != nil {
 				return err
 			}
@@ -191,37 +191,38 @@ func messageParams(ctx *fasthttp.RequestCtx) (uint64, string, error) {
 
 // findMessage resolves a message and the queue and partition views around
 // it, or answers 404.
-func (s *Server) findMessage(ctx *fasthttp.RequestCtx) (wire.ID, *storage.Store, storage.StoredMessage, *storage.QueueView, *storage.PartitionView, error) {
+func (s *Server) findMessage(ctx *fasthttp.RequestCtx) (*tenantView, storage.StoredMessage, *storage.QueueView, *storage.PartitionView, error) {
+	var none storage.StoredMessage
 	pid, txn, err := messageParams(ctx)
 	if err != nil {
-		return wire.ID{}, nil, storage.StoredMessage{}, nil, nil, err
+		return nil, none, nil, nil, err
 	}
-	tenant, st, err := s.viewOfTenant(ctx)
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
-		return tenant, nil, storage.StoredMessage{}, nil, nil, err
+		return nil, none, nil, nil, err
 	}
-	m, ok, err := st.MessageByTxn(tenant, pid, txn)
+	m, ok, err := s.engine.MessageByTxn(v.tenant, pid, txn)
 	if err != nil {
-		return tenant, nil, m, nil, nil, err
+		return nil, none, nil, nil, err
 	}
-	part, found := st.PartitionByID(tenant, pid)
+	part, found := v.partition(pid)
 	if !ok || !found {
-		return tenant, nil, m, nil, nil, notFound("Message not found")
+		return nil, none, nil, nil, notFound("Message not found")
 	}
-	qs := st.Queues(tenant, storage.QueueFilter{Name: part.Queue, Partitions: true}, nowMs())
+	qs := v.queues(storage.QueueFilter{Name: part.Queue, Partitions: true}, nowMs())
 	if len(qs) == 1 {
 		for i := range qs[0].Partitions {
 			if qs[0].Partitions[i].ID == pid {
-				return tenant, st, m, &qs[0], &qs[0].Partitions[i], nil
+				return v, m, &qs[0], &qs[0].Partitions[i], nil
 			}
 		}
 	}
-	return tenant, nil, m, nil, nil, notFound("Message not found")
+	return nil, none, nil, nil, notFound("Message not found")
 }
 
 // getMessage is GET /api/v1/messages/:partitionId/:transactionId.
 func (s *Server) getMessage(ctx *fasthttp.RequestCtx) error {
-	tenant, st, m, q, p, err := s.findMessage(ctx)
+	tv, m, q, p, err := s.findMessage(ctx)
 	if err != nil {
 		return err
 	}
@@ -229,7 +230,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	dead, _, err := st.DLQ(tenant, storage.DLQFilter{PartitionID: p.ID, Offset: int64(m.Offset)}, 0, 1)
+	dead, _, err := tv.dlq(storage.DLQFilter{PartitionID: p.ID, Offset: int64(m.Offset)}, 0, 1)
 	if err != nil {
 		return err
 	}
@@ -304,18 +305,18 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx) error {
 // POST /api/v1/dlq/:id/replay does); 404 when the message is not in the
 // DLQ.
 func (s *Server) retryMessage(ctx *fasthttp.RequestCtx) error {
-	tenant, st, m, _, p, err := s.findMessage(ctx)
+	v, m, _, p, err := s.findMessage(ctx)
 	if err != nil {
 		return err
 	}
-	rows, _, err := st.DLQ(tenant, storage.DLQFilter{PartitionID: p.ID, Offset: int64(m.Offset)}, 0, 1)
+	rows, _, err := v.dlq(storage.DLQFilter{PartitionID: p.ID, Offset: int64(m.Offset)}, 0, 1)
 	if err != nil {
 		return err
 	}
 	if len(rows) == 0 {
 		return notFound("message is not in the dead-letter queue")
 	}
-	return s.replay(ctx, tenant, rows[0].ID, dlqTarget{})
+	return s.replay(ctx, v.tenant, rows[0].ID, dlqTarget{})
 }
 
 // dlqTarget overrides where a replay pushes to.
@@ -324,7 +325,8 @@ type dlqTarget struct {
 	Partition string `json:"partition"`
 }
 
-// replay proposes a DLQ replay and answers its outcome.
+// replay pushes a dead-lettered message again (the engine pushes it and
+// marks its row replayed) and answers the outcome.
 func (s *Server) replay(ctx *fasthttp.RequestCtx, tenant wire.ID, id uint64, t dlqTarget) error {
 	if t.Queue != "" || t.Partition != "" {
 		if err := checkNames(firstNonEmpty(t.Queue, "x"), t.Partition); err != nil {
@@ -333,8 +335,7 @@ func (s *Server) replay(ctx *fasthttp.RequestCtx, tenant wire.ID, id uint64, t d
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	res, err := s.engine.ReplayDLQ(rctx, &wire.DLQReplayCmd{Tenant: tenant, ID: id, MsgID: wire.ID(uuid.Must(uuid.NewV7())),
-		Queue: t.Queue, Partition: t.Partition})
+	res, err := s.engine.ReplayDLQ(rctx, tenant, id, wire.ID(uuid.Must(uuid.NewV7())), t.Queue, t.Partition)
 	if err != nil {
 		return err
 	}

@@ -24,13 +24,10 @@ import (
 // families walk (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
 const defaultGroupLagMaxCursors = 200000
 
+// allQueues is every tenant's queues, each merged over the groups holding
+// its partitions, so a queue is one series whatever groups it spans.
 func (s *Server) allQueues() []storage.QueueView {
-	now := nowMs()
-	var out []storage.QueueView
-	for _, st := range s.engine.Stores() {
-		out = append(out, st.AllQueues(now)...)
-	}
-	return out
+	return s.engine.AllQueues(nowMs())
 }
 
 func appended(q *storage.QueueView) uint64 {

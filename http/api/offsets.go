@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/wire"
 )
 
 // Limits of the partition-discovery route (spec §2.16 leaves them open).
@@ -76,7 +78,8 @@ type offsetsEntry struct {
 // the first offset appended at or after timestamp (by the broker's append
 // time) and that record's time; the high-water mark and no ts when nothing
 // is that recent. -1 asks for the high-water mark, -2 for the log start,
-// as Kafka's ListOffsets does. Read from this node's store.
+// as Kafka's ListOffsets does. Read from this node's replica of each
+// partition's group.
 func (s *Server) fetchOffsets(ctx *fasthttp.RequestCtx) error {
 	var req offsetsRequest
 	tenant, err := s.tenantAndBody(ctx, &req)
@@ -86,7 +89,6 @@ func (s *Server) fetchOffsets(ctx *fasthttp.RequestCtx) error {
 	if err := checkEntries(len(req.Entries)); err != nil {
 		return err
 	}
-	store := s.engine.Store(tenant)
 	out := make([]offsetsEntry, len(req.Entries))
 	for i, e := range req.Entries {
 		if e.Partition == "" {
@@ -99,7 +101,7 @@ func (s *Server) fetchOffsets(ctx *fasthttp.RequestCtx) error {
 			return badRequest("each entry needs a timestamp")
 		}
 		a := offsetsEntry{Queue: e.Queue, Partition: e.Partition}
-		p, ok := store.PartitionByName(tenant, e.Queue, e.Partition)
+		p, ok := s.engine.PartitionNamed(tenant, e.Queue, e.Partition)
 		if !ok {
 			a.Error = fetchErrUnknown
 			out[i] = a
@@ -113,7 +115,7 @@ func (s *Server) fetchOffsets(ctx *fasthttp.RequestCtx) error {
 		case -2:
 			off = a.LogStartOffset
 		default:
-			o, at, found, err := store.OffsetForTime(p, e.Timestamp.ms)
+			o, at, found, err := p.Store().OffsetForTime(p, e.Timestamp.ms)
 			if err != nil {
 				return err
 			}
@@ -158,9 +160,10 @@ type changedEntry struct {
 // partitionsChanged is POST /api/v1/partitions/changed (spec §2.16): per
 // queue, the partitions with a write at or after since, in partition index
 // order, at most limit of them; next is the cursor to pass as after for
-// the rest (null at the end). safeTime is the replicated clock: every
-// write not yet visible will carry a later time, so polling again with
-// since = safeTime misses nothing.
+// the rest (null at the end). safeTime is the oldest replicated clock of
+// the groups holding the queues' partitions: every write not yet visible
+// will carry a later time, so polling again with since = safeTime misses
+// nothing.
 func (s *Server) partitionsChanged(ctx *fasthttp.RequestCtx) error {
 	var req changedRequest
 	tenant, err := s.tenantAndBody(ctx, &req)
@@ -170,8 +173,9 @@ func (s *Server) partitionsChanged(ctx *fasthttp.RequestCtx) error {
 	if err := checkEntries(len(req.Entries)); err != nil {
 		return err
 	}
-	store := s.engine.Store(tenant)
-	safe := store.ClockMs()
+	// Clocks are read before any partition is, so a write a listing
+	// misses carries a later time than the clock read.
+	clocks := s.groupClocks(tenant)
 	out := make([]changedEntry, len(req.Entries))
 	for i, e := range req.Entries {
 		if err := checkName("queue", e.Queue); err != nil {
@@ -193,7 +197,7 @@ func (s *Server) partitionsChanged(ctx *fasthttp.RequestCtx) error {
 			after = n
 		}
 		a := changedEntry{Queue: e.Queue, Partitions: []changedPartition{}}
-		parts, more, ok := store.ChangedPartitions(tenant, e.Queue, e.Since.ms, after, limit)
+		parts, more, ok := s.engine.ChangedPartitions(tenant, e.Queue, e.Since.ms, after, limit)
 		if !ok {
 			a.Error = fetchErrUnknown
 		}
@@ -208,8 +212,38 @@ func (s *Server) partitionsChanged(ctx *fasthttp.RequestCtx) error {
 		}
 		out[i] = a
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"entries": out, "safeTime": isoMillis(safe)})
+	writeJSON(ctx, http.StatusOK, map[string]any{"entries": out, "safeTime": isoMillis(s.safeTime(tenant, clocks, out))})
 	return nil
+}
+
+// groupClocks reads the replicated clock of every group the tenant's data
+// may be in.
+func (s *Server) groupClocks(tenant wire.ID) map[int]int64 {
+	out := map[int]int64{}
+	for _, g := range s.engine.TenantGroups(tenant) {
+		out[g] = s.engine.GroupStore(g).ClockMs()
+	}
+	return out
+}
+
+// safeTime is the oldest of clocks among the groups holding the entries'
+// queues. Each group has its own clock, and a write not yet applied in a
+// group carries a time after that group's clock only, so the newest clock
+// would let a poll skip writes of a group that lags. The groups are looked
+// up after the listing, so a group a queue spread to meanwhile counts.
+func (s *Server) safeTime(tenant wire.ID, clocks map[int]int64, entries []changedEntry) int64 {
+	safe := int64(math.MaxInt64)
+	for _, e := range entries {
+		for _, g := range s.engine.QueueGroups(tenant, e.Queue) {
+			if c, ok := clocks[g]; ok {
+				safe = min(safe, c)
+			}
+		}
+	}
+	if safe == math.MaxInt64 {
+		return 0 // no clock read: claim nothing rather than a future time
+	}
+	return safe
 }
 
 var _ json.Unmarshaler = (*flexTime)(nil)

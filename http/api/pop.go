@@ -174,9 +174,9 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, queue, partition string) error {
 
 // popDiscover is GET /api/v1/pop?namespace=&task= (spec §2.5): a pop from
 // whichever queue labelled so has messages for the group. The queues are
-// tried from a random one on, each only when the local store says it could
-// deliver, so an idle label costs no proposal. It never long-polls, and its
-// lease is 60 s unless leaseSeconds says otherwise.
+// tried from a random one on, each only when this node's replicas say it
+// could deliver, so an idle label costs no proposal. It never long-polls,
+// and its lease is 60 s unless leaseSeconds says otherwise.
 func (s *Server) popDiscover(ctx *fasthttp.RequestCtx) error {
 	tenant, err := s.tenantOf(ctx)
 	if err != nil {
@@ -198,15 +198,14 @@ func (s *Server) popDiscover(ctx *fasthttp.RequestCtx) error {
 	if p.leaseMs == 0 {
 		p.leaseMs = discoveryLeaseMs
 	}
-	store := s.engine.Store(tenant)
-	queues := store.QueuesLabelled(tenant, namespace, task)
+	queues := s.engine.QueuesLabelled(tenant, namespace, task)
 	first := 0
 	if len(queues) > 1 {
 		first = rand.IntN(len(queues))
 	}
 	for i := range queues {
 		queue := queues[(first+i)%len(queues)]
-		if !store.MayPop(tenant, queue, p.group, "", time.Now().UnixMilli()) {
+		if !s.engine.MayPop(tenant, queue, p.group, "", time.Now().UnixMilli()) {
 			continue
 		}
 		res, err := s.popOnce(tenant, queue, "", &p)
@@ -248,14 +247,14 @@ func (s *Server) popOnce(tenant wire.ID, queue, partition string, p *popParams) 
 	return res, res.Code.Err()
 }
 
-// answerPop reads the claimed messages from the local store (the pop was
-// applied here before it returned) and renders them.
+// answerPop reads the claimed messages from this node's replica of each
+// claim's group (the pop was applied here before it returned) and renders
+// them. A claim's partition id names its group.
 func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue string, p *popParams, res wire.PopResult) error {
 	if len(res.Claims) == 0 {
 		ctx.SetStatusCode(http.StatusNoContent)
 		return nil
 	}
-	store := s.engine.Store(tenant)
 	ans := popAnswer{Success: true, Queue: queue, ConsumerGroup: p.group, PartitionsClaimed: len(res.Claims), Messages: []popMessage{}}
 	for ci := range res.Claims {
 		cl := &res.Claims[ci]
@@ -268,12 +267,12 @@ func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue strin
 		if ci == 0 {
 			ans.Partition, ans.PartitionID, ans.LeaseID = cl.Partition, pid, leaseID
 		}
-		part, ok := store.PartitionByID(tenant, cl.PartitionID)
+		part, ok := s.engine.PartitionByID(tenant, cl.PartitionID)
 		if !ok {
 			continue
 		}
 		var rerr error
-		err := store.ReadRange(part, cl.From, cl.To, func(off uint64, appendMs int64, body []byte) bool {
+		err := part.Store().ReadRange(part, cl.From, cl.To, func(off uint64, appendMs int64, body []byte) bool {
 			rec, err := wire.ParseRecord(body)
 			if err != nil {
 				rerr = err

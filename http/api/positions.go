@@ -45,7 +45,8 @@ type positionRow struct {
 // committed offset). The shape is ours (Queen's is not recorded):
 // {"consumerGroup":"g","write":[{queue,partition,offset,metadata}],
 // "read":[{queue,partition?}]}, each item may name its own consumerGroup.
-// Writes go first, in one raft entry, so the reads see them; results[i]
+// Writes go first (in one raft entry per group holding their partitions),
+// so the reads see them; results[i]
 // answers write[i], positions lists every partition read (offset null
 // where the group has no position).
 func (s *Server) positions(ctx *fasthttp.RequestCtx) error {
@@ -93,7 +94,7 @@ func (s *Server) positions(ctx *fasthttp.RequestCtx) error {
 	}
 	rows := []positionRow{}
 	if len(req.Read) > 0 {
-		st, err := s.viewStore(tenant)
+		v, err := s.view(tenant)
 		if err != nil {
 			return err
 		}
@@ -102,16 +103,16 @@ func (s *Server) positions(ctx *fasthttp.RequestCtx) error {
 			if err := checkNames(r.Queue, r.Partition, g); err != nil {
 				return err
 			}
-			rows = append(rows, readPositions(st, tenant, r.Queue, r.Partition, g)...)
+			rows = append(rows, readPositions(v, r.Queue, r.Partition, g)...)
 		}
 	}
 	writeJSON(ctx, http.StatusOK, map[string]any{"results": results, "positions": rows})
 	return nil
 }
 
-func readPositions(st *storage.Store, tenant wire.ID, queue, partition, group string) []positionRow {
+func readPositions(v *tenantView, queue, partition, group string) []positionRow {
 	var out []positionRow
-	for _, q := range st.Queues(tenant, storage.QueueFilter{Name: queue, Partitions: true}, nowMs()) {
+	for _, q := range v.queues(storage.QueueFilter{Name: queue, Partitions: true}, nowMs()) {
 		for pi := range q.Partitions {
 			p := &q.Partitions[pi]
 			if partition != "" && p.Name != partition {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -34,8 +35,10 @@ type pushAnswer struct {
 }
 
 // push is POST /api/v1/push (spec §2.4): items are grouped by queue and
-// partition, each group becomes one push command, and all of a request's
-// commands commit in one raft entry.
+// partition and each group becomes one push command. The commands whose
+// partitions live in one raft group commit together; commands in different
+// groups commit independently, so an item can fail alone (status "error").
+// The request fails as a whole only when nothing committed.
 func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	var req pushRequest
 	tenant, err := s.tenantAndBody(ctx, &req)
@@ -59,15 +62,16 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// pushAnswers renders each item's outcome in input order (spec §2.4).
-func pushAnswers(items []pushItem, placed []itemPlace, ids []wire.ID, results []wire.PushResult) []pushAnswer {
+// pushAnswers renders each item's outcome in input order (spec §2.4): an
+// item whose command its group refused or could not commit is an error.
+func pushAnswers(items []pushItem, placed []itemPlace, ids []wire.ID, results []raftgroups.PushOutcome) []pushAnswer {
 	out := make([]pushAnswer, len(items))
 	for i, it := range items {
 		p := placed[i]
 		res := &results[p.cmd]
 		a := pushAnswer{Index: i, QueueName: it.Queue}
-		if res.Code != wire.CodeOK {
-			a.Status, a.Error = "error", res.Code.Err().Error()
+		if err := pushError(res); err != nil {
+			a.Status, a.Error = "error", err.Error()
 			out[i] = a
 			continue
 		}
@@ -89,6 +93,14 @@ func pushAnswers(items []pushItem, placed []itemPlace, ids []wire.ID, results []
 		out[i] = a
 	}
 	return out
+}
+
+// pushError is why a push command did not store its records, or nil.
+func pushError(res *raftgroups.PushOutcome) error {
+	if res.Err != nil {
+		return res.Err
+	}
+	return res.Code.Err()
 }
 
 // itemPlace says where an item went: which command, which record in it.
@@ -134,14 +146,12 @@ func buildPushCommands(tenant wire.ID, items []pushItem, sub string, sealer payl
 		k := key{it.Queue, it.Partition}
 		ci, ok := byKey[k]
 		if !ok {
-			ns, task := wire.QueueLabels(it.Queue)
+			// The engine creates the queue and partition when missing
+			// and derives the queue's labels from its name.
 			ci = len(cmds)
 			byKey[k] = ci
-			cmds = append(cmds, wire.PushCmd{
-				Tenant: tenant, Queue: it.Queue, Partition: it.Partition, PartitionIndex: -1,
-				Flags:     wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn,
-				Namespace: ns, Task: task,
-			})
+			cmds = append(cmds, wire.PushCmd{Tenant: tenant, Queue: it.Queue, Partition: it.Partition,
+				PartitionIndex: -1, Flags: wire.PushIndexTxn})
 		}
 		id, err := uuid.NewV7()
 		if err != nil {

@@ -43,13 +43,13 @@ func listItem(q *storage.QueueView) queueListItem {
 
 // queueViews reads the tenant's queues with partitions, filtered by the
 // namespace and task query parameters.
-func (s *Server) queueViews(ctx *fasthttp.RequestCtx, name string) (*storage.Store, []storage.QueueView, error) {
-	tenant, st, err := s.viewOfTenant(ctx)
+func (s *Server) queueViews(ctx *fasthttp.RequestCtx, name string) (*tenantView, []storage.QueueView, error) {
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	f := storage.QueueFilter{Name: name, Namespace: strArg(ctx, "namespace"), Task: strArg(ctx, "task"), Partitions: true}
-	return st, st.Queues(tenant, f, nowMs()), nil
+	return v, v.queues(f, nowMs()), nil
 }
 
 // listQueues is GET /api/v1/resources/queues.
@@ -86,19 +86,19 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) error {
 }
 
 // oneQueue reads one queue or answers 404.
-func (s *Server) oneQueue(ctx *fasthttp.RequestCtx) (*storage.Store, *storage.QueueView, error) {
+func (s *Server) oneQueue(ctx *fasthttp.RequestCtx) (*tenantView, *storage.QueueView, error) {
 	name := pathArg(ctx, "queue")
 	if err := checkName("queue", name); err != nil {
 		return nil, nil, err
 	}
-	st, qs, err := s.queueViews(ctx, name)
+	v, qs, err := s.queueViews(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(qs) == 0 {
 		return nil, nil, &apiError{http.StatusNotFound, "queue_not_found", "Queue not found"}
 	}
-	return st, &qs[0], nil
+	return v, &qs[0], nil
 }
 
 type partitionDetail struct {
@@ -124,8 +124,8 @@ type cursorTotals struct {
 	BatchesConsumed uint64 `json:"batchesConsumed"`
 }
 
-func (s *Server) partitionDetails(st *storage.Store, tenant wire.ID, q *storage.QueueView) ([]partitionDetail, messageCounts, error) {
-	dead, err := dlqByPartition(st, tenant, q.Name)
+func partitionDetails(v *tenantView, q *storage.QueueView) ([]partitionDetail, messageCounts, error) {
+	dead, err := dlqByPartition(v, q.Name)
 	if err != nil {
 		return nil, messageCounts{}, err
 	}
@@ -148,7 +148,7 @@ func (s *Server) partitionDetails(st *storage.Store, tenant wire.ID, q *storage.
 			d.NewestMessage = isoOrNil(p.LastWriteMs)
 		}
 		if c.Pending+c.Processing > 0 {
-			if at, ok := st.AppendTime(p.ID, p.HighWatermark-(c.Pending+c.Processing)); ok {
+			if at, ok := v.appendTime(p.ID, p.HighWatermark-(c.Pending+c.Processing)); ok {
 				d.OldestMessage = isoOrNil(at)
 			}
 		}
@@ -158,8 +158,8 @@ func (s *Server) partitionDetails(st *storage.Store, tenant wire.ID, q *storage.
 }
 
 // dlqByPartition counts a queue's live dead-letter rows per partition id.
-func dlqByPartition(st *storage.Store, tenant wire.ID, queue string) (map[uint64]uint64, error) {
-	rows, _, err := st.DLQ(tenant, storage.DLQFilter{Queue: queue, Offset: -1}, 0, 1<<30)
+func dlqByPartition(v *tenantView, queue string) (map[uint64]uint64, error) {
+	rows, _, err := v.dlq(storage.DLQFilter{Queue: queue, Offset: -1}, 0, 1<<30)
 	out := map[uint64]uint64{}
 	for _, r := range rows {
 		out[r.PartitionID]++
@@ -170,12 +170,11 @@ func dlqByPartition(st *storage.Store, tenant wire.ID, queue string) (map[uint64
 // getQueue is GET /api/v1/resources/queues/:queue (get_queue_v2, plus the
 // queue's effective config).
 func (s *Server) getQueue(ctx *fasthttp.RequestCtx) error {
-	st, q, err := s.oneQueue(ctx)
+	v, q, err := s.oneQueue(ctx)
 	if err != nil {
 		return err
 	}
-	tenant, _ := s.tenantOf(ctx)
-	parts, totals, err := s.partitionDetails(st, tenant, q)
+	parts, totals, err := partitionDetails(v, q)
 	if err != nil {
 		return err
 	}
@@ -188,12 +187,11 @@ func (s *Server) getQueue(ctx *fasthttp.RequestCtx) error {
 
 // statusQueue is GET /api/v1/status/queues/:queue (get_queue_detail_v2).
 func (s *Server) statusQueue(ctx *fasthttp.RequestCtx) error {
-	st, q, err := s.oneQueue(ctx)
+	v, q, err := s.oneQueue(ctx)
 	if err != nil {
 		return err
 	}
-	tenant, _ := s.tenantOf(ctx)
-	parts, totals, err := s.partitionDetails(st, tenant, q)
+	parts, totals, err := partitionDetails(v, q)
 	if err != nil {
 		return err
 	}
@@ -237,13 +235,13 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx) error {
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.engine.DeleteQueue(rctx, &wire.DeleteQueueCmd{Tenant: tenant, Queue: name})
+	if err == nil {
+		err = res.Code.Err()
+	}
 	if errors.Is(err, wire.ErrQueueNotFound) {
 		writeJSON(ctx, http.StatusOK, map[string]any{"deleted": false, "queue": name, "existed": false,
 			"message": "Queue not found, nothing was deleted"})
 		return nil
-	}
-	if err == nil {
-		err = res.Code.Err()
 	}
 	if err != nil {
 		return err
@@ -292,7 +290,7 @@ func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
 // messages and stored bytes per partition (record bytes before pebble's
 // compression; reading them scans the partition).
 func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
-	st, q, err := s.oneQueue(ctx)
+	v, q, err := s.oneQueue(ctx)
 	if err != nil {
 		return err
 	}
@@ -306,7 +304,7 @@ func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
 	var msgs, bytes uint64
 	for i := range q.Partitions {
 		p := &q.Partitions[i]
-		b, err := st.PartitionBytes(p.ID)
+		b, err := v.partitionBytes(p.ID)
 		if err != nil {
 			return err
 		}

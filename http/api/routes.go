@@ -69,6 +69,7 @@ func (s *Server) routes() []route {
 		{get, "/api/v1/resources/overview", authn.LevelReadOnly, s.overview},
 		{get, "/api/v1/resources/namespaces", authn.LevelReadOnly, s.listNamespaces},
 		{get, "/api/v1/resources/tasks", authn.LevelReadOnly, s.listTasks},
+		{get, "/api/v1/system/placement", authn.LevelReadOnly, s.placement},
 
 		{get, "/status", authn.LevelReadOnly, s.status},
 		{get, "/api/v1/status", authn.LevelReadOnly, s.status},

@@ -7,7 +7,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queen-mq/queen/storage"
-	"github.com/queen-mq/queen/wire"
 )
 
 // Status views (spec §2.3 rows 19, 26, 27, 30, 40): dashboard aggregates.
@@ -84,12 +83,12 @@ type lagStats struct {
 
 // lagOf measures how far behind a group is in a partition: messages not
 // consumed, and the age of the oldest of them (one record read).
-func lagOf(st *storage.Store, p *storage.PartitionView, c *storage.CursorView, now int64) (uint64, int64) {
+func lagOf(v *tenantView, p *storage.PartitionView, c *storage.CursorView, now int64) (uint64, int64) {
 	backlog := min(c.Backlog(p.HighWatermark), p.Retained())
 	if backlog == 0 {
 		return 0, 0
 	}
-	at, ok := st.AppendTime(p.ID, max(c.Pos, p.LogStart))
+	at, ok := v.appendTime(p.ID, max(c.Pos, p.LogStart))
 	if !ok || at > now {
 		return backlog, 0
 	}
@@ -119,7 +118,7 @@ func (l *lagStats) json() map[string]any {
 
 // queueLag measures each partition of a queue from its most-behind group
 // (a partition no group read yet is wholly behind).
-func queueLag(st *storage.Store, q *storage.QueueView, now int64, l *lagStats) {
+func queueLag(v *tenantView, q *storage.QueueView, now int64, l *lagStats) {
 	for i := range q.Partitions {
 		p := &q.Partitions[i]
 		pending, processing, _ := p.Depth()
@@ -128,7 +127,7 @@ func queueLag(st *storage.Store, q *storage.QueueView, now int64, l *lagStats) {
 			continue
 		}
 		var secs int64
-		if at, ok := st.AppendTime(p.ID, p.HighWatermark-behind); ok && at <= now {
+		if at, ok := v.appendTime(p.ID, p.HighWatermark-behind); ok && at <= now {
 			secs = (now - at) / 1000
 		}
 		l.add(behind, secs)
@@ -137,12 +136,12 @@ func queueLag(st *storage.Store, q *storage.QueueView, now int64, l *lagStats) {
 
 // overview is GET /api/v1/resources/overview (get_system_overview_v3).
 func (s *Server) overview(ctx *fasthttp.RequestCtx) error {
-	tenant, st, err := s.viewOfTenant(ctx)
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return err
 	}
 	now := nowMs()
-	qs := st.Queues(tenant, storage.QueueFilter{Partitions: true}, now)
+	qs := v.queues(storage.QueueFilter{Partitions: true}, now)
 	var counts messageCounts
 	var lag lagStats
 	partitions := 0
@@ -151,11 +150,11 @@ func (s *Server) overview(ctx *fasthttp.RequestCtx) error {
 		counts.add(queueCounts(&qs[i]))
 		partitions += len(qs[i].Partitions)
 		ns[qs[i].Namespace], tasks[qs[i].Task] = true, true
-		queueLag(st, &qs[i], now, &lag)
+		queueLag(v, &qs[i], now, &lag)
 	}
 	delete(ns, "")
 	delete(tasks, "")
-	last := sumSeries(st.Series(tenant, "", now-5*60000, now))
+	last := sumSeries(v.series("", now-5*60000, now))
 	lagJSON := lag.json()
 	writeJSON(ctx, http.StatusOK, map[string]any{
 		"queues": len(qs), "partitions": partitions, "namespaces": len(ns), "tasks": len(tasks),
@@ -174,12 +173,12 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	tenant, st, err := s.viewOfTenant(ctx)
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return err
 	}
 	now := nowMs()
-	qs := st.Queues(tenant, storage.QueueFilter{Name: strArg(ctx, "queue"), Namespace: strArg(ctx, "namespace"),
+	qs := v.queues(storage.QueueFilter{Name: strArg(ctx, "queue"), Namespace: strArg(ctx, "namespace"),
 		Task: strArg(ctx, "task"), Partitions: true}, now)
 	var series []storage.MinuteActivity
 	var counts messageCounts
@@ -187,7 +186,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) error {
 	leases := map[string]uint64{"active": 0, "partitionsWithLeases": 0, "totalBatchSize": 0, "totalAcked": 0}
 	for i := range qs {
 		q := &qs[i]
-		series = storage.MergeSeries(series, st.Series(tenant, q.Name, from, to))
+		series = storage.MergeSeries(series, v.series(q.Name, from, to))
 		counts.add(queueCounts(q))
 		var consumed uint64
 		for pi := range q.Partitions {
@@ -210,7 +209,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) error {
 			"namespace": optLabel(q.Namespace), "task": optLabel(q.Task), "partitions": len(q.Partitions), "totalConsumed": consumed})
 	}
 	total := sumSeries(series)
-	sigs, dlqTotal, affected, err := dlqSignatures(st, tenant, strArg(ctx, "queue"))
+	sigs, dlqTotal, affected, err := dlqSignatures(v, strArg(ctx, "queue"))
 	if err != nil {
 		return err
 	}
@@ -246,13 +245,13 @@ func (s *Server) statusAnalytics(ctx *fasthttp.RequestCtx) error {
 	if interval == "" {
 		interval = "minute"
 	}
-	tenant, st, err := s.viewOfTenant(ctx)
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return err
 	}
 	buckets := map[int64]*storage.Activity{}
 	var keys []int64
-	for _, m := range st.Series(tenant, strArg(ctx, "queue"), from, to) {
+	for _, m := range v.series(strArg(ctx, "queue"), from, to) {
 		k := m.StartMs / step * step
 		if buckets[k] == nil {
 			buckets[k] = &storage.Activity{}
@@ -281,11 +280,11 @@ func (s *Server) statsRefresh(ctx *fasthttp.RequestCtx) error {
 
 // tenantQueuesWithParts is the tenant's queues with partitions, for the
 // analytics views.
-func (s *Server) tenantQueuesWithParts(ctx *fasthttp.RequestCtx) (wire.ID, *storage.Store, []storage.QueueView, error) {
-	tenant, st, err := s.viewOfTenant(ctx)
+func (s *Server) tenantQueuesWithParts(ctx *fasthttp.RequestCtx) (*tenantView, []storage.QueueView, error) {
+	v, err := s.viewOfTenant(ctx)
 	if err != nil {
-		return tenant, nil, nil, err
+		return nil, nil, err
 	}
-	return tenant, st, st.Queues(tenant, storage.QueueFilter{Name: strArg(ctx, "queue"), Namespace: strArg(ctx, "namespace"),
+	return v, v.queues(storage.QueueFilter{Name: strArg(ctx, "queue"), Namespace: strArg(ctx, "namespace"),
 		Task: strArg(ctx, "task"), Partitions: true}, nowMs()), nil
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"net/http"
 	"strconv"
@@ -159,10 +160,10 @@ func (s *Server) timersList(ctx *fasthttp.RequestCtx) error {
 	prefix := string(args.Peek("prefix"))
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	if err := s.engine.Barrier(rctx, tenant); err != nil {
+	store, err := s.timerStore(rctx, tenant, queue)
+	if err != nil {
 		return err
 	}
-	store := s.engine.Store(tenant)
 	if string(args.Peek("mode")) == "count" {
 		n, err := store.TimerCount(tenant, queue, prefix)
 		if err != nil {
@@ -207,6 +208,16 @@ func (s *Server) timersList(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
+// timerStore is this node's store of the queue's home group, which holds
+// its timers, after a read barrier on that group so the reads that follow
+// are linearizable.
+func (s *Server) timerStore(ctx context.Context, tenant wire.ID, queue string) (*storage.Store, error) {
+	if err := s.engine.Barrier(ctx, s.engine.Home(tenant, queue)); err != nil {
+		return nil, err
+	}
+	return s.engine.HomeStore(tenant, queue), nil
+}
+
 func timerRowOf(t storage.TimerInfo, withPayload bool) timerRow {
 	r := timerRow{TimerKey: t.Key, Queue: t.Queue, Partition: t.Partition, DueAt: isoMillis(t.DueMs), Attempts: t.Attempts}
 	if t.Txn != "" {
@@ -230,10 +241,11 @@ func (s *Server) timerPeek(ctx *fasthttp.RequestCtx) error {
 	key, _ := ctx.UserValue("timerKey").(string)
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	if err := s.engine.Barrier(rctx, tenant); err != nil {
+	store, err := s.timerStore(rctx, tenant, queue)
+	if err != nil {
 		return err
 	}
-	t, found, err := s.engine.Store(tenant).Timer(tenant, queue, key)
+	t, found, err := store.Timer(tenant, queue, key)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func (s *Server) traceNames(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	names, err := s.engine.Store(tenant).TraceNames(tenant, 10000)
+	names, err := s.engine.TraceNames(tenant, 10000)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx) error {
 			return badRequest("limit must be 1..10000")
 		}
 	}
-	evs, err := s.engine.Store(tenant).TracesByName(tenant, ctx.UserValue("name").(string), limit)
+	evs, err := s.engine.TracesByName(tenant, ctx.UserValue("name").(string), limit)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *Server) tracesOfMessage(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return badRequest("partitionId must be a numeric id")
 	}
-	evs, err := s.engine.Store(tenant).TracesOf(tenant, pid, ctx.UserValue("transactionId").(string))
+	evs, err := s.engine.TracesOf(tenant, pid, ctx.UserValue("transactionId").(string))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -88,8 +89,10 @@ type pushPlan struct {
 	ids    []wire.ID
 }
 
-// transaction is POST /api/v1/transaction (spec §2.8): pushes, acks and
-// position writes commit together in one raft entry, or nothing changes.
+// transaction is POST /api/v1/transaction (spec §2.8): pushes, acks,
+// position writes, KV and timers commit together, or nothing changes (in
+// one raft entry when they live in one group, by two-phase commit across
+// groups otherwise).
 // Both outcomes are answered 200; a rollback carries the reason and which
 // operation failed. Only a body that is not JSON is a 400, and only an
 // unknown outcome (no leader, timeout) the error envelope.
@@ -307,10 +310,12 @@ func (plan *txnPlan) results(req *txnRequest, res wire.TxnResult) ([]txnResult, 
 			for _, pl := range pp.placed {
 				n = max(n, pl.cmd+1)
 			}
-			results := make([]wire.PushResult, n)
+			// A committed transaction applied every push: no outcome
+			// carries an error.
+			results := make([]raftgroups.PushOutcome, n)
 			for c := range results {
 				var err error
-				if results[c], err = wire.DecodePushResult(res.Ops[pp.first+c]); err != nil {
+				if results[c].PushResult, err = wire.DecodePushResult(res.Ops[pp.first+c]); err != nil {
 					return nil, err
 				}
 			}

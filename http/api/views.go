@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
@@ -13,26 +14,85 @@ import (
 // Helpers shared by the read-only views (resources, status, analytics,
 // messages, DLQ, consumer groups).
 
-// viewStore is the store a view of tenant reads, after a read barrier so
-// the view is linearizable (spec §2.1: a follower answers only once it has
-// applied what the leader had committed).
-func (s *Server) viewStore(tenant wire.ID) (*storage.Store, error) {
-	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
-	defer cancel()
-	if err := s.engine.Barrier(rctx, tenant); err != nil {
-		return nil, err
-	}
-	return s.engine.Store(tenant), nil
+// tenantView reads one tenant's state from this node's replicas of the
+// groups holding it. A queue's partitions, dead letters and activity are
+// spread over several groups; the engine merges them, and a partition is
+// read from the group store holding it.
+type tenantView struct {
+	engine *raftgroups.Engine
+	tenant wire.ID
 }
 
-// viewOfTenant resolves the request's tenant and its store.
-func (s *Server) viewOfTenant(ctx *fasthttp.RequestCtx) (wire.ID, *storage.Store, error) {
+// view is tenant's view after a read barrier on every group its data may
+// be in, so the view is linearizable (spec §2.1: a follower answers only
+// once it has applied what the leaders had committed).
+func (s *Server) view(tenant wire.ID) (*tenantView, error) {
+	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.engine.BarrierGroups(rctx, s.engine.TenantGroups(tenant)); err != nil {
+		return nil, err
+	}
+	return &tenantView{engine: s.engine, tenant: tenant}, nil
+}
+
+// viewOfTenant is the view of the request's tenant.
+func (s *Server) viewOfTenant(ctx *fasthttp.RequestCtx) (*tenantView, error) {
 	tenant, err := s.tenantOf(ctx)
 	if err != nil {
-		return tenant, nil, err
+		return nil, err
 	}
-	st, err := s.viewStore(tenant)
-	return tenant, st, err
+	return s.view(tenant)
+}
+
+// queues is the tenant's queues matching f, each merged over its groups.
+func (v *tenantView) queues(f storage.QueueFilter, nowMs int64) []storage.QueueView {
+	return v.engine.Queues(v.tenant, f, nowMs)
+}
+
+// series is the per-minute activity of the tenant (one queue when queue is
+// set) over every group.
+func (v *tenantView) series(queue string, fromMs, toMs int64) []storage.MinuteActivity {
+	return v.engine.Series(v.tenant, queue, fromMs, toMs)
+}
+
+// dlq is the tenant's dead-letter rows matching f over every group.
+func (v *tenantView) dlq(f storage.DLQFilter, skip, limit int) ([]storage.DLQRow, int, error) {
+	return v.engine.DLQ(v.tenant, f, skip, limit)
+}
+
+// partition is a reader's handle on a partition by id, from the group
+// store holding it.
+func (v *tenantView) partition(pid uint64) (storage.Partition, bool) {
+	return v.engine.PartitionByID(v.tenant, pid)
+}
+
+// appendTime is when the record at off of partition pid was appended.
+func (v *tenantView) appendTime(pid, off uint64) (int64, bool) {
+	p, ok := v.partition(pid)
+	if !ok {
+		return 0, false
+	}
+	return p.Store().AppendTime(pid, off)
+}
+
+// partitionBytes is how many bytes partition pid's stored records take;
+// 0 for a partition gone since the view listed it.
+func (v *tenantView) partitionBytes(pid uint64) (uint64, error) {
+	p, ok := v.partition(pid)
+	if !ok {
+		return 0, nil
+	}
+	return p.Store().PartitionBytes(pid)
+}
+
+// newest is the records of a partition appended within [fromMs, toMs),
+// newest first, at most limit.
+func (v *tenantView) newest(pv *storage.PartitionView, fromMs, toMs int64, limit int) ([]storage.StoredMessage, error) {
+	p, ok := v.partition(pv.ID)
+	if !ok {
+		return nil, nil
+	}
+	return p.Store().Newest(*pv, fromMs, toMs, limit)
 }
 
 // intArg reads a whole-number query parameter within [lo, hi], def when

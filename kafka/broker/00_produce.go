@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -22,8 +25,10 @@ const (
 // produceTarget is one produce command in flight and the response partition
 // it answers.
 type produceTarget struct {
-	rp    *kmsg.ProduceResponseTopicPartition
-	first bool // the partition's first batch: its offset is the answer
+	rp     *kmsg.ProduceResponseTopicPartition
+	topic  string
+	first  bool // the partition's first batch: its offset is the answer
+	staged bool // a transactional batch: its offset is given at commit
 }
 
 // txnBatches are one partition's batches of a transactional produce.
@@ -31,23 +36,25 @@ type txnBatches struct {
 	rp        *kmsg.ProduceResponseTopicPartition
 	topic     string
 	partition int32
+	part      cachedPartition
 	seal      bool
 	batches   []records.Batch
 }
 
 // handleProduce is a push (spec decision 1): every partition's batches are
 // decoded and checked here, on the request's goroutine, then converted to
-// stored records in their final command buffers, and all of the request's
-// partitions are proposed together as one raft entry. Transactional batches
-// are staged on the coordinator instead (txn.go) and written at commit.
-// Proposing and staging happen in the order the client sent its requests
+// stored records in their final command buffers, and each partition's
+// commands are proposed to the raft group holding it, one raft entry per
+// group. Transactional batches are staged there instead, as pieces of the
+// producer's open transaction (txn.go), and reach the log at commit.
+// Proposals happen in the order the client sent its requests
 // (Conn.Ordered): batches it pipelines to a partition stay in order.
 func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	tenant := b.tenantOf(c)
 	var (
-		bodies  [][]byte
+		bodies  []raftgroups.KafkaBody
 		targets []produceTarget
 		staged  []txnBatches
 	)
@@ -63,36 +70,28 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			batches, create, err := b.checkProduce(req, tenant, t.Topic, p)
+			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p)
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 			case req.TransactionID != nil:
 				rp.BaseOffset = -1 // offsets are given at commit
-				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, seal: seal, batches: batches})
+				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, part: part, seal: seal, batches: batches})
 			default:
 				for i := range batches {
-					body, err := b.produceBody(tenant, t.Topic, p.Partition, create, seal, &batches[i])
+					body, err := b.produceBody(tenant, t.Topic, p.Partition, part.inc, seal, &batches[i])
 					if err != nil {
 						rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 						break
 					}
-					bodies = append(bodies, body)
-					targets = append(targets, produceTarget{rp: rp, first: i == 0})
+					bodies = append(bodies, raftgroups.KafkaBody{Group: part.group, Body: body})
+					targets = append(targets, produceTarget{rp: rp, topic: t.Topic, first: i == 0})
 				}
 			}
 		}
 	}
 	if len(staged) > 0 {
-		err := c.Ordered(ctx, func() {
-			for _, s := range staged {
-				err := b.txns.stage(ctx, tenant, *req.TransactionID, s.topic, s.partition, s.batches, s.seal)
-				s.rp.ErrorCode, s.rp.ErrorMessage = errorCode(err), errorMessage(err)
-			}
-		})
-		if err != nil {
-			return kafka.ErrorResponse(req, errorCode(err)), nil
-		}
+		bodies, targets = b.stageBatches(ctx, tenant, req, staged)
 	}
 	if len(bodies) > 0 {
 		b.propose(ctx, c, tenant, req, bodies, targets)
@@ -100,43 +99,62 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	return resp, nil
 }
 
-// checkProduce decides whether a partition may be produced to here and
-// decodes its batches; create says the topic must be created with them.
-func (b *Broker) checkProduce(req *kmsg.ProduceRequest, tenant wire.ID, topic string, p *kmsg.ProduceRequestTopicPartition) ([]records.Batch, bool, error) {
-	// The partition cache answers the common case without the store's
-	// lock; a miss asks whether the topic exists at all.
-	_, known := b.partition(tenant, topic, p.Partition)
-	exists := known
-	if !known {
-		_, exists = b.engine.Store(tenant).KafkaTopic(tenant, topic)
+// checkProduce decides whether a partition may be produced to here (this
+// node leads the raft group holding it) and decodes its batches. A topic
+// that does not exist is created, with QUEEN_KAFKA_DEFAULT_PARTITIONS
+// partitions, when the name is a Kafka topic name, the partition one of
+// those, and the batches good.
+func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, tenant wire.ID, topic string,
+	p *kmsg.ProduceRequestTopicPartition) ([]records.Batch, cachedPartition, error) {
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
+		return nil, cachedPartition{}, errRequiredAcks
 	}
+	// The partition cache answers the common case without the stores'
+	// locks; a miss asks whether the topic exists at all.
+	part, known := b.partition(tenant, topic, p.Partition)
 	switch {
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
-		return nil, false, errRequiredAcks
-	case !b.leads(tenant):
-		return nil, false, errNotLeader
+	case known && !b.engine.Leads(part.group):
+		return nil, cachedPartition{}, errNotLeader
 	case known:
-	case !exists && checkTopicName(topic) != nil:
-		return nil, false, wire.ErrQueueNotFound
-	case p.Partition < 0 || exists || p.Partition >= b.cfg.DefaultPartitions:
-		return nil, false, wire.ErrPartitionNotFound
+	case p.Partition < 0 || p.Partition >= b.cfg.DefaultPartitions:
+		return nil, cachedPartition{}, wire.ErrPartitionNotFound
+	default:
+		if _, exists := b.engine.Catalog(tenant, topic); exists {
+			return nil, cachedPartition{}, wire.ErrPartitionNotFound
+		}
+		if checkTopicName(topic) != nil {
+			return nil, cachedPartition{}, wire.ErrQueueNotFound
+		}
 	}
 	batches, err := b.decodeProduced(req, p.Records)
-	return batches, !exists, err
+	if err != nil || known {
+		return batches, part, err
+	}
+	if err := b.autoCreate(ctx, tenant, topic, true); err != nil {
+		return nil, cachedPartition{}, err
+	}
+	// Any node may create the topic (a proposal); only the leader of the
+	// partition's raft group takes its batches.
+	if part, known = b.partition(tenant, topic, p.Partition); !known {
+		return nil, cachedPartition{}, wire.ErrPartitionNotFound
+	}
+	if !b.engine.Leads(part.group) {
+		return nil, cachedPartition{}, errNotLeader
+	}
+	return batches, part, nil
 }
 
 // propose queues the produce commands in the client's request order and
 // fills each partition's answer from its first batch's result.
-func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req *kmsg.ProduceRequest, bodies [][]byte, targets []produceTarget) {
-	timeout := min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req *kmsg.ProduceRequest, bodies []raftgroups.KafkaBody, targets []produceTarget) {
+	pctx, cancel := context.WithTimeout(ctx, produceWait(req))
 	defer cancel()
 	var (
 		wait    func(context.Context) ([]wire.KafkaProduceResult, error)
 		err     error
 		results []wire.KafkaProduceResult
 	)
-	if oerr := c.Ordered(ctx, func() { wait, err = b.engine.KafkaProduce(tenant, bodies) }); oerr != nil {
+	if oerr := c.Ordered(ctx, func() { wait, err = b.engine.KafkaProduce(bodies) }); oerr != nil {
 		err = oerr
 	}
 	if err == nil {
@@ -150,12 +168,19 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 			tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(err), errorMessage(err)
 			continue
 		}
+		switch results[i].Code {
+		case wire.CodeQueueNotFound, wire.CodePartitionNotFound:
+			// The group holds another incarnation of the topic (it was
+			// deleted, maybe created again): the client retries after
+			// UNKNOWN_TOPIC_OR_PARTITION, and finds the partition afresh.
+			b.forgetPartition(tenant, tg.topic, tg.rp.Partition)
+		}
 		rerr := results[i].Code.Err()
 		if results[i].Code == wire.CodeDuplicate {
 			rerr = nil // a retried batch: success, with its original offset
 		}
 		tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(rerr), errorMessage(rerr)
-		if tg.first {
+		if tg.first && !tg.staged {
 			tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
 		}
 	}
@@ -186,19 +211,86 @@ func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte) ([]record
 	return batches, nil
 }
 
-// produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
-// so the records are converted straight into the command.
-func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, create, seal bool, bt *records.Batch) ([]byte, error) {
+// produceWait is how long a produce waits for its commit.
+func produceWait(req *kmsg.ProduceRequest) time.Duration {
+	return min(max(time.Duration(req.TimeoutMillis)*time.Millisecond, minProduceWait), maxProduceWait)
+}
+
+// produceCmd is one batch's KafkaProduceCmd, without its records. inc is
+// the incarnation of the topic the partition was resolved in.
+func (b *Broker) produceCmd(tenant wire.ID, topic string, partition int32, inc uint64, bt *records.Batch) wire.KafkaProduceCmd {
 	cmd := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, StateTTLMs: uint32(b.cfg.DedupWindow.Milliseconds()),
-		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Flags: wire.PushFromKafka,
-			Count: len(bt.Records)}}
+		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Inc: inc, Count: len(bt.Records)}}
 	if bt.ProducerID >= 0 {
 		cmd.ProducerID, cmd.Epoch, cmd.BaseSeq = bt.ProducerID, bt.ProducerEpoch, bt.BaseSequence
 	}
-	if create {
-		cmd.Push.Flags |= wire.PushCreateQueue
-		cmd.Push.NewPartitions = uint32(b.cfg.DefaultPartitions)
-	}
+	return cmd
+}
+
+// produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
+// so the records are converted straight into the command.
+func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, seal bool, bt *records.Batch) ([]byte, error) {
+	cmd := b.produceCmd(tenant, topic, partition, inc, bt)
 	body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+storedSize(bt)))
 	return b.appendStored(body, bt, seal)
+}
+
+// stageBatches builds the commands of a transactional produce: each batch,
+// checked as a produce is, staged as a piece of the producer's open
+// transaction in the raft group holding its partition, which the
+// transaction must have added (AddPartitionsToTxn). Partitions that cannot
+// stage get their error in their answer.
+func (b *Broker) stageBatches(ctx context.Context, tenant wire.ID, req *kmsg.ProduceRequest, parts []txnBatches) ([]raftgroups.KafkaBody, []produceTarget) {
+	var groups uint64
+	for _, p := range parts {
+		groups |= groupBit(p.part.group)
+	}
+	octx, cancel := context.WithTimeout(ctx, produceWait(req))
+	defer cancel()
+	first := &parts[0].batches[0]
+	info, err := b.openTxn(octx, tenant, *req.TransactionID, first.ProducerID, first.ProducerEpoch, groups)
+	if errors.Is(err, errTxnNotAdded) {
+		err = nil // some partitions were added: answered one by one
+	}
+	stage := b.stageCmd(info)
+	var (
+		bodies  []raftgroups.KafkaBody
+		targets []produceTarget
+	)
+	for _, p := range parts {
+		pieces, perr := b.stagePartition(stage, info, err, tenant, &p)
+		if perr != nil {
+			p.rp.ErrorCode, p.rp.ErrorMessage = errorCode(perr), errorMessage(perr)
+			continue
+		}
+		for i, body := range pieces {
+			bodies = append(bodies, raftgroups.KafkaBody{Group: p.part.group, Kind: wire.KindKafkaStage, Body: body})
+			targets = append(targets, produceTarget{rp: p.rp, topic: p.topic, first: i == 0, staged: true})
+		}
+	}
+	return bodies, targets
+}
+
+// stagePartition builds the stage commands of one partition's batches
+// (err: the transaction's check failed), each in a buffer sized for it.
+func (b *Broker) stagePartition(stage wire.KafkaStageCmd, info storage.TxnInfo, err error, tenant wire.ID, p *txnBatches) ([][]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if info.Groups&groupBit(p.part.group) == 0 {
+		return nil, errTxnNotAdded
+	}
+	pieces := make([][]byte, len(p.batches))
+	for i := range p.batches {
+		bt := &p.batches[i]
+		if err := checkTxn(info, true, bt.ProducerID, bt.ProducerEpoch, 0); err != nil {
+			return nil, err
+		}
+		stage.Produce = b.produceCmd(tenant, p.topic, p.partition, p.part.inc, bt)
+		body := stage.EncodeHeader(make([]byte, 0, 128+len(p.topic)+len(stage.TxnID)+storedSize(bt)))
+		if pieces[i], err = b.appendStored(body, bt, p.seal); err != nil {
+			return nil, err
+		}
+	}
+	return pieces, nil
 }

@@ -9,15 +9,15 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
-	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
 // maxFetchWait bounds a fetch's long poll whatever MaxWaitMillis says.
 const maxFetchWait = 30 * time.Second
 
-// handleFetch is a read at an offset without a lease (spec decision 1): the
-// leader's local store below its committed high-water mark, re-encoded as
+// handleFetch is a read at an offset without a lease (spec decision 1):
+// each partition from the local store of the raft group holding it, which
+// this node must lead, below its committed high-water mark, re-encoded as
 // record batches, one per stored chunk. With MinBytes it parks until that
 // much is there or MaxWaitMillis passes, woken by the apply loop
 // (Engine.Changed) instead of polling. Records only ever reach the store
@@ -75,8 +75,6 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time) {
 // once then).
 func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*kmsg.FetchResponse, int, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	store := b.engine.Store(tenant)
-	leads := b.leads(tenant)
 	total, failed := 0, false
 	var scratch []records.Record
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
@@ -91,18 +89,14 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			// Empty, not null: librdkafka refuses a null record set.
 			rp.Partition, rp.RecordBatches = fp.Partition, []byte{}
+			budget := min(int(fp.PartitionMaxBytes), limit-total)
+			// The first records of a response go out even when larger
+			// than the limits, so a big record cannot wedge a consumer
+			// (KIP-74).
+			var n int
 			var err error
-			if !leads {
-				err = errNotLeader
-			} else {
-				budget := min(int(fp.PartitionMaxBytes), limit-total)
-				// The first records of a response go out even when
-				// larger than the limits, so a big record cannot wedge
-				// a consumer (KIP-74).
-				var n int
-				n, scratch, err = b.fetchPartition(store, tenant, t.Topic, fp, rp, budget, total == 0, scratch)
-				total += n
-			}
+			n, scratch, err = b.fetchPartition(tenant, t.Topic, fp, rp, budget, total == 0, scratch)
+			total += n
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				failed = true
@@ -113,13 +107,17 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 }
 
 // fetchPartition fills rp with the records of one partition from the fetch
-// offset, within budget bytes (at least one record when force). It returns
-// the bytes it added and the scratch slice for reuse.
-func (b *Broker) fetchPartition(store *storage.Store, tenant wire.ID, topic string, fp *kmsg.FetchRequestTopicPartition,
+// offset, within budget bytes (at least one record when force), when this
+// node leads the partition. It returns the bytes it added and the scratch
+// slice for reuse.
+func (b *Broker) fetchPartition(tenant wire.ID, topic string, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
 	p, ok := b.partition(tenant, topic, fp.Partition)
-	if !ok {
+	switch {
+	case !ok:
 		return 0, scratch, wire.ErrPartitionNotFound
+	case !b.engine.Leads(p.group):
+		return 0, scratch, errNotLeader
 	}
 	hwm, start := p.HighWatermark(), p.LogStart()
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(hwm), int64(start)
@@ -136,7 +134,7 @@ func (b *Broker) fetchPartition(store *storage.Store, tenant wire.ID, topic stri
 		full    bool
 		readErr error
 	)
-	_, err := store.ReadChunks(p, uint64(from), func(base uint64, appendMs int64, recs []byte) bool {
+	_, err := p.Store().ReadChunks(p.Partition, uint64(from), func(base uint64, appendMs int64, recs []byte) bool {
 		scratch = scratch[:0]
 		first := uint64(0)
 		it := wire.NewRecordIter(recs)

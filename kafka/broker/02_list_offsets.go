@@ -20,13 +20,12 @@ const (
 // high-water mark (which is also the last stable offset: nothing
 // uncommitted is ever in a log), and a timestamp with the first offset
 // appended at or after it (queen's append time; spec §3.2), or -1 when there
-// is none.
+// is none; each partition from the raft group holding it, which this node
+// must lead.
 func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	tenant := b.tenantOf(c)
-	store := b.engine.Store(tenant)
-	leads := b.leads(tenant)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
 		t := &req.Topics[ti]
@@ -38,12 +37,12 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition, rp.Timestamp, rp.Offset = lp.Partition, -1, -1
 			err := func() error {
-				if !leads {
-					return errNotLeader
-				}
-				p, ok := store.PartitionByIndex(tenant, t.Topic, uint32(lp.Partition))
-				if lp.Partition < 0 || !ok {
+				p, ok := b.partition(tenant, t.Topic, lp.Partition)
+				switch {
+				case !ok:
 					return wire.ErrPartitionNotFound
+				case !b.engine.Leads(p.group):
+					return errNotLeader
 				}
 				switch ts := lp.Timestamp; {
 				case ts == listLatest:
@@ -53,7 +52,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 				case ts < 0:
 					return fmt.Errorf("%w: timestamp %d", wire.ErrBadRequest, ts)
 				default:
-					off, at, found, err := store.OffsetForTime(p, ts)
+					off, at, found, err := p.Store().OffsetForTime(p.Partition, ts)
 					if err != nil {
 						return err
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,16 +16,17 @@ import (
 )
 
 // handleMetadata lists the tenant's queues as topics (spec decision 2):
-// partition i is the queue's partition with permanent index i, led (and
-// replicated, as far as a client can tell) by the node leading the tenant's
-// raft group (decision 8). Any node answers, from its own replica. Unknown
-// topics are created when the client allows it (always before v4), with
+// partition i is the queue's partition with permanent index i, led by the
+// node leading the raft group holding it, in that leader's term as its
+// leader epoch (docs/placement.md). Every node replicates every group, so
+// each partition lists every registered node as replica and in sync, its
+// leader first. Any node answers, from its own replicas. Unknown topics are
+// created when the client allows it (always before v4), with
 // QUEEN_KAFKA_DEFAULT_PARTITIONS partitions.
 func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	tenant := b.tenantOf(c)
-	store := b.engine.Store(tenant)
 	resp.Brokers = b.brokers()
 	cid := clusterID
 	resp.ClusterID = &cid
@@ -33,13 +35,13 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	var topics []storage.Topic
 	var missing []string
 	if req.Topics == nil {
-		topics = store.KafkaTopics(tenant)
+		topics = b.engine.KafkaTopics(tenant)
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic == nil {
 				continue // by topic id (v10+): not spoken
 			}
-			if topic, ok := store.KafkaTopic(tenant, *t.Topic); ok {
+			if topic, ok := b.engine.KafkaTopic(tenant, *t.Topic); ok {
 				topics = append(topics, topic)
 			} else {
 				missing = append(missing, *t.Topic)
@@ -47,13 +49,12 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 		}
 	}
 	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
-	leader, leaderOK := b.leader(tenant)
 	for _, name := range missing {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
 		err := b.autoCreate(ctx, tenant, name, autoCreate)
 		if err == nil {
-			if topic, ok := store.KafkaTopic(tenant, name); ok {
+			if topic, ok := b.engine.KafkaTopic(tenant, name); ok {
 				topics = append(topics, topic)
 				continue
 			}
@@ -65,18 +66,24 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	leaders := groupLeaders{b: b, replicas: brokerIDs(resp.Brokers)}
 	for _, t := range topics {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(t.Name)
 		rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, t.Partitions)
+		dir := b.engine.Dir(tenant, t.Name, 0, t.Partitions)
 		for i := range rt.Partitions {
 			p := kmsg.NewMetadataResponseTopicPartition()
-			p.Partition, p.Leader, p.LeaderEpoch = int32(i), leader, -1
-			if leaderOK {
-				p.Replicas, p.ISR = []int32{leader}, []int32{leader}
-			} else {
+			p.Partition, p.Leader, p.LeaderEpoch = int32(i), -1, -1
+			p.Replicas, p.ISR = []int32{}, []int32{}
+			var l *groupLeader
+			if i < len(dir) { // else the topic was deleted since it was listed
+				l = leaders.of(int(dir[i].Group))
+			}
+			if l == nil {
 				p.ErrorCode = kerr.LeaderNotAvailable.Code
-				p.Replicas, p.ISR = []int32{}, []int32{}
+			} else {
+				p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = l.id, l.epoch, l.replicas, l.replicas
 			}
 			rt.Partitions[i] = p
 		}
@@ -85,8 +92,57 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	return resp, nil
 }
 
-// autoCreate creates a topic a client asked about, when allowed; a topic
-// that appeared meanwhile is as good as created.
+// groupLeaders looks up the leader of each raft group once per request: a
+// topic's partitions spread over every group, so a metadata answer names
+// the same few leaders many times.
+type groupLeaders struct {
+	b        *Broker
+	replicas []int32 // every registered node
+	m        map[int]*groupLeader
+}
+
+// groupLeader is one raft group's leader as Metadata shows it.
+type groupLeader struct {
+	id       int32
+	epoch    int32
+	replicas []int32 // every registered node, the leader first
+}
+
+// of is raft group n's leader, nil while it has none (or its address is
+// not registered yet).
+func (g *groupLeaders) of(n int) *groupLeader {
+	if l, seen := g.m[n]; seen {
+		return l
+	}
+	if g.m == nil {
+		g.m = map[int]*groupLeader{}
+	}
+	var l *groupLeader
+	if id, term, ok := g.b.groupLeader(n); ok {
+		l = &groupLeader{id: id, epoch: int32(min(term, math.MaxInt32)), replicas: []int32{id}}
+		for _, r := range g.replicas {
+			if r != id {
+				l.replicas = append(l.replicas, r)
+			}
+		}
+	}
+	g.m[n] = l
+	return l
+}
+
+// brokerIDs lists the node ids of a metadata broker list.
+func brokerIDs(brokers []kmsg.MetadataResponseBroker) []int32 {
+	out := make([]int32, len(brokers))
+	for i, br := range brokers {
+		out[i] = br.NodeID
+	}
+	return out
+}
+
+// autoCreate creates a topic a client asked about (Metadata) or produced
+// to, when allowed; a topic that appeared meanwhile is as good as created.
+// CreateTopic rather than the engine's EnsureQueue: that would grow a topic
+// created meanwhile with fewer partitions.
 func (b *Broker) autoCreate(ctx context.Context, tenant wire.ID, name string, allowed bool) error {
 	if !allowed {
 		return wire.ErrQueueNotFound
@@ -96,8 +152,11 @@ func (b *Broker) autoCreate(ctx context.Context, tenant wire.ID, name string, al
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := b.engine.CreateTopic(cctx, &wire.CreateTopicCmd{Tenant: tenant, Name: name,
+	res, err := b.engine.CreateTopic(cctx, &wire.CreateTopicCmd{Tenant: tenant, Name: name,
 		Partitions: uint32(b.cfg.DefaultPartitions), ReqID: newReqID()})
+	if err == nil {
+		err = res.Code.Err()
+	}
 	if err != nil && !errors.Is(err, wire.ErrExists) {
 		b.log.Debug("kafka: auto-creating a topic failed", "topic", name, "err", err)
 		return err

@@ -12,8 +12,9 @@ import (
 
 // OffsetCommit (key 8), v2-6. A committed offset IS the Queen group's
 // position in the partition (spec §3.2): every partition of the request is
-// one CommitPosition command, all proposed as one raft entry, so a commit
-// is durable on a quorum before it is acknowledged. The coordinator first
+// one CommitPosition command, proposed to the raft group holding the
+// partition (one raft entry per group), so a commit is durable on a quorum
+// before it is acknowledged. The coordinator first
 // checks the member and generation as Kafka does (ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS); a commit with generation -1
 // and no member (an admin tool, a consumer without group management) is

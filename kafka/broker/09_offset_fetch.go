@@ -16,19 +16,21 @@ import (
 const offsetFetchBarrier = 5 * time.Second
 
 // OffsetFetch (key 9), v1-7. The committed offsets are the Queen group's
-// positions, read from the local store after a read barrier, so a leader
-// that just took over answers with every commit the group made before (a
-// new coordinator has nothing to load). A partition without a position
-// answers offset -1, as Kafka does; v2+ with no topics lists every
-// position the group has. Transactional offsets commit in the same raft
-// entry as their records, so every offset read here is stable (v7's
-// require_stable needs no waiting).
+// positions, each kept in the raft group of its partition, read from the
+// local replicas after a read barrier on every raft group of the tenant,
+// so a coordinator that just took over answers with every commit the group
+// made before, through whichever node (a new coordinator has nothing to
+// load). A partition without a position answers offset -1, as Kafka does;
+// v2+ with no topics lists every position the group has. Transactional
+// offsets reach a partition's group only when their transaction commits
+// there, so every offset read here is committed (v7's require_stable needs
+// no waiting).
 func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	tenant, _, kErr := b.groupCoordinator(c, req.Group)
 	if kErr == nil {
 		bctx, cancel := context.WithTimeout(ctx, offsetFetchBarrier)
-		if err := b.engine.Barrier(bctx, tenant); err != nil {
+		if err := b.engine.BarrierGroups(bctx, b.engine.TenantGroups(tenant)); err != nil {
 			kErr = kerr.CoordinatorLoadInProgress
 		}
 		cancel()
@@ -37,10 +39,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg
 		return kafka.ErrorResponse(req, kErr.Code), nil
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	store := b.engine.Store(tenant)
 	if req.Topics == nil {
 		var rt *kmsg.OffsetFetchResponseTopic
-		for _, pos := range store.GroupPositions(tenant, req.Group, "") {
+		for _, pos := range b.engine.GroupPositions(tenant, req.Group, "") {
 			if rt == nil || rt.Topic != pos.Queue {
 				resp.Topics = append(resp.Topics, kmsg.NewOffsetFetchResponseTopic())
 				rt = &resp.Topics[len(resp.Topics)-1]
@@ -52,7 +53,7 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg
 	}
 	for _, t := range req.Topics {
 		byIndex := map[int32]*storage.GroupPosition{}
-		positions := store.GroupPositions(tenant, req.Group, t.Topic)
+		positions := b.engine.GroupPositions(tenant, req.Group, t.Topic)
 		for i := range positions {
 			byIndex[int32(positions[i].Index)] = &positions[i]
 		}

@@ -9,10 +9,11 @@ import (
 	"github.com/queen-mq/queen/kafka"
 )
 
-// FindCoordinator (key 10), v0-3. Every group and every transactional id
-// of a tenant is coordinated by the node leading the tenant's raft group
-// (decision 8), whichever node is asked, so the key itself is not looked
-// at: the answer points at that leader.
+// FindCoordinator (key 10), v0-3. A consumer group or a transactional id
+// is coordinated by the node leading the raft group its id hashes onto
+// (docs/placement.md), as Kafka hashes them onto __consumer_offsets and
+// __transaction_state partitions; any node answers, from its view of the
+// leaders.
 func (b *Broker) handleFindCoordinator(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -21,10 +22,15 @@ func (b *Broker) handleFindCoordinator(_ context.Context, c *kafka.Conn, kreq km
 		resp.ErrorCode, resp.ErrorMessage = err.Code, kmsg.StringPtr(why)
 		return resp, nil
 	}
-	if req.CoordinatorType != 0 && req.CoordinatorType != 1 {
+	kind := byte('g')
+	switch req.CoordinatorType {
+	case 0:
+	case 1:
+		kind = 't'
+	default:
 		return fail(kerr.InvalidRequest, "coordinator type must be 0 (group) or 1 (transaction)")
 	}
-	leader, ok := b.leader(b.tenantOf(c))
+	leader, _, ok := b.groupLeader(b.engine.CoordinatorGroup(b.tenantOf(c), kind, req.CoordinatorKey))
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "no leader, or its Kafka address is not registered yet")
 	}

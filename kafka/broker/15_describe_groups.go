@@ -30,7 +30,7 @@ func (b *Broker) handleDescribeGroups(_ context.Context, c *kafka.Conn, kreq kms
 				rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
 				rg.Members = append(rg.Members, rm)
 			}
-		} else if b.engine.Store(tenant).HasGroup(tenant, name) {
+		} else if b.engine.HasGroup(tenant, name) {
 			rg.State = groups.Empty.String()
 		} else {
 			rg.State = groups.Dead.String()

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
@@ -13,20 +12,18 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// ListGroups (key 16), v0-4. Clients ask every broker and merge the
-// answers; a node that does not coordinate the tenant answers an empty
-// list. The coordinator lists the groups in its memory with their states,
-// and every other Queen group of the tenant (groups with positions) as
-// Empty, since a Kafka consumer group IS a Queen consumer group; the
-// queue-mode group is not one. v4's state filter is honoured, ignoring
-// case as Kafka does.
+// ListGroups (key 16), v0-4. As in Kafka, a node lists the consumer groups
+// it coordinates (those whose ids hash onto a raft group it leads), and
+// clients ask every node and merge the answers. A coordinator lists the
+// groups in its memory with their states, and every other Queen group of
+// the tenant (groups with positions) it coordinates as Empty, since a
+// Kafka consumer group IS a Queen consumer group; the queue-mode group is
+// not one. v4's state filter is honoured, ignoring case as Kafka does.
 func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	tenant, coord, kErr := b.groupCoordinator(c, "")
-	if kErr == kerr.NotCoordinator {
-		return resp, nil
-	}
+	tenant := b.tenantOf(c)
+	coords, kErr := b.ledCoordinators(tenant)
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil
@@ -43,11 +40,14 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 			resp.Groups = append(resp.Groups, rg)
 		}
 	}
-	for _, l := range coord.List() {
-		add(l)
+	for _, coord := range coords {
+		for _, l := range coord.List() {
+			add(l)
+		}
 	}
-	for _, name := range b.engine.Store(tenant).GroupNames(tenant) {
-		if !listed[name] && name != wire.QueueModeGroup {
+	for _, name := range b.engine.GroupNames(tenant) {
+		_, coordinated := coords[b.engine.CoordinatorGroup(tenant, 'g', name)]
+		if coordinated && !listed[name] && name != wire.QueueModeGroup {
 			add(groups.Listing{Group: name, State: groups.Empty})
 		}
 	}

@@ -20,8 +20,10 @@ const maxCreateTopics = 100
 const adminWait = 30 * time.Second
 
 // handleCreateTopics creates queues flagged as Kafka topics, partitions
-// named by index, configs validated and mapped (retention.ms onto the queue's
-// retention). Any node accepts it: a create is a proposal. The replication
+// named by index and spread over the raft groups, configs validated and
+// mapped (retention.ms onto the queue's retention). Any node accepts it: a
+// create is a proposal (at the topic's home, then one per group holding
+// its partitions). The replication
 // factor is the raft group's, so any factor from 1 to the cluster size (or
 // -1) is accepted and the topic is replicated to every node alike.
 func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -42,13 +44,17 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kms
 		rt.Topic = t.Topic
 		n, configs, err := b.checkCreateTopic(&t, seen[t.Topic])
 		if err == nil && req.ValidateOnly {
-			if _, exists := b.engine.Store(tenant).KafkaTopic(tenant, t.Topic); exists {
+			if _, exists := b.engine.KafkaTopic(tenant, t.Topic); exists {
 				err = wire.ErrExists
 			}
 		}
 		if err == nil && !req.ValidateOnly {
-			_, err = b.engine.CreateTopic(cctx, &wire.CreateTopicCmd{Tenant: tenant, Name: t.Topic,
+			var res wire.AllocResult
+			res, err = b.engine.CreateTopic(cctx, &wire.CreateTopicCmd{Tenant: tenant, Name: t.Topic,
 				Partitions: uint32(n), Configs: configs, ReqID: newReqID()})
+			if err == nil {
+				err = res.Code.Err()
+			}
 		}
 		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 		if err == nil {

@@ -26,7 +26,10 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *kafka.Conn, kreq kms
 	for _, name := range names {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		_, err := b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
+		res, err := b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
+		if err == nil {
+			err = res.Code.Err()
+		}
 		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -10,12 +10,16 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// handleInitProducerID allocates producer ids from the group's replicated
-// counter. An idempotent producer gets a fresh id each time: a KIP-360
-// epoch bump (v3+, after OUT_OF_ORDER_SEQUENCE_NUMBER) is a new id, which
-// resets its sequences everywhere. A transactional producer must ask the
-// coordinator (the leader): its id keeps its producer id and gets the next
-// epoch, fencing the previous holder and aborting whatever it had staged.
+// handleInitProducerID allocates producer ids from a raft group's
+// replicated counter (ids carry the group, so groups never hand out the
+// same one). An idempotent producer gets a fresh id each time, from any
+// node: a KIP-360 epoch bump (v3+, after OUT_OF_ORDER_SEQUENCE_NUMBER) is
+// a new id, which resets its sequences everywhere. A transactional
+// producer must ask its id's coordinator (the leader of the raft group the
+// id hashes onto): its id keeps its producer id and gets the next epoch,
+// fencing the previous holder and ending its open transaction as aborted
+// (the pieces it staged are dropped by their groups once past their
+// deadline, which finds no commit).
 func (b *Broker) handleInitProducerID(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
@@ -25,18 +29,17 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *kafka.Conn, kreq k
 	if req.TransactionalID != nil {
 		timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
 		switch {
-		case !b.leads(tenant):
-			resp.ErrorCode = coordinatorCode(errNotLeader)
-			return resp, nil
 		case *req.TransactionalID == "":
 			resp.ErrorCode = coordinatorCode(wire.ErrBadRequest)
+			return resp, nil
+		case !b.coordinatesTxn(tenant, *req.TransactionalID):
+			resp.ErrorCode = coordinatorCode(errNotTxnCoordinator)
 			return resp, nil
 		case timeout <= 0 || timeout > b.cfg.TxnMaxTimeout:
 			resp.ErrorCode = coordinatorCode(errTxnTimeout)
 			return resp, nil
 		}
 		cmd.Transactional, cmd.TxnID, cmd.TimeoutMs = true, *req.TransactionalID, uint32(req.TransactionTimeoutMillis)
-		b.txns.dropKey(txnKey{tenant, cmd.TxnID})
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

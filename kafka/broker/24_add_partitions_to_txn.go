@@ -11,30 +11,35 @@ import (
 )
 
 // handleAddPartitionsToTxn opens the producer's transaction if needed and
-// adds partitions to it; only added partitions accept its records. As in
-// Kafka, when one partition cannot be added none is, and the others answer
-// OPERATION_NOT_ATTEMPTED.
+// adds the raft groups holding the partitions to the groups it stages in
+// (durably, in the transactional id's raft group): the partitions' leaders
+// stage its records only in groups it added, and EndTxn resolves each. As
+// in Kafka, when one partition cannot be added none is, and the others
+// answer OPERATION_NOT_ATTEMPTED.
 func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	tenant := b.tenantOf(c)
-	var code int16
-	if !b.leads(tenant) {
-		code = coordinatorCode(errNotLeader)
-	}
-	if code != 0 {
-		return kafka.ErrorResponse(req, code), nil
+	if !b.coordinatesTxn(tenant, req.TransactionalID) {
+		return kafka.ErrorResponse(req, coordinatorCode(errNotTxnCoordinator)), nil
 	}
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	store := b.engine.Store(tenant)
+	var groups uint64
 	failed := false
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic
-		topic, ok := store.KafkaTopic(tenant, t.Topic)
+		topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 			rp.Partition = p
-			if !ok || p < 0 || int(p) >= topic.Partitions {
+			var d wire.DirEntry
+			found := false
+			if ok && p >= 0 && int(p) < topic.Partitions {
+				d, found = b.engine.DirByIndex(tenant, t.Topic, uint32(p))
+			}
+			if found {
+				groups |= groupBit(int(d.Group))
+			} else {
 				rp.ErrorCode, failed = errorCode(wire.ErrPartitionNotFound), true
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -51,20 +56,10 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *kafka.Conn, kr
 		}
 		return resp, nil
 	}
-	s, err := b.txns.begin(ctx, txnKey{tenant, req.TransactionalID}, req.ProducerID, req.ProducerEpoch)
-	if err != nil {
+	cctx, cancel := context.WithTimeout(ctx, txnWait)
+	defer cancel()
+	if _, err := b.beginTxn(cctx, tenant, req.TransactionalID, req.ProducerID, req.ProducerEpoch, groups); err != nil {
 		return kafka.ErrorResponse(req, coordinatorCode(err)), nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			k := partKey{t.Topic, p}
-			if s.parts[k] == nil {
-				s.parts[k] = &stagedPart{}
-				s.order = append(s.order, k)
-			}
-		}
 	}
 	return resp, nil
 }

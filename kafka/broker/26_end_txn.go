@@ -9,19 +9,24 @@ import (
 	"github.com/queen-mq/queen/kafka"
 )
 
-// handleEndTxn commits a transaction (its staged records and offsets in one
-// raft entry) or aborts it (nothing was written, so nothing to undo).
+// handleEndTxn commits or aborts a transaction: the decision is recorded in
+// the transactional id's raft group, then every raft group it staged
+// records or offsets in applies them (commit) or drops them (abort), by the
+// engine's two-phase commit. A commit the transaction's groups had already
+// turned into an abort (one gave up waiting for the decision) answers
+// INVALID_PRODUCER_EPOCH, as a transaction Kafka's coordinator aborted
+// does: the client re-initialises and starts over.
 func (b *Broker) handleEndTxn(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	tenant := b.tenantOf(c)
-	if !b.leads(tenant) {
-		resp.ErrorCode = coordinatorCode(errNotLeader)
+	if !b.coordinatesTxn(tenant, req.TransactionalID) {
+		resp.ErrorCode = coordinatorCode(errNotTxnCoordinator)
 		return resp, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := b.txns.end(cctx, txnKey{tenant, req.TransactionalID}, req.ProducerID, req.ProducerEpoch, req.Commit)
+	err := b.endTxn(cctx, tenant, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	resp.ErrorCode = coordinatorCode(err)
 	return resp, nil
 }

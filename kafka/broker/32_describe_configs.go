@@ -22,7 +22,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, c *kafka.Conn, kreq 
 		var err error
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
-			set, isKafka, ok := b.engine.Store(tenant).TopicConfigs(tenant, r.ResourceName)
+			set, isKafka, ok := b.engine.TopicConfigs(tenant, r.ResourceName)
 			if !ok {
 				err = wire.ErrQueueNotFound
 				break

@@ -9,18 +9,18 @@ import (
 )
 
 // handleDescribeLogDirs reports one log directory (the node's data
-// directory) holding every partition of the asked topics, with each
-// partition's estimated size on disk. Volume sizes are unknown (-1).
+// directory) holding every partition of the asked topics (every node holds
+// a replica of every raft group), with each partition's estimated size on
+// disk in its group's store. Volume sizes are unknown (-1).
 func (b *Broker) handleDescribeLogDirs(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	tenant := b.tenantOf(c)
-	store := b.engine.Store(tenant)
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir, dir.TotalBytes, dir.UsableBytes = b.cfg.LogDir, -1, -1
 	want := req.Topics
 	if want == nil {
-		for _, t := range store.KafkaTopics(tenant) {
+		for _, t := range b.engine.KafkaTopics(tenant) {
 			all := kmsg.NewDescribeLogDirsRequestTopic()
 			all.Topic = t.Name
 			for i := range t.Partitions {
@@ -33,12 +33,12 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, c *kafka.Conn, kreq 
 		rt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		rt.Topic = t.Topic
 		for _, i := range t.Partitions {
-			p, ok := store.PartitionByIndex(tenant, t.Topic, uint32(i))
-			if i < 0 || !ok {
+			p, ok := b.partition(tenant, t.Topic, i)
+			if !ok {
 				continue // Kafka leaves out what the broker does not host
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-			rp.Partition, rp.Size = i, store.PartitionDiskUsage(p)
+			rp.Partition, rp.Size = i, p.Store().PartitionDiskUsage(p.Partition)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		if len(rt.Partitions) > 0 {

@@ -11,20 +11,20 @@ import (
 )
 
 // handleCreatePartitions grows topics; new partitions are named by their
-// index (spec decision 2). Kafka never shrinks a topic, and neither does
+// index (spec decision 2) and placed round-robin over the raft groups as
+// the first ones were. Kafka never shrinks a topic, and neither does
 // this: a count not above the current one is INVALID_PARTITIONS.
 func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	tenant := b.tenantOf(c)
-	store := b.engine.Store(tenant)
 	cctx, cancel := context.WithTimeout(ctx, adminWait)
 	defer cancel()
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		err := func() error {
-			topic, ok := store.KafkaTopic(tenant, t.Topic)
+			topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
 			switch {
 			case !ok:
 				return wire.ErrQueueNotFound
@@ -35,8 +35,11 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq
 			case req.ValidateOnly:
 				return nil
 			}
-			_, err := b.engine.CreatePartitions(cctx, &wire.CreatePartitionsCmd{Tenant: tenant, Name: t.Topic, Count: uint32(t.Count)})
-			return err
+			res, err := b.engine.CreatePartitions(cctx, &wire.CreatePartitionsCmd{Tenant: tenant, Name: t.Topic, Count: uint32(t.Count)})
+			if err != nil {
+				return err
+			}
+			return res.Code.Err()
 		}()
 		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Topics = append(resp.Topics, rt)

@@ -33,7 +33,7 @@ func (b *Broker) deleteGroup(ctx context.Context, c *kafka.Conn, name string) in
 	}
 	tenant, coord, kErr := b.groupCoordinator(c, name)
 	if kErr == nil {
-		if _, inMemory := coord.Describe(name); !inMemory && !b.engine.Store(tenant).HasGroup(tenant, name) {
+		if _, inMemory := coord.Describe(name); !inMemory && !b.engine.HasGroup(tenant, name) {
 			kErr = kerr.GroupIDNotFound
 		} else {
 			kErr = coord.Delete(name)

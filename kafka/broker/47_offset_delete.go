@@ -21,7 +21,7 @@ func (b *Broker) handleOffsetDelete(ctx context.Context, c *kafka.Conn, kreq kms
 	if kErr == nil {
 		var inMemory bool
 		subscribed, inMemory, kErr = coord.Subscriptions(req.Group)
-		if kErr == nil && !inMemory && !b.engine.Store(tenant).HasGroup(tenant, req.Group) {
+		if kErr == nil && !inMemory && !b.engine.HasGroup(tenant, req.Group) {
 			kErr = kerr.GroupIDNotFound
 		}
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -47,12 +49,8 @@ func TestMetadataAndAutoCreation(t *testing.T) {
 		t.Fatalf("bad name: %+v", byName["bad name!"])
 	}
 	// A queue created over HTTP is a topic with its partitions by index.
-	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "http.queue", Partition: "customer-1", PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition, Count: 1,
-		Records: wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{1}, Payload: []byte(`{"a":1}`)})}
-	if _, err := n.engine.Push(ctxFor(t), wire.DefaultTenant, []wire.PushCmd{push}); err != nil {
-		t.Fatal(err)
-	}
+	httpPush(t, n.engine, wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "http.queue", Partition: "customer-1", PartitionIndex: -1,
+		Count: 1, Records: wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{1}, Payload: []byte(`{"a":1}`)})})
 	all := metadata(t, cl, false)
 	names := []string{}
 	for _, rt := range all.Topics {
@@ -60,6 +58,25 @@ func TestMetadataAndAutoCreation(t *testing.T) {
 	}
 	if len(names) != 2 || names[0] != "http.queue" || names[1] != "made" {
 		t.Fatalf("all topics: %v", names)
+	}
+
+	// A topic's partitions spread over every raft group; each is led by
+	// its group's leader, in that group's term.
+	createTopic(t, cl, "wide", 8)
+	groups := raftGroupsOf(t, n.engine, "wide", 8)
+	if distinct(groups) != raftgroupstest.Groups {
+		t.Fatalf("8 partitions in raft groups %v, want all %d", groups, raftgroupstest.Groups)
+	}
+	wide := metadata(t, cl, false, "wide").Topics[0]
+	if len(wide.Partitions) != 8 {
+		t.Fatalf("wide: %d partitions", len(wide.Partitions))
+	}
+	for i, p := range wide.Partitions {
+		_, term, ok := n.engine.Leader(groups[i])
+		if !ok || p.ErrorCode != 0 || p.Partition != int32(i) || p.Leader != 1 || p.LeaderEpoch != int32(term) ||
+			fmt.Sprint(p.Replicas) != "[1]" || fmt.Sprint(p.ISR) != "[1]" {
+			t.Fatalf("wide/%d in raft group %d (term %d): %+v", i, groups[i], term, p)
+		}
 	}
 }
 
@@ -115,6 +132,11 @@ func TestTopicAdministration(t *testing.T) {
 	if md := metadata(t, cl, false, "a"); len(md.Topics[0].Partitions) != 5 {
 		t.Fatalf("%d partitions after growing", len(md.Topics[0].Partitions))
 	}
+	for i := range uint32(5) {
+		if _, ok := n.engine.PartitionAt(wire.DefaultTenant, "a", i); !ok {
+			t.Fatalf("partition a/%d is not in its raft group", i)
+		}
+	}
 
 	// Configs: set, describe, delete back to the default.
 	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -126,9 +148,17 @@ func TestTopicAdministration(t *testing.T) {
 	if r, err := inc.RequestWith(ctxFor(t), cl); err != nil || r.Resources[0].ErrorCode != 0 {
 		t.Fatalf("%v %+v", err, r)
 	}
-	q, _ := n.engine.Store(wire.DefaultTenant).Queue(wire.DefaultTenant, "a")
-	if !q.Config.RetentionEnabled || q.Config.RetentionSec != 7200 {
-		t.Fatalf("retention.ms did not reach the queue: %+v", q.Config)
+	// The options reach the topic's home and every raft group holding
+	// its partitions: retention runs in each.
+	groups := n.engine.QueueGroups(wire.DefaultTenant, "a")
+	if len(groups) != 3 {
+		t.Fatalf("5 partitions of a in raft groups %v", groups)
+	}
+	for _, g := range groups {
+		q, _ := n.engine.GroupStore(g).Queue(wire.DefaultTenant, "a")
+		if !q.Config.RetentionEnabled || q.Config.RetentionSec != 7200 {
+			t.Fatalf("retention.ms did not reach the queue in raft group %d: %+v", g, q.Config)
+		}
 	}
 	if v := describeConfig(t, cl, "a", "retention.ms"); v == nil || *v.Value != "7200000" || v.Source != kmsg.ConfigSourceDynamicTopicConfig {
 		t.Fatalf("%+v", v)
@@ -145,12 +175,8 @@ func TestTopicAdministration(t *testing.T) {
 		t.Fatalf("replaced configs kept retention.ms: %+v", v)
 	}
 	// A queue created over HTTP refuses Kafka config changes.
-	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "h", Partition: "p", PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition, Count: 1,
-		Records: wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{2}, Payload: []byte(`1`)})}
-	if _, err := n.engine.Push(ctxFor(t), wire.DefaultTenant, []wire.PushCmd{push}); err != nil {
-		t.Fatal(err)
-	}
+	httpPush(t, n.engine, wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "h", Partition: "p", PartitionIndex: -1,
+		Count: 1, Records: wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{2}, Payload: []byte(`1`)})})
 	inc.Resources[0].ResourceName = "h"
 	if r, _ := inc.RequestWith(ctxFor(t), cl); r.Resources[0].ErrorCode != kerr.PolicyViolation.Code {
 		t.Fatalf("HTTP queue: %+v", r.Resources[0])
@@ -239,12 +265,10 @@ func TestListOffsets(t *testing.T) {
 func TestHTTPPushedMessagesAreFetchable(t *testing.T) {
 	n := startNode(t, nil)
 	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "orders", Partition: "Default", PartitionIndex: -1,
-		Flags: wire.PushCreateQueue | wire.PushCreatePartition | wire.PushIndexTxn, Count: 2}
+		Flags: wire.PushIndexTxn, Count: 2}
 	push.Records = wire.AppendRecord(push.Records, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{1}, Payload: []byte(`{"orderId":1}`)})
 	push.Records = wire.AppendRecord(push.Records, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{2}, Payload: []byte(`"two"`)})
-	if _, err := n.engine.Push(ctxFor(t), wire.DefaultTenant, []wire.PushCmd{push}); err != nil {
-		t.Fatal(err)
-	}
+	httpPush(t, n.engine, push)
 	cons := n.client(kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := consume(t, cons, 2)
 	if string(got[0].Value) != `{"orderId":1}` || string(got[1].Value) != `"two"` || got[0].Key != nil || got[1].Offset != 1 {

@@ -5,10 +5,13 @@
 // position (spec decisions 1–3, 8). One file per API key, named by key
 // number, as franz-go's kfake does.
 //
-// It owns Kafka semantics: leadership answers (NOT_LEADER_OR_FOLLOWER,
-// NOT_COORDINATOR), record batch decoding and re-encoding, group
-// coordination state held in the leader's memory, producer and transaction
-// bookkeeping. It never touches raft or the store directly: every write is
+// Leadership follows placement (docs/placement.md): a partition is led by
+// the node leading the raft group holding it, a consumer group or a
+// transactional id is coordinated by the node leading the raft group its
+// id hashes onto. It owns Kafka semantics: leadership answers
+// (NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR), record batch decoding and
+// re-encoding, group coordination state held in the coordinator's memory,
+// producer and transaction bookkeeping. It never touches raft or the store directly: every write is
 // an engine command and every read an engine read. The wire itself (frames,
 // versions, SASL, TLS) is package kafka's.
 package broker
@@ -55,11 +58,6 @@ type Config struct {
 	// FetchMaxBytes caps one fetch response whatever the client asks: a
 	// response is held in memory until written (QUEEN_KAFKA_FETCH_MAX_BYTES).
 	FetchMaxBytes int
-	// TxnMaxBytes bounds the records one transaction stages on the leader
-	// (QUEEN_KAFKA_TXN_MAX_BYTES); TxnBufferBytes bounds all transactions
-	// together (QUEEN_KAFKA_TXN_BUFFER_BYTES).
-	TxnMaxBytes    int
-	TxnBufferBytes int
 	// TxnMaxTimeout is the longest transaction timeout a producer may ask
 	// for (QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, Kafka's
 	// transaction.max.timeout.ms).
@@ -72,8 +70,6 @@ type Config struct {
 const (
 	DefaultMaxMessageBytes = 1048588
 	DefaultFetchMaxBytes   = 32 << 20
-	DefaultTxnMaxBytes     = 32 << 20
-	DefaultTxnBufferBytes  = 256 << 20
 	DefaultTxnMaxTimeout   = 15 * time.Minute
 	DefaultDedupWindow     = 900 * time.Second
 )
@@ -94,13 +90,6 @@ func (c *Config) setDefaults() {
 	if c.FetchMaxBytes <= 0 {
 		c.FetchMaxBytes = DefaultFetchMaxBytes
 	}
-	if c.TxnMaxBytes <= 0 {
-		c.TxnMaxBytes = DefaultTxnMaxBytes
-	}
-	if c.TxnBufferBytes <= 0 {
-		c.TxnBufferBytes = DefaultTxnBufferBytes
-	}
-	c.TxnBufferBytes = max(c.TxnBufferBytes, c.TxnMaxBytes)
 	if c.TxnMaxTimeout <= 0 {
 		c.TxnMaxTimeout = DefaultTxnMaxTimeout
 	}
@@ -113,7 +102,6 @@ type Broker struct {
 	log    *slog.Logger
 	srv    *kafka.Server
 	ids    msgIDs
-	txns   *coordinator
 	parts  partitionCache
 	groups *coordinators // consumer-group coordination (group_coordination.go)
 
@@ -137,7 +125,6 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel}
 	b.ids.init()
-	b.txns = newCoordinator(b)
 	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {
 		if err := srv.RegisterHandler(key, guard(key, h)); err != nil {
@@ -192,7 +179,7 @@ func (b *Broker) Start() error {
 	}
 	b.wg.Add(2)
 	go b.registerNode()
-	go b.txns.reap()
+	go b.reapTxns()
 	return nil
 }
 

@@ -22,26 +22,20 @@ func (b *Broker) tenantOf(c *kafka.Conn) wire.ID {
 	return wire.DefaultTenant
 }
 
-// leader is the broker id leading tenant's raft group: the Kafka leader of
-// every partition and the coordinator of every group and transaction of the
-// tenant (spec decision 8). ok is false during an election, and while the
-// leader's Kafka address is not known yet (it has not registered).
-func (b *Broker) leader(tenant wire.ID) (int32, bool) {
-	id, _, ok := b.engine.Leader(tenant)
+// groupLeader is the broker id leading raft group n, and its raft term:
+// the Kafka leader (and leader epoch) of every partition the group holds,
+// and the coordinator of the consumer groups and transactional ids hashed
+// onto it (docs/placement.md). ok is false during an election, and while
+// the leader's Kafka address is not known yet (it has not registered).
+func (b *Broker) groupLeader(n int) (id int32, term uint64, ok bool) {
+	node, term, ok := b.engine.Leader(n)
 	if !ok {
-		return -1, false
+		return -1, 0, false
 	}
-	if _, _, known := b.brokerAddr(id); !known {
-		return -1, false
+	if _, _, known := b.brokerAddr(node); !known {
+		return -1, 0, false
 	}
-	return int32(id), true
-}
-
-// leads reports whether this node is the tenant's leader, so may serve its
-// partitions and coordinate its transactions.
-func (b *Broker) leads(tenant wire.ID) bool {
-	id, _, ok := b.engine.Leader(tenant)
-	return ok && id == uint64(b.cfg.NodeID)
+	return int32(node), term, true
 }
 
 // brokerAddr is where clients reach node id: this node's own advertised

@@ -74,7 +74,7 @@ func (b *Broker) alterTopic(ctx context.Context, tenant wire.ID, name string, re
 			return err
 		}
 	}
-	_, isKafka, ok := b.engine.Store(tenant).TopicConfigs(tenant, name)
+	_, isKafka, ok := b.engine.TopicConfigs(tenant, name)
 	switch {
 	case !ok:
 		return wire.ErrQueueNotFound

@@ -15,12 +15,11 @@ import (
 // Situations the handlers name and the mapping below turns into codes.
 var (
 	errNotLeader         = errors.New("kafka: this node does not lead the partition's raft group")
+	errNotTxnCoordinator = errors.New("kafka: this node does not coordinate the transactional id (it does not lead the id's raft group)")
 	errNotKafkaTopic     = errors.New("kafka: the queue was created over HTTP; configure it with /api/v1/configure")
 	errInvalidTopic      = errors.New("kafka: invalid topic name")
-	errTxnLost           = errors.New("kafka: the transaction's staged records were lost (leader change or timeout); abort it")
+	errTxnAborted        = errors.New("kafka: the transaction was aborted before its commit (a raft group it staged in gave up waiting for the decision); initialise the producer again")
 	errTxnState          = errors.New("kafka: the request does not fit the transaction's state")
-	errTxnTooLarge       = errors.New("kafka: the transaction outgrew QUEEN_KAFKA_TXN_MAX_BYTES")
-	errTxnBufferFull     = errors.New("kafka: transactions hold QUEEN_KAFKA_TXN_BUFFER_BYTES staged; retry")
 	errTxnTimeout        = errors.New("kafka: transaction timeout out of range")
 	errTxnNotAdded       = errors.New("kafka: partition not added to the transaction")
 	errBadBatch          = errors.New("kafka: record batch not acceptable here")
@@ -38,23 +37,24 @@ func errorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errNotLeader), errors.Is(err, raftgroups.ErrNoLeader), errors.Is(err, raftgroups.ErrClosed):
+	case errors.Is(err, errNotLeader), errors.Is(err, errNotTxnCoordinator), errors.Is(err, raftgroups.ErrNoLeader),
+		errors.Is(err, raftgroups.ErrClosed):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, raftgroups.ErrOverloaded):
 		return kerr.NotEnoughReplicas.Code // retriable: nothing was proposed
 	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code // may or may not have been written
-	case errors.Is(err, raftgroups.ErrTooLarge), errors.Is(err, errTxnTooLarge):
+	case errors.Is(err, raftgroups.ErrTooLarge):
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, raftgroups.ErrStorageFull):
 		return kerr.KafkaStorageError.Code // retriable: clients back off until space is freed
-	case errors.Is(err, errTxnBufferFull):
-		return kerr.NotEnoughReplicas.Code // retriable, the buffer drains
 	case errors.Is(err, wire.ErrQueueNotFound), errors.Is(err, wire.ErrPartitionNotFound):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, wire.ErrOutOfOrder):
 		return kerr.OutOfOrderSequenceNumber.Code
-	case errors.Is(err, wire.ErrFenced), errors.Is(err, errTxnLost):
+	case errors.Is(err, wire.ErrFenced), errors.Is(err, errTxnAborted):
+		// An aborted commit too: as for a transaction Kafka's coordinator
+		// aborted, clients (KIP-588) re-initialise and start over.
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, wire.ErrNotFound):
 		return kerr.InvalidProducerIDMapping.Code

@@ -14,22 +14,31 @@ import (
 )
 
 // Group coordination plumbing shared by the group API keys: whether this
-// node coordinates the groups of a connection's tenant (tenantOf and leader
-// are the data path's, in cluster.go), and the in-memory coordinator that
-// holds them while it does.
+// node coordinates a consumer group, and the in-memory coordinator that
+// holds it while it does. A consumer group is coordinated by the leader of
+// the raft group its id hashes onto (Engine.CoordinatorGroup, as Kafka
+// hashes group ids onto __consumer_offsets partitions), so a tenant's
+// consumer groups spread over the nodes.
 
 // leadershipCheckInterval is how often coordinators check that this node
-// still leads their tenant's raft group.
+// still leads their raft group.
 const leadershipCheckInterval = time.Second
 
 // maxOffsetMetadata is Kafka's offset.metadata.max.bytes.
 const maxOffsetMetadata = 4096
 
-// coordinators holds one groups.Coordinator per tenant whose raft group
-// this node leads, stamped with the raft term it was built in. Losing
-// leadership (or winning it back in a later term, after another node
-// coordinated meanwhile) discards it: clients rebuild the group at the
-// leader by rejoining (spec §3.1).
+// coordKey names one coordinator: the consumer groups of a tenant hashed
+// onto one raft group.
+type coordKey struct {
+	tenant wire.ID
+	group  int // the raft group
+}
+
+// coordinators holds one groups.Coordinator per tenant and raft group this
+// node leads, stamped with the raft term it was built in. Losing that
+// group's leadership (or winning it back in a later term, after another
+// node coordinated meanwhile) discards it: clients rebuild their consumer
+// groups at the new leader by rejoining (spec §3.1).
 type coordinators struct {
 	engine *raftgroups.Engine
 	self   uint64
@@ -37,7 +46,7 @@ type coordinators struct {
 
 	mu       sync.Mutex
 	closed   bool
-	byTenant map[wire.ID]*termCoordinator
+	byKey    map[coordKey]*termCoordinator
 	watching bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -59,14 +68,15 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 		gc.MinSessionTimeout, gc.MaxSessionTimeout = 6*time.Second, 5*time.Minute // spec §3.6 defaults
 	}
 	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc,
-		byTenant: map[wire.ID]*termCoordinator{}, stop: make(chan struct{})}
+		byKey: map[coordKey]*termCoordinator{}, stop: make(chan struct{})}
 }
 
-// get returns the tenant's coordinator when this node leads the tenant's
-// raft group, else NOT_COORDINATOR (another node leads: clients look it up
-// again) or COORDINATOR_NOT_AVAILABLE (no leader right now).
-func (cs *coordinators) get(tenant wire.ID) (*groups.Coordinator, *kerr.Error) {
-	leader, term, ok := cs.engine.Leader(tenant)
+// get returns the coordinator of the tenant's consumer groups hashed onto
+// raft group k.group when this node leads it, else NOT_COORDINATOR
+// (another node leads: clients look it up again) or
+// COORDINATOR_NOT_AVAILABLE (no leader right now).
+func (cs *coordinators) get(k coordKey) (*groups.Coordinator, *kerr.Error) {
+	leader, term, ok := cs.engine.Leader(k.group)
 	if !ok {
 		return nil, kerr.CoordinatorNotAvailable
 	}
@@ -78,17 +88,16 @@ func (cs *coordinators) get(tenant wire.ID) (*groups.Coordinator, *kerr.Error) {
 	if cs.closed {
 		return nil, kerr.CoordinatorNotAvailable
 	}
-	tc := cs.byTenant[tenant]
+	tc := cs.byKey[k]
 	if tc != nil && tc.term != term {
 		tc.c.Close()
 		tc = nil
 	}
 	if tc == nil {
 		cfg := cs.cfg
-		store := cs.engine.Store(tenant)
-		cfg.Known = func(group string) bool { return store.HasGroup(tenant, group) }
+		cfg.Known = func(group string) bool { return cs.engine.HasGroup(k.tenant, group) }
 		tc = &termCoordinator{term: term, c: groups.New(cfg)}
-		cs.byTenant[tenant] = tc
+		cs.byKey[k] = tc
 	}
 	if !cs.watching {
 		cs.watching = true
@@ -98,9 +107,9 @@ func (cs *coordinators) get(tenant wire.ID) (*groups.Coordinator, *kerr.Error) {
 	return tc.c, nil
 }
 
-// watch discards the coordinators of tenants this node no longer leads, so
-// joins parked there hear NOT_COORDINATOR now rather than at their
-// rebalance timeout.
+// watch discards the coordinators of raft groups this node no longer
+// leads, so joins parked there hear NOT_COORDINATOR now rather than at
+// their rebalance timeout.
 func (cs *coordinators) watch() {
 	defer cs.wg.Done()
 	t := time.NewTicker(leadershipCheckInterval)
@@ -112,10 +121,10 @@ func (cs *coordinators) watch() {
 		case <-t.C:
 		}
 		cs.mu.Lock()
-		for tenant, tc := range cs.byTenant {
-			if leader, term, ok := cs.engine.Leader(tenant); !ok || leader != cs.self || term != tc.term {
+		for k, tc := range cs.byKey {
+			if leader, term, ok := cs.engine.Leader(k.group); !ok || leader != cs.self || term != tc.term {
 				tc.c.Close()
-				delete(cs.byTenant, tenant)
+				delete(cs.byKey, k)
 			}
 		}
 		cs.mu.Unlock()
@@ -130,26 +139,46 @@ func (cs *coordinators) close() {
 		return
 	}
 	cs.closed = true
-	for tenant, tc := range cs.byTenant {
+	for k, tc := range cs.byKey {
 		tc.c.Close()
-		delete(cs.byTenant, tenant)
+		delete(cs.byKey, k)
 	}
 	close(cs.stop)
 	cs.mu.Unlock()
 	cs.wg.Wait()
 }
 
-// groupCoordinator is the coordinator of the connection's tenant for a
-// group, or the Kafka error to answer with. Queen's implicit queue-mode
-// group is no Kafka group: clients joining it, committing to it or
-// deleting it would move the positions of every competing HTTP consumer.
+// groupCoordinator is the coordinator of a consumer group of the
+// connection's tenant, or the Kafka error to answer with. Queen's implicit
+// queue-mode group is no Kafka group: clients joining it, committing to it
+// or deleting it would move the positions of every competing HTTP
+// consumer.
 func (b *Broker) groupCoordinator(c *kafka.Conn, group string) (wire.ID, *groups.Coordinator, *kerr.Error) {
 	tenant := b.tenantOf(c)
 	if group == wire.QueueModeGroup {
 		return tenant, nil, kerr.InvalidGroupID
 	}
-	coord, err := b.groups.get(tenant)
+	coord, err := b.groups.get(coordKey{tenant, b.engine.CoordinatorGroup(tenant, 'g', group)})
 	return tenant, coord, err
+}
+
+// ledCoordinators returns the coordinators of the tenant's consumer groups
+// on every raft group of the tenant this node leads, by raft group, or
+// COORDINATOR_NOT_AVAILABLE while one of those groups has no leader (the
+// consumer groups it coordinates are nowhere to be listed then).
+func (b *Broker) ledCoordinators(tenant wire.ID) (map[int]*groups.Coordinator, *kerr.Error) {
+	out := map[int]*groups.Coordinator{}
+	for _, n := range b.engine.TenantGroups(tenant) {
+		coord, kErr := b.groups.get(coordKey{tenant, n})
+		switch kErr {
+		case nil:
+			out[n] = coord
+		case kerr.NotCoordinator:
+		default:
+			return nil, kErr
+		}
+	}
+	return out, nil
 }
 
 // admitGroupCommit checks that offsets of group may be committed by member

@@ -48,17 +48,18 @@ func groupReq[R kmsg.Response](tb *groupsTestBroker, r kmsg.Request) R {
 // topic creates a Kafka topic with n records in each of its partitions.
 func (tb *groupsTestBroker) topic(name string, partitions, n int) {
 	tb.t.Helper()
+	res, err := tb.engine.CreateTopic(tb.ctx, &wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: name, Partitions: uint32(partitions)})
+	if err != nil || res.Code != wire.CodeOK {
+		tb.t.Fatalf("create %s: %v %v", name, err, res.Code)
+	}
 	for p := range partitions {
 		var recs []byte
 		for i := range n {
 			recs = wire.AppendRecord(recs, &wire.Record{MsgID: wire.ID{0: byte(p), 1: byte(i), 15: 1}, Payload: []byte(strconv.Itoa(i))})
 		}
-		_, err := tb.engine.Push(tb.ctx, wire.DefaultTenant, []wire.PushCmd{{Tenant: wire.DefaultTenant, Queue: name,
-			PartitionIndex: int32(p), Flags: wire.PushCreateQueue | wire.PushFromKafka, NewPartitions: uint32(partitions),
-			Count: n, Records: recs}})
-		if err != nil {
-			tb.t.Fatal(err)
-		}
+		// A Kafka topic's partitions are named by their index.
+		httpPush(tb.t, tb.engine, wire.PushCmd{Tenant: wire.DefaultTenant, Queue: name, Partition: strconv.Itoa(p),
+			PartitionIndex: -1, Count: n, Records: recs})
 	}
 }
 
@@ -162,6 +163,10 @@ func (tb *groupsTestBroker) listGroups(states ...string) map[string]string {
 func TestGroupAPIsOverTheWire(t *testing.T) {
 	tb := newGroupsTestBroker(t)
 	tb.topic("t", 2, 5)
+	// Commits, fetches and deletes of the group's offsets span raft groups.
+	if g := raftGroupsOf(t, tb.engine, "t", 2); g[0] == g[1] {
+		t.Fatalf("both partitions of t in raft group %d", g[0])
+	}
 
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey = "g"

@@ -11,6 +11,7 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
+	"github.com/queen-mq/queen/wire"
 )
 
 // testWait bounds every wait in these tests.
@@ -89,4 +90,48 @@ func consume(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
 func rec(topic string, i int) *kgo.Record {
 	return &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
 		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(i))}}}
+}
+
+// httpPush pushes to a queue's partition by name as the HTTP API does,
+// creating both when missing.
+func httpPush(t *testing.T, e *raftgroups.Engine, push wire.PushCmd) {
+	t.Helper()
+	out, err := e.Push(ctxFor(t), push.Tenant, []wire.PushCmd{push})
+	if err != nil || out[0].Err != nil || out[0].Code != wire.CodeOK {
+		t.Fatalf("push to %s/%s: %v %+v", push.Queue, push.Partition, err, out)
+	}
+}
+
+// hwm is the high-water mark of a topic's partition, read from the raft
+// group holding it.
+func hwm(n *testNode, topic string, index uint32) uint64 {
+	p, ok := n.engine.PartitionAt(wire.DefaultTenant, topic, index)
+	if !ok {
+		n.t.Fatalf("no partition %s/%d", topic, index)
+	}
+	return p.HighWatermark()
+}
+
+// raftGroupsOf lists the raft group holding each partition of a topic, by
+// index.
+func raftGroupsOf(t *testing.T, e *raftgroups.Engine, topic string, partitions int) []int {
+	t.Helper()
+	out := make([]int, partitions)
+	for i := range out {
+		d, ok := e.DirByIndex(wire.DefaultTenant, topic, uint32(i))
+		if !ok {
+			t.Fatalf("no directory entry for %s/%d", topic, i)
+		}
+		out[i] = int(d.Group)
+	}
+	return out
+}
+
+// distinct counts the different values of xs.
+func distinct(xs []int) int {
+	seen := map[int]bool{}
+	for _, x := range xs {
+		seen[x] = true
+	}
+	return len(seen)
 }

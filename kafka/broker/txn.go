@@ -1,430 +1,154 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
-// The transaction coordinator. A transaction's records and offsets are
-// staged here, in the leader's memory (bounded per transaction and in
-// total), and reach the log only in the one raft entry that commits them
-// (spec §3.3): an aborted transaction writes nothing, so no consumer, Kafka
-// read_committed or not, or HTTP, ever sees its records.
+// Transactions (spec §3.3, docs/placement.md "Transactions across groups").
+// No node holds any of a transaction in memory:
 //
-// The durable side is small: each transactional id's producer id, epoch and
-// whether a transaction is open (storage's txnState). When leadership moves,
-// the staged records stay behind on the old leader and are lost; the new
-// leader sees the transaction open but has nothing staged for it, aborts it
-// and fences the producer's epoch, so the client's next AddPartitionsToTxn,
-// produce or EndTxn gets INVALID_PRODUCER_EPOCH and it aborts and starts over
-// (franz-go and KIP-588 clients re-initialise on their own). A commit never
-// succeeds with part of a transaction.
+//   - its state (producer id, epoch, whether open, the raft groups it stages
+//     in) lives in the raft group its transactional id hashes onto, whose
+//     leader is its coordinator (InitProducerId, AddPartitionsToTxn,
+//     AddOffsetsToTxn, EndTxn, and the timeout reaper);
+//   - its records are staged by each partition's leader (transactional
+//     Produce), its offsets by the consumer group's coordinator
+//     (TxnOffsetCommit), in the raft group holding the partition: that
+//     group's prepared part of the transaction's two-phase commit, which
+//     no reader sees;
+//   - EndTxn records the decision in the coordinator's group and resolves
+//     every group the state names: a commit appends the records and sets
+//     the positions there, an abort drops them.
+//
+// So a transaction survives the loss of any node, its coordinator's
+// included: whichever node leads a group next carries on from the
+// replicated state.
 
-type txnKey struct {
-	tenant wire.ID
-	id     string
+// txnWait bounds a transaction API's raft writes.
+const txnWait = 15 * time.Second
+
+// coordinatesTxn reports whether this node coordinates a transactional id
+// of tenant: it leads the raft group the id hashes onto.
+func (b *Broker) coordinatesTxn(tenant wire.ID, id string) bool {
+	node, _, ok := b.engine.TxnCoordinator(tenant, id)
+	return ok && node == uint64(b.cfg.NodeID)
 }
 
-type partKey struct {
-	topic     string
-	partition int32
-}
-
-type offsetKey struct {
-	group, topic string
-	partition    int32
-}
-
-// stagedPart is what a transaction has produced to one partition.
-type stagedPart struct {
-	records []byte // stored form (wire.AppendRecord)
-	count   int
-	batches []wire.SeqBatch
-	nextSeq int32
-	seqSet  bool // nextSeq is known (from the store or a staged batch)
-}
-
-// staged is one open transaction.
-type staged struct {
-	key        txnKey
-	producerID int64
-	epoch      int16
-	txnSeq     uint64
-	term       uint64 // the leader's term when it began
-	timeout    time.Duration
-	began      time.Time
-
-	ending atomic.Bool // an EndTxn holds it: nothing more is staged
-	bytes  int         // staged bytes, guarded by the coordinator's mu
-
-	mu      sync.Mutex // guards what follows
-	parts   map[partKey]*stagedPart
-	order   []partKey
-	groups  map[string]bool
-	offsets map[offsetKey]wire.TxnOffset
-}
-
-// coordinator stages the transactions this node coordinates. Lock order:
-// a staged transaction's mu, then the coordinator's.
-type coordinator struct {
-	b     *Broker
-	mu    sync.Mutex
-	txns  map[txnKey]*staged
-	bytes int // staged across every transaction
-}
-
-func newCoordinator(b *Broker) *coordinator {
-	return &coordinator{b: b, txns: map[txnKey]*staged{}}
-}
-
-// current returns the open transaction of key staged on this node, when it
-// is still good: this node still leads in the term it began in. A stale one
-// is dropped.
-func (c *coordinator) current(key txnKey) *staged {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.txns[key]
-	if s == nil {
-		return nil
-	}
-	node, term, ok := c.b.engine.Leader(key.tenant)
-	if !ok || node != uint64(c.b.cfg.NodeID) || term != s.term {
-		c.dropLocked(s)
-		return nil
-	}
-	return s
-}
-
-func (c *coordinator) drop(s *staged) {
-	c.mu.Lock()
-	c.dropLocked(s)
-	c.mu.Unlock()
-}
-
-func (c *coordinator) dropLocked(s *staged) {
-	if c.txns[s.key] != s {
-		return
-	}
-	delete(c.txns, s.key)
-	c.bytes -= s.bytes
-	s.bytes = 0
-}
-
-// dropKey forgets whatever is staged for key (InitProducerId fences it).
-func (c *coordinator) dropKey(key txnKey) {
-	c.mu.Lock()
-	if s := c.txns[key]; s != nil {
-		c.dropLocked(s)
-	}
-	c.mu.Unlock()
-}
-
-// begin returns the open transaction of a producer, opening one (durably:
-// TxnBegin) when it has none. A transaction the store says is open but that
-// is not staged here was lost: it is aborted, the producer fenced, and
-// errTxnLost returned.
-func (c *coordinator) begin(ctx context.Context, key txnKey, producerID int64, epoch int16) (*staged, error) {
-	if s := c.current(key); s != nil {
-		if s.producerID != producerID || s.epoch != epoch {
-			return nil, wire.ErrFenced
+// openTxn returns a producer's transaction as the transactional id's raft
+// group records it, checked open at the producer's epoch with every raft
+// group of groups (bit g) added. When this node's replica does not show
+// that, it is read again after a read barrier: the request may follow a
+// write made through another node (AddPartitionsToTxn at the coordinator,
+// then a produce at a partition's leader).
+func (b *Broker) openTxn(ctx context.Context, tenant wire.ID, txnID string, producerID int64, epoch int16, groups uint64) (storage.TxnInfo, error) {
+	info, ok := b.engine.KafkaTxn(tenant, txnID)
+	if checkTxn(info, ok, producerID, epoch, groups) != nil {
+		if err := b.engine.Barrier(ctx, b.engine.CoordinatorGroup(tenant, 't', txnID)); err != nil {
+			return info, err
 		}
-		return s, nil
+		info, ok = b.engine.KafkaTxn(tenant, txnID)
 	}
-	info, err := c.durable(key, producerID, epoch)
-	if err != nil {
-		return nil, err
+	return info, checkTxn(info, ok, producerID, epoch, groups)
+}
+
+// checkTxn checks a transactional id's state (ok: it has one) against the
+// producer id and epoch a request names and the raft groups it needs.
+func checkTxn(info storage.TxnInfo, ok bool, producerID int64, epoch int16, groups uint64) error {
+	switch {
+	case !ok || info.ProducerID != producerID:
+		return wire.ErrNotFound
+	case info.Epoch != epoch:
+		return wire.ErrFenced
+	case !info.Ongoing:
+		return errTxnState
+	case info.Groups&groups != groups:
+		return errTxnNotAdded
 	}
-	if info.Ongoing {
-		return nil, c.abortLost(ctx, info)
-	}
-	_, term, ok := c.b.engine.Leader(key.tenant)
-	if !ok {
-		return nil, errNotLeader
-	}
-	res, err := c.b.engine.TxnBegin(ctx, &wire.TxnBeginCmd{Tenant: key.tenant, TxnID: key.id, ProducerID: producerID, Epoch: epoch})
+	return nil
+}
+
+// beginTxn opens a producer's transaction, if it is not open, and adds
+// groups (bit g) to the raft groups it stages in, which EndTxn resolves.
+func (b *Broker) beginTxn(ctx context.Context, tenant wire.ID, txnID string, producerID int64, epoch int16, groups uint64) (wire.KafkaTxnResult, error) {
+	res, err := b.engine.TxnBegin(ctx, &wire.TxnBeginCmd{Tenant: tenant, TxnID: txnID, ProducerID: producerID, Epoch: epoch, Groups: groups})
 	if err == nil {
 		err = res.Code.Err()
 	}
-	if err != nil {
-		return nil, err
-	}
-	s := &staged{key: key, producerID: producerID, epoch: epoch, txnSeq: res.TxnSeq, term: term,
-		timeout: time.Duration(info.TimeoutMs) * time.Millisecond, began: time.Now(),
-		parts: map[partKey]*stagedPart{}, groups: map[string]bool{}, offsets: map[offsetKey]wire.TxnOffset{}}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old := c.txns[key]; old != nil {
-		// A concurrent request of the same producer began it first.
-		if old.txnSeq == s.txnSeq && old.epoch == epoch {
-			return old, nil
-		}
-		c.dropLocked(old)
-	}
-	c.txns[key] = s
-	return s, nil
+	return res, err
 }
 
-// durable reads a transactional id's state and checks the producer id and
-// epoch a request names against it.
-func (c *coordinator) durable(key txnKey, producerID int64, epoch int16) (info storage.TxnInfo, err error) {
-	i, ok := c.b.engine.Store(key.tenant).KafkaTxn(key.tenant, key.id)
-	switch {
-	case !ok || i.ProducerID != producerID:
-		return info, wire.ErrNotFound
-	case i.Epoch != epoch:
-		return info, wire.ErrFenced
-	}
-	return i, nil
+// stageCmd is what every piece staged for the transaction info describes
+// carries: its commit's id, its coordinator's raft group and the deadline
+// after which an undecided piece asks that group for the decision.
+func (b *Broker) stageCmd(info storage.TxnInfo) wire.KafkaStageCmd {
+	return wire.KafkaStageCmd{XID: raftgroups.KafkaTxnXID(info), Coord: uint16(b.engine.CoordinatorGroup(info.Tenant, 't', info.TxnID)),
+		DeadlineMs: raftgroups.KafkaStageDeadline(info), TxnID: info.TxnID}
 }
 
-// abortLost ends a transaction whose staged records are gone: aborted, and
-// the producer fenced so it knows.
-func (c *coordinator) abortLost(ctx context.Context, info storage.TxnInfo) error {
-	_, err := c.b.engine.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: info.Tenant, TxnID: info.TxnID, ProducerID: info.ProducerID,
-		Epoch: info.Epoch, TxnSeq: info.TxnSeq, BumpEpoch: true})
-	if err != nil && !errors.Is(err, wire.ErrConflict) && !errors.Is(err, wire.ErrFenced) {
+// groupBit is raft group g in a transaction's groups.
+func groupBit(g int) uint64 { return 1 << uint(g) }
+
+// endTxn commits or aborts a producer's transaction. An end repeated after
+// it completed goes to the engine too, which answers as the first did and
+// resolves again every group the first may not have reached.
+func (b *Broker) endTxn(ctx context.Context, tenant wire.ID, txnID string, producerID int64, epoch int16, commit bool) error {
+	info, err := b.openTxn(ctx, tenant, txnID, producerID, epoch, 0)
+	repeated := errors.Is(err, errTxnState) && info.TxnSeq > 0 && info.LastCommitted == commit
+	if err != nil && !repeated {
 		return err
 	}
-	c.b.log.Info("kafka: aborted a transaction whose staged records were lost", "transactional_id", info.TxnID,
-		"producer_id", info.ProducerID, "epoch", info.Epoch)
-	return errTxnLost
-}
-
-// stage adds a produce's transactional batches for one partition, checking
-// the producer, that the partition was added, the sequences and the memory
-// bounds. A batch already staged (a client retry) is accepted again without
-// being stored twice.
-func (c *coordinator) stage(ctx context.Context, tenant wire.ID, txnID, topic string, partition int32, batches []records.Batch, seal bool) error {
-	key := txnKey{tenant, txnID}
-	s := c.current(key)
-	if s == nil {
-		info, err := c.durable(key, batches[0].ProducerID, batches[0].ProducerEpoch)
-		switch {
-		case err != nil:
-			return err
-		case info.Ongoing:
-			return c.abortLost(ctx, info)
-		}
-		return errTxnNotAdded
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sp := s.parts[partKey{topic, partition}]
-	switch {
-	case s.ending.Load():
-		return errTxnState
-	case sp == nil:
-		return errTxnNotAdded
-	}
-	for i := range batches {
-		bt := &batches[i]
-		if bt.ProducerID != s.producerID || bt.ProducerEpoch != s.epoch {
-			return wire.ErrFenced
-		}
-		if !sp.seqSet {
-			sp.nextSeq, sp.seqSet = c.storedNextSeq(tenant, topic, partition, s), true
-		}
-		if slices.Contains(sp.batches, wire.SeqBatch{BaseSeq: bt.BaseSequence, Count: uint32(len(bt.Records))}) {
-			continue
-		}
-		if bt.BaseSequence != sp.nextSeq {
-			return wire.ErrOutOfOrder
-		}
-		size := storedSize(bt)
-		if err := c.reserve(s, size); err != nil {
-			return err
-		}
-		before := len(sp.records)
-		recs, err := c.b.appendStored(sp.records, bt, seal)
-		if err != nil {
-			c.adjust(s, -size)
-			return err
-		}
-		sp.records = recs
-		c.adjust(s, len(sp.records)-before-size)
-		sp.count += len(bt.Records)
-		sp.batches = append(sp.batches, wire.SeqBatch{BaseSeq: bt.BaseSequence, Count: uint32(len(bt.Records))})
-		sp.nextSeq = wire.NextSeq(bt.BaseSequence, len(bt.Records))
-	}
-	return nil
-}
-
-// storedNextSeq is the sequence a producer's next batch to a partition must
-// carry: after its last committed one in this epoch, else 0.
-func (c *coordinator) storedNextSeq(tenant wire.ID, topic string, partition int32, s *staged) int32 {
-	store := c.b.engine.Store(tenant)
-	p, ok := store.PartitionByIndex(tenant, topic, uint32(partition))
-	if !ok {
-		return 0
-	}
-	if st, ok := store.KafkaProducer(p, s.producerID); ok && st.Epoch == s.epoch {
-		return wire.NextSeq(st.LastSeq, 1)
-	}
-	return 0
-}
-
-// reserve takes n bytes of staging memory for s (s.mu held).
-func (c *coordinator) reserve(s *staged, n int) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case s.bytes+n > c.b.cfg.TxnMaxBytes:
-		return errTxnTooLarge
-	case c.bytes+n > c.b.cfg.TxnBufferBytes:
-		return errTxnBufferFull
-	}
-	s.bytes += n
-	c.bytes += n
-	return nil
-}
-
-// adjust corrects a reservation by delta bytes (s.mu held).
-func (c *coordinator) adjust(s *staged, delta int) {
-	c.mu.Lock()
-	s.bytes += delta
-	c.bytes += delta
-	c.mu.Unlock()
-}
-
-// end commits or aborts a producer's transaction.
-func (c *coordinator) end(ctx context.Context, key txnKey, producerID int64, epoch int16, commit bool) error {
-	s := c.current(key)
-	if s == nil {
-		return c.endUnstaged(ctx, key, producerID, epoch, commit)
-	}
-	if s.producerID != producerID || s.epoch != epoch {
-		return wire.ErrFenced
-	}
-	if !s.ending.CompareAndSwap(false, true) {
-		return errTxnState
-	}
-	s.mu.Lock()
-	cmd := wire.TxnEndCmd{Tenant: key.tenant, TxnID: key.id, ProducerID: producerID, Epoch: epoch, TxnSeq: s.txnSeq,
-		Commit: commit, StateTTLMs: uint32(c.b.cfg.DedupWindow.Milliseconds())}
-	cmd.Pushes, cmd.Offsets = s.commitContents(commit)
-	s.mu.Unlock()
-	res, err := c.b.engine.TxnEnd(ctx, &cmd)
-	if errors.Is(err, raftgroups.ErrNoLeader) || errors.Is(err, raftgroups.ErrOverloaded) {
-		// Never proposed: the client may retry the same end.
-		s.ending.Store(false)
-		return err
-	}
-	c.drop(s)
+	res, err := b.engine.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: tenant, TxnID: txnID, ProducerID: producerID, Epoch: epoch,
+		TxnSeq: info.TxnSeq, Commit: commit})
 	switch {
 	case err != nil:
 		return err
-	case res.Code == wire.CodePartitionNotFound || res.Code == wire.CodeBadRequest:
-		return fmt.Errorf("%w: a partition it wrote to is gone", errTxnLost)
+	case res.Code == wire.CodeConflict && commit:
+		return errTxnAborted
 	}
 	return res.Code.Err()
 }
 
-// commitContents lays the transaction out for its TxnEnd: partitions in
-// the order they were added, offsets sorted. An abort carries only the
-// batches, for the sequences (s.mu held).
-func (s *staged) commitContents(commit bool) ([]wire.TxnPush, []wire.TxnOffset) {
-	var pushes []wire.TxnPush
-	for _, k := range s.order {
-		sp := s.parts[k]
-		if sp.count == 0 {
-			continue
-		}
-		push := wire.TxnPush{Queue: k.topic, PartitionIndex: uint32(k.partition), Batches: sp.batches}
-		if commit {
-			push.Count, push.Records = sp.count, sp.records
-		}
-		pushes = append(pushes, push)
-	}
-	if !commit {
-		return pushes, nil
-	}
-	offsets := make([]wire.TxnOffset, 0, len(s.offsets))
-	for _, o := range s.offsets {
-		offsets = append(offsets, o)
-	}
-	slices.SortFunc(offsets, func(a, b wire.TxnOffset) int {
-		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.PartitionIndex, b.PartitionIndex))
-	})
-	return pushes, offsets
-}
-
-// endUnstaged answers an EndTxn for a transaction with nothing staged here:
-// the retry of an end that completed, or a transaction lost with a leader.
-func (c *coordinator) endUnstaged(ctx context.Context, key txnKey, producerID int64, epoch int16, commit bool) error {
-	info, err := c.durable(key, producerID, epoch)
-	switch {
-	case err != nil:
-		return err
-	case !info.Ongoing && info.LastCommitted == commit && info.TxnSeq > 0:
-		return nil // it already ended this way
-	case !info.Ongoing:
-		return errTxnState
-	}
-	// Open but not staged here: lost, with the sequences of its batches,
-	// so even an abort fences the producer to restart them.
-	return c.abortLost(ctx, info)
-}
-
-// reapEvery is how often the coordinator looks for stale transactions.
+// reapEvery is how often the coordinator looks for transactions past their
+// timeout.
 const reapEvery = time.Second
 
-// reap aborts transactions past their timeout, as Kafka's coordinator does,
-// and drops staging this node no longer coordinates. Open transactions that
-// began under another leader are aborted once past their timeout too.
-func (c *coordinator) reap() {
-	defer c.b.wg.Done()
+// reapTxns aborts transactions past their timeout until the broker closes.
+func (b *Broker) reapTxns() {
+	defer b.wg.Done()
 	t := time.NewTicker(reapEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.b.ctx.Done():
+		case <-b.ctx.Done():
 			return
 		case <-t.C:
 		}
-		c.reapOnce(time.Now())
+		b.reapTxnsOnce(time.Now())
 	}
 }
 
-func (c *coordinator) reapOnce(now time.Time) {
-	c.mu.Lock()
-	var expired []*staged
-	staged := map[txnKey]bool{}
-	for k, s := range c.txns {
-		node, term, ok := c.b.engine.Leader(k.tenant)
-		switch {
-		case !ok || node != uint64(c.b.cfg.NodeID) || term != s.term:
-			c.dropLocked(s)
-		case !s.ending.Load() && now.Sub(s.began) > s.timeout:
-			expired = append(expired, s)
-			c.dropLocked(s)
-		default:
-			staged[k] = true
-		}
-	}
-	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(c.b.ctx, 10*time.Second)
+// reapTxnsOnce aborts the open transactions this node coordinates that are
+// past their timeout at now, and fences their producers, as Kafka's
+// coordinator does.
+func (b *Broker) reapTxnsOnce(now time.Time) {
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	for _, s := range expired {
-		c.b.log.Info("kafka: aborting a transaction past its timeout", "transactional_id", s.key.id, "timeout", s.timeout)
-		_, _ = c.b.engine.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: s.key.tenant, TxnID: s.key.id, ProducerID: s.producerID,
-			Epoch: s.epoch, TxnSeq: s.txnSeq, BumpEpoch: true})
-	}
-	for _, info := range c.b.engine.LedOpenTxns() {
-		deadline := time.UnixMilli(info.BeganMs).Add(time.Duration(info.TimeoutMs) * time.Millisecond)
-		if staged[txnKey{info.Tenant, info.TxnID}] || now.Before(deadline) {
+	for _, info := range b.engine.LedOpenTxns() {
+		timeout := time.Duration(info.TimeoutMs) * time.Millisecond
+		if now.Before(time.UnixMilli(info.BeganMs).Add(timeout)) {
 			continue
 		}
-		_ = c.abortLost(ctx, info)
+		b.log.Info("kafka: aborting a transaction past its timeout", "transactional_id", info.TxnID, "timeout", timeout)
+		_, err := b.engine.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: info.Tenant, TxnID: info.TxnID, ProducerID: info.ProducerID,
+			Epoch: info.Epoch, TxnSeq: info.TxnSeq, BumpEpoch: true})
+		if err != nil {
+			b.log.Warn("kafka: aborting a transaction past its timeout failed; retrying", "transactional_id", info.TxnID, "err", err)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -9,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -28,18 +32,56 @@ func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
 	}
 }
 
+// noStagedParts fails unless every raft group of e has resolved every
+// piece staged in it: a transaction that ended leaves nothing behind.
+func noStagedParts(t *testing.T, e *raftgroups.Engine) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for {
+		left := 0
+		for _, st := range e.Stores() {
+			left += len(st.PreparedParts())
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d staged parts left unresolved", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// consumeValues reads a topic from the start at an isolation level until
+// want records arrived, and returns their values, sorted.
+func consumeValues(t *testing.T, n *testNode, topic string, level kgo.IsolationLevel, want int) []string {
+	t.Helper()
+	cons := n.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level))
+	var out []string
+	for _, r := range consume(t, cons, want) {
+		out = append(out, string(r.Value))
+	}
+	sort.Strings(out)
+	return out
+}
+
 func TestTransactionCommittedAndAborted(t *testing.T) {
 	n := startNode(t, nil)
 	admin := n.client()
-	createTopic(t, admin, "tx", 2)
-	prod := n.client(kgo.TransactionalID("txp"), kgo.DefaultProduceTopic("tx"))
+	const parts = 3
+	createTopic(t, admin, "tx", parts)
+	if g := raftGroupsOf(t, n.engine, "tx", parts); distinct(g) != parts {
+		t.Fatalf("partitions in raft groups %v: the transaction would not cross every group", g)
+	}
+	prod := n.client(kgo.TransactionalID("txp"), kgo.DefaultProduceTopic("tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx := ctxFor(t)
+	const perTxn = 12
 	produce := func(prefix string, commit kgo.TransactionEndTry) {
 		if err := prod.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 10; i++ {
-			r := &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))}
+		for i := 0; i < perTxn; i++ {
+			r := &kgo.Record{Partition: int32(i % parts), Value: []byte(fmt.Sprintf("%s-%02d", prefix, i))}
 			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
@@ -47,42 +89,40 @@ func TestTransactionCommittedAndAborted(t *testing.T) {
 		if err := prod.EndTransaction(ctx, commit); err != nil {
 			t.Fatal(err)
 		}
+		noStagedParts(t, n.engine)
 	}
 	produce("committed", kgo.TryCommit)
 	produce("aborted", kgo.TryAbort)
 	produce("again", kgo.TryCommit)
-	for _, level := range []kgo.IsolationLevel{kgo.ReadCommitted(), kgo.ReadUncommitted()} {
-		cons := n.client(kgo.ConsumeTopics("tx"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level))
-		got := consume(t, cons, 20)
-		for _, r := range got {
-			if v := string(r.Value); v[:3] == "abo" {
-				t.Fatalf("aborted record %s consumed", v)
-			}
+	var want []string
+	for _, prefix := range []string{"committed", "again"} {
+		for i := 0; i < perTxn; i++ {
+			want = append(want, fmt.Sprintf("%s-%02d", prefix, i))
 		}
 	}
-	// Nothing more than the 20 committed records is in the log.
-	store := n.engine.Store(wire.DefaultTenant)
-	total := uint64(0)
-	for i := uint32(0); i < 2; i++ {
-		p, _ := store.PartitionByIndex(wire.DefaultTenant, "tx", i)
-		total += p.HighWatermark()
+	sort.Strings(want)
+	// Both commits reached every partition, so every raft group; the
+	// aborted transaction reached none.
+	for i := uint32(0); i < parts; i++ {
+		if h := hwm(n, "tx", i); h != 2*perTxn/parts {
+			t.Fatalf("partition %d holds %d records, want %d", i, h, 2*perTxn/parts)
+		}
 	}
-	if total != 20 {
-		t.Fatalf("%d records stored, want 20", total)
-	}
-	if n.broker.txns.bytes != 0 {
-		t.Fatalf("%d staged bytes left", n.broker.txns.bytes)
+	for _, level := range []kgo.IsolationLevel{kgo.ReadCommitted(), kgo.ReadUncommitted()} {
+		if got := consumeValues(t, n, "tx", level, len(want)); !slices.Equal(got, want) {
+			t.Fatalf("consumed %v\nwant %v", got, want)
+		}
 	}
 }
 
 // txnClient drives the transaction APIs by hand.
 type txnClient struct {
-	t      *testing.T
-	cl     *kgo.Client
-	id     string
-	pid    int64
-	epoch  int16
-	nextSq int32
+	t     *testing.T
+	cl    *kgo.Client
+	id    string
+	pid   int64
+	epoch int16
+	seqs  map[string]int32 // the next sequence, by "topic/partition"
 }
 
 func (x *txnClient) init(timeoutMs int32) {
@@ -92,7 +132,7 @@ func (x *txnClient) init(timeoutMs int32) {
 	if err != nil || resp.ErrorCode != 0 {
 		x.t.Fatalf("init: %v %d", err, resp.ErrorCode)
 	}
-	x.pid, x.epoch, x.nextSq = resp.ProducerID, resp.ProducerEpoch, 0
+	x.pid, x.epoch, x.seqs = resp.ProducerID, resp.ProducerEpoch, map[string]int32{}
 }
 
 func (x *txnClient) addPartition(topic string, p int32) int16 {
@@ -108,13 +148,54 @@ func (x *txnClient) addPartition(topic string, p int32) int16 {
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
+func (x *txnClient) addOffsets(group string) int16 {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = x.id, x.pid, x.epoch, group
+	resp, err := req.RequestWith(ctxFor(x.t), x.cl)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	return resp.ErrorCode
+}
+
+// commitOffsets sends a TxnOffsetCommit of topic's offsets, by partition,
+// and returns each partition's answer.
+func (x *txnClient) commitOffsets(group, topic string, offsets map[int32]int64) map[int32]int16 {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = x.id, group, x.pid, x.epoch
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = topic
+	for p, off := range offsets {
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, off
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxFor(x.t), x.cl)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	out := map[int32]int16{}
+	for _, p := range resp.Topics[0].Partitions {
+		out[p.Partition] = p.ErrorCode
+	}
+	return out
+}
+
 func (x *txnClient) produce(topic string, values ...string) int16 {
+	return x.produceTo(topic, 0, values...)
+}
+
+// produceTo sends one transactional batch of values to a partition and
+// returns its answer; the partition's sequence moves on when it is taken.
+func (x *txnClient) produceTo(topic string, partition int32, values ...string) int16 {
 	var recs []records.Record
 	for i, v := range values {
 		recs = append(recs, records.Record{OffsetDelta: int32(i), Value: []byte(v)})
 	}
+	key := fmt.Sprintf("%s/%d", topic, partition)
 	opts := records.NewBatchOptions(0)
-	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = x.pid, x.epoch, x.nextSq, true
+	opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence, opts.Transactional = x.pid, x.epoch, x.seqs[key], true
 	batch, err := records.AppendBatch(nil, opts, recs)
 	if err != nil {
 		x.t.Fatal(err)
@@ -124,17 +205,21 @@ func (x *txnClient) produce(topic string, values ...string) int16 {
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
+	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctxFor(x.t), x.cl)
 	if err != nil {
 		x.t.Fatal(err)
 	}
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		return code
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		return p.ErrorCode
 	}
-	x.nextSq += int32(len(values))
+	if p.BaseOffset != -1 {
+		x.t.Fatalf("a staged batch answered offset %d, want -1", p.BaseOffset)
+	}
+	x.seqs[key] += int32(len(values))
 	return 0
 }
 
@@ -148,18 +233,15 @@ func (x *txnClient) end(commit bool) int16 {
 	return resp.ErrorCode
 }
 
-func hwm(n *testNode, topic string, index uint32) uint64 {
-	p, _ := n.engine.Store(wire.DefaultTenant).PartitionByIndex(wire.DefaultTenant, topic, index)
-	return p.HighWatermark()
-}
-
 func TestTransactionProtocolEdges(t *testing.T) {
 	n := startNode(t, nil)
 	cl := n.client()
-	createTopic(t, cl, "edges", 1)
+	createTopic(t, cl, "edges", 2)
+	if g := raftGroupsOf(t, n.engine, "edges", 2); g[0] == g[1] {
+		t.Fatalf("both partitions in raft group %d", g[0])
+	}
 	x := &txnClient{t: t, cl: cl, id: "edge"}
 	x.init(60000)
-	// Producing to a partition not added to the transaction is refused.
 	if x.addPartition("nope", 0) != kerr.UnknownTopicOrPartition.Code {
 		t.Fatal("added a partition of an unknown topic")
 	}
@@ -169,15 +251,19 @@ func TestTransactionProtocolEdges(t *testing.T) {
 	if code := x.addPartition("edges", 0); code != 0 {
 		t.Fatal(code)
 	}
+	// Partition 1 lives in a raft group the transaction did not add.
+	if code := x.produceTo("edges", 1, "x"); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce to a partition not added: %d", code)
+	}
 	if x.produce("edges", "a", "b") != 0 || x.produce("edges", "c") != 0 {
 		t.Fatal("staging refused")
 	}
 	// A retried batch is staged once; a gap is refused.
-	x.nextSq = 0
+	x.seqs["edges/0"] = 0
 	if code := x.produce("edges", "a", "b"); code != 0 {
 		t.Fatalf("retried batch: %d", code)
 	}
-	x.nextSq = 9
+	x.seqs["edges/0"] = 9
 	if code := x.produce("edges", "z"); code != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("gap: %d", code)
 	}
@@ -196,32 +282,98 @@ func TestTransactionProtocolEdges(t *testing.T) {
 	if code := x.end(false); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("abort after commit: %d", code)
 	}
+	noStagedParts(t, n.engine)
 
-	// Staged records lost (as with a leader change): the commit fails, the
-	// producer is fenced, nothing is written, and a re-init recovers.
-	x.nextSq = 3
-	if x.addPartition("edges", 0) != 0 || x.produce("edges", "lost") != 0 {
+	// An abort drops what was staged, in every group; the producer's
+	// sequences move past its batches, as in Kafka's log.
+	x.seqs["edges/0"] = 3
+	if x.addPartition("edges", 0) != 0 || x.addPartition("edges", 1) != 0 ||
+		x.produce("edges", "dropped") != 0 || x.produceTo("edges", 1, "dropped") != 0 {
 		t.Fatal("second transaction")
 	}
-	n.broker.txns.dropKey(txnKey{wire.DefaultTenant, "edge"})
-	if code := x.end(true); code != kerr.InvalidProducerEpoch.Code {
-		t.Fatalf("commit of a lost transaction: %d", code)
+	if code := x.end(false); code != 0 {
+		t.Fatalf("abort: %d", code)
 	}
-	if hwm(n, "edges", 0) != 3 {
-		t.Fatal("a lost transaction wrote records")
+	if code := x.end(false); code != 0 {
+		t.Fatalf("retried abort: %d", code)
 	}
-	old := x.epoch
-	x.init(60000)
-	if x.epoch <= old+1 {
-		t.Fatalf("epoch %d after the fence at %d", x.epoch, old+1)
+	if code := x.end(true); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("commit after abort: %d", code)
+	}
+	if hwm(n, "edges", 0) != 3 || hwm(n, "edges", 1) != 0 {
+		t.Fatal("an aborted transaction wrote records")
+	}
+	noStagedParts(t, n.engine)
+	if x.addPartition("edges", 0) != 0 || x.produce("edges", "d") != 0 || x.end(true) != 0 {
+		t.Fatal("a transaction after the abort")
+	}
+	if hwm(n, "edges", 0) != 4 {
+		t.Fatalf("hwm %d after the third transaction, want 4", hwm(n, "edges", 0))
 	}
 
-	// A zombie with the old epoch is fenced.
+	// A zombie with the old epoch is fenced, and an unknown producer id is
+	// no transaction's.
 	zombie := *x
 	x.init(60000)
 	if code := zombie.addPartition("edges", 0); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("zombie add: %d", code)
 	}
+	if x.addPartition("edges", 0) != 0 {
+		t.Fatal("add after the fence")
+	}
+	zombie.seqs = map[string]int32{}
+	if code := zombie.produce("edges", "zombie"); code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("zombie produce: %d", code)
+	}
+	stranger := *x
+	stranger.pid++
+	if code := stranger.end(true); code != kerr.InvalidProducerIDMapping.Code {
+		t.Fatalf("end by another producer id: %d", code)
+	}
+}
+
+// TestTransactionSurvivesItsCoordinator checks that no broker holds any of
+// a transaction: one begun and staged through a broker is carried on and
+// committed through another on the same engine (as after a change of
+// coordinator leader).
+func TestTransactionSurvivesItsCoordinator(t *testing.T) {
+	n := startNode(t, nil)
+	cl := n.client()
+	createTopic(t, cl, "durable", 2)
+	x := &txnClient{t: t, cl: cl, id: "durable"}
+	x.init(60000)
+	if x.addPartition("durable", 0) != 0 || x.produce("durable", "a", "b") != 0 ||
+		x.addOffsets("g") != 0 || x.commitOffsets("g", "durable", map[int32]int64{0: 0})[0] != 0 {
+		t.Fatal("staging through the first broker")
+	}
+	if err := n.broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	b, err := New(Config{Listener: kafka.Config{Addr: addr}, NodeID: 1, AdvertisedAddr: addr, LogDir: "/data"}, n.engine, quiet)
+	if err == nil {
+		err = b.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	n.broker, n.addr = b, addr
+	x.cl = n.client()
+	if x.addPartition("durable", 1) != 0 || x.produce("durable", "c") != 0 || x.produceTo("durable", 1, "d") != 0 {
+		t.Fatal("staging through the second broker")
+	}
+	if code := x.end(true); code != 0 {
+		t.Fatalf("commit through the second broker: %d", code)
+	}
+	if h0, h1 := hwm(n, "durable", 0), hwm(n, "durable", 1); h0 != 3 || h1 != 1 {
+		t.Fatalf("partitions hold %d and %d records, want 3 and 1", h0, h1)
+	}
+	p, _ := n.engine.PartitionAt(wire.DefaultTenant, "durable", 0)
+	if pos, ok := p.Store().GroupPosition(p, "g"); !ok || pos != 0 {
+		t.Fatalf("group position %d %v", pos, ok)
+	}
+	noStagedParts(t, n.engine)
 }
 
 func TestTransactionTimeoutAborts(t *testing.T) {
@@ -233,8 +385,12 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	if x.addPartition("slow", 0) != 0 || x.produce("slow", "v") != 0 {
 		t.Fatal("staging")
 	}
-	n.broker.txns.reapOnce(time.Now().Add(2 * time.Second))
-	if info, _ := n.engine.Store(wire.DefaultTenant).KafkaTxn(wire.DefaultTenant, "slow"); info.Ongoing || info.Epoch != x.epoch+1 {
+	n.broker.reapTxnsOnce(time.Now())
+	if info, _ := n.engine.KafkaTxn(wire.DefaultTenant, "slow"); !info.Ongoing {
+		t.Fatal("aborted before its timeout")
+	}
+	n.broker.reapTxnsOnce(time.Now().Add(2 * time.Second))
+	if info, _ := n.engine.KafkaTxn(wire.DefaultTenant, "slow"); info.Ongoing || info.Epoch != x.epoch+1 {
 		t.Fatalf("not aborted and fenced: %+v", info)
 	}
 	if code := x.end(true); code != kerr.InvalidProducerEpoch.Code {
@@ -243,38 +399,63 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	if hwm(n, "slow", 0) != 0 {
 		t.Fatal("timed-out transaction wrote records")
 	}
+	noStagedParts(t, n.engine)
 }
 
 func TestTxnOffsetCommitIsPartOfTheCommit(t *testing.T) {
 	n := startNode(t, nil)
-	cl := n.client()
-	createTopic(t, cl, "in", 1)
+	cl := n.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "in", 2)
+	if g := raftGroupsOf(t, n.engine, "in", 2); g[0] == g[1] {
+		t.Fatalf("both partitions in raft group %d", g[0])
+	}
+	for i := 0; i < 6; i++ {
+		if err := cl.ProduceSync(ctxFor(t), &kgo.Record{Topic: "in", Partition: int32(i % 2), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	position := func(partition uint32) (uint64, bool) {
+		p, _ := n.engine.PartitionAt(wire.DefaultTenant, "in", partition)
+		return p.Store().GroupPosition(p, "g")
+	}
 	x := &txnClient{t: t, cl: cl, id: "eos"}
 	x.init(60000)
-	add := kmsg.NewPtrAddOffsetsToTxnRequest()
-	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "eos", x.pid, x.epoch, "g"
-	if resp, err := add.RequestWith(ctxFor(t), cl); err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("%v %+v", err, resp)
+	if code := x.commitOffsets("g", "in", map[int32]int64{0: 1})[0]; code != kerr.InvalidTxnState.Code {
+		t.Fatalf("offsets without a transaction: %d", code)
 	}
-	commit := kmsg.NewPtrTxnOffsetCommitRequest()
-	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = "eos", "g", x.pid, x.epoch
-	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = "in"
-	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = 0, 0
-	rt.Partitions = append(rt.Partitions, rp)
-	commit.Topics = append(commit.Topics, rt)
-	resp, err := commit.RequestWith(ctxFor(t), cl)
-	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("%v %+v", err, resp)
+	if code := x.addOffsets("g"); code != 0 {
+		t.Fatal(code)
+	}
+	if codes := x.commitOffsets("g", "in", map[int32]int64{0: 1, 1: 2}); codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("staging offsets: %v", codes)
+	}
+	if _, ok := position(0); ok {
+		t.Fatal("a staged offset is visible before the commit")
 	}
 	if code := x.end(true); code != 0 {
 		t.Fatal(code)
 	}
-	p, _ := n.engine.Store(wire.DefaultTenant).PartitionByIndex(wire.DefaultTenant, "in", 0)
-	if pos, ok := n.engine.Store(wire.DefaultTenant).GroupPosition(p, "g"); !ok || pos != 0 {
-		t.Fatalf("group position %d %v", pos, ok)
+	for i, want := range []uint64{1, 2} {
+		if pos, ok := position(uint32(i)); !ok || pos != want {
+			t.Fatalf("partition %d: group position %d %v, want %d", i, pos, ok, want)
+		}
 	}
+	// Offsets of an aborted transaction are never applied.
+	if x.addOffsets("g") != 0 {
+		t.Fatal("second transaction")
+	}
+	if codes := x.commitOffsets("g", "in", map[int32]int64{0: 3, 1: 3}); codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("staging offsets: %v", codes)
+	}
+	if code := x.end(false); code != 0 {
+		t.Fatal(code)
+	}
+	for i, want := range []uint64{1, 2} {
+		if pos, ok := position(uint32(i)); !ok || pos != want {
+			t.Fatalf("partition %d after the abort: group position %d %v, want %d", i, pos, ok, want)
+		}
+	}
+	noStagedParts(t, n.engine)
 }
 
 func TestIdempotentRetryGetsTheOriginalOffset(t *testing.T) {

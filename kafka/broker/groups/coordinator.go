@@ -1,7 +1,8 @@
 // Package groups is the classic Kafka group coordinator: members,
 // generations, protocol selection and the join/sync/heartbeat/leave state
 // machine of Apache Kafka's GroupCoordinator, held in memory on the node
-// that leads a tenant's raft group (spec queen.md §3.1, decision 8).
+// that leads the raft group a group's id hashes onto (spec queen.md §3.1,
+// docs/placement.md).
 //
 // It knows nothing of the network, the engine or committed offsets: the
 // broker turns requests into calls here and persists offsets itself, asking
@@ -93,8 +94,8 @@ func (s State) String() string {
 	return "Dead"
 }
 
-// Coordinator holds the groups of one tenant while this node leads the
-// tenant's raft group. All state is guarded by mu; timer callbacks take it
+// Coordinator holds the groups of one tenant hashed onto one raft group
+// while this node leads that raft group. All state is guarded by mu; timer callbacks take it
 // too, so the state machine runs one event at a time.
 type Coordinator struct {
 	cfg Config

@@ -1,0 +1,250 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
+	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/wire"
+)
+
+// startCluster starts size in-process nodes, each with raftgroupstest.Groups
+// raft groups and a broker, and waits until every raft group is led by its
+// preferred node (group g by node g mod size + 1), so leadership is spread
+// over the nodes, and every broker is in the node registry.
+func startCluster(t *testing.T, size int) []*testNode {
+	t.Helper()
+	groups := raftgroupstest.Groups
+	place, err := tenancy.NewPlacement(groups, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := make([]raftgroups.Peer, size)
+	dirs := make([]string, size)
+	for i := range peers {
+		peers[i] = raftgroups.Peer{ID: uint64(i + 1), RaftAddr: raftgroupstest.FreePorts(t, groups)}
+		dirs[i] = t.TempDir()
+	}
+	// Every node's start waits for its replicas, which need the peers.
+	hosts := make([]*raftgroups.Host, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for i := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hosts[i], errs[i] = raftgroups.Start(raftgroups.Config{NodeID: peers[i].ID, Peers: peers, ListenAddr: peers[i].RaftAddr,
+				Dir: dirs[i], Groups: groups, RTTMillisecond: 10, ElectionRTT: 10, HeartbeatRTT: 1, Logger: quiet, Placement: place.Spec()})
+		}()
+	}
+	wg.Wait()
+	for i, h := range hosts {
+		if h != nil {
+			t.Cleanup(h.Close)
+		}
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+	}
+	nodes := make([]*testNode, size)
+	for i, h := range hosts {
+		e, err := raftgroups.NewEngine(h, place)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := freeAddr(t)
+		b, err := New(Config{Listener: kafka.Config{Addr: addr}, NodeID: int32(i + 1), AdvertisedAddr: addr, LogDir: "/data"}, e, quiet)
+		if err == nil {
+			err = b.Start()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		nodes[i] = &testNode{t: t, host: h, engine: e, broker: b, addr: addr}
+	}
+	deadline := time.Now().Add(45 * time.Second)
+	for !clusterSettled(nodes, groups) {
+		if time.Now().After(deadline) {
+			t.Fatal("raft leadership did not spread over the nodes, or brokers did not register")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nodes
+}
+
+// clusterSettled reports whether every node sees every raft group led by
+// its preferred node and every broker registered.
+func clusterSettled(nodes []*testNode, groups int) bool {
+	for _, n := range nodes {
+		if len(n.engine.KafkaNodes()) != len(nodes) {
+			return false
+		}
+		for g := 0; g < groups; g++ {
+			if leader, _, ok := n.engine.Leader(g); !ok || leader != uint64(g%len(nodes)+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestTransactionAcrossNodes runs a transaction whose records are staged by
+// the partitions' leaders and whose offsets are staged by the consumer
+// group's coordinator, nodes other than the transactional id's
+// coordinator, through franz-go routing each request as Kafka clients do;
+// it commits on every node's partitions, and an aborted one is visible
+// nowhere.
+func TestTransactionAcrossNodes(t *testing.T) {
+	nodes := startCluster(t, 3)
+	e := nodes[0].engine
+	tenant := wire.DefaultTenant
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.addr)
+	}
+	newClient := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RetryTimeout(testWait)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	const parts = 3
+	createTopic(t, newClient(), "xn", parts)
+	partGroups := raftGroupsOf(t, e, "xn", parts)
+	if distinct(partGroups) != parts {
+		t.Fatalf("partitions in raft groups %v", partGroups)
+	}
+	// A transactional id and a consumer group coordinated by different
+	// nodes; the partitions are led by all three.
+	var txnID, group string
+	for i := 0; txnID == "" || group == ""; i++ {
+		if id := fmt.Sprintf("txn-%d", i); txnID == "" && e.CoordinatorGroup(tenant, 't', id) == 0 {
+			txnID = id
+		}
+		if g := fmt.Sprintf("group-%d", i); group == "" && e.CoordinatorGroup(tenant, 'g', g) == 1 {
+			group = g
+		}
+	}
+	txnNode, _, _ := e.Leader(0)
+	groupNode, _, _ := e.Leader(1)
+	var leaders []uint64
+	for _, g := range partGroups {
+		l, _, _ := e.Leader(g)
+		leaders = append(leaders, l)
+	}
+	if txnNode == groupNode || !slices.ContainsFunc(leaders, func(l uint64) bool { return l != txnNode }) {
+		t.Fatalf("coordinators on nodes %d and %d, partition leaders %v: nothing is staged away from the coordinator", txnNode, groupNode, leaders)
+	}
+
+	prod := newClient(kgo.TransactionalID(txnID), kgo.DefaultProduceTopic("xn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := ctxFor(t)
+	commitOffsets := func(offset int64) {
+		pid, epoch, err := prod.ProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, group
+		if resp, err := add.RequestWith(ctx, prod); err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("AddOffsetsToTxn: %v %+v", err, resp)
+		}
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txnID, group, pid, epoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "xn"
+		for p := int32(0); p < parts; p++ {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, offset
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, prod) // to the group's coordinator
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				t.Fatalf("TxnOffsetCommit partition %d: %v", p.Partition, err)
+			}
+		}
+	}
+	run := func(prefix string, offset int64, commit kgo.TransactionEndTry) {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2*parts; i++ {
+			r := &kgo.Record{Partition: int32(i % parts), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))}
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commitOffsets(offset)
+		if err := prod.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("committed", 1, kgo.TryCommit)
+	run("aborted", 2, kgo.TryAbort)
+
+	want := []string{"committed-0", "committed-1", "committed-2", "committed-3", "committed-4", "committed-5"}
+	for _, level := range []kgo.IsolationLevel{kgo.ReadCommitted(), kgo.ReadUncommitted()} {
+		cons := newClient(kgo.ConsumeTopics("xn"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level))
+		var got []string
+		for _, r := range consume(t, cons, len(want)) {
+			got = append(got, string(r.Value))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("consumed %v, want %v", got, want)
+		}
+	}
+	// Every node's replica of every partition holds the committed records
+	// and nothing staged, and the group's positions are the committed
+	// transaction's.
+	deadline := time.Now().Add(testWait)
+	for _, n := range nodes {
+		for {
+			settled := true
+			for p := uint32(0); p < parts; p++ {
+				part, ok := n.engine.PartitionAt(tenant, "xn", p)
+				pos, has := part.Store().GroupPosition(part, group)
+				settled = settled && ok && part.HighWatermark() == 2 && has && pos == 1
+			}
+			for _, st := range n.engine.Stores() {
+				settled = settled && len(st.PreparedParts()) == 0
+			}
+			if settled {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: partitions, positions or staged parts not as committed", n.broker.cfg.NodeID)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = group
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "xn", Partitions: []int32{0, 1, 2}}}
+	resp, err := fetch.RequestWith(ctx, prod)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("OffsetFetch: %v %+v", err, resp)
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 || p.Offset != 1 {
+			t.Fatalf("OffsetFetch partition %d: %d at %d, want the committed 1", p.Partition, p.ErrorCode, p.Offset)
+		}
+	}
+}

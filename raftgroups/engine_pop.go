@@ -1,0 +1,205 @@
+package raftgroups
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// popRotor spreads pops over a queue's groups: each pop starts at the next
+// group, so no group's partitions are always served first.
+type popRotor struct{ n atomic.Uint32 }
+
+// Pop leases messages of a queue for a consumer group. A queue's partitions
+// live in several groups; a pop tries the groups whose replica here says a
+// pop could find messages, from a rotating start, and gathers claims until
+// its batch or its lease ids are used up. One lease per (partition,
+// consumer group) holds as before: each partition's lease lives in its
+// group. The group's subscription comes from the queue's home, created
+// there on first use, so every group starts untouched partitions alike.
+//
+// LeaseIDs are the proposer's: each is tagged with the group it is used in
+// (wire.TagID), so an ack or extend finds the lease's group by its id.
+func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error) {
+	if c.Group == "" || c.Batch == 0 {
+		return wire.PopResult{Code: wire.CodeBadRequest}, nil
+	}
+	cat, ok := e.Catalog(c.Tenant, c.Queue)
+	if !ok {
+		return wire.PopResult{Code: wire.CodeQueueNotFound}, nil
+	}
+	// The group subscribes on its first pop, messages or not: what it
+	// is owed from then on (mode new) and what retention must keep for it
+	// count from that moment.
+	sub, err := e.subscription(ctx, c.Tenant, c.Queue, c.Group, c.SubMode, c.SubFromMs)
+	if err != nil {
+		return wire.PopResult{}, err
+	}
+	c.SubMode, c.SubFromMs, c.SubCreatedMs = sub.Mode, sub.FromMs, sub.CreatedMs
+	var groups []int
+	if c.Partition != "" {
+		d, ok := e.DirByName(c.Tenant, c.Queue, c.Partition)
+		if !ok {
+			return wire.PopResult{Code: wire.CodeOK}, nil
+		}
+		groups = []int{int(d.Group)}
+	} else {
+		groups = groupsOf(cat.Groups)
+		if len(groups) == 0 {
+			return wire.PopResult{Code: wire.CodeOK}, nil
+		}
+		r := int(e.pops.n.Add(1)) % len(groups)
+		groups = append(groups[r:], groups[:r]...)
+	}
+	candidates := e.poppable(c, groups)
+	if len(candidates) == 0 {
+		// This node's replicas may lag the groups' leaders: catch up
+		// once before answering that there is nothing.
+		if err := e.BarrierGroups(ctx, groups); err != nil {
+			return wire.PopResult{}, err
+		}
+		if candidates = e.poppable(c, groups); len(candidates) == 0 {
+			return wire.PopResult{Code: wire.CodeOK}, nil
+		}
+	}
+	var out wire.PopResult
+	ids := c.LeaseIDs
+	remaining := c.Batch
+	for _, g := range candidates {
+		cmd := *c
+		cmd.Batch = remaining
+		if !c.CommitOnDelivery {
+			if len(ids) == 0 {
+				break
+			}
+			cmd.LeaseIDs = make([]wire.ID, len(ids))
+			for i, id := range ids {
+				cmd.LeaseIDs[i] = wire.TagID(id, g)
+			}
+		}
+		res, err := proposeOne(ctx, e, g, wire.KindPop, cmd.Encode(nil), wire.DecodePopResult)
+		if err != nil {
+			if len(out.Claims) > 0 {
+				break // answer with what was leased: those leases are real
+			}
+			return res, err
+		}
+		if res.Code != wire.CodeOK {
+			if len(out.Claims) > 0 || res.Code == wire.CodeQueueNotFound {
+				continue
+			}
+			return res, nil
+		}
+		for _, cl := range res.Claims {
+			out.Claims = append(out.Claims, cl)
+			remaining -= uint32(cl.To - cl.From)
+			if !c.CommitOnDelivery {
+				ids = ids[1:]
+			}
+		}
+		if remaining == 0 || (c.CommitOnDelivery && len(out.Claims) > 0) {
+			break
+		}
+	}
+	return out, nil
+}
+
+// poppable keeps the groups whose replica here says a pop could find
+// messages now.
+func (e *Engine) poppable(c *wire.PopCmd, groups []int) []int {
+	now := time.Now().UnixMilli()
+	var out []int
+	for _, g := range groups {
+		if e.GroupStore(g).MayPop(c.Tenant, c.Queue, c.Group, c.Partition, now) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// PopReadiness answers, across the queue's groups, whether a pop could
+// find messages now, and if not only because messages are held back by
+// the queue's options, when the first becomes visible (see
+// storage.Store.PopReadiness).
+func (e *Engine) PopReadiness(tenant wire.ID, queue, group, partition string, nowMs int64) (ok bool, retryAtMs int64) {
+	for _, g := range e.queuePartitionGroups(tenant, queue, partition) {
+		r, at := e.GroupStore(g).PopReadiness(tenant, queue, group, partition, nowMs)
+		if r {
+			return true, 0
+		}
+		if at > 0 && (retryAtMs == 0 || at < retryAtMs) {
+			retryAtMs = at
+		}
+	}
+	return false, retryAtMs
+}
+
+// MayPop reports whether a pop could find messages now in any group.
+func (e *Engine) MayPop(tenant wire.ID, queue, group, partition string, nowMs int64) bool {
+	ok, _ := e.PopReadiness(tenant, queue, group, partition, nowMs)
+	return ok
+}
+
+// NextLeaseExpiry is the earliest lease expiry after afterMs among the
+// group's leases on the queue, in any group (0: none).
+func (e *Engine) NextLeaseExpiry(tenant wire.ID, queue, group string, afterMs int64) int64 {
+	var next int64
+	for _, g := range e.queuePartitionGroups(tenant, queue, "") {
+		if at := e.GroupStore(g).NextLeaseExpiry(tenant, queue, group, afterMs); at > 0 && (next == 0 || at < next) {
+			next = at
+		}
+	}
+	return next
+}
+
+// queuePartitionGroups lists the groups holding the named partition, or
+// every partition of the queue.
+func (e *Engine) queuePartitionGroups(tenant wire.ID, queue, partition string) []int {
+	if partition != "" {
+		if d, ok := e.DirByName(tenant, queue, partition); ok {
+			return []int{int(d.Group)}
+		}
+		return nil
+	}
+	cat, ok := e.Catalog(tenant, queue)
+	if !ok {
+		return nil
+	}
+	return groupsOf(cat.Groups)
+}
+
+// subscription is a consumer group's subscription to a queue as its home
+// holds it, created there on first use.
+func (e *Engine) subscription(ctx context.Context, tenant wire.ID, queue, group string, mode uint8, fromMs int64) (wire.Subscription, error) {
+	home := e.Home(tenant, queue)
+	if sub, ok := e.GroupStore(home).Subscription(tenant, queue, group); ok {
+		return sub, nil
+	}
+	cmd := wire.SubscribeCmd{Tenant: tenant, Queue: queue, Group: group, Mode: mode, FromMs: fromMs}
+	res, err := proposeOne(ctx, e, home, wire.KindSubscribe, cmd.Encode(nil), wire.DecodeSubscribeResult)
+	if err != nil {
+		return wire.Subscription{}, err
+	}
+	if res.Code != wire.CodeOK {
+		return wire.Subscription{}, fmt.Errorf("raftgroups: subscribe %q to %q: %w", group, queue, res.Code.Err())
+	}
+	// Every group holding partitions learns of it now: their retention and
+	// expiry must count this group's progress (the reconciler catches a
+	// group this misses).
+	if cat, ok := e.Catalog(tenant, queue); ok {
+		if err := e.propagateCatalog(ctx, tenant, queue, cat); err != nil {
+			return wire.Subscription{}, err
+		}
+	}
+	return res.Sub, nil
+}
+
+// sortedGroups returns groups ascending, without duplicates.
+func sortedGroups(gs []int) []int {
+	slices.Sort(gs)
+	return slices.Compact(gs)
+}

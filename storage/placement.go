@@ -1,0 +1,393 @@
+package storage
+
+import (
+	"encoding/binary"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// A queue is spread over raft groups (docs/placement.md): its home group
+// holds the catalog (options, labels, placement) and the directory of
+// every partition; each group holding partitions of the queue holds a shard
+// of it, a queueState with a copy of the options and only its own
+// partitions. The home is a shard too, of the partitions placed there.
+// Everything here is applied in one group at a time: the engine carries
+// what one group decided (a directory entry, a new option version) to the
+// others as commands.
+
+func dirKey(qid uint64, index uint32) []byte {
+	b := appendU64(make([]byte, 0, 13), qid)
+	b = append([]byte{tagDir}, b...)
+	return binary.BigEndian.AppendUint32(b, index)
+}
+
+func dirPrefix(qid uint64) []byte { return appendU64([]byte{tagDir}, qid) }
+
+func (d *dirEntry) encode() []byte {
+	w := wire.Writer{B: make([]byte, 0, 16+len(d.name))}
+	w.String(d.name)
+	w.Uvarint(uint64(d.group))
+	w.Varint(d.createdMs)
+	return w.B
+}
+
+func decodeDirEntry(b []byte) (dirEntry, error) {
+	r := wire.NewReader(b)
+	d := dirEntry{name: r.String(), group: uint16(r.Uvarint()), createdMs: r.Varint()}
+	return d, r.Done()
+}
+
+// catalog is q's catalog as the wire carries it.
+func (q *queueState) catalog() wire.Catalog {
+	c := wire.Catalog{Inc: q.inc, CfgVer: q.cfgVer, Cfg: q.cfg, Namespace: q.namespace, Task: q.task,
+		Kafka: q.kafka, CreatedMs: q.createdMs, Place: q.place}
+	if q.home {
+		c.Partitions, c.Groups = uint32(len(q.dir)), q.groups
+	}
+	return c
+}
+
+func (q *queueState) dirEntryAt(index uint32) wire.DirEntry {
+	d := q.dir[index]
+	return wire.DirEntry{Index: index, Name: d.name, Group: d.group, CreatedMs: d.createdMs}
+}
+
+// createCatalog creates a queue whose home is this group.
+func (s *Store) createCatalog(ctx *applyCtx, tenant wire.ID, name, namespace, task string, cfg wire.QueueConfig, kafka bool, place wire.Placement) *queueState {
+	return s.createQueue(ctx, tenant, name, &wire.Catalog{Cfg: cfg, Namespace: namespace, Task: task, Kafka: kafka, Place: place}, true)
+}
+
+// homeFor answers whether a command creating a queue here, with place,
+// reached the right group.
+func (s *Store) homeFor(place *wire.Placement) bool {
+	return place.Valid() && place.Home() == s.cfg.Group
+}
+
+// addDirEntry appends a partition to a home's directory, placed by the
+// catalog's rule, and creates it here when this group is where it goes.
+// An empty name means "named by its index" (Kafka); a name an HTTP
+// partition already took gets a prefix so names stay unique.
+func (s *Store) addDirEntry(ctx *applyCtx, q *queueState, name string) uint32 {
+	index := uint32(len(q.dir))
+	if name == "" {
+		name = strconv.FormatUint(uint64(index), 10)
+		for _, taken := q.dirByName[name]; taken; _, taken = q.dirByName[name] {
+			name = "kafka-" + name
+		}
+	}
+	g := q.place.GroupOf(index)
+	d := dirEntry{name: name, group: uint16(g), createdMs: ctx.nowMs}
+	q.dir = append(q.dir, d)
+	q.dirByName[name] = index
+	q.groups |= 1 << uint(g)
+	ctx.set(dirKey(q.id, index), d.encode())
+	if g == s.cfg.Group {
+		s.createPartition(ctx, q, index, name, ctx.nowMs)
+	}
+	ctx.touch(q)
+	return index
+}
+
+// applyAlloc makes sure a queue's catalog and the partitions a command
+// names exist in the directory (see wire.AllocCmd).
+func (s *Store) applyAlloc(ctx *applyCtx, c *wire.AllocCmd) wire.AllocResult {
+	var res wire.AllocResult
+	q := s.queue(c.Tenant, c.Queue)
+	switch {
+	case q != nil && !q.home:
+		res.Code = wire.CodeBadRequest // a shard: the command went to the wrong group
+		return res
+	case q == nil && c.Flags&wire.AllocCreate == 0:
+		res.Code = wire.CodeQueueNotFound
+		return res
+	case q == nil && !s.homeFor(&c.Place):
+		res.Code = wire.CodeBadRequest
+		return res
+	case uint64(len(c.Names))+uint64(c.Count) > wire.MaxAllocPartitions:
+		res.Code = wire.CodeInvalidPartitions
+		return res
+	}
+	for _, n := range c.Names {
+		if n == "" {
+			res.Code = wire.CodeBadRequest
+			return res
+		}
+	}
+	if q == nil {
+		cfg := wire.PushCreatedQueueConfig()
+		if c.Flags&wire.AllocKafka != 0 {
+			cfg = wire.DefaultQueueConfig()
+		}
+		q = s.createCatalog(ctx, c.Tenant, c.Queue, c.Namespace, c.Task, cfg, c.Flags&wire.AllocKafka != 0, c.Place)
+		res.Created = true
+	}
+	res.Parts = make([]wire.DirEntry, 0, len(c.Names)+int(c.Count))
+	for _, n := range c.Names {
+		index, ok := q.dirByName[n]
+		if !ok {
+			index = s.addDirEntry(ctx, q, n)
+		}
+		res.Parts = append(res.Parts, q.dirEntryAt(index))
+	}
+	for uint32(len(q.dir)) < c.Count {
+		s.addDirEntry(ctx, q, "")
+	}
+	for i := uint32(0); i < c.Count; i++ {
+		res.Parts = append(res.Parts, q.dirEntryAt(i))
+	}
+	res.Catalog = q.catalog()
+	return res
+}
+
+// applyEnsureShard makes this group's shard of a queue match the catalog
+// the command carries (see wire.EnsureShardCmd).
+func (s *Store) applyEnsureShard(ctx *applyCtx, c *wire.EnsureShardCmd) wire.CodeResult {
+	cat := &c.Catalog
+	if cat.Inc == 0 {
+		return wire.CodeResult{Code: wire.CodeBadRequest}
+	}
+	q := s.queue(c.Tenant, c.Queue)
+	if q != nil && q.inc != cat.Inc {
+		if q.home || q.inc > cat.Inc {
+			return wire.CodeResult{Code: wire.CodeQueueNotFound} // the command is about an older incarnation
+		}
+		s.deleteQueueData(ctx, q) // a shard of an incarnation deleted since
+		q = nil
+	}
+	if q == nil {
+		q = s.createQueue(ctx, c.Tenant, c.Queue, cat, false)
+	} else if cat.CfgVer > q.cfgVer {
+		q.cfg, q.cfgVer, q.namespace, q.task = cat.Cfg, cat.CfgVer, cat.Namespace, cat.Task
+		s.noteQueueConfig(q)
+		ctx.set(queueKey(q.id), q.encodeMeta())
+		ctx.touch(q)
+	}
+	for i := range c.Parts {
+		d := &c.Parts[i]
+		if int(d.Group) != s.cfg.Group || d.Name == "" {
+			return wire.CodeResult{Code: wire.CodeBadRequest}
+		}
+		if int(d.Index) < len(q.parts) && q.parts[d.Index] != nil {
+			continue
+		}
+		if p := q.byName[d.Name]; p != nil {
+			return wire.CodeResult{Code: wire.CodeConflict} // the name is taken at another index
+		}
+		s.createPartition(ctx, q, d.Index, d.Name, d.CreatedMs)
+		ctx.touch(q)
+	}
+	for _, sub := range c.Subs {
+		if sub.Group != "" && q.subs[sub.Group] == nil {
+			s.subscribe(ctx, q, sub.Group, sub.Sub.Mode, sub.Sub.FromMs, sub.Sub.CreatedMs)
+		}
+	}
+	return wire.CodeResult{Code: wire.CodeOK}
+}
+
+// applyDropShard deletes this group's shard of incarnation Inc of a queue.
+// The home never drops its shard this way: it goes with the catalog.
+func (s *Store) applyDropShard(ctx *applyCtx, c *wire.DropShardCmd) wire.CodeResult {
+	q := s.queue(c.Tenant, c.Queue)
+	if q == nil || q.home || q.inc != c.Inc {
+		return wire.CodeResult{Code: wire.CodeNotFound}
+	}
+	s.deleteQueueData(ctx, q)
+	return wire.CodeResult{Code: wire.CodeOK}
+}
+
+// applySubscribe creates a consumer group's subscription at a queue's home
+// once and answers the one in force.
+func (s *Store) applySubscribe(ctx *applyCtx, c *wire.SubscribeCmd) wire.SubscribeResult {
+	q := s.queue(c.Tenant, c.Queue)
+	switch {
+	case q == nil:
+		return wire.SubscribeResult{Code: wire.CodeQueueNotFound}
+	case !q.home || c.Group == "":
+		return wire.SubscribeResult{Code: wire.CodeBadRequest}
+	}
+	sub := s.subscribe(ctx, q, c.Group, c.Mode, c.FromMs, 0)
+	return wire.SubscribeResult{Code: wire.CodeOK, Sub: wire.Subscription{Mode: sub.mode, FromMs: sub.fromMs, CreatedMs: sub.createdMs}}
+}
+
+// deleteQueueData removes a queue's state from this group: partitions,
+// messages, indexes, cursors, leases, subscriptions, dead-letter rows, its
+// Kafka bookkeeping and, at the home, the catalog and directory.
+func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
+	for _, p := range q.parts {
+		if p == nil {
+			continue
+		}
+		for _, cur := range p.cursors {
+			if cur.lease != nil {
+				delete(s.leases, cur.lease.id)
+				ctx.del(leaseKey(cur.lease.id))
+			}
+		}
+		deleteChunks(ctx, p.id)
+		for _, prefix := range [][]byte{txnPrefix(p.id), cursorPrefix(p.id)} {
+			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
+		}
+		ctx.del(partitionKey(p.id))
+		p.deleted.Store(true)
+		delete(s.parts, p.id)
+	}
+	s.forgetKafkaQueue(ctx, q)
+	deleteDLQRows(ctx, q.tenant, q.id)
+	for _, prefix := range [][]byte{subPrefix(q.id), dirPrefix(q.id)} {
+		_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
+	}
+	ctx.del(queueKey(q.id))
+	delete(s.queues, queueKeyT{q.tenant, q.name})
+	delete(s.queuesByID, q.id)
+	delete(s.timed, q.id)
+	ctx.touch(q)
+}
+
+// loadDir reads the directories of the home queues.
+func (s *Store) loadDir() error {
+	return s.scan([]byte{tagDir}, func(k, v []byte) error {
+		if len(k) != 13 {
+			return nil
+		}
+		q := s.queuesByID[binary.BigEndian.Uint64(k[1:9])]
+		if q == nil || !q.home {
+			return nil
+		}
+		d, err := decodeDirEntry(v)
+		if err != nil {
+			return err
+		}
+		index := binary.BigEndian.Uint32(k[9:13])
+		for uint32(len(q.dir)) <= index {
+			q.dir = append(q.dir, dirEntry{})
+		}
+		q.dir[index] = d
+		q.dirByName[d.name] = index
+		q.groups |= 1 << uint(d.group)
+		return nil
+	})
+}
+
+// Catalog is a queue's catalog as this group holds it: the authoritative
+// one when home is true, a shard's copy otherwise.
+func (s *Store) Catalog(tenant wire.ID, queue string) (cat wire.Catalog, home, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil {
+		return wire.Catalog{}, false, false
+	}
+	return q.catalog(), q.home, true
+}
+
+// DirByName finds a partition by name in a home's directory.
+func (s *Store) DirByName(tenant wire.ID, queue, name string) (wire.DirEntry, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil || !q.home {
+		return wire.DirEntry{}, false
+	}
+	i, ok := q.dirByName[name]
+	if !ok {
+		return wire.DirEntry{}, false
+	}
+	return q.dirEntryAt(i), true
+}
+
+// DirByIndex finds a partition by index in a home's directory.
+func (s *Store) DirByIndex(tenant wire.ID, queue string, index uint32) (wire.DirEntry, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil || !q.home || index >= uint32(len(q.dir)) {
+		return wire.DirEntry{}, false
+	}
+	return q.dirEntryAt(index), true
+}
+
+// Dir lists a home's directory entries from index from, up to limit.
+func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire.DirEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil || !q.home {
+		return nil
+	}
+	var out []wire.DirEntry
+	for i := from; i < uint32(len(q.dir)) && len(out) < limit; i++ {
+		out = append(out, q.dirEntryAt(i))
+	}
+	return out
+}
+
+// HasPartitionAt reports whether this group holds partition index of
+// incarnation inc of the queue.
+func (s *Store) HasPartitionAt(tenant wire.ID, queue string, inc uint64, index uint32) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	return q != nil && q.inc == inc && int(index) < len(q.parts) && q.parts[index] != nil
+}
+
+// Subscriptions lists the consumer groups subscribed to a queue here.
+func (s *Store) Subscriptions(tenant wire.ID, queue string) []wire.SubEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil {
+		return nil
+	}
+	out := make([]wire.SubEntry, 0, len(q.subs))
+	for _, sub := range q.subs {
+		out = append(out, wire.SubEntry{Group: sub.group, Sub: wire.Subscription{Mode: sub.mode, FromMs: sub.fromMs, CreatedMs: sub.createdMs}})
+	}
+	slices.SortFunc(out, func(a, b wire.SubEntry) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
+// Subscription is a consumer group's subscription to a queue as this group
+// holds it.
+func (s *Store) Subscription(tenant wire.ID, queue, group string) (wire.Subscription, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil || q.subs[group] == nil {
+		return wire.Subscription{}, false
+	}
+	sub := q.subs[group]
+	return wire.Subscription{Mode: sub.mode, FromMs: sub.fromMs, CreatedMs: sub.createdMs}, true
+}
+
+// ShardState is what the reconciler compares against a queue's catalog.
+type ShardState struct {
+	Tenant wire.ID
+	Queue  string
+	Inc    uint64
+	CfgVer uint64
+	Home   bool
+	// Indexes lists the partitions this group holds.
+	Indexes []uint32
+	// Subs counts the consumer groups subscribed here.
+	Subs int
+}
+
+// Shards lists every queue state this group holds.
+func (s *Store) Shards() []ShardState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]ShardState, 0, len(s.queuesByID))
+	for _, q := range s.queuesByID {
+		st := ShardState{Tenant: q.tenant, Queue: q.name, Inc: q.inc, CfgVer: q.cfgVer, Home: q.home, Subs: len(q.subs)}
+		for _, p := range q.parts {
+			if p != nil {
+				st.Indexes = append(st.Indexes, p.index)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
