@@ -161,7 +161,7 @@ func TestStalledFrameHoldsLittleBudget(t *testing.T) {
 	s := startServer(t, Config{MaxRequestBytes: 64 << 20}, nil)
 	c := dialRaw(t, s)
 	c.writeRaw(append(binary.BigEndian.AppendUint32(nil, 60<<20), make([]byte, 300<<10)...))
-	waitFor(t, "the reader to grow past its first chunk", func() bool { return s.budget.inUse() == 2*frameChunk })
+	waitFor(t, "the reader to grow past its first chunk", func() bool { return s.budget.inUse() == frameGrowth*frameChunk })
 	c.conn.Close()
 	waitFor(t, "the budget to be returned", func() bool { return s.budget.inUse() == 0 })
 }

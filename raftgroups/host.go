@@ -60,6 +60,7 @@ type Config struct {
 	HeartbeatRTT       uint64
 	SnapshotEntries    uint64
 	CompactionOverhead uint64
+	SnapshotBytes      uint64 // applied command bytes that trigger a snapshot (snapshots.go)
 
 	MaxEntryBytes  int           // largest command accepted (QUEEN_RAFT_ENTRY_MAX_BYTES)
 	MaxBatchBytes  int           // group commit stops gathering at this entry size
@@ -110,7 +111,10 @@ func (c *Config) setDefaults() {
 		c.ElectionRTT = 20
 	}
 	if c.SnapshotEntries == 0 {
-		c.SnapshotEntries = 500
+		c.SnapshotEntries = 20000
+	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = 256 << 20
 	}
 	if c.CompactionOverhead == 0 {
 		c.CompactionOverhead = c.SnapshotEntries / 2
@@ -206,8 +210,9 @@ func Start(cfg Config) (*Host, error) {
 		h.groups = append(h.groups, g)
 	}
 	h.disk.check() // a node that boots on a full disk refuses data from its first request
-	h.wg.Add(5)
+	h.wg.Add(6)
 	go h.every(h.cfg.RelocateEvery, h.relocateChunks)
+	go h.every(snapshotCheckEvery, h.snapshotBySize)
 	go h.every(diskCheckInterval, h.disk.check)
 	go h.probeQuorum()
 	go h.every(5*time.Second, h.balanceLeaders)

@@ -157,6 +157,8 @@ func (s *Store) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error {
 	if oldDir != "" && oldDir != dir {
 		_ = os.RemoveAll(oldDir)
 	}
+	s.syncedIndex.Store(s.applied.Load())
+	s.syncedBytes.Store(s.appliedBytes.Load())
 	s.log.Info("storage: recovered from snapshot", "dir", dir, "applied", s.applied.Load())
 	return nil
 }
