@@ -330,7 +330,7 @@ func TestWrongRaftTokenIsRefused(t *testing.T) {
 		t.Fatal("the refused node did not log the refusal")
 	}
 	// A raw RPC with a wrong token gets 401 before its body is looked at.
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+good[0].RaftAddr+"/raft/v1/batch", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+good[0].RaftAddr+"/raft/v1/stream", nil)
 	req.Header.Set("X-Queen-Raft-Token", "guess")
 	req.Header.Set("X-Queen-Raft-Group", "0")
 	resp, err := httpClient.Do(req)
@@ -364,7 +364,7 @@ func TestEachGroupListensOnRaftPortPlusN(t *testing.T) {
 		}
 		// Port base+g answers for group g and refuses to be group g+1.
 		status := func(group int) int {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/raft/v1/batch", base+g), nil)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/raft/v1/stream", base+g), nil)
 			req.Header.Set("X-Queen-Raft-Group", fmt.Sprint(group))
 			resp, err := httpClient.Do(req)
 			if err != nil {

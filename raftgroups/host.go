@@ -97,6 +97,26 @@ type Config struct {
 	Drop func(group int, target string) error
 }
 
+// DefaultGroups is how many raft groups a node of a cluster of nodes runs
+// on a machine with cpus cores unless told otherwise: one per core, at
+// least two, rounded up to a multiple of the cluster size so every node
+// leads as many groups, at most sixteen. Each group has its own raft log,
+// fsync stream, step worker and apply loop, so one topic's partitions
+// spread over them use every core and, with leaders spread, every node.
+// More groups than cores measured worse: on 2 cores, 6 groups on 3 nodes
+// had twice the produce p99 of 3 groups at the same CPU per record, and 4
+// groups on one node 7% more throughput but more CPU per record at a fixed
+// rate than 2 (docs/placement.md).
+func DefaultGroups(nodes, cpus int) int {
+	nodes = max(nodes, 1)
+	g := max(cpus, 2)
+	g = (g + nodes - 1) / nodes * nodes
+	if g > 16 {
+		g = max(16/nodes*nodes, nodes)
+	}
+	return g
+}
+
 func (c *Config) setDefaults() {
 	if c.Groups <= 0 {
 		c.Groups = 1

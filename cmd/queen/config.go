@@ -154,20 +154,9 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	return c, nil
 }
 
-// defaultGroups is how many raft groups a node of a cluster of nodes runs
-// without QUEEN_RAFT_GROUPS: two per core, at least four, rounded up to a
-// multiple of the cluster size so every node leads as many groups, and at
-// most sixteen. Each group has its own raft log, fsync stream, step worker
-// and apply loop, so one topic's partitions spread over them use every
-// core and, with leaders spread, every node (docs/placement.md has the
-// figures).
-func defaultGroups(nodes int) int {
-	g := max(2*runtime.NumCPU(), 4)
-	if nodes > 1 {
-		g = (g + nodes - 1) / nodes * nodes
-	}
-	return min(g, 16)
-}
+// defaultGroups is how many raft groups this node runs without
+// QUEEN_RAFT_GROUPS (raftgroups.DefaultGroups).
+func defaultGroups(nodes int) int { return raftgroups.DefaultGroups(nodes, runtime.NumCPU()) }
 
 func (e *env) logLevel() slog.Level {
 	v := e.str("LOG_LEVEL", e.str("RUST_LOG", "info"))

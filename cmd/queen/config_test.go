@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/queen-mq/queen/raftgroups"
 )
 
 func lookup(env map[string]string) func(string) string {
@@ -10,11 +12,16 @@ func lookup(env map[string]string) func(string) string {
 }
 
 func TestDefaultGroupsSpreadEvenlyOverTheCluster(t *testing.T) {
-	for nodes := 1; nodes <= 7; nodes++ {
-		g := defaultGroups(nodes)
-		if g < 4 || g > 16 || (nodes > 1 && g < 16 && g%nodes != 0) {
-			t.Fatalf("%d nodes: %d groups", nodes, g)
+	for cpus := 1; cpus <= 64; cpus++ {
+		for nodes := 1; nodes <= 7; nodes++ {
+			g := raftgroups.DefaultGroups(nodes, cpus)
+			if g < 2 || g > 16 || g%nodes != 0 || g < min(cpus, 16/nodes*nodes) {
+				t.Fatalf("%d cpus, %d nodes: %d groups", cpus, nodes, g)
+			}
 		}
+	}
+	if g := raftgroups.DefaultGroups(3, 2); g != 3 {
+		t.Fatalf("3 nodes of 2 cores: %d groups, want one leader each", g)
 	}
 }
 
@@ -23,7 +30,7 @@ func TestDefaultsStartOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP.Addr != "0.0.0.0:6632" || c.Raft.Dir != "./queen-data" || c.Raft.ListenAddr != "0.0.0.0:7400" || c.Raft.Groups != defaultGroups(1) || c.Raft.Groups < 4 {
+	if c.HTTP.Addr != "0.0.0.0:6632" || c.Raft.Dir != "./queen-data" || c.Raft.ListenAddr != "0.0.0.0:7400" || c.Raft.Groups != defaultGroups(1) || c.Raft.Groups < 2 {
 		t.Fatalf("defaults: %+v %+v", c.HTTP, c.Raft)
 	}
 	if len(c.Raft.Peers) != 1 || c.Raft.Peers[0].RaftAddr != "127.0.0.1:7400" || c.Raft.Peers[0].ID != 1 {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/queen-mq/queen/raftgroups"
 )
 
 // Build compiles ./cmd/queen of the module containing this package into dir
@@ -79,16 +81,8 @@ type Options struct {
 }
 
 // DefaultGroups is how many raft groups a node of a cluster of nodes runs
-// without QUEEN_RAFT_GROUPS on this machine: cmd/queen's rule (two per core,
-// at least 4, a multiple of the cluster size, at most 16), which the
-// harness cannot import.
-func DefaultGroups(nodes int) int {
-	g := max(2*runtime.NumCPU(), 4)
-	if nodes > 1 {
-		g = (g + nodes - 1) / nodes * nodes
-	}
-	return min(g, 16)
-}
+// without QUEEN_RAFT_GROUPS on this machine.
+func DefaultGroups(nodes int) int { return raftgroups.DefaultGroups(nodes, runtime.NumCPU()) }
 
 // Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
 type Cluster struct {

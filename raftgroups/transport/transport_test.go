@@ -65,14 +65,78 @@ func TestBatchDeliveredWithTheRightToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := pb.MessageBatch{DeploymentId: 7, Requests: []pb.Message{{ShardID: 3, From: 1, To: 2, Type: pb.Heartbeat}}}
+	for i := 0; i < 3; i++ {
+		batch.Requests[0].Term = uint64(i)
+		if err := conn.SendMessageBatch(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "three batches", func() bool { return rcv.count() == 3 })
+	for i, b := range rcv.batches {
+		if b.Requests[0].ShardID != 3 || b.Requests[0].Term != uint64(i) {
+			t.Fatalf("batch %d delivered as %+v", i, b)
+		}
+	}
+	if sender.LastContact(addr).IsZero() {
+		t.Fatal("accepted stream not recorded as contact")
+	}
+	conn.Close()
+	if err := conn.SendMessageBatch(batch); err == nil {
+		t.Fatal("send on a closed stream succeeded")
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A receiver that goes away ends the stream: the next sends fail, so
+// dragonboat drops the connection and dials again.
+func TestStreamFailsWhenThePeerGoesAway(t *testing.T) {
+	var rcv receiver
+	server, addr := startTransport(t, "", 0, &rcv, io.Discard)
+	sender, _ := startTransport(t, "", 0, &receiver{}, io.Discard)
+	conn, err := sender.GetConnection(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := pb.MessageBatch{Requests: []pb.Message{{ShardID: 1, Type: pb.Heartbeat}}}
 	if err := conn.SendMessageBatch(batch); err != nil {
 		t.Fatal(err)
 	}
-	if rcv.count() != 1 || rcv.batches[0].Requests[0].ShardID != 3 {
-		t.Fatalf("batch not delivered: %+v", rcv.batches)
+	waitFor(t, "the first batch", func() bool { return rcv.count() == 1 })
+	server.Close()
+	waitFor(t, "a send to fail", func() bool { return conn.SendMessageBatch(batch) != nil })
+}
+
+// A stream is one long request: a batch larger than the receiver's limit
+// ends it rather than being read.
+func TestOversizedBatchEndsTheStream(t *testing.T) {
+	var rcv receiver
+	addr := freeAddr(t)
+	f := NewFactory(Config{Group: 0, MaxBodyBytes: 1 << 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tr := f.Create(config.NodeHostConfig{RaftAddress: addr}, rcv.handle, func(pb.Chunk) bool { return true }).(*Transport)
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if sender.LastContact(addr).IsZero() {
-		t.Fatal("successful send not recorded")
+	t.Cleanup(func() { tr.Close() })
+	sender, _ := startTransport(t, "", 0, &receiver{}, io.Discard)
+	conn, err := sender.GetConnection(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := pb.MessageBatch{Requests: []pb.Message{{ShardID: 1, Entries: []pb.Entry{{Cmd: make([]byte, 4<<10)}}}}}
+	_ = conn.SendMessageBatch(big)
+	waitFor(t, "the stream to end", func() bool { return conn.SendMessageBatch(pb.MessageBatch{}) != nil })
+	if rcv.count() != 0 {
+		t.Fatalf("oversized batch delivered")
 	}
 }
 
@@ -81,11 +145,8 @@ func TestWrongTokenIsRefusedBeforeTheBodyIsRead(t *testing.T) {
 	server, addr := startTransport(t, "right", 0, &rcv, io.Discard)
 	var logs bytes.Buffer
 	sender, _ := startTransport(t, "wrong", 0, &receiver{}, &logs)
-	conn, err := sender.GetConnection(context.Background(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = conn.SendMessageBatch(pb.MessageBatch{Requests: []pb.Message{{ShardID: 1}}})
+	// The stream is refused when it opens, before any batch is sent.
+	_, err := sender.GetConnection(context.Background(), addr)
 	if !errors.Is(err, ErrRefused) {
 		t.Fatalf("want ErrRefused, got %v", err)
 	}
@@ -98,7 +159,7 @@ func TestWrongTokenIsRefusedBeforeTheBodyIsRead(t *testing.T) {
 
 	// A raw request with a body that would not even unmarshal gets 401, not
 	// 400: the body is never looked at.
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+batchPath, strings.NewReader("garbage"))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+streamPath, strings.NewReader("garbage"))
 	req.Header.Set(TokenHeader, "nope")
 	req.Header.Set(GroupHeader, "0")
 	resp, err := http.DefaultClient.Do(req)
@@ -115,11 +176,7 @@ func TestWrongTokenIsRefusedBeforeTheBodyIsRead(t *testing.T) {
 func TestWrongGroupPortIsMisdirected(t *testing.T) {
 	_, addr := startTransport(t, "", 1, &receiver{}, io.Discard)
 	sender, _ := startTransport(t, "", 2, &receiver{}, io.Discard)
-	conn, err := sender.GetConnection(context.Background(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = conn.SendMessageBatch(pb.MessageBatch{})
+	_, err := sender.GetConnection(context.Background(), addr)
 	if err == nil || !strings.Contains(err.Error(), "421") {
 		t.Fatalf("want 421, got %v", err)
 	}
