@@ -143,6 +143,20 @@ func (e *Engine) Leader(n int) (node, term uint64, ok bool) {
 	return id, term, true
 }
 
+// NodeLive reports whether node id looks alive from here: this node, the
+// leader of a group as this replica sees it, or a node heard from within
+// three election timeouts (at least 2 s). Kafka's Metadata lists live
+// brokers only, and clients rely on it: franz-go keeps a dead broker as a
+// transaction coordinator until the broker leaves the list.
+func (e *Engine) NodeLive(id uint64) bool {
+	for n := range e.host.groups {
+		if node, _, ok := e.Leader(n); ok && node == id {
+			return true
+		}
+	}
+	return e.host.HeardFrom(id, max(2*time.Second, 3*e.host.ElectionTimeout()))
+}
+
 // Leads reports whether this node leads group n.
 func (e *Engine) Leads(n int) bool { return e.host.leads(e.host.groups[n]) }
 

@@ -387,6 +387,29 @@ func (h *Host) NodeID() uint64 { return h.cfg.NodeID }
 // Peers lists the cluster's voters, sorted by id.
 func (h *Host) Peers() []Peer { return h.cfg.Peers }
 
+// HeardFrom reports whether node id sent this node a raft message, or
+// answered one, in any group within the last d. This node always counts.
+// A follower hears only from the leaders of its groups, so a peer that
+// leads nothing may go unheard by another follower while alive.
+func (h *Host) HeardFrom(id uint64, d time.Duration) bool {
+	if id == h.cfg.NodeID {
+		return true
+	}
+	since := time.Now().Add(-d)
+	for _, g := range h.groups {
+		if addr, ok := g.members[id]; ok && g.tf.Transport().LastContact(addr).After(since) {
+			return true
+		}
+	}
+	return false
+}
+
+// ElectionTimeout is how long a follower waits for its leader before it
+// starts an election.
+func (h *Host) ElectionTimeout() time.Duration {
+	return time.Duration(h.cfg.RTTMillisecond*h.cfg.ElectionRTT) * time.Millisecond
+}
+
 // Store is group n's local state machine, for reads.
 func (h *Host) Store(n int) *storage.Store { return h.groups[n].store }
 

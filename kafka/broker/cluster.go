@@ -67,8 +67,9 @@ func splitAddr(addr string) (string, int32, error) {
 	return host, int32(port), nil
 }
 
-// brokers lists every node Kafka clients can reach: the registry, with this
-// node's own address always present.
+// brokers lists the live nodes Kafka clients can reach: the registry, less
+// the nodes not heard from lately (as Kafka lists only live brokers), with
+// this node's own address always present.
 func (b *Broker) brokers() []kmsg.MetadataResponseBroker {
 	self := uint64(b.cfg.NodeID)
 	var out []kmsg.MetadataResponseBroker
@@ -81,6 +82,8 @@ func (b *Broker) brokers() []kmsg.MetadataResponseBroker {
 	for _, n := range b.engine.KafkaNodes() {
 		if n.ID == self {
 			n.KafkaAddr, seen = b.cfg.AdvertisedAddr, true
+		} else if !b.engine.NodeLive(n.ID) {
+			continue
 		}
 		add(n.ID, n.KafkaAddr)
 	}
