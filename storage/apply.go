@@ -14,8 +14,9 @@ type applyCtx struct {
 	s       *Store
 	b       *pebble.Batch // indexed: reads inside apply see earlier writes
 	nowMs   int64
-	entryMs int64 // the entry's own clock stamp (a retry keeps its first attempt's)
-	retry   bool  // the entry being applied repeats an earlier proposal
+	entryMs int64  // the entry's own clock stamp (a retry keeps its first attempt's)
+	retry   bool   // the entry being applied repeats an earlier proposal
+	entryID uint64 // the proposal's id, the same in all its attempts (0: none)
 	dirty   []*partState
 	changes []Change
 	touched map[*queueState]bool
@@ -59,7 +60,17 @@ func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
 	ctx.nowMs = s.clockMs
 	ctx.entryMs = e.NowMs
 	ctx.retry = e.Retry
+	ctx.entryID = e.ID
 	ctx.results = ctx.results[:0]
+	if s.skipsLateAttempt(&e) {
+		// Its retry applied every command already; nobody waits for
+		// this attempt's answer.
+		for range e.Count {
+			ctx.results = append(ctx.results, []byte{uint8(wire.CodeDuplicate)})
+		}
+		return wire.AppendResults(nil, ctx.results)
+	}
+	s.noteRetry(ctx, &e)
 	for {
 		cmd, ok := e.Next()
 		if !ok {

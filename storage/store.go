@@ -87,7 +87,10 @@ type Store struct {
 	timed      map[uint64]*queueState
 	sweeps     map[string]*sweepState
 	hasTxnDone bool
-	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
+	// retried maps the ids of proposals a retry of which was applied to
+	// their stamps (retries.go).
+	retried map[uint64]int64
+	kafka   kafkaState // Kafka producers, transactions, topic configs, nodes
 	// xprep holds the prepared parts of cross-group transactions and
 	// pinned what they pin (xtxn.go); xAborts says abort decisions may be
 	// stored.

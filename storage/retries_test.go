@@ -1,0 +1,45 @@
+package storage
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// These tests replay what the proposer does when an attempt's outcome is
+// unknown: the same entry proposed again, flagged as a retry. Raft may
+// apply the first attempt and then the retry, or (a proposal forwarded
+// through a deposed leader) the retry and then the first attempt.
+
+// entryOf is one entry carrying a single command, as the proposer builds it.
+func (h *harness) entryOf(kind wire.Kind, body []byte) []byte {
+	return wire.AppendEntry(nil, h.now, []wire.Command{{Kind: kind, Body: body}})
+}
+
+func TestDelayedOriginalAfterItsRetryIsNotAppliedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.alloc("q", "p")
+	recs := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: h.nextID(), Payload: []byte("x")})
+	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1,
+		Flags: wire.PushIndexTxn, Count: 1, Records: recs}
+	entry := h.entryOf(wire.KindPush, push.Encode(nil))
+	if r, _ := wire.DecodePushResult(h.applyEntry(wire.MarkRetry(entry))); r.Code != wire.CodeOK || r.BaseOffset != 0 {
+		t.Fatalf("retry: %+v", r)
+	}
+	h.applyEntry(entry) // the first attempt, late
+	p, _ := h.s.PartitionByName(wire.DefaultTenant, "q", "p")
+	if p.HighWatermark() != 1 {
+		t.Fatalf("the late first attempt stored the message again: high-water mark %d, want 1", p.HighWatermark())
+	}
+
+	// The same holds for an auto-ack pop: the late original consumes nothing.
+	h.push("q", "p", "2", "3")
+	pop := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 1, SubMode: wire.SubAll, CommitOnDelivery: true}
+	entry = h.entryOf(wire.KindPop, pop.Encode(nil))
+	h.applyEntry(wire.MarkRetry(entry))
+	h.applyEntry(entry)
+	if next := h.popWith(wire.PopCmd{Queue: "q", Group: "g", Batch: 10, SubMode: wire.SubAll, CommitOnDelivery: true}); fmt.Sprint(span(next)) != "[[1 3]]" {
+		t.Fatalf("the late first attempt consumed a batch nobody received: next pop %v, want [[1 3]]", span(next))
+	}
+}
