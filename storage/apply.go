@@ -17,10 +17,13 @@ type applyCtx struct {
 	entryMs int64  // the entry's own clock stamp (a retry keeps its first attempt's)
 	retry   bool   // the entry being applied repeats an earlier proposal
 	entryID uint64 // the proposal's id, the same in all its attempts (0: none)
-	dirty   []*partState
-	changes []Change
-	touched map[*queueState]bool
-	results [][]byte
+	// keepReply is set by a command whose repeat would not leave the state
+	// alone: its reply is kept for the proposal's retries (retries.go).
+	keepReply bool
+	dirty     []*partState
+	changes   []Change
+	touched   map[*queueState]bool
+	results   [][]byte
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
 	leaseIdx map[leaseKeyT]map[string]uint64
@@ -71,12 +74,21 @@ func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
 		return wire.AppendResults(nil, ctx.results)
 	}
 	s.noteRetry(ctx, &e)
-	for {
+	for i := 0; ; i++ {
 		cmd, ok := e.Next()
 		if !ok {
 			break
 		}
-		ctx.results = append(ctx.results, s.applyCommand(ctx, cmd))
+		if r, ok := s.keptReply(ctx, i); ok {
+			ctx.results = append(ctx.results, r)
+			continue
+		}
+		ctx.keepReply = false
+		r := s.applyCommand(ctx, cmd)
+		if ctx.keepReply {
+			s.keepReply(ctx, i, r)
+		}
+		ctx.results = append(ctx.results, r)
 	}
 	if err := e.Err(); err != nil {
 		s.log.Error("storage: malformed command in raft entry", "err", err)
@@ -89,7 +101,13 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindPush:
 		return run(cmd.Body, wire.DecodePushCmd, func(c *wire.PushCmd) wire.PushResult { return s.applyPush(ctx, c) })
 	case wire.KindPop:
-		return run(cmd.Body, wire.DecodePopCmd, func(c *wire.PopCmd) wire.PopResult { return s.applyPop(ctx, c) })
+		return run(cmd.Body, wire.DecodePopCmd, func(c *wire.PopCmd) wire.PopResult {
+			r := s.applyPop(ctx, c)
+			// An auto-ack pop has no lease ids to find its claims by
+			// again: its retry is answered the batch it consumed.
+			ctx.keepReply = c.CommitOnDelivery && len(r.Claims) > 0
+			return r
+		})
 	case wire.KindAck:
 		return run(cmd.Body, wire.DecodeAckCmd, func(c *wire.AckCmd) wire.AckResult { return s.applyAck(ctx, c) })
 	case wire.KindExtendLease:

@@ -17,6 +17,22 @@ func (h *harness) entryOf(kind wire.Kind, body []byte) []byte {
 	return wire.AppendEntry(nil, h.now, []wire.Command{{Kind: kind, Body: body}})
 }
 
+func TestRetriedAutoAckPopReturnsTheFirstAttemptsBatch(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "1", "2", "3", "4")
+	c := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 2, SubMode: wire.SubAll, CommitOnDelivery: true}
+	entry := h.entryOf(wire.KindPop, c.Encode(nil))
+	first, _ := wire.DecodePopResult(h.applyEntry(entry))
+	retry, _ := wire.DecodePopResult(h.applyEntry(wire.MarkRetry(entry)))
+	if fmt.Sprint(span(first)) != "[[0 2]]" || fmt.Sprint(span(retry)) != fmt.Sprint(span(first)) {
+		t.Fatalf("the retry must answer the batch its first attempt consumed: first %v, retry %v", span(first), span(retry))
+	}
+	// Nothing was consumed twice: the next pop continues after the batch.
+	if next := h.popWith(wire.PopCmd{Queue: "q", Group: "g", Batch: 10, SubMode: wire.SubAll, CommitOnDelivery: true}); fmt.Sprint(span(next)) != "[[2 4]]" {
+		t.Fatalf("next pop: %v", span(next))
+	}
+}
+
 func TestDelayedOriginalAfterItsRetryIsNotAppliedAgain(t *testing.T) {
 	h := newHarness(t)
 	h.alloc("q", "p")
@@ -42,4 +58,44 @@ func TestDelayedOriginalAfterItsRetryIsNotAppliedAgain(t *testing.T) {
 	if next := h.popWith(wire.PopCmd{Queue: "q", Group: "g", Batch: 10, SubMode: wire.SubAll, CommitOnDelivery: true}); fmt.Sprint(span(next)) != "[[1 3]]" {
 		t.Fatalf("the late first attempt consumed a batch nobody received: next pop %v, want [[1 3]]", span(next))
 	}
+}
+
+func TestRetryMemorySurvivesReopenAndExpires(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "1", "2", "3")
+	pop := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 1, SubMode: wire.SubAll, CommitOnDelivery: true}
+	popEntry := h.entryOf(wire.KindPop, pop.Encode(nil))
+	h.applyEntry(popEntry)
+	del := wire.DeleteQueueCmd{Tenant: wire.DefaultTenant, Queue: "gone"}
+	delEntry := h.entryOf(wire.KindDeleteQueue, del.Encode(nil))
+	h.applyEntry(wire.MarkRetry(delEntry))
+
+	// What a replica that restarts (or installs a snapshot) rebuilds.
+	h.s.Close()
+	h.open()
+	if len(h.s.retried) != 1 || !h.s.hasReplies {
+		t.Fatalf("after reopen: retried %v, replies %v", h.s.retried, h.s.hasReplies)
+	}
+	if r, _ := wire.DecodePopResult(h.applyEntry(wire.MarkRetry(popEntry))); fmt.Sprint(span(r)) != "[[0 1]]" {
+		t.Fatalf("retry after reopen: %v", span(r))
+	}
+
+	// Past the window a tick forgets both.
+	h.now += wire.RememberRetriesMs + retriesIntervalMs
+	h.applyEntry(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindTick}}))
+	if len(h.s.retried) != 0 || h.s.hasReplies || h.hasTagged(tagReply) || h.hasTagged(tagRetried) {
+		t.Fatalf("kept past the window: retried %v, replies %v", h.s.retried, h.s.hasReplies)
+	}
+	if h.s.TickDue(h.now + retriesIntervalMs) {
+		t.Fatal("a tick is still due with nothing to forget")
+	}
+}
+
+func (h *harness) hasTagged(tag byte) bool {
+	for k := range h.dump() {
+		if k[0] == tag {
+			return true
+		}
+	}
+	return false
 }
