@@ -117,6 +117,9 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindConfigure:
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
 	case wire.KindDeleteQueue:
+		// Applied again after the queue was created anew, it would delete
+		// the new queue.
+		ctx.keepReply = true
 		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.DeleteQueueResult { return s.applyDeleteQueue(ctx, c) })
 	case wire.KindKV:
 		return run(cmd.Body, wire.DecodeKVCmd, func(c *wire.KVCmd) wire.KVResult { return s.applyKV(ctx, c) })
@@ -171,6 +174,7 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindKafkaCreatePartitions:
 		return run(cmd.Body, wire.DecodeCreatePartitionsCmd, func(c *wire.CreatePartitionsCmd) wire.AllocResult { return s.applyCreatePartitions(ctx, c) })
 	case wire.KindKafkaDeleteTopic:
+		ctx.keepReply = true // as KindDeleteQueue
 		return run(cmd.Body, wire.DecodeDeleteTopicCmd, func(c *wire.DeleteTopicCmd) wire.DeleteQueueResult { return s.applyDeleteTopic(ctx, c) })
 	case wire.KindKafkaTopicConfig:
 		return run(cmd.Body, wire.DecodeTopicConfigCmd, func(c *wire.TopicConfigCmd) wire.CodeResult { return s.applyTopicConfig(ctx, c) })

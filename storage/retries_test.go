@@ -60,6 +60,36 @@ func TestDelayedOriginalAfterItsRetryIsNotAppliedAgain(t *testing.T) {
 	}
 }
 
+func TestRetriedDeleteLeavesAQueueCreatedSince(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "old")
+	del := wire.DeleteQueueCmd{Tenant: wire.DefaultTenant, Queue: "q"}
+	entry := h.entryOf(wire.KindDeleteQueue, del.Encode(nil))
+	if c, _ := wire.ResultCode(h.applyEntry(entry)); c != wire.CodeOK {
+		t.Fatalf("delete: %v", c)
+	}
+	h.push("q", "p", "new")
+	if c, _ := wire.ResultCode(h.applyEntry(wire.MarkRetry(entry))); c != wire.CodeOK {
+		t.Fatalf("retried delete answers its first attempt's code: %v", c)
+	}
+	if _, ok := h.s.Queue(wire.DefaultTenant, "q"); !ok {
+		t.Fatal("the retried delete removed the queue created after it")
+	}
+
+	// A Kafka topic delete likewise.
+	h.allocTopic("t", 1)
+	delTopic := wire.DeleteTopicCmd{Tenant: wire.DefaultTenant, Name: "t"}
+	entry = h.entryOf(wire.KindKafkaDeleteTopic, delTopic.Encode(nil))
+	if c, _ := wire.ResultCode(h.applyEntry(entry)); c != wire.CodeOK {
+		t.Fatalf("delete topic: %v", c)
+	}
+	h.allocTopic("t", 1)
+	h.applyEntry(wire.MarkRetry(entry))
+	if _, ok := h.s.Queue(wire.DefaultTenant, "t"); !ok {
+		t.Fatal("the retried topic delete removed the topic created after it")
+	}
+}
+
 func TestRetryMemorySurvivesReopenAndExpires(t *testing.T) {
 	h := newHarness(t)
 	h.push("q", "p", "1", "2", "3")
