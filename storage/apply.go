@@ -113,6 +113,9 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindExtendLease:
 		return run(cmd.Body, wire.DecodeExtendLeaseCmd, func(c *wire.ExtendLeaseCmd) wire.ExtendLeaseResult { return s.applyExtendLease(ctx, c) })
 	case wire.KindCommitPosition:
+		// Applied again after a later commit, it would move the position
+		// back.
+		ctx.keepReply = true
 		return run(cmd.Body, wire.DecodeCommitPositionCmd, func(c *wire.CommitPositionCmd) wire.CodeResult { return s.applyCommitPosition(ctx, c) })
 	case wire.KindConfigure:
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })

@@ -15,7 +15,7 @@ import (
 //
 //   - The first attempt, then a retry. Most commands recognise their own
 //     repeat (message ids, lease ids, transaction ids). Those that cannot
-//     (an auto-ack pop, a delete) keep their reply under
+//     (an auto-ack pop, a delete, a position commit) keep their reply under
 //     the proposal's stamp, id and command index; a retry finds it and
 //     answers it without applying the command again.
 //   - A retry, then the first attempt (forwarded through a deposed leader):

@@ -90,6 +90,23 @@ func TestRetriedDeleteLeavesAQueueCreatedSince(t *testing.T) {
 	}
 }
 
+func TestRetriedPositionCommitNeverMovesBack(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "1", "2", "3", "4", "5", "6", "7", "8")
+	c := wire.CommitPositionCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", PartitionIndex: 0, Offset: 3}
+	entry := h.entryOf(wire.KindCommitPosition, c.Encode(nil))
+	h.applyEntry(entry)
+	if code := h.commit("q", "g", 0, 7, ""); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	if code, _ := wire.ResultCode(h.applyEntry(wire.MarkRetry(entry))); code != wire.CodeOK {
+		t.Fatalf("retried commit: %v", code)
+	}
+	if got := h.s.GroupPositions(wire.DefaultTenant, "g", "q"); len(got) != 1 || got[0].Offset != 7 {
+		t.Fatalf("the retried commit moved the position back: %+v, want offset 7", got)
+	}
+}
+
 func TestRetryMemorySurvivesReopenAndExpires(t *testing.T) {
 	h := newHarness(t)
 	h.push("q", "p", "1", "2", "3")
