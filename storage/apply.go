@@ -153,6 +153,7 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindTrace:
 		return run(cmd.Body, wire.DecodeTraceCmd, func(c *wire.TraceCmd) wire.TraceResult { return s.applyTrace(ctx, c) })
 	case wire.KindSeek:
+		ctx.keepReply = true // a position write, as KindCommitPosition
 		return run(cmd.Body, wire.DecodeSeekCmd, func(c *wire.SeekCmd) wire.CountResult { return s.applySeek(ctx, c) })
 	case wire.KindDeleteGroup:
 		return run(cmd.Body, wire.DecodeDeleteGroupCmd, func(c *wire.DeleteGroupCmd) wire.CountResult { return s.applyDeleteGroup(ctx, c) })

@@ -15,9 +15,9 @@ import (
 //
 //   - The first attempt, then a retry. Most commands recognise their own
 //     repeat (message ids, lease ids, transaction ids). Those that cannot
-//     (an auto-ack pop, a delete, a position commit) keep their reply under
-//     the proposal's stamp, id and command index; a retry finds it and
-//     answers it without applying the command again.
+//     (an auto-ack pop, a delete, a position commit or seek) keep their
+//     reply under the proposal's stamp, id and command index; a retry
+//     finds it and answers it without applying the command again.
 //   - A retry, then the first attempt (forwarded through a deposed leader):
 //     the retry records the proposal's id, and the late first attempt is
 //     skipped whole, since the retry already applied every one of its

@@ -107,6 +107,21 @@ func TestRetriedPositionCommitNeverMovesBack(t *testing.T) {
 	}
 }
 
+// A seek is a position write too: its retry, applied after more messages
+// arrived, must not skip them.
+func TestRetriedSeekToEndSkipsNothingPushedSince(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "1", "2")
+	seek := wire.SeekCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", ToEnd: true}
+	entry := h.entryOf(wire.KindSeek, seek.Encode(nil))
+	h.applyEntry(entry)
+	h.push("q", "p", "3")
+	h.applyEntry(wire.MarkRetry(entry))
+	if r := h.popWith(wire.PopCmd{Queue: "q", Group: "g", Batch: 10, SubMode: wire.SubAll, CommitOnDelivery: true}); fmt.Sprint(span(r)) != "[[2 3]]" {
+		t.Fatalf("the retried seek skipped a message pushed after it: pop %v, want [[2 3]]", span(r))
+	}
+}
+
 func TestRetryMemorySurvivesReopenAndExpires(t *testing.T) {
 	h := newHarness(t)
 	h.push("q", "p", "1", "2", "3")
