@@ -161,23 +161,25 @@ func (p *proposer) run() {
 		for _, r := range batch {
 			cmds = append(cmds, r.cmds...)
 		}
-		data := wire.AppendEntry(getEntryBuf(size+32), time.Now().UnixMilli(), cmds)
+		stamp := time.Now()
+		data := wire.AppendEntry(getEntryBuf(size+32), stamp.UnixMilli(), cmds)
 		rs, err := p.nh.Propose(p.session, data, p.firstAttemptTimeout())
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			defer func() { <-p.slots }()
-			p.propose(batch, cmds, data, rs, err)
+			p.propose(batch, cmds, data, retryDeadline(stamp, p.requestTimeout), rs, err)
 		}()
 	}
 }
 
 // propose waits for an entry's first attempt and retries it until it is
-// applied, a non-temporary error, or the request deadline, then answers
-// every request of the batch. Retrying is safe because every command is
-// idempotent (see wire and storage).
-func (p *proposer) propose(batch []*request, cmds []wire.Command, data []byte, first *dragonboat.RequestState, firstErr error) {
-	results, err := p.proposeEntry(data, first, firstErr)
+// applied, a non-temporary error, or the deadline, then answers every
+// request of the batch. Retrying is safe because the state machine
+// recognises the attempts of one proposal in either order (see
+// storage/retries.go).
+func (p *proposer) propose(batch []*request, cmds []wire.Command, data []byte, deadline time.Time, first *dragonboat.RequestState, firstErr error) {
+	results, err := p.proposeEntry(data, deadline, first, firstErr)
 	putEntryBuf(data)
 	if err == nil && len(results) != len(cmds) {
 		err = fmt.Errorf("raftgroups: group %d answered %d results for %d commands", p.group, len(results), len(cmds))
@@ -206,8 +208,14 @@ func (p *proposer) firstAttemptTimeout() time.Duration {
 	return p.attemptTimeout
 }
 
-func (p *proposer) proposeEntry(data []byte, rs *dragonboat.RequestState, err error) ([][]byte, error) {
-	deadline := time.Now().Add(p.requestTimeout)
+// retryDeadline is when the attempts of an entry stamped at stamp stop: the
+// request timeout, but never past wire.RetryWindowMs after the stamp, since
+// the state machine recognises a retry only for a bounded time.
+func retryDeadline(stamp time.Time, requestTimeout time.Duration) time.Time {
+	return stamp.Add(min(requestTimeout, wire.RetryWindowMs*time.Millisecond))
+}
+
+func (p *proposer) proposeEntry(data []byte, deadline time.Time, rs *dragonboat.RequestState, err error) ([][]byte, error) {
 	backoff := 5 * time.Millisecond
 	proposed := false
 	for attempt := 0; ; attempt++ {

@@ -14,12 +14,16 @@ type applyCtx struct {
 	s       *Store
 	b       *pebble.Batch // indexed: reads inside apply see earlier writes
 	nowMs   int64
-	entryMs int64 // the entry's own clock stamp (a retry keeps its first attempt's)
-	retry   bool  // the entry being applied repeats an earlier proposal
-	dirty   []*partState
-	changes []Change
-	touched map[*queueState]bool
-	results [][]byte
+	entryMs int64  // the entry's own clock stamp (a retry keeps its first attempt's)
+	retry   bool   // the entry being applied repeats an earlier proposal
+	entryID uint64 // the proposal's id, the same in all its attempts (0: none)
+	// keepReply is set by a command whose repeat would not leave the state
+	// alone: its reply is kept for the proposal's retries (retries.go).
+	keepReply bool
+	dirty     []*partState
+	changes   []Change
+	touched   map[*queueState]bool
+	results   [][]byte
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
 	leaseIdx map[leaseKeyT]map[string]uint64
@@ -59,13 +63,32 @@ func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
 	ctx.nowMs = s.clockMs
 	ctx.entryMs = e.NowMs
 	ctx.retry = e.Retry
+	ctx.entryID = e.ID
 	ctx.results = ctx.results[:0]
-	for {
+	if s.skipsLateAttempt(&e) {
+		// Its retry applied every command already; nobody waits for
+		// this attempt's answer.
+		for range e.Count {
+			ctx.results = append(ctx.results, []byte{uint8(wire.CodeDuplicate)})
+		}
+		return wire.AppendResults(nil, ctx.results)
+	}
+	s.noteRetry(ctx, &e)
+	for i := 0; ; i++ {
 		cmd, ok := e.Next()
 		if !ok {
 			break
 		}
-		ctx.results = append(ctx.results, s.applyCommand(ctx, cmd))
+		if r, ok := s.keptReply(ctx, i); ok {
+			ctx.results = append(ctx.results, r)
+			continue
+		}
+		ctx.keepReply = false
+		r := s.applyCommand(ctx, cmd)
+		if ctx.keepReply {
+			s.keepReply(ctx, i, r)
+		}
+		ctx.results = append(ctx.results, r)
 	}
 	if err := e.Err(); err != nil {
 		s.log.Error("storage: malformed command in raft entry", "err", err)
@@ -78,16 +101,28 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindPush:
 		return run(cmd.Body, wire.DecodePushCmd, func(c *wire.PushCmd) wire.PushResult { return s.applyPush(ctx, c) })
 	case wire.KindPop:
-		return run(cmd.Body, wire.DecodePopCmd, func(c *wire.PopCmd) wire.PopResult { return s.applyPop(ctx, c) })
+		return run(cmd.Body, wire.DecodePopCmd, func(c *wire.PopCmd) wire.PopResult {
+			r := s.applyPop(ctx, c)
+			// An auto-ack pop has no lease ids to find its claims by
+			// again: its retry is answered the batch it consumed.
+			ctx.keepReply = c.CommitOnDelivery && len(r.Claims) > 0
+			return r
+		})
 	case wire.KindAck:
 		return run(cmd.Body, wire.DecodeAckCmd, func(c *wire.AckCmd) wire.AckResult { return s.applyAck(ctx, c) })
 	case wire.KindExtendLease:
 		return run(cmd.Body, wire.DecodeExtendLeaseCmd, func(c *wire.ExtendLeaseCmd) wire.ExtendLeaseResult { return s.applyExtendLease(ctx, c) })
 	case wire.KindCommitPosition:
+		// Applied again after a later commit, it would move the position
+		// back.
+		ctx.keepReply = true
 		return run(cmd.Body, wire.DecodeCommitPositionCmd, func(c *wire.CommitPositionCmd) wire.CodeResult { return s.applyCommitPosition(ctx, c) })
 	case wire.KindConfigure:
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
 	case wire.KindDeleteQueue:
+		// Applied again after the queue was created anew, it would delete
+		// the new queue.
+		ctx.keepReply = true
 		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.DeleteQueueResult { return s.applyDeleteQueue(ctx, c) })
 	case wire.KindKV:
 		return run(cmd.Body, wire.DecodeKVCmd, func(c *wire.KVCmd) wire.KVResult { return s.applyKV(ctx, c) })
@@ -118,6 +153,7 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindTrace:
 		return run(cmd.Body, wire.DecodeTraceCmd, func(c *wire.TraceCmd) wire.TraceResult { return s.applyTrace(ctx, c) })
 	case wire.KindSeek:
+		ctx.keepReply = true // a position write, as KindCommitPosition
 		return run(cmd.Body, wire.DecodeSeekCmd, func(c *wire.SeekCmd) wire.CountResult { return s.applySeek(ctx, c) })
 	case wire.KindDeleteGroup:
 		return run(cmd.Body, wire.DecodeDeleteGroupCmd, func(c *wire.DeleteGroupCmd) wire.CountResult { return s.applyDeleteGroup(ctx, c) })
@@ -142,6 +178,7 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindKafkaCreatePartitions:
 		return run(cmd.Body, wire.DecodeCreatePartitionsCmd, func(c *wire.CreatePartitionsCmd) wire.AllocResult { return s.applyCreatePartitions(ctx, c) })
 	case wire.KindKafkaDeleteTopic:
+		ctx.keepReply = true // as KindDeleteQueue
 		return run(cmd.Body, wire.DecodeDeleteTopicCmd, func(c *wire.DeleteTopicCmd) wire.DeleteQueueResult { return s.applyDeleteTopic(ctx, c) })
 	case wire.KindKafkaTopicConfig:
 		return run(cmd.Body, wire.DecodeTopicConfigCmd, func(c *wire.TopicConfigCmd) wire.CodeResult { return s.applyTopicConfig(ctx, c) })

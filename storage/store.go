@@ -87,6 +87,10 @@ type Store struct {
 	timed      map[uint64]*queueState
 	sweeps     map[string]*sweepState
 	hasTxnDone bool
+	// retried maps the ids of proposals a retry of which was applied to
+	// their stamps, and hasReplies says replies may be kept (retries.go).
+	retried    map[uint64]int64
+	hasReplies bool
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 	// xprep holds the prepared parts of cross-group transactions and
 	// pinned what they pin (xtxn.go); xAborts says abort decisions may be
