@@ -23,6 +23,12 @@ type applyCtx struct {
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
 	leaseIdx map[leaseKeyT]map[string]uint64
+	// cursors are the cursors changed in this batch, encoded once in
+	// finish: a cursor's encoding carries its lease's state per message,
+	// so writing it at every change made acking a lease of n messages
+	// cost n² bytes.
+	cursors     []dirtyCursor
+	cursorDirty map[*cursor]bool
 	// xid is the cross-group transaction whose part is being applied: its
 	// own pins do not stop it (xtxn.go).
 	xid wire.ID
@@ -177,6 +183,13 @@ func run[C any, R encoder](body []byte, decode func([]byte) (C, error), apply fu
 // data so the store is always a prefix of the raft log.
 func (ctx *applyCtx) finish(applied uint64) {
 	s := ctx.s
+	for _, d := range ctx.cursors {
+		// A cursor dropped later in the batch (its group or partition
+		// deleted, or replaced by a new one) had its key deleted then.
+		if !d.p.deleted.Load() && d.p.cursors[d.c.group] == d.c {
+			ctx.set(cursorKey(d.p.id, d.c.group), d.c.encode())
+		}
+	}
 	for _, p := range ctx.dirty {
 		if !p.deleted.Load() {
 			ctx.set(partitionKey(p.id), p.encodeMeta())
@@ -366,7 +379,21 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 	return pos
 }
 
+// dirtyCursor is a cursor to persist when the batch finishes.
+type dirtyCursor struct {
+	p *partState
+	c *cursor
+}
+
+// saveCursor schedules c to be persisted with the batch (finish).
 func (ctx *applyCtx) saveCursor(p *partState, c *cursor) {
 	c.updatedMs = ctx.nowMs
-	ctx.set(cursorKey(p.id, c.group), c.encode())
+	if ctx.cursorDirty[c] {
+		return
+	}
+	if ctx.cursorDirty == nil {
+		ctx.cursorDirty = map[*cursor]bool{}
+	}
+	ctx.cursorDirty[c] = true
+	ctx.cursors = append(ctx.cursors, dirtyCursor{p, c})
 }

@@ -14,7 +14,7 @@ import (
 // harness drives a Store the way dragonboat does: entries with increasing
 // indexes, each carrying one command, stamped with a test clock.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	s     *Store
 	dir   string
 	index uint64
@@ -22,7 +22,7 @@ type harness struct {
 	msgN  byte
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000}
 	h.open()
