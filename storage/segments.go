@@ -115,6 +115,9 @@ type segments struct {
 	maxBytes int64
 	log      *slog.Logger
 
+	// syncMu is held for a whole sync, fsyncs included.
+	syncMu sync.Mutex
+
 	mu       sync.RWMutex
 	files    []*segment // ascending by name; the last one is appended to
 	unsynced []*segment // written since the last fsync
@@ -127,6 +130,19 @@ type segments struct {
 	// touches them, and only it can hold a location inside them.
 	pending   []byte
 	pendingAt int64
+
+	// fsync and syncWait are seams for tests: fsync makes a file durable
+	// (os.File.Sync when nil); syncWait is called when a sync is about to
+	// wait for another one in flight.
+	fsync    func(*os.File) error
+	syncWait func()
+}
+
+func (sg *segments) fsyncFile(f *os.File) error {
+	if sg.fsync != nil {
+		return sg.fsync(f)
+	}
+	return f.Sync()
 }
 
 // openSegments opens dir's segments for a store whose durable state says
@@ -232,7 +248,7 @@ func (sg *segments) append(seq uint64, parts ...[]byte) (location, error) {
 		if err := sg.flush(); err != nil {
 			return location{}, err
 		}
-		if err := cur.f.Sync(); err != nil {
+		if err := sg.fsyncFile(cur.f); err != nil {
 			return location{}, fmt.Errorf("storage: sync segment %016x: %w", cur.name, err)
 		}
 		if err := sg.create(seq); err != nil {
@@ -327,13 +343,26 @@ func (sg *segments) read(loc location, buf []byte) ([]byte, error) {
 // a committed batch (a batch's records are written before it commits).
 // Pending records belong to a batch not yet committed, which nothing
 // durable can point at.
+//
+// Syncs run one at a time. A sync that took the unsynced list owns the
+// fsyncs of those bytes, so a second sync started meanwhile (pebble's
+// flush and dragonboat's Sync run on different goroutines) must wait for
+// them to finish, not return because the list it finds is empty. Waiting
+// costs little: the fsyncs it waits for are the ones it needs.
 func (sg *segments) sync() error {
+	if !sg.syncMu.TryLock() {
+		if sg.syncWait != nil {
+			sg.syncWait()
+		}
+		sg.syncMu.Lock()
+	}
+	defer sg.syncMu.Unlock()
 	sg.mu.Lock()
 	todo := sg.unsynced
 	sg.unsynced = nil
 	sg.mu.Unlock()
 	for i, s := range todo {
-		if err := s.f.Sync(); err != nil {
+		if err := sg.fsyncFile(s.f); err != nil {
 			if errors.Is(err, os.ErrClosed) {
 				continue // collected since: nothing durable points into it
 			}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
@@ -340,5 +341,50 @@ func TestCrashThenReplayRewritesRecordsOnce(t *testing.T) {
 	p, _ = h.s.PartitionByName(wire.DefaultTenant, "q", "p")
 	if got := readPayloads(t, h.s, p); got != strings.Join(want, ",") {
 		t.Fatal("records after a clean reopen differ")
+	}
+}
+
+// A sync returns only once every byte written before it is durable, also
+// when another sync (pebble's flush and dragonboat's Sync run on different
+// goroutines) has already taken those bytes and is still in its fsync:
+// otherwise pebble may persist a memtable pointing at bytes a power loss
+// would take.
+func TestSegmentSyncWaitsForAnInFlightFsync(t *testing.T) {
+	sg, err := openSegments(t.TempDir(), 1, 1<<20, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sg.close()
+	if _, err := sg.append(1, []byte("records")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sg.flush(); err != nil {
+		t.Fatal(err)
+	}
+	entered, release, waiting := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	sg.fsync = func(f *os.File) error {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return f.Sync()
+	}
+	sg.syncWait = func() { close(waiting) }
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- sg.sync() }()
+	<-entered
+	go func() { second <- sg.sync() }()
+	select {
+	case err := <-second:
+		t.Fatalf("a sync returned (err %v) while the fsync of the bytes it covers was still running", err)
+	case <-waiting:
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
 	}
 }
