@@ -2,6 +2,8 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/cockroachdb/pebble"
 
@@ -38,11 +40,20 @@ type applyCtx struct {
 	err error
 }
 
-// fail records the first storage failure of the batch.
+// fail records the first storage failure of the batch. Reads count as
+// much as writes: a replica that cannot read what the apply loop must read
+// (records to dead-letter, retain or relocate, an index entry) would
+// otherwise apply a different result than its peers and diverge silently.
 func (ctx *applyCtx) fail(err error) {
-	if ctx.err == nil {
+	if ctx.err == nil && err != nil {
 		ctx.err = err
 	}
+}
+
+// closeIter closes an iterator the apply loop read through; an error it
+// met fails the batch.
+func (ctx *applyCtx) closeIter(it interface{ Close() error }) {
+	ctx.fail(it.Close())
 }
 
 func (s *Store) newApplyCtx() *applyCtx {
@@ -221,9 +232,14 @@ func (ctx *applyCtx) set(k, v []byte) {
 
 func (ctx *applyCtx) del(k []byte) { _ = ctx.b.Delete(k, nil) }
 
+// get reads a key through the batch; a read error (not a missing key)
+// fails the batch.
 func (ctx *applyCtx) get(k []byte) ([]byte, bool) {
 	v, closer, err := ctx.b.Get(k)
 	if err != nil {
+		if !errors.Is(err, pebble.ErrNotFound) {
+			ctx.fail(fmt.Errorf("storage: read key %q: %w", k, err))
+		}
 		return nil, false
 	}
 	out := append([]byte(nil), v...)
@@ -368,7 +384,7 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 		return p.next
 	}
 	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
-	defer ci.Close()
+	defer ctx.closeIter(ci)
 	pos := p.next
 	for ok := ci.Last(); ok && ci.Meta().appendMs >= ms; ok = ci.Prev() {
 		pos = ci.Base()

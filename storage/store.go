@@ -284,8 +284,10 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if ctx.err != nil {
 		// The in-memory model is ahead of the store now, so the node must
 		// restart from what is durable; records written for this batch
-		// are garbage no key points at.
+		// are garbage no key points at. Dragonboat stops on the error.
 		_ = ctx.b.Close()
+		s.log.Error("storage: cannot apply: stopping this replica rather than diverge from its peers",
+			"group", s.cfg.Group, "index", ents[0].Index, "err", ctx.err)
 		return nil, fmt.Errorf("storage: apply: %w", ctx.err)
 	}
 	err := ctx.b.Commit(pebble.NoSync)
