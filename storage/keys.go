@@ -33,6 +33,7 @@ const (
 	tagTxnDone   = 'x' // transaction id (UUIDv7, so time-ordered) → its committed result
 	tagKafka     = 'K' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
 	tagXStage    = 'Q' // xid, piece → a staged piece of a Kafka transaction (apply_kafka_txn.go)
+	tagFormat    = 'F' // the store's on-disk format (store.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of
@@ -43,6 +44,7 @@ const (
 )
 
 var (
+	keyFormat   = []byte{tagFormat}
 	keyApplied  = []byte{tagApplied}
 	keyClock    = []byte{tagClock}
 	keyCounters = []byte{tagCounters}

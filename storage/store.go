@@ -15,6 +15,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +102,10 @@ type Store struct {
 
 	listenMu sync.Mutex
 	listener func([]Change)
+
+	// corrupt counts chunks refused because their bytes failed their
+	// checksum (segments.go).
+	corrupt corruption
 
 	// appliedBytes counts the command bytes applied since Open; syncedBytes
 	// and syncedIndex are where it and the applied index stood at the last
@@ -229,13 +234,12 @@ func (s *Store) openDB(dir string) error {
 	if err != nil {
 		return fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	s.db, s.dbDir = db, dir
-	if err := s.load(); err != nil {
+	if err := checkFormat(db, dir); err != nil {
 		_ = db.Close()
-		s.db = nil
 		return err
 	}
-	if err := checkRecordLayout(db); err != nil {
+	s.db, s.dbDir = db, dir
+	if err := s.load(); err != nil {
 		_ = db.Close()
 		s.db = nil
 		return err
@@ -246,8 +250,49 @@ func (s *Store) openDB(dir string) error {
 		s.db = nil
 		return err
 	}
+	segs.corrupt = &s.corrupt
 	s.segs = segs
 	flushing.Store(segs)
+	return nil
+}
+
+// storeFormat is the on-disk format this build writes and reads, kept
+// under keyFormat. 2: chunk locations carry their bytes' CRC-32C. Stores
+// of earlier builds (records inside pebble, then segments without
+// checksums) have no format key; nothing was released that wrote them, so
+// they are refused rather than converted.
+const storeFormat = 2
+
+func formatValue() []byte { return binary.BigEndian.AppendUint64(nil, storeFormat) }
+
+// checkFormat refuses a store of another format, and marks a new (empty)
+// one with this build's. The mark needs no sync: it reaches disk with the
+// first flushed memtable, before any state that could depend on it.
+func checkFormat(db *pebble.DB, dir string) error {
+	v, closer, err := db.Get(keyFormat)
+	if err == nil {
+		ok := len(v) == 8 && binary.BigEndian.Uint64(v) == storeFormat
+		got := fmt.Sprintf("%x", v)
+		closer.Close()
+		if ok {
+			return nil
+		}
+		return fmt.Errorf("storage: %s has store format %s, this build reads %d only; start it with an empty QUEEN_RAFT_DIR", dir, got, storeFormat)
+	}
+	if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("storage: read the store format of %s: %w", dir, err)
+	}
+	it := db.NewIter(nil)
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("storage: read %s: %w", dir, err)
+	}
+	if !empty {
+		return fmt.Errorf("storage: %s was written by an earlier build whose stored records carry no checksums; start this build with an empty QUEEN_RAFT_DIR", dir)
+	}
+	if err := db.Set(keyFormat, formatValue(), pebble.NoSync); err != nil {
+		return fmt.Errorf("storage: mark the store format of %s: %w", dir, err)
+	}
 	return nil
 }
 
@@ -349,6 +394,10 @@ func (s *Store) Sync() error {
 	}
 	return nil
 }
+
+// CorruptChunks counts the chunk reads refused since Open because the
+// bytes on disk no longer matched their checksum.
+func (s *Store) CorruptChunks() uint64 { return s.corrupt.n.Load() }
 
 // SinceSync is how many command bytes and entries were applied after the
 // last Sync: the raft log a restart would replay, and what a snapshot
