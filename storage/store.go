@@ -113,6 +113,10 @@ type Store struct {
 	appliedBytes atomic.Uint64
 	syncedBytes  atomic.Uint64
 	syncedIndex  atomic.Uint64
+
+	// viewHook is a seam for tests, called by AllQueues between the queues
+	// it copies.
+	viewHook func()
 }
 
 type leaseRef struct {
