@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,6 +183,7 @@ func (s *Store) Open(stopc <-chan struct{}) (uint64, error) {
 			return 0, err
 		}
 	}
+	s.removeStaleGenerations(name)
 	if err := s.openDB(filepath.Join(s.cfg.Dir, name)); err != nil {
 		return 0, err
 	}
@@ -444,6 +446,37 @@ func (s *Store) Close() error {
 	s.segs.close()
 	s.db, s.segs = nil, nil
 	return err
+}
+
+// removeStaleGenerations deletes the store generations other than
+// current, and a CURRENT.tmp. RecoverFromSnapshot builds the next
+// generation beside the live one, switches CURRENT and then deletes the
+// old one, so a crash leaves the new one (before the switch) or the old
+// one (after it) behind, holding a whole store's records. Nothing reads
+// them: only CURRENT's generation is ever opened. A failure to delete is
+// logged, not fatal: the store is intact.
+func (s *Store) removeStaleGenerations(current string) {
+	entries, err := os.ReadDir(s.cfg.Dir)
+	if err != nil {
+		s.log.Warn("storage: list store directory", "dir", s.cfg.Dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		stale := name == "CURRENT.tmp"
+		if gen, ok := strings.CutPrefix(name, "sm-"); ok && e.IsDir() && name != current {
+			_, err := strconv.ParseUint(gen, 10, 64)
+			stale = err == nil
+		}
+		if !stale {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.cfg.Dir, name)); err != nil {
+			s.log.Warn("storage: remove a store generation left by a crash", "dir", filepath.Join(s.cfg.Dir, name), "err", err)
+			continue
+		}
+		s.log.Info("storage: removed a store generation left by a crash", "dir", filepath.Join(s.cfg.Dir, name))
+	}
 }
 
 // readCurrent returns the name of the live database directory, or "".
