@@ -2,6 +2,8 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/cockroachdb/pebble"
 
@@ -27,6 +29,12 @@ type applyCtx struct {
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
 	leaseIdx map[leaseKeyT]map[string]uint64
+	// cursors are the cursors changed in this batch, encoded once in
+	// finish: a cursor's encoding carries its lease's state per message,
+	// so writing it at every change made acking a lease of n messages
+	// cost n² bytes.
+	cursors     []dirtyCursor
+	cursorDirty map[*cursor]bool
 	// xid is the cross-group transaction whose part is being applied: its
 	// own pins do not stop it (xtxn.go).
 	xid wire.ID
@@ -36,11 +44,20 @@ type applyCtx struct {
 	err error
 }
 
-// fail records the first storage failure of the batch.
+// fail records the first storage failure of the batch. Reads count as
+// much as writes: a replica that cannot read what the apply loop must read
+// (records to dead-letter, retain or relocate, an index entry) would
+// otherwise apply a different result than its peers and diverge silently.
 func (ctx *applyCtx) fail(err error) {
-	if ctx.err == nil {
+	if ctx.err == nil && err != nil {
 		ctx.err = err
 	}
+}
+
+// closeIter closes an iterator the apply loop read through; an error it
+// met fails the batch.
+func (ctx *applyCtx) closeIter(it interface{ Close() error }) {
+	ctx.fail(it.Close())
 }
 
 func (s *Store) newApplyCtx() *applyCtx {
@@ -214,6 +231,13 @@ func run[C any, R encoder](body []byte, decode func([]byte) (C, error), apply fu
 // data so the store is always a prefix of the raft log.
 func (ctx *applyCtx) finish(applied uint64) {
 	s := ctx.s
+	for _, d := range ctx.cursors {
+		// A cursor dropped later in the batch (its group or partition
+		// deleted, or replaced by a new one) had its key deleted then.
+		if !d.p.deleted.Load() && d.p.cursors[d.c.group] == d.c {
+			ctx.set(cursorKey(d.p.id, d.c.group), d.c.encode())
+		}
+	}
 	for _, p := range ctx.dirty {
 		if !p.deleted.Load() {
 			ctx.set(partitionKey(p.id), p.encodeMeta())
@@ -245,9 +269,14 @@ func (ctx *applyCtx) set(k, v []byte) {
 
 func (ctx *applyCtx) del(k []byte) { _ = ctx.b.Delete(k, nil) }
 
+// get reads a key through the batch; a read error (not a missing key)
+// fails the batch.
 func (ctx *applyCtx) get(k []byte) ([]byte, bool) {
 	v, closer, err := ctx.b.Get(k)
 	if err != nil {
+		if !errors.Is(err, pebble.ErrNotFound) {
+			ctx.fail(fmt.Errorf("storage: read key %q: %w", k, err))
+		}
 		return nil, false
 	}
 	out := append([]byte(nil), v...)
@@ -392,7 +421,7 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 		return p.next
 	}
 	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
-	defer ci.Close()
+	defer ctx.closeIter(ci)
 	pos := p.next
 	for ok := ci.Last(); ok && ci.Meta().appendMs >= ms; ok = ci.Prev() {
 		pos = ci.Base()
@@ -403,7 +432,21 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 	return pos
 }
 
+// dirtyCursor is a cursor to persist when the batch finishes.
+type dirtyCursor struct {
+	p *partState
+	c *cursor
+}
+
+// saveCursor schedules c to be persisted with the batch (finish).
 func (ctx *applyCtx) saveCursor(p *partState, c *cursor) {
 	c.updatedMs = ctx.nowMs
-	ctx.set(cursorKey(p.id, c.group), c.encode())
+	if ctx.cursorDirty[c] {
+		return
+	}
+	if ctx.cursorDirty == nil {
+		ctx.cursorDirty = map[*cursor]bool{}
+	}
+	ctx.cursorDirty[c] = true
+	ctx.cursors = append(ctx.cursors, dirtyCursor{p, c})
 }

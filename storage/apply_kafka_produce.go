@@ -105,10 +105,11 @@ func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch i
 // replicated clock, which never runs behind a stamp it applied.
 func (s *Store) findRetriedBatch(ctx *applyCtx, p *partState, msgID wire.ID) (uint64, bool) {
 	it := newChunkIter(ctx.b, ctx.s.segs, p.id)
-	defer it.Close()
+	defer ctx.closeIter(it)
 	for ok := it.Last(); ok && it.Meta().appendMs >= ctx.entryMs; ok = it.Prev() {
 		records, err := it.Records()
 		if err != nil {
+			ctx.fail(err)
 			return 0, false
 		}
 		ri := wire.NewRecordIter(records)

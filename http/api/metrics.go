@@ -68,6 +68,7 @@ func (s *Server) writeRaftMetrics(w io.Writer) {
 		files, bytes := host.SegmentStats(st.Group)
 		metrics.WriteGaugeUint64(w, "queen_storage_segment_files"+g, uint64(files))
 		metrics.WriteGaugeUint64(w, "queen_storage_segment_bytes"+g, uint64(bytes))
+		metrics.WriteCounterUint64(w, "queen_storage_corrupt_chunks_total"+g, host.CorruptChunks(st.Group))
 		if t := host.Transport(st.Group); t != nil {
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_refused_total"+g, t.Refused())
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_rejected_total"+g, t.Rejected())
