@@ -180,8 +180,18 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 			rerr = nil // a retried batch: success, with its original offset
 		}
 		tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(rerr), errorMessage(rerr)
-		if tg.first && !tg.staged {
+		switch {
+		case tg.staged:
+		case rerr == nil && tg.first:
 			tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
+		case rerr != nil:
+			tg.rp.BaseOffset = -1
+			if results[i].Code == wire.CodeUnknownProducer {
+				// KIP-360: a log start past the producer's last
+				// acknowledged offset tells the client its state was
+				// dropped with its records, not that records were lost.
+				tg.rp.LogStartOffset = int64(results[i].LogStart)
+			}
 		}
 	}
 }

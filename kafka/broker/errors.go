@@ -52,6 +52,8 @@ func errorCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, wire.ErrOutOfOrder):
 		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, wire.ErrUnknownProducer):
+		return kerr.UnknownProducerID.Code
 	case errors.Is(err, wire.ErrFenced), errors.Is(err, errTxnAborted):
 		// An aborted commit too: as for a transaction Kafka's coordinator
 		// aborted, clients (KIP-588) re-initialise and start over.
