@@ -201,7 +201,7 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 // empty batches, and transactional batches outside a transactional produce
 // (or the reverse).
 func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte) ([]records.Batch, error) {
-	batches, err := records.Decode(data, records.Limits{MaxBatchBytes: b.cfg.MaxMessageBytes})
+	batches, err := records.Decode(data, records.Limits{MaxBatchBytes: b.cfg.MaxMessageBytes, MaxDecompressedBytes: b.cfg.MaxDecompressedBytes})
 	if err != nil {
 		return nil, err
 	}
