@@ -57,7 +57,7 @@ type Config struct {
 	// message.max.bytes (QUEEN_KAFKA_MAX_MESSAGE_BYTES).
 	MaxMessageBytes int
 	// MaxDecompressedBytes bounds what the compressed record batches of one
-	// partition of a produce decompress to
+	// produce request, all its partitions together, decompress to
 	// (QUEEN_KAFKA_MAX_DECOMPRESSED_BYTES): a small compressed batch can
 	// inflate a thousandfold, and decoded records are held until they are
 	// committed.

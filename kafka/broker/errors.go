@@ -84,6 +84,10 @@ func errorCode(err error) int16 {
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, wire.ErrBadRequest):
 		return kerr.InvalidRequest.Code
+	case errors.Is(err, records.ErrOverBudget):
+		// The batch would fit in a request of its own: retriable, nothing
+		// was written, as for an overloaded group.
+		return kerr.NotEnoughReplicas.Code
 	case errors.Is(err, records.ErrCorrupt), errors.Is(err, records.ErrTooLarge),
 		errors.Is(err, records.ErrUnsupportedCompression), errors.Is(err, records.ErrUnsupportedMagic):
 		return kafka.RecordsErrorCode(err)
