@@ -113,16 +113,27 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 func (b *Broker) fetchPartition(tenant wire.ID, topic string, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
 	p, ok := b.partition(tenant, topic, fp.Partition)
-	switch {
-	case !ok:
+	if !ok {
 		return 0, scratch, wire.ErrPartitionNotFound
-	case !b.engine.Leads(p.group):
+	}
+	term, leads, caughtUp := b.engine.LeaderEpoch(p.group)
+	if err := checkLeaderEpoch(fp.CurrentLeaderEpoch, term); err != nil {
+		return 0, scratch, err
+	}
+	if !leads {
 		return 0, scratch, errNotLeader
 	}
 	hwm, start := p.HighWatermark(), p.LogStart()
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(hwm), int64(start)
 	from := fp.FetchOffset
-	if from < int64(start) || from > int64(hwm) {
+	switch {
+	case from < int64(start):
+		return 0, scratch, errOffsetOutOfRange
+	case from > int64(hwm) && !caughtUp:
+		// A new leader's high-water mark may trail what the previous
+		// one served; out of range would make the client reset.
+		return 0, scratch, errNotCaughtUp
+	case from > int64(hwm):
 		return 0, scratch, errOffsetOutOfRange
 	}
 	if from == int64(hwm) || (budget <= 0 && !force) {

@@ -28,6 +28,9 @@ var (
 	errOffsetOutOfRange  = errors.New("kafka: offset outside the partition's log")
 	errReplicationFactor = errors.New("kafka: replication factor out of range")
 	errRequiredAcks      = errors.New("kafka: acks must be -1, 0 or 1")
+	errNotCaughtUp       = errors.New("kafka: this node was just elected leader and has not applied everything committed before it; try again")
+	errFencedEpoch       = errors.New("kafka: the client's leader epoch is older than the partition's")
+	errUnknownEpoch      = errors.New("kafka: the client's leader epoch is newer than this node knows")
 )
 
 // errorCode is THE mapping of engine, storage and codec errors to Kafka
@@ -80,6 +83,12 @@ func errorCode(err error) int16 {
 		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, errOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, errNotCaughtUp):
+		return kerr.OffsetNotAvailable.Code
+	case errors.Is(err, errFencedEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, errUnknownEpoch):
+		return kerr.UnknownLeaderEpoch.Code
 	case errors.Is(err, errBadBatch):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, wire.ErrBadRequest):
