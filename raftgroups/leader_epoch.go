@@ -52,7 +52,8 @@ func (e *Engine) LeaderEpoch(n int) (term uint64, leads, caughtUp bool) {
 }
 
 // watchLeaders starts the read barrier as soon as this node is elected, so
-// it has usually caught up by the time clients ask.
+// it has usually caught up by the time clients ask; groups it was elected
+// to lead before the engine existed start theirs here.
 func (e *Engine) watchLeaders() {
 	f := func(n int, leader, term uint64) {
 		if leader == e.host.cfg.NodeID && n >= 0 && n < len(e.caught) {
@@ -60,6 +61,9 @@ func (e *Engine) watchLeaders() {
 		}
 	}
 	e.host.onLeader.Store(&f)
+	for n := range e.caught {
+		e.LeaderEpoch(n)
+	}
 }
 
 // startCatchUp runs catchUp for term unless it is proven or a run is on.
