@@ -31,6 +31,8 @@ var (
 	errNotCaughtUp       = errors.New("kafka: this node was just elected leader and has not applied everything committed before it; try again")
 	errFencedEpoch       = errors.New("kafka: the client's leader epoch is older than the partition's")
 	errUnknownEpoch      = errors.New("kafka: the client's leader epoch is newer than this node knows")
+	errNoFetchSession    = errors.New("kafka: no such fetch session (sessions are not granted; send full fetches)")
+	errFetchSessionEpoch = errors.New("kafka: a fetch session epoch without a session")
 )
 
 // errorCode is THE mapping of engine, storage and codec errors to Kafka
@@ -89,6 +91,10 @@ func errorCode(err error) int16 {
 		return kerr.FencedLeaderEpoch.Code
 	case errors.Is(err, errUnknownEpoch):
 		return kerr.UnknownLeaderEpoch.Code
+	case errors.Is(err, errNoFetchSession):
+		return kerr.FetchSessionIDNotFound.Code
+	case errors.Is(err, errFetchSessionEpoch):
+		return kerr.InvalidFetchSessionEpoch.Code
 	case errors.Is(err, errBadBatch):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, wire.ErrBadRequest):

@@ -198,3 +198,37 @@ func TestNewLeaderAnswersOnceCaughtUp(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchChecksTheLeaderEpoch: a fetch naming the leader epoch the client
+// believes current (Fetch v9+) is fenced when the client missed a leader
+// change and told this node does not know the epoch when it is ahead, as
+// Kafka answers; fetch sessions are declined (session id 0) and an
+// incremental fetch of a session never granted answers
+// FETCH_SESSION_ID_NOT_FOUND.
+func TestFetchChecksTheLeaderEpoch(t *testing.T) {
+	n := startNode(t, nil)
+	cl := nodeClient(t, n)
+	createTopic(t, cl, "epochs", 1)
+	_, term, _ := n.engine.Leader(raftGroupsOf(t, n.engine, "epochs", 1)[0])
+	fetch := func(epoch int32, session int32) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes, req.SessionID = 1<<20, session
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "epochs"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return request[*kmsg.FetchResponse](t, cl, n.broker.cfg.NodeID, req)
+	}
+	for epoch, want := range map[int32]int16{-1: 0, int32(term): 0, int32(term) - 1: kerr.FencedLeaderEpoch.Code, int32(term) + 1: kerr.UnknownLeaderEpoch.Code} {
+		resp := fetch(epoch, 0)
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != want || resp.SessionID != 0 {
+			t.Fatalf("fetch v%d with leader epoch %d in epoch %d: error %d, session %d; want %d, no session",
+				resp.Version, epoch, term, got, resp.SessionID, want)
+		}
+	}
+	if resp := fetch(-1, 7); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || len(resp.Topics) != 0 {
+		t.Fatalf("incremental fetch of an unknown session: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
+}
