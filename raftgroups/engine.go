@@ -23,6 +23,7 @@ type Engine struct {
 	watch      watchers
 	payloadKey *envelope.Key // nil: payload encryption off
 	pops       popRotor
+	caught     []caughtUp // per group: whether this node, leading, caught up (leader_epoch.go)
 }
 
 // NewEngine serves requests from h's groups, placing data with place.
@@ -30,12 +31,13 @@ func NewEngine(h *Host, place tenancy.Placement) (*Engine, error) {
 	if place.Groups() != h.Groups() {
 		return nil, fmt.Errorf("raftgroups: placement over %d groups, host has %d", place.Groups(), h.Groups())
 	}
-	e := &Engine{host: h, place: place}
+	e := &Engine{host: h, place: place, caught: make([]caughtUp, h.Groups())}
 	e.watch.m = map[watchKey]*watchList{}
 	for _, g := range h.groups {
 		g.store.OnChange(e.watch.notify)
 	}
 	h.startEngineLoops(e)
+	e.watchLeaders()
 	return e, nil
 }
 

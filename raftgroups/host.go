@@ -95,6 +95,10 @@ type Config struct {
 	// Drop is a test hook: a non-nil error for (group, target) drops raft
 	// traffic to that peer as if it were unreachable.
 	Drop func(group int, target string) error
+	// BeforeApply is a test hook called before each batch of group's
+	// entries is applied: blocking in it holds this replica's applies
+	// back while its raft log keeps up, as a slow or restarting replica's.
+	BeforeApply func(group int)
 }
 
 // DefaultGroups is how many raft groups a node of a cluster of nodes runs
@@ -187,6 +191,9 @@ type Host struct {
 	// forgets carries resolved cross-group decisions to drop
 	// (engine_loops.go).
 	forgets chan forgetReq
+	// onLeader is told of every leader change, once the engine exists
+	// (leader_epoch.go); it must not block.
+	onLeader atomic.Pointer[func(group int, leader, term uint64)]
 }
 
 type group struct {
@@ -312,7 +319,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 		ListenAddress:       listen,
 		MaxSendQueueSize:    128 << 20,
 		MaxReceiveQueueSize: 128 << 20,
-		RaftEventListener:   leaderLogger{log: h.log, group: n},
+		RaftEventListener:   leaderLogger{log: h.log, group: n, host: h},
 		Expert: config.ExpertConfig{
 			TransportFactory: g.tf,
 			LogDBFactory:     tan.Factory,
@@ -353,7 +360,11 @@ func (h *Host) startGroup(n int) (*group, error) {
 		MaxInMemLogSize:     256 << 20,
 		WaitReady:           true,
 	}
-	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return g.store }
+	var machine sm.IOnDiskStateMachine = g.store
+	if cfg.BeforeApply != nil {
+		machine = heldStore{Store: g.store, before: func() { cfg.BeforeApply(n) }}
+	}
+	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return machine }
 	if err := nh.StartOnDiskReplica(members, false, create, rc); err != nil {
 		nh.Close()
 		return nil, fmt.Errorf("raftgroups: group %d start replica: %w", n, err)
@@ -441,13 +452,17 @@ func (h *Host) closeGroups() {
 	}
 }
 
-// leaderLogger logs leadership changes; dragonboat calls it from one
-// goroutine per NodeHost, so it only logs.
+// leaderLogger logs leadership changes and tells the engine; dragonboat
+// calls it from one goroutine per NodeHost, so nothing in it may block.
 type leaderLogger struct {
 	log   *slog.Logger
 	group int
+	host  *Host
 }
 
 func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {
 	l.log.Info("raft: leader changed", "group", l.group, "leader", info.LeaderID, "term", info.Term)
+	if f := l.host.onLeader.Load(); f != nil {
+		(*f)(l.group, info.LeaderID, info.Term)
+	}
 }

@@ -153,7 +153,8 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
 		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions,
-		"max_message_bytes", k.Broker.MaxMessageBytes, "fetch_max_bytes", k.Broker.FetchMaxBytes)
+		"max_message_bytes", k.Broker.MaxMessageBytes, "max_decompressed_bytes", k.Broker.MaxDecompressedBytes,
+		"fetch_max_bytes", k.Broker.FetchMaxBytes)
 	if k.SASL != "" && k.TLSCert == "" {
 		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}

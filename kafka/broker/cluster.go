@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -36,6 +38,25 @@ func (b *Broker) groupLeader(n int) (id int32, term uint64, ok bool) {
 		return -1, 0, false
 	}
 	return int32(node), term, true
+}
+
+// epochOf is the Kafka leader epoch of a raft term.
+func epochOf(term uint64) int32 { return int32(min(term, math.MaxInt32)) }
+
+// checkLeaderEpoch compares the leader epoch a client believes current
+// (CurrentLeaderEpoch, -1 when it does not say) with the partition's raft
+// term as this node knows it, as Kafka's Partition.checkCurrentLeaderEpoch
+// does: an older one is fenced (the client missed a leader change and
+// refreshes its metadata), a newer one unknown (this node missed it).
+func checkLeaderEpoch(current int32, term uint64) error {
+	switch epoch := epochOf(term); {
+	case current < 0 || current == epoch:
+		return nil
+	case current < epoch:
+		return fmt.Errorf("%w: %d, the partition is at %d", errFencedEpoch, current, epoch)
+	default:
+		return fmt.Errorf("%w: %d, this node knows %d", errUnknownEpoch, current, epoch)
+	}
 }
 
 // brokerAddr is where clients reach node id: this node's own advertised
