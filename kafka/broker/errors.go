@@ -9,6 +9,7 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -53,6 +54,8 @@ func errorCode(err error) int16 {
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, raftgroups.ErrStorageFull):
 		return kerr.KafkaStorageError.Code // retriable: clients back off until space is freed
+	case errors.Is(err, storage.ErrCorrupt):
+		return kerr.KafkaStorageError.Code // the stored bytes failed their checksum; never served
 	case errors.Is(err, wire.ErrQueueNotFound), errors.Is(err, wire.ErrPartitionNotFound):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, wire.ErrOutOfOrder):
