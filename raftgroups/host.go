@@ -62,7 +62,7 @@ type Config struct {
 	CompactionOverhead uint64
 	SnapshotBytes      uint64 // applied command bytes that trigger a snapshot (snapshots.go)
 
-	MaxEntryBytes  int           // largest command accepted (QUEEN_RAFT_ENTRY_MAX_BYTES)
+	MaxEntryBytes  int           // largest entry, and so request, accepted (QUEEN_RAFT_ENTRY_MAX_BYTES, at most MaxEntryLimit)
 	MaxBatchBytes  int           // group commit stops gathering at this entry size
 	AttemptTimeout time.Duration // one proposal attempt
 	RequestTimeout time.Duration // a write's whole budget (QUEEN_STMT_TIMEOUT_MS)
@@ -142,6 +142,7 @@ func (c *Config) setDefaults() {
 	if c.MaxEntryBytes <= 0 {
 		c.MaxEntryBytes = 96 << 20
 	}
+	c.MaxEntryBytes = min(c.MaxEntryBytes, MaxEntryLimit)
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = 4 << 20
 	}
@@ -288,7 +289,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: QUEEN_RAFT_LISTEN: %w", err)
 	}
-	tcfg := transport.Config{Token: cfg.Token, Group: n, MaxBodyBytes: int64(cfg.MaxEntryBytes) + 1<<20, Logger: h.log}
+	tcfg := transport.Config{Token: cfg.Token, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
 	if cfg.Drop != nil {
 		tcfg.Drop = func(target string) error { return cfg.Drop(n, target) }
 	}
@@ -350,7 +351,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 		OrderedConfigChange: true,
 		SnapshotEntries:     cfg.SnapshotEntries,
 		CompactionOverhead:  cfg.CompactionOverhead,
-		MaxInMemLogSize:     256 << 20,
+		MaxInMemLogSize:     inMemLogBytes,
 		WaitReady:           true,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return g.store }
@@ -363,6 +364,34 @@ func (h *Host) startGroup(n int) (*group, error) {
 	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh,
 		"members", len(g.members), "applied", g.store.Applied())
 	return g, nil
+}
+
+// Sizes dragonboat imposes, which the entry limit and the transport's frame
+// limit must agree with.
+const (
+	// inMemLogBytes is each replica's MaxInMemLogSize: dragonboat refuses
+	// a proposal larger than it (ErrPayloadTooBig).
+	inMemLogBytes = 256 << 20
+	// MaxEntryLimit is the largest QUEEN_RAFT_ENTRY_MAX_BYTES accepted:
+	// dragonboat's proposal bound less room for the entry's own fields.
+	MaxEntryLimit = inMemLogBytes - 1<<20
+	// dragonboatBatchBytes is dragonboat's MaxMessageBatchSize: it puts up
+	// to this many bytes of entries in one message (catching up a
+	// follower) and of messages in one batch, and sends a single larger
+	// entry alone.
+	dragonboatBatchBytes = 64 << 20
+	// frameSlack covers what a frame carries besides entry bytes (message
+	// and entry headers, addresses).
+	frameSlack = 1 << 20
+)
+
+// frameLimit is the largest message batch the transport sends or accepts
+// for an entry limit: a single entry of that size, or a full dragonboat
+// batch of smaller ones, whichever is larger. With the entry limit alone a
+// follower catching up on small entries (64 MiB in one message) was refused
+// again and again and never caught up.
+func frameLimit(entryLimit int) int64 {
+	return int64(max(entryLimit, dragonboatBatchBytes) + frameSlack)
 }
 
 // addrWithOffset returns host:(port+n).

@@ -177,7 +177,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
 		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 20000, 10, 1<<24)),
 		SnapshotBytes:   uint64(e.int("QUEEN_RAFT_SNAPSHOT_BYTES", 256<<20, 1<<20, 1<<40)),
-		MaxEntryBytes:   e.int("QUEEN_RAFT_ENTRY_MAX_BYTES", 96<<20, 1<<20, 1<<30),
+		MaxEntryBytes:   e.int("QUEEN_RAFT_ENTRY_MAX_BYTES", 96<<20, 1<<20, raftgroups.MaxEntryLimit),
 		QueueDepth:      e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
 		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
 		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),

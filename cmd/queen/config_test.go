@@ -78,6 +78,8 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
 		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
 		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
+		// dragonboat refuses proposals over 256 MiB
+		"QUEEN_RAFT_ENTRY_MAX_BYTES": {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {

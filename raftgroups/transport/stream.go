@@ -169,6 +169,18 @@ func (s *stream) SendMessageBatch(b pb.MessageBatch) error {
 		}
 	}
 	need := 4 + b.SizeUpperLimit()
+	if int64(need) > s.t.cfg.MaxBodyBytes+4 {
+		if n := b.Size(); int64(n) > s.t.cfg.MaxBodyBytes {
+			// The peer would drop the stream at this frame, and raft
+			// would send it again and again. The node's limits are set so
+			// this never happens (raftgroups' frameLimit); should it, the
+			// batch is dropped here, as a lost message, and said loudly,
+			// and the stream stays up for the peer's other messages.
+			s.t.oversized.Add(1)
+			s.t.warnOversized(s.target, n)
+			return nil
+		}
+	}
 	if cap(s.buf) < need {
 		s.buf = make([]byte, need)
 	}

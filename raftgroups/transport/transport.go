@@ -169,8 +169,11 @@ type Transport struct {
 
 	refused  atomic.Uint64 // requests this node answered with 401
 	rejected atomic.Uint64 // sends a peer answered with 401
-	lastOK   sync.Map      // peer address → time.Time it was last heard from or answered
-	warnedAt sync.Map      // target → time.Time of the last refused-token warning
+	// oversized counts batches not sent because they were over
+	// MaxBodyBytes (a bug in the limits: see SendMessageBatch).
+	oversized atomic.Uint64
+	lastOK    sync.Map // peer address → time.Time it was last heard from or answered
+	warnedAt  sync.Map // target → time.Time of the last refused-token warning
 
 	// streams are the outgoing batch streams, ended by Close; streamsWG
 	// owns their request goroutines.
@@ -238,6 +241,10 @@ func (t *Transport) Refused() uint64 { return t.refused.Load() }
 
 // Rejected counts sends a peer answered with 401.
 func (t *Transport) Rejected() uint64 { return t.rejected.Load() }
+
+// Oversized counts message batches dropped before sending because they
+// were larger than a peer accepts.
+func (t *Transport) Oversized() uint64 { return t.oversized.Load() }
 
 // LastContact is when target was last heard from: a batch it sent here, or
 // an answer to a request of ours (zero if never).
@@ -405,6 +412,19 @@ func (t *Transport) warnRefused(target string) {
 	t.warnedAt.Store(target, now)
 	t.cfg.Logger.Warn("raft: replication to peer failed: the peer refused this node's QUEEN_RAFT_TOKEN; set the same QUEEN_RAFT_TOKEN on every node",
 		"peer", target, "group", t.cfg.Group)
+}
+
+// warnOversized logs a batch dropped for its size, at most once every 10 s
+// per peer.
+func (t *Transport) warnOversized(target string, bytes int) {
+	now := time.Now()
+	key := "oversized " + target
+	if v, ok := t.warnedAt.Load(key); ok && now.Sub(v.(time.Time)) < 10*time.Second {
+		return
+	}
+	t.warnedAt.Store(key, now)
+	t.cfg.Logger.Error("raft: a message batch is larger than a peer accepts and was not sent; the group may not commit until the limits agree",
+		"peer", target, "group", t.cfg.Group, "bytes", bytes, "limit", t.cfg.MaxBodyBytes, "dropped_total", t.oversized.Load())
 }
 
 // chunkConn sends snapshot chunks, one request each.
