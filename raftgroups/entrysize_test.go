@@ -60,7 +60,7 @@ func TestMaxSizeRequestBesideOtherTrafficCommits(t *testing.T) {
 
 	// A second proposer for the group, filled before it runs, so the two
 	// requests are waiting together when it gathers.
-	p := newProposer(g.nh, g.shardID, 0, &h.cfg, h.disk)
+	p := newProposer(g.nh, g.shardID, 0, &h.cfg, h.disk, h.clock.NowMs)
 	small, err := p.enqueue([]wire.Command{rawCmd(limit * 3 / 4)})
 	if err != nil {
 		t.Fatal(err)

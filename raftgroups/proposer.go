@@ -46,9 +46,10 @@ type proposer struct {
 	group          int
 	in             chan *request
 	slots          chan struct{}
-	gatherBytes    int      // stop gathering once an entry is this large
-	entryLimit     int      // command bytes no entry may exceed
-	held           *request // taken from in but left for the next entry (run's goroutine only)
+	gatherBytes    int          // stop gathering once an entry is this large
+	entryLimit     int          // command bytes no entry may exceed
+	held           *request     // taken from in but left for the next entry (run's goroutine only)
+	nowMs          func() int64 // the node's clock, which stamps every entry
 	attemptTimeout time.Duration
 	requestTimeout time.Duration
 	disk           *diskGuard
@@ -56,7 +57,7 @@ type proposer struct {
 	wg             sync.WaitGroup
 }
 
-func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config, disk *diskGuard) *proposer {
+func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config, disk *diskGuard, nowMs func() int64) *proposer {
 	return &proposer{
 		nh:             nh,
 		shardID:        shardID,
@@ -70,6 +71,7 @@ func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config
 		attemptTimeout: cfg.AttemptTimeout,
 		requestTimeout: cfg.RequestTimeout,
 		disk:           disk,
+		nowMs:          nowMs,
 		stop:           make(chan struct{}),
 	}
 }
@@ -170,7 +172,7 @@ func (p *proposer) run() {
 		for _, r := range batch {
 			cmds = append(cmds, r.cmds...)
 		}
-		data := wire.AppendEntry(getEntryBuf(size+32), time.Now().UnixMilli(), cmds)
+		data := wire.AppendEntry(getEntryBuf(size+32), p.nowMs(), cmds)
 		rs, err := p.nh.Propose(p.session, data, p.firstAttemptTimeout())
 		p.wg.Add(1)
 		go func() {

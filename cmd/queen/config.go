@@ -185,6 +185,10 @@ func (e *env) raftConfig() raftgroups.Config {
 		DiskHighPct:     float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
 		DiskLowPct:      float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
 		CrashAt:         e.str("QUEEN_FAULT_CRASH_AT", ""),
+		MaxClockSkew:    e.millis("QUEEN_RAFT_MAX_CLOCK_SKEW_MS", 500*time.Millisecond, time.Millisecond, time.Minute),
+		// Test only: offsets this node's wall clock reading, to run a node
+		// whose clock is wrong (the clock bound's end-to-end tests).
+		ClockTestOffset: time.Duration(e.int("QUEEN_TEST_CLOCK_OFFSET_MS", 0, -30*86400000, 30*86400000)) * time.Millisecond,
 	}
 	if r.DiskLowPct >= r.DiskHighPct && r.DiskHighPct < 100 {
 		e.fail("QUEEN_RAFT_DISK_LOW_PCT", "must be below QUEEN_RAFT_DISK_HIGH_PCT (%v), got %v", r.DiskHighPct, r.DiskLowPct)

@@ -30,6 +30,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,7 @@ const (
 
 	streamPath = "/raft/v1/stream"
 	chunkPath  = "/raft/v1/chunk"
+	timePath   = "/raft/v1/time"
 )
 
 // ErrRefused is the error a send returns when the peer refused this node's
@@ -72,6 +74,9 @@ type Config struct {
 	Drop func(target string) error
 	// Timeouts bound every wait on a peer; zero fields take the defaults.
 	Timeouts Timeouts
+	// Clock, when set, answers the time route with this node's clock in
+	// unix milliseconds, which peers compare theirs with (raftgroups/clock).
+	Clock func() int64
 }
 
 // Timeouts bound every wait on a peer, so a peer that is black-holed
@@ -208,6 +213,9 @@ func (t *Transport) Start() error {
 	mux := http.NewServeMux()
 	mux.Handle(streamPath, t.guard(t.serveStream))
 	mux.Handle(chunkPath, t.guard(t.bodyOf(maxChunkBody, t.serveChunk)))
+	if t.cfg.Clock != nil {
+		mux.Handle(timePath, t.guard(t.serveTime))
+	}
 	t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 2 * time.Minute}
 	t.done = make(chan struct{})
 	go func() {
@@ -324,6 +332,49 @@ func (t *Transport) serveChunk(body []byte) int {
 		return http.StatusConflict
 	}
 	return http.StatusNoContent
+}
+
+// serveTime answers with this node's clock: 8 bytes, big-endian unix ms.
+// It is behind the token like every raft route: a clock anyone could
+// answer for could be moved by anyone.
+func (t *Transport) serveTime(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(binary.BigEndian.AppendUint64(nil, uint64(t.cfg.Clock())))
+}
+
+// PeerTime asks the peer at target for its clock (unix ms). The caller
+// times the round trip.
+func (t *Transport) PeerTime(ctx context.Context, target string) (int64, error) {
+	if t.cfg.Drop != nil {
+		if err := t.cfg.Drop(target); err != nil {
+			return 0, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+timePath, nil)
+	if err != nil {
+		return 0, fmt.Errorf("raft transport: request to %s: %w", target, err)
+	}
+	req.Header.Set(TokenHeader, t.cfg.Token)
+	req.Header.Set(GroupHeader, strconv.Itoa(t.cfg.Group))
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("raft transport group %d: time from %s: %w", t.cfg.Group, target, err)
+	}
+	defer resp.Body.Close()
+	var b [8]byte
+	_, err = io.ReadFull(resp.Body, b[:])
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		t.rejected.Add(1)
+		t.warnRefused(target)
+		return 0, fmt.Errorf("raft transport group %d: peer %s %w (401)", t.cfg.Group, target, ErrRefused)
+	case resp.StatusCode != http.StatusOK:
+		return 0, fmt.Errorf("raft transport group %d: time from %s: %s", t.cfg.Group, target, resp.Status)
+	case err != nil:
+		return 0, fmt.Errorf("raft transport group %d: time from %s: %w", t.cfg.Group, target, err)
+	}
+	t.heard(target)
+	return int64(binary.BigEndian.Uint64(b[:])), nil
 }
 
 // heard records that the peer at addr just reached us.

@@ -220,3 +220,25 @@ func TestSenderDropsABatchOverItsLimit(t *testing.T) {
 		t.Fatalf("no error logged: %q", logs.String())
 	}
 }
+
+// The time route answers this node's clock to a peer with the token and
+// refuses one without.
+func TestPeerTimeNeedsTheToken(t *testing.T) {
+	addr := freeAddr(t)
+	f := NewFactory(Config{Token: "s3cret", Group: 0, Clock: func() int64 { return 1234567 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	server := f.Create(config.NodeHostConfig{RaftAddress: addr}, (&receiver{}).handle, func(pb.Chunk) bool { return true }).(*Transport)
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	good, _ := startTransport(t, "s3cret", 0, &receiver{}, io.Discard)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ms, err := good.PeerTime(ctx, addr); err != nil || ms != 1234567 {
+		t.Fatalf("got %d, %v", ms, err)
+	}
+	bad, _ := startTransport(t, "wrong", 0, &receiver{}, io.Discard)
+	if _, err := bad.PeerTime(ctx, addr); !errors.Is(err, ErrRefused) {
+		t.Fatalf("want ErrRefused, got %v", err)
+	}
+}
