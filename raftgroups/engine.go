@@ -41,6 +41,10 @@ func NewEngine(h *Host, place tenancy.Placement) (*Engine, error) {
 	return e, nil
 }
 
+// NowMs is this node's clock (Host.NowMs): compare replicated times, such
+// as lease expiries, with it rather than with the wall clock.
+func (e *Engine) NowMs() int64 { return e.host.clock.NowMs() }
+
 // Host is the node the engine runs on.
 func (e *Engine) Host() *Host { return e.host }
 
