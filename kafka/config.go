@@ -26,8 +26,11 @@ const (
 	// DefaultIdleTimeout is Kafka's connections.max.idle.ms.
 	DefaultIdleTimeout = 10 * time.Minute
 	// maxUnauthenticatedRequestBytes caps frames before SASL completes,
-	// as Kafka's sasl.server.max.receive.size does.
-	maxUnauthenticatedRequestBytes = 512 << 10
+	// as Kafka's sasl.server.max.receive.size does. Kafka's 512 KiB leaves
+	// room for OAUTHBEARER tokens; a PLAIN token here carries at most a
+	// 16 KiB broker JWT, and every byte allowed before a login is a byte a
+	// stranger may hold.
+	maxUnauthenticatedRequestBytes = 64 << 10
 	// tlsHandshakeTimeout bounds a TLS handshake.
 	tlsHandshakeTimeout = 10 * time.Second
 )
