@@ -51,10 +51,20 @@ type Conn struct {
 	// loop alone uses it (readFrameBody).
 	lastFrame int
 
+	// ip is the client address the per-IP limit counts; unauthCounted
+	// says the connection counts among those not logged in. Both belong
+	// to the server's mutex.
+	ip            string
+	unauthCounted bool
+
 	mu            sync.Mutex
 	sasl          saslStage
 	authenticated bool
 	principal     Principal
+	// authBy is when the connection must have logged in, or logged in
+	// again, by (zero: nothing is due); authTimer closes it then.
+	authBy    time.Time
+	authTimer *time.Timer
 }
 
 // pending is one request's slot in the response order.
@@ -133,6 +143,12 @@ func (c *Conn) shutdown() {
 // serve runs the connection to its end.
 func (c *Conn) serve() {
 	defer c.shutdown()
+	defer c.stopAuthTimer()
+	if c.srv.saslEnabled {
+		c.mu.Lock()
+		c.authenticateByLocked(time.Now().Add(c.srv.cfg.LoginTimeout))
+		c.mu.Unlock()
+	}
 	if !c.handshakeTLS() {
 		return
 	}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -43,4 +44,67 @@ func TestStalledFramesBeforeLoginDoNotStallOthers(t *testing.T) {
 	c.roundTrip(apiVersionsRequest(3))
 	login(t, c)
 	c.roundTrip(apiVersionsRequest(3))
+}
+
+// TestConnectionsBeforeLoginAreCapped: past MaxUnauthenticatedConnections
+// a new connection is closed at once; a login frees its place.
+func TestConnectionsBeforeLoginAreCapped(t *testing.T) {
+	s := startServer(t, Config{Authenticate: tenantAuthenticator, MaxUnauthenticatedConnections: 2}, nil)
+	a, b := dialRaw(t, s), dialRaw(t, s)
+	a.roundTrip(apiVersionsRequest(3))
+	b.roundTrip(apiVersionsRequest(3))
+	dialRaw(t, s).expectClosed()
+
+	login(t, a)
+	c := dialRaw(t, s)
+	c.roundTrip(apiVersionsRequest(3))
+	dialRaw(t, s).expectClosed()
+	b.conn.Close()
+	waitFor(t, "the closed connection to free its place", func() bool { return s.OpenConnections() == 2 })
+	dialRaw(t, s).roundTrip(apiVersionsRequest(3))
+	a.roundTrip(apiVersionsRequest(3)) // the logged-in one was never at risk
+}
+
+// TestConnectionsPerIPAreCapped: one address may hold at most
+// MaxConnectionsPerIP connections, logged in or not.
+func TestConnectionsPerIPAreCapped(t *testing.T) {
+	s := startServer(t, Config{MaxConnectionsPerIP: 2}, nil)
+	a, b := dialRaw(t, s), dialRaw(t, s)
+	a.roundTrip(apiVersionsRequest(3))
+	b.roundTrip(apiVersionsRequest(3))
+	dialRaw(t, s).expectClosed()
+	a.conn.Close()
+	waitFor(t, "the closed connection to be forgotten", func() bool { return s.OpenConnections() == 1 })
+	dialRaw(t, s).roundTrip(apiVersionsRequest(3))
+}
+
+// TestLoginTimeout: a connection that has not logged in LoginTimeout after
+// it connected is closed, however busy it keeps; one that logged in stays.
+func TestLoginTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	s := startServer(t, Config{Authenticate: tenantAuthenticator, LoginTimeout: timeout}, nil)
+	silent := dialRaw(t, s)
+	busy := dialRaw(t, s)
+	good := dialRaw(t, s)
+	login(t, good)
+	start := time.Now()
+	for {
+		// A connection that keeps asking for ApiVersions is not idle, but
+		// still a stranger: it ends once the timeout passes.
+		busy.corr++
+		busy.writeRaw(busy.fmt.AppendRequest(nil, apiVersionsRequest(3), busy.corr))
+		if _, err := busy.readFrame(); err != nil {
+			break
+		}
+		if time.Since(start) > testTimeout {
+			t.Fatal("a connection that never logged in is still served")
+		}
+	}
+	if elapsed := time.Since(start); elapsed < timeout/2 {
+		t.Fatalf("closed after %s, before the login timeout", elapsed)
+	}
+	silent.expectClosed()
+	for time.Since(start) < 3*timeout {
+		good.roundTrip(apiVersionsRequest(3))
+	}
 }

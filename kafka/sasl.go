@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // saslStage is where a connection is in the SASL exchange.
@@ -52,9 +53,57 @@ func (c *Conn) authenticatePlain(ctx context.Context, token []byte) error {
 	}
 	c.mu.Lock()
 	c.sasl, c.authenticated, c.principal = saslAuthenticated, true, principal
+	c.authenticateByLocked(time.Time{})
 	c.mu.Unlock()
+	c.srv.loggedIn(c)
 	c.log.Debug("kafka SASL/PLAIN authenticated", "user", principal.User)
 	return nil
+}
+
+// authenticateByLocked (c.mu held) sets when the connection must have
+// logged in by, zero for never, and arms the timer that closes it then.
+func (c *Conn) authenticateByLocked(t time.Time) {
+	c.authBy = t
+	switch {
+	case t.IsZero():
+		if c.authTimer != nil {
+			c.authTimer.Stop()
+		}
+	case c.authTimer == nil:
+		c.authTimer = time.AfterFunc(time.Until(t), c.authDeadlinePassed)
+	default:
+		c.authTimer.Reset(time.Until(t))
+	}
+}
+
+// authDeadlinePassed closes the connection if its deadline to log in has
+// passed; a deadline moved meanwhile re-arms the timer instead.
+func (c *Conn) authDeadlinePassed() {
+	c.mu.Lock()
+	by, authenticated := c.authBy, c.authenticated
+	if by.IsZero() {
+		c.mu.Unlock()
+		return
+	}
+	if left := time.Until(by); left > 0 {
+		c.authTimer.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if authenticated {
+		c.log.Info("kafka closing connection: its SASL session expired without re-authentication")
+	} else {
+		c.log.Info("kafka closing connection: no SASL login within the login timeout", "login_timeout", c.srv.cfg.LoginTimeout)
+	}
+	c.shutdown()
+}
+
+// stopAuthTimer disarms the deadline once the connection is over.
+func (c *Conn) stopAuthTimer() {
+	c.mu.Lock()
+	c.authenticateByLocked(time.Time{})
+	c.mu.Unlock()
 }
 
 // rawSaslToken handles the frame after a v0 SaslHandshake: a bare PLAIN
