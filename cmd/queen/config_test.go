@@ -3,7 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
 )
 
@@ -64,25 +66,51 @@ func TestClusterConfig(t *testing.T) {
 
 func TestBadConfigNamesTheVariable(t *testing.T) {
 	for name, env := range map[string]map[string]string{
-		"PORT":                        {"PORT": "http"},
-		"QUEEN_RAFT_GROUPS":           {"QUEEN_RAFT_GROUPS": "65"},
-		"QUEEN_RAFT_PEERS":            {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
-		"QUEEN_LOG_JSON":              {"QUEEN_LOG_JSON": "maybe"},
-		"QUEEN_RAFT_LISTEN":           {"QUEEN_RAFT_LISTEN": "7400"},
-		"LOG_LEVEL":                   {"LOG_LEVEL": "loud"},
-		"QUEEN_TENANT_GROUPS":         {"QUEEN_TENANT_GROUPS": "x=1"},
-		"QUEEN_KAFKA_ADVERTISED_ADDR": {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
-		"QUEEN_KAFKA_TLS_CERT":        {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
-		"QUEEN_KAFKA_SASL":            {"QUEEN_KAFKA_SASL": "scram"},
-		"QUEEN_TENANCY_HEADER":        {"QUEEN_TENANCY_HEADER": "true"},
-		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
-		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
-		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
+		"PORT":                                        {"PORT": "http"},
+		"QUEEN_RAFT_GROUPS":                           {"QUEEN_RAFT_GROUPS": "65"},
+		"QUEEN_RAFT_PEERS":                            {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
+		"QUEEN_LOG_JSON":                              {"QUEEN_LOG_JSON": "maybe"},
+		"QUEEN_RAFT_LISTEN":                           {"QUEEN_RAFT_LISTEN": "7400"},
+		"LOG_LEVEL":                                   {"LOG_LEVEL": "loud"},
+		"QUEEN_TENANT_GROUPS":                         {"QUEEN_TENANT_GROUPS": "x=1"},
+		"QUEEN_KAFKA_ADVERTISED_ADDR":                 {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
+		"QUEEN_KAFKA_TLS_CERT":                        {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
+		"QUEEN_KAFKA_SASL":                            {"QUEEN_KAFKA_SASL": "scram"},
+		"QUEEN_TENANCY_HEADER":                        {"QUEEN_TENANCY_HEADER": "true"},
+		"JWT_ENABLED":                                 {"JWT_ENABLED": "sometimes"},
+		"QUEEN_RAFT_DISK_HIGH_PCT":                    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
+		"QUEEN_RAFT_DISK_LOW_PCT":                     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
+		"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP":          {"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "0"},
+		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": {"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "-1"},
+		"QUEEN_KAFKA_LOGIN_TIMEOUT_MS":                {"QUEEN_KAFKA_LOGIN_TIMEOUT_MS": "10"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: error %v does not name the variable", name, err)
 		}
+	}
+}
+
+// TestKafkaConnectionLimits: the limits on connections before and around
+// a login come from the environment, with defaults that hold without it.
+func TestKafkaConnectionLimits(t *testing.T) {
+	c, err := loadConfig(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Kafka.Broker.Listener
+	if l.MaxConnectionsPerIP != kafka.DefaultMaxConnectionsPerIP || l.MaxUnauthenticatedConnections != kafka.DefaultMaxUnauthenticatedConnections ||
+		l.LoginTimeout != kafka.DefaultLoginTimeout {
+		t.Fatalf("defaults: %+v", l)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "8",
+		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "16", "QUEEN_KAFKA_LOGIN_TIMEOUT_MS": "2500"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = c.Kafka.Broker.Listener
+	if l.MaxConnectionsPerIP != 8 || l.MaxUnauthenticatedConnections != 16 || l.LoginTimeout != 2500*time.Millisecond {
+		t.Fatalf("set: %+v", l)
 	}
 }
 
