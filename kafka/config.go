@@ -74,8 +74,8 @@ type Config struct {
 	// address; a connection over the limit is closed at once.
 	MaxConnectionsPerIP int
 	// MaxUnauthenticatedConnections bounds, with SASL on, the connections
-	// that have not logged in yet; a connection over the limit is closed
-	// at once.
+	// that have not logged in yet, a quarter of them from one client
+	// address; a connection over the limit is closed at once.
 	MaxUnauthenticatedConnections int
 	// LoginTimeout closes, with SASL on, a connection that has not logged
 	// in this long after it was accepted (its TLS handshake included),

@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"encoding/binary"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // login runs the SaslHandshake v1 + SaslAuthenticate flow as alice.
@@ -46,23 +48,44 @@ func TestStalledFramesBeforeLoginDoNotStallOthers(t *testing.T) {
 	c.roundTrip(apiVersionsRequest(3))
 }
 
-// TestConnectionsBeforeLoginAreCapped: past MaxUnauthenticatedConnections
-// a new connection is closed at once; a login frees its place.
-func TestConnectionsBeforeLoginAreCapped(t *testing.T) {
-	s := startServer(t, Config{Authenticate: tenantAuthenticator, MaxUnauthenticatedConnections: 2}, nil)
-	a, b := dialRaw(t, s), dialRaw(t, s)
-	a.roundTrip(apiVersionsRequest(3))
-	b.roundTrip(apiVersionsRequest(3))
-	dialRaw(t, s).expectClosed()
+// dialFrom connects to s from a loopback address of its own (127.0.0.0/8
+// is all loopback), as a distinct client host would.
+func dialFrom(t *testing.T, s *Server, ip string) *rawClient {
+	t.Helper()
+	d := net.Dialer{Timeout: testTimeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	conn, err := d.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &rawClient{t: t, conn: conn, fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test"))}
+}
 
-	login(t, a)
-	c := dialRaw(t, s)
-	c.roundTrip(apiVersionsRequest(3))
-	dialRaw(t, s).expectClosed()
-	b.conn.Close()
-	waitFor(t, "the closed connection to free its place", func() bool { return s.OpenConnections() == 2 })
-	dialRaw(t, s).roundTrip(apiVersionsRequest(3))
-	a.roundTrip(apiVersionsRequest(3)) // the logged-in one was never at risk
+// TestConnectionsBeforeLoginAreCapped: past MaxUnauthenticatedConnections,
+// or past a quarter of them from one address, a new connection is closed
+// at once; a login or a close frees its place.
+func TestConnectionsBeforeLoginAreCapped(t *testing.T) {
+	s := startServer(t, Config{Authenticate: tenantAuthenticator, MaxUnauthenticatedConnections: 8}, nil)
+	var first []*rawClient
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+		for range 2 {
+			c := dialFrom(t, s, ip)
+			c.roundTrip(apiVersionsRequest(3))
+			first = append(first, c)
+		}
+	}
+	dialFrom(t, s, "127.0.0.6").expectClosed() // all eight places taken
+
+	login(t, first[0]) // 127.0.0.2 has one place again, and so has the node
+	dialFrom(t, s, "127.0.0.3").expectClosed()
+	again := dialFrom(t, s, "127.0.0.2")
+	again.roundTrip(apiVersionsRequest(3))
+	dialFrom(t, s, "127.0.0.6").expectClosed()
+
+	first[2].conn.Close() // one of 127.0.0.3's
+	waitFor(t, "the closed connection to free its place", func() bool { return s.OpenConnections() == 8 })
+	dialFrom(t, s, "127.0.0.3").roundTrip(apiVersionsRequest(3))
+	first[0].roundTrip(apiVersionsRequest(3)) // the logged-in one was never at risk
 }
 
 // TestConnectionsPerIPAreCapped: one address may hold at most

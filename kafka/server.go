@@ -54,8 +54,9 @@ type Server struct {
 	conns   map[*Conn]struct{}
 	perIP   map[string]int // open connections by client address
 	// unauthenticated counts, with SASL on, the connections that have not
-	// logged in (Conn.unauthCounted).
-	unauthenticated int
+	// logged in (Conn.unauthCounted), in all and by client address.
+	unauthenticated      int
+	unauthenticatedPerIP map[string]int
 
 	nextConnID   atomic.Uint64
 	lastLimitLog atomic.Int64 // unix nanos of the last "over the limit" log
@@ -80,6 +81,8 @@ func NewServer(cfg Config) (*Server, error) {
 		cancel:      cancel,
 		conns:       map[*Conn]struct{}{},
 		perIP:       map[string]int{},
+
+		unauthenticatedPerIP: map[string]int{},
 	}
 	if s.saslEnabled {
 		s.handlers[keySaslHandshake] = handleSaslHandshake
@@ -248,6 +251,8 @@ func (s *Server) admit(nc net.Conn) {
 		refused = "max connections per IP reached"
 	case s.saslEnabled && s.unauthenticated >= s.cfg.MaxUnauthenticatedConnections:
 		refused = "max connections not logged in reached"
+	case s.saslEnabled && s.unauthenticatedPerIP[ip] >= unauthenticatedPerIP(s.cfg.MaxUnauthenticatedConnections):
+		refused = "max connections not logged in from one IP reached"
 	}
 	if refused != "" {
 		s.mu.Unlock()
@@ -268,6 +273,7 @@ func (s *Server) admit(nc net.Conn) {
 	if s.saslEnabled {
 		c.unauthCounted = true
 		s.unauthenticated++
+		s.unauthenticatedPerIP[ip]++
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -290,14 +296,29 @@ func remoteIP(nc net.Conn) string {
 	return host
 }
 
+// unauthenticatedPerIP is how many of the places for connections not
+// logged in one client address may take: a quarter, so that a single host
+// cannot lock every other client out of logging in.
+func unauthenticatedPerIP(places int) int { return max(1, places/4) }
+
 // loggedIn takes c out of the connections that have not logged in.
 func (s *Server) loggedIn(c *Conn) {
 	s.mu.Lock()
-	if c.unauthCounted {
-		c.unauthCounted = false
-		s.unauthenticated--
-	}
+	s.uncountUnauthenticated(c)
 	s.mu.Unlock()
+}
+
+// uncountUnauthenticated (s.mu held) takes c out of the connections not
+// logged in, once.
+func (s *Server) uncountUnauthenticated(c *Conn) {
+	if !c.unauthCounted {
+		return
+	}
+	c.unauthCounted = false
+	s.unauthenticated--
+	if s.unauthenticatedPerIP[c.ip]--; s.unauthenticatedPerIP[c.ip] <= 0 {
+		delete(s.unauthenticatedPerIP, c.ip)
+	}
 }
 
 func (s *Server) forget(c *Conn) {
@@ -306,9 +327,6 @@ func (s *Server) forget(c *Conn) {
 	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
 		delete(s.perIP, c.ip)
 	}
-	if c.unauthCounted {
-		c.unauthCounted = false
-		s.unauthenticated--
-	}
+	s.uncountUnauthenticated(c)
 	s.mu.Unlock()
 }
