@@ -52,20 +52,32 @@ var apiAccess = map[kmsg.Key]struct {
 // whose roles do not pass the key's level, with the key's authorization
 // error for every part of the request.
 func guard(key int16, h kafka.Handler) kafka.Handler {
-	acc, limited := apiAccess[kmsg.Key(key)]
-	if !limited {
+	if _, limited := apiAccess[kmsg.Key(key)]; !limited {
 		return h
 	}
 	return func(ctx context.Context, c *kafka.Conn, req kmsg.Request) (kmsg.Response, error) {
-		if id, ok := identityOf(c); ok && id.Principal != nil && !id.Principal.Allows(acc.level) {
-			code := acc.code
-			// An idempotent (not transactional) producer's id is a cluster
-			// permission in Kafka.
-			if r, ok := req.(*kmsg.InitProducerIDRequest); ok && (r.TransactionalID == nil || *r.TransactionalID == "") {
-				code = kerr.ClusterAuthorizationFailed.Code
+		if id, ok := identityOf(c); ok {
+			if code := refusal(key, id.Principal, req); code != 0 {
+				return kafka.ErrorResponse(req, code), nil
 			}
-			return kafka.ErrorResponse(req, code), nil
 		}
 		return h(ctx, c, req)
 	}
+}
+
+// refusal is the authorization error p gets for req (of API key key), 0
+// when p may send it. A nil p (a QUEEN_KAFKA_SASL_USERS login) is not
+// limited.
+func refusal(key int16, p *authn.Principal, req kmsg.Request) int16 {
+	acc, limited := apiAccess[kmsg.Key(key)]
+	if !limited || p == nil || p.Allows(acc.level) {
+		return 0
+	}
+	code := acc.code
+	// An idempotent (not transactional) producer's id is a cluster
+	// permission in Kafka.
+	if r, ok := req.(*kmsg.InitProducerIDRequest); ok && (r.TransactionalID == nil || *r.TransactionalID == "") {
+		code = kerr.ClusterAuthorizationFailed.Code
+	}
+	return code
 }
