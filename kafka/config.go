@@ -55,6 +55,10 @@ type Principal struct {
 	// caller (token claims, tenant, access level); this package never
 	// looks inside it.
 	Identity any
+	// Expires is when the credentials stop being valid (a token's expiry);
+	// zero for never. The connection must authenticate again before then
+	// (KIP-368) or it is closed.
+	Expires time.Time
 }
 
 // PlainAuthenticator checks a SASL/PLAIN user name and password. An error

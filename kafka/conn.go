@@ -322,7 +322,12 @@ func (c *Conn) dispatch(frame []byte) (*pending, error) {
 	size := len(frame)
 	release := func() { c.srv.budget.release(size) }
 
-	if c.saslStage() == saslExpectRawToken {
+	var stage saslStage
+	var authenticated, expired bool
+	if c.srv.saslEnabled {
+		stage, authenticated, expired = c.authState(time.Now())
+	}
+	if stage == saslExpectRawToken {
 		defer release()
 		return c.rawSaslToken(frame)
 	}
@@ -336,13 +341,19 @@ func (c *Conn) dispatch(frame []byte) (*pending, error) {
 		release()
 		return nil, fmt.Errorf("%w: %s (key %d) has no handler", errUnknownKey, KeyName(d.hdr.Key), d.hdr.Key)
 	}
-	if c.srv.saslEnabled && !c.isAuthenticated() {
+	if c.srv.saslEnabled && !authenticated {
 		switch d.hdr.Key {
 		case keyApiVersions, keySaslHandshake, keySaslAuthenticate:
 		default:
 			release()
 			return nil, fmt.Errorf("kafka: %s before SASL authentication", KeyName(d.hdr.Key))
 		}
+	}
+	if expired && d.hdr.Key != keySaslHandshake && d.hdr.Key != keySaslAuthenticate {
+		// The session timer closes the connection; a request that
+		// slipped in first is not served on expired credentials.
+		release()
+		return nil, fmt.Errorf("kafka: %s after the SASL session expired", KeyName(d.hdr.Key))
 	}
 	if !d.inWindow {
 		defer release()
