@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,5 +130,47 @@ func TestRolesOverTheWire(t *testing.T) {
 	}
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
 		t.Fatalf("write-only TxnOffsetCommit: %s", codeName(code))
+	}
+}
+
+// TestKgoReauthenticatesWithShortLivedTokens: with tokens living two
+// seconds, a franz-go producer and consumer keep working over several
+// lifetimes, re-authenticating on their connections (KIP-368: logins
+// outnumber connections) rather than being cut off.
+func TestKgoReauthenticatesWithShortLivedTokens(t *testing.T) {
+	n := startJWTNode(t)
+	createTopic(t, n.as("admin"), "short", 1)
+	const ttl = 2 * time.Second
+	var logins, connects atomic.Int64
+	mech := plain.Plain(func(context.Context) (plain.Auth, error) {
+		logins.Add(1)
+		return plain.Auth{User: "svc", Pass: token(t, "read-write", ttl)}, nil
+	})
+	hook := connectCounter{&connects}
+	prod := n.client(kgo.SASL(mech), kgo.WithHooks(hook), kgo.DefaultProduceTopic("short"))
+	cons := n.client(kgo.SASL(mech), kgo.WithHooks(hook), kgo.ConsumeTopics("short"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := ctxFor(t)
+	sent := 0
+	for start := time.Now(); time.Since(start) < 2*ttl || logins.Load()-connects.Load() < 3; sent++ {
+		if ctx.Err() != nil {
+			t.Fatalf("%d logins on %d connections: not re-authenticating", logins.Load(), connects.Load())
+		}
+		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(sent))).FirstErr(); err != nil {
+			t.Fatalf("produce %d, %s in: %v", sent, time.Since(start), err)
+		}
+		if got := consume(t, cons, 1); string(got[0].Value) != fmt.Sprint(sent) {
+			t.Fatalf("consumed %q, want %d", got[0].Value, sent)
+		}
+	}
+	t.Logf("%d records, %d logins on %d connections", sent, logins.Load(), connects.Load())
+}
+
+// connectCounter counts the connections a client opens.
+type connectCounter struct{ n *atomic.Int64 }
+
+func (c connectCounter) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		c.n.Add(1)
 	}
 }
