@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
 )
 
@@ -93,14 +94,40 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
 		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
 		// dragonboat refuses proposals over 256 MiB
-		"QUEEN_RAFT_ENTRY_MAX_BYTES":   {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
-		"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "0"},
-		"QUEEN_TEST_CLOCK_OFFSET_MS":   {"QUEEN_TEST_CLOCK_OFFSET_MS": "an hour"},
+		"QUEEN_RAFT_ENTRY_MAX_BYTES":                  {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
+		"QUEEN_RAFT_MAX_CLOCK_SKEW_MS":                {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "0"},
+		"QUEEN_TEST_CLOCK_OFFSET_MS":                  {"QUEEN_TEST_CLOCK_OFFSET_MS": "an hour"},
+		"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP":          {"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "0"},
+		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": {"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "-1"},
+		"QUEEN_KAFKA_LOGIN_TIMEOUT_MS":                {"QUEEN_KAFKA_LOGIN_TIMEOUT_MS": "10"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: error %v does not name the variable", name, err)
 		}
+	}
+}
+
+// TestKafkaConnectionLimits: the limits on connections before and around
+// a login come from the environment, with defaults that hold without it.
+func TestKafkaConnectionLimits(t *testing.T) {
+	c, err := loadConfig(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Kafka.Broker.Listener
+	if l.MaxConnectionsPerIP != kafka.DefaultMaxConnectionsPerIP || l.MaxUnauthenticatedConnections != kafka.DefaultMaxUnauthenticatedConnections ||
+		l.LoginTimeout != kafka.DefaultLoginTimeout {
+		t.Fatalf("defaults: %+v", l)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "8",
+		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "16", "QUEEN_KAFKA_LOGIN_TIMEOUT_MS": "2500"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = c.Kafka.Broker.Listener
+	if l.MaxConnectionsPerIP != 8 || l.MaxUnauthenticatedConnections != 16 || l.LoginTimeout != 2500*time.Millisecond {
+		t.Fatalf("set: %+v", l)
 	}
 }
 

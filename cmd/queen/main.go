@@ -158,7 +158,9 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	k := &cfg.Kafka
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
-		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions,
+		"max_connections", k.Broker.Listener.MaxConnections, "max_connections_per_ip", k.Broker.Listener.MaxConnectionsPerIP,
+		"max_unauthenticated_connections", k.Broker.Listener.MaxUnauthenticatedConnections,
+		"login_timeout", k.Broker.Listener.LoginTimeout, "default_partitions", k.Broker.DefaultPartitions,
 		"max_message_bytes", k.Broker.MaxMessageBytes, "max_decompressed_bytes", k.Broker.MaxDecompressedBytes,
 		"fetch_max_bytes", k.Broker.FetchMaxBytes)
 	if k.SASL != "" && k.TLSCert == "" {
