@@ -30,6 +30,7 @@ import (
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/queen-mq/queen/crypto/nodetls"
 	"github.com/queen-mq/queen/raftgroups/clock"
 	"github.com/queen-mq/queen/raftgroups/transport"
 	"github.com/queen-mq/queen/storage"
@@ -51,6 +52,9 @@ type Config struct {
 	Dir        string
 	Groups     int
 	Token      string
+	// TLS, when set, is TLS between nodes (QUEEN_RAFT_TLS_*): every
+	// group's raft listener serves TLS only and calls to peers use it.
+	TLS *nodetls.Config
 	// Placement is the placement rule in force (tenancy.Placement.Spec),
 	// recorded in Dir at the first boot: a later boot with another rule
 	// is refused, since data placed by the old one would not be found.
@@ -318,7 +322,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: QUEEN_RAFT_LISTEN: %w", err)
 	}
-	tcfg := transport.Config{Token: cfg.Token, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
+	tcfg := transport.Config{Token: cfg.Token, TLS: cfg.TLS, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
 	if cfg.Drop != nil {
 		tcfg.Drop = func(target string) error { return cfg.Drop(n, target) }
 	}
