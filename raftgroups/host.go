@@ -218,6 +218,10 @@ type Host struct {
 	// onLeader is told of every leader change, once the engine exists
 	// (leader_epoch.go); it must not block.
 	onLeader atomic.Pointer[func(group int, leader, term uint64)]
+	// nodeRoutes serves, and nodeClient makes, node-to-node HTTP calls
+	// over group 0's raft listener (nodecall.go).
+	nodeRoutes nodeRoutes
+	nodeClient *transport.NodeClient
 }
 
 type group struct {
@@ -249,6 +253,7 @@ func Start(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	h.stopped, h.cancelStop = context.WithCancel(context.Background())
 	h.clock = clock.New(clock.Config{MaxSkew: cfg.MaxClockSkew, TestOffset: cfg.ClockTestOffset, Logger: cfg.Logger})
+	h.nodeClient = transport.NewNodeClient(cfg.TLS, cfg.Token, cfg.RequestTimeout, transport.Timeouts{})
 	h.disk = &diskGuard{dir: cfg.Dir, high: cfg.DiskHighPct, low: cfg.DiskLowPct, usage: cfg.DiskUsage, log: cfg.Logger}
 	if h.disk.usage == nil {
 		h.disk.usage = statfsUsage
@@ -328,6 +333,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 	}
 	if n == 0 {
 		tcfg.Clock = h.clock.NowMs // peers compare their clocks with group 0's listener
+		tcfg.Node = &h.nodeRoutes
 	}
 	g.tf = transport.NewFactory(tcfg)
 	// The raft log is tan, dragonboat's append-only log: each entry is
@@ -496,6 +502,7 @@ func (h *Host) Close() {
 	h.wg.Wait()
 	h.handOffLeadership(3 * time.Second)
 	h.closeGroups()
+	h.nodeClient.Close()
 }
 
 func (h *Host) closeGroups() {

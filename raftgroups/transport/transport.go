@@ -88,6 +88,9 @@ type Config struct {
 	// TLS, when set, makes every listener serve TLS only and every call
 	// use TLS; nil is plaintext.
 	TLS *nodetls.Config
+	// Node, when set, serves node-to-node HTTP calls under /node/v1/ on
+	// this listener (node.go); group 0's carries it.
+	Node http.Handler
 }
 
 // Timeouts bound every wait on a peer, so a peer that is black-holed
@@ -241,6 +244,9 @@ func (t *Transport) Start() error {
 	mux.Handle(chunkPath, t.guard(t.bodyOf(maxChunkBody, t.serveChunk)))
 	if t.cfg.Clock != nil {
 		mux.Handle(timePath, t.guard(t.serveTime))
+	}
+	if t.cfg.Node != nil {
+		mux.Handle(nodePrefix, t.nodeGuard(t.cfg.Node))
 	}
 	// ReadHeaderTimeout also bounds a TLS handshake (net/http applies the
 	// smallest of its timeouts to it).
