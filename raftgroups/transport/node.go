@@ -24,7 +24,9 @@ const nodePrefix = "/node/v1/"
 func NodePath(route string) string { return nodePrefix + route }
 
 // nodeGuard checks the token from the headers, before any body byte, as
-// guard does for raft routes; any method is allowed.
+// guard does for raft routes; any method is allowed. A body that stops
+// arriving for Timeouts.Stall ends the request, so a peer cannot hold a
+// handler by sending slowly.
 func (t *Transport) nodeGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t.cfg.Token != "" && !t.token.Match(r.Header.Get(TokenHeader)) {
@@ -33,6 +35,7 @@ func (t *Transport) nodeGuard(next http.Handler) http.Handler {
 			http.Error(w, "bad raft token", http.StatusUnauthorized)
 			return
 		}
+		r.Body = &deadlineReader{r: r.Body, rc: http.NewResponseController(w), timeout: t.cfg.Timeouts.Stall}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -386,8 +386,14 @@ func (t *Transport) serveTime(w http.ResponseWriter, r *http.Request) {
 }
 
 // PeerTime asks the peer at target for its clock (unix ms). The caller
-// times the round trip.
+// times the round trip; a ctx without a deadline is bounded by
+// Timeouts.Open.
 func (t *Transport) PeerTime(ctx context.Context, target string) (int64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.cfg.Timeouts.Open)
+		defer cancel()
+	}
 	if t.cfg.Drop != nil {
 		if err := t.cfg.Drop(target); err != nil {
 			return 0, err
