@@ -80,6 +80,14 @@ func TestNodeTLSClusterServesHTTPAndKafka(t *testing.T) {
 		}
 	}
 
+	// Between nodes of one CA nothing is refused (the senders' TCP
+	// reachability probes are not handshakes and must not count).
+	for _, n := range c.Nodes {
+		if n.Grep("refused a peer's connection") || n.Grep("TLS with a peer failed") {
+			t.Fatalf("node %d logged a TLS refusal in a healthy cluster:\n%s", n.ID, n.Tail(3000))
+		}
+	}
+
 	// The raft listeners serve TLS only: plaintext, and TLS without a
 	// certificate of the CA, are refused before any raft route.
 	raft := c.Nodes[0].RaftAddr
