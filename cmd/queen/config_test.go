@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen/crypto/nodetls/nodetlstest"
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
 )
@@ -136,6 +137,38 @@ func TestLoopbackOnly(t *testing.T) {
 		"0.0.0.0:7400": false, "10.0.0.1:7400": false, ":7400": false} {
 		if got := loopbackOnly(addr); got != want {
 			t.Errorf("%s: %v", addr, got)
+		}
+	}
+}
+
+func TestNodeTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := nodetlstest.NewCA(dir, "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.Issue(dir, nodetlstest.Leaf{Name: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadConfig(lookup(nil))
+	if err != nil || c.Raft.TLS != nil {
+		t.Fatalf("unset: %v %v", c.Raft.TLS.Mode(), err)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_RAFT_TLS_CERT": cert, "QUEEN_RAFT_TLS_KEY": key, "QUEEN_RAFT_TLS_CA": ca.CertPEM}))
+	if err != nil || c.Raft.TLS.Mode() != "mutual" {
+		t.Fatalf("mutual: %v %v", c.Raft.TLS.Mode(), err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"QUEEN_RAFT_TLS_CERT": cert}, "QUEEN_RAFT_TLS_CERT: is set without QUEEN_RAFT_TLS_KEY"},
+		{map[string]string{"QUEEN_RAFT_TLS_CERT": cert, "QUEEN_RAFT_TLS_KEY": dir + "/nope.pem"}, "QUEEN_RAFT_TLS_CERT: cannot load"},
+		{map[string]string{"QUEEN_RAFT_TLS_CERT": cert, "QUEEN_RAFT_TLS_KEY": key, "QUEEN_RAFT_TLS_CA": dir + "/nope.pem"}, "QUEEN_RAFT_TLS_CA:"},
+	} {
+		if _, err := loadConfig(lookup(tc.env)); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Fatalf("%v: error %v, want %q", tc.env, err, tc.want)
 		}
 	}
 }

@@ -137,6 +137,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
+	logNodeTLS(log, cfg.Raft.TLS)
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {
