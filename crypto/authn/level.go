@@ -134,6 +134,9 @@ type Principal struct {
 	// Roles are the roles the token's role claims name; names that match no
 	// configured role are ignored.
 	Roles RoleSet
+	// Tenant is the token's tenant claim (JWT_TENANT_CLAIM) when it is a
+	// string, unparsed; "" when absent. Whoever scopes by tenant checks it.
+	Tenant string
 }
 
 // Allows reports whether p may use a route of level l (see RoleSet.Allows).

@@ -45,7 +45,8 @@ func (v *Verifier) VerifyContext(ctx context.Context, token string) (Principal, 
 		return Principal{}, refuse(v.classify(tok, claims, err), err)
 	}
 	sub, _ := claims["sub"].(string)
-	return Principal{Subject: sub, Roles: v.rolesFrom(claims)}, nil
+	tenant, _ := claims[v.cfg.TenantClaim].(string)
+	return Principal{Subject: sub, Roles: v.rolesFrom(claims), Tenant: tenant}, nil
 }
 
 func refuse(kind, cause error) error {

@@ -63,6 +63,11 @@ func StaticUsers(users map[string]string, tenancyOn bool) kafka.PlainAuthenticat
 // BrokerJWTs authenticates SASL/PLAIN logins whose password is a broker JWT
 // (spec decision 9, when JWT_ENABLED): the token's roles then limit the
 // connection as they limit HTTP requests.
+//
+// In tenancy mode the token must name its tenant (JWT_TENANT_CLAIM) and the
+// user name must be that tenant: the user name alone is the client's
+// choice, and tenant ids are not secrets, so without the claim any valid
+// token would open every tenant's topics.
 func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
 	return func(ctx context.Context, user, password string) (kafka.Principal, error) {
 		p, err := v.VerifyContext(ctx, password)
@@ -72,6 +77,17 @@ func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
 		tenant, err := loginTenant(user, tenancyOn)
 		if err != nil {
 			return kafka.Principal{}, err
+		}
+		if tenancyOn {
+			claimed, err := tenancy.Parse(p.Tenant)
+			switch {
+			case p.Tenant == "":
+				return kafka.Principal{}, fmt.Errorf("%w: the token names no tenant", ErrBadCredentials)
+			case err != nil:
+				return kafka.Principal{}, fmt.Errorf("%w: the token's tenant claim: %w", ErrBadCredentials, err)
+			case claimed != tenant:
+				return kafka.Principal{}, fmt.Errorf("%w: the token is for another tenant than the user name", ErrBadCredentials)
+			}
 		}
 		return kafka.Principal{User: user, Identity: Identity{Tenant: tenant, Principal: &p}}, nil
 	}
