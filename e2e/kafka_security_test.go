@@ -277,3 +277,26 @@ func TestKafkaJWTLoginIsBoundToTheTokensTenant(t *testing.T) {
 		t.Fatalf("A as A: %v", err)
 	}
 }
+
+// TestJWTWithAnOpenKafkaPortRefusesToBoot: JWT_ENABLED=true without
+// QUEEN_KAFKA_SASL would leave the Kafka port open to anyone; the node
+// stops and says how to proceed.
+func TestJWTWithAnOpenKafkaPortRefusesToBoot(t *testing.T) {
+	c, err := harness.NewCluster(queenBin, harness.Options{Nodes: 1, BaseDir: t.TempDir(),
+		Env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": jwtSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.StopAll)
+	n := c.Nodes[0]
+	if err := c.Start(n); err != nil {
+		t.Fatal(err)
+	}
+	ctx := deadline(t, 30*time.Second)
+	if err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) { return !n.Running(), nil }); err != nil {
+		t.Fatal("the node kept running with an open Kafka port")
+	}
+	if n.ExitCode() == 0 || !n.Grep("QUEEN_KAFKA_ALLOW_ANONYMOUS=true") {
+		t.Fatalf("exit %d, log:\n%s", n.ExitCode(), n.Log())
+	}
+}

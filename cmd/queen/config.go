@@ -135,6 +135,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)
 	c.Kafka.Broker.LogDir = c.Raft.Dir
+	e.checkKafkaAuth(c.Auth.Enabled, &c.Kafka)
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
 	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -92,5 +94,42 @@ func TestLoopbackOnly(t *testing.T) {
 		if got := loopbackOnly(addr); got != want {
 			t.Errorf("%s: %v", addr, got)
 		}
+	}
+}
+
+// TestJWTWithoutKafkaSASLNeedsAnOptIn: broker JWT protects HTTP only; a
+// node that turns it on but leaves the Kafka port without SASL would serve
+// fetch and DeleteTopics to anyone, so it refuses to boot unless the
+// operator says the open Kafka port is intended, and then warns.
+func TestJWTWithoutKafkaSASLNeedsAnOptIn(t *testing.T) {
+	jwtOn := map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "a-secret-long-enough-for-hs256-tokens"}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range jwtOn {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	if _, err := loadConfig(lookup(jwtOn)); err == nil || !strings.Contains(err.Error(), "QUEEN_KAFKA_SASL") {
+		t.Fatalf("JWT on, Kafka open: %v, want an error naming QUEEN_KAFKA_SASL", err)
+	}
+	if _, err := loadConfig(lookup(with(map[string]string{"QUEEN_KAFKA_SASL": "plain"}))); err != nil {
+		t.Fatalf("JWT and SASL: %v", err)
+	}
+	c, err := loadConfig(lookup(with(map[string]string{"QUEEN_KAFKA_ALLOW_ANONYMOUS": "true"})))
+	if err != nil {
+		t.Fatalf("JWT with the opt-in: %v", err)
+	}
+	var logs bytes.Buffer
+	logConfig(slog.New(slog.NewTextHandler(&logs, nil)), &c)
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "QUEEN_KAFKA_ALLOW_ANONYMOUS") {
+		t.Fatalf("no boot warning for an open Kafka port with JWT on:\n%s", logs.String())
+	}
+	// Without JWT everything is open by default (spec §5.1): no opt-in.
+	if _, err := loadConfig(lookup(nil)); err != nil {
+		t.Fatal(err)
 	}
 }

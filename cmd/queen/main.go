@@ -151,9 +151,13 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	}
 	k := &cfg.Kafka
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
-		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
+		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "allow_anonymous", k.AllowAnonymous, "tls", k.TLSCert != "",
 		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions,
 		"max_message_bytes", k.Broker.MaxMessageBytes, "fetch_max_bytes", k.Broker.FetchMaxBytes)
+	if k.SASL == "" && cfg.Auth.Enabled {
+		log.Warn("config: QUEEN_KAFKA_ALLOW_ANONYMOUS=true: the Kafka port accepts unauthenticated clients "+
+			"(produce, fetch, DeleteTopics) while JWT_ENABLED=true protects HTTP", "addr", k.Broker.Listener.Addr)
+	}
 	if k.SASL != "" && k.TLSCert == "" {
 		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}
