@@ -113,6 +113,9 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.HTTP = api.Config{
 		Addr:              net.JoinHostPort(bind, strconv.Itoa(port)),
 		MaxBodyBytes:      e.int("QUEEN_MAX_BODY_BYTES", 64<<20, 1024, 1<<30),
+		MaxBufferedBytes:  e.int("QUEEN_HTTP_MAX_BUFFERED_BYTES", api.DefaultMaxBufferedBytes, 1<<20, 1<<40),
+		MaxConnections:    e.int("QUEEN_HTTP_MAX_CONNECTIONS", api.DefaultMaxConnections, 1, 1<<20),
+		MaxConnsPerIP:     e.int("QUEEN_HTTP_MAX_CONNS_PER_IP", api.DefaultMaxConnsPerIP, 0, 1<<20),
 		RequestTimeout:    e.millis("QUEEN_STMT_TIMEOUT_MS", 30*time.Second, 100*time.Millisecond, 10*time.Minute),
 		PopDefaultTimeout: e.millis("POP_DEFAULT_TIMEOUT_MS", e.millis("DEFAULT_TIMEOUT", 30*time.Second, 0, time.Hour), 0, time.Hour),
 		PopMaxTimeout:     60 * time.Second,
@@ -131,6 +134,9 @@ func loadConfig(lookup func(string) string) (Config, error) {
 
 	c.Auth = e.authConfig()
 	c.HTTP.TenancyHeader = e.tenancyConfig()
+	if c.HTTP.MaxBufferedBytes < c.HTTP.MaxBodyBytes {
+		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
+	}
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)

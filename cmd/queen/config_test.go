@@ -66,20 +66,22 @@ func TestClusterConfig(t *testing.T) {
 
 func TestBadConfigNamesTheVariable(t *testing.T) {
 	for name, env := range map[string]map[string]string{
-		"PORT":                        {"PORT": "http"},
-		"QUEEN_RAFT_GROUPS":           {"QUEEN_RAFT_GROUPS": "65"},
-		"QUEEN_RAFT_PEERS":            {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
-		"QUEEN_LOG_JSON":              {"QUEEN_LOG_JSON": "maybe"},
-		"QUEEN_RAFT_LISTEN":           {"QUEEN_RAFT_LISTEN": "7400"},
-		"LOG_LEVEL":                   {"LOG_LEVEL": "loud"},
-		"QUEEN_TENANT_GROUPS":         {"QUEEN_TENANT_GROUPS": "x=1"},
-		"QUEEN_KAFKA_ADVERTISED_ADDR": {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
-		"QUEEN_KAFKA_TLS_CERT":        {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
-		"QUEEN_KAFKA_SASL":            {"QUEEN_KAFKA_SASL": "scram"},
-		"QUEEN_TENANCY_HEADER":        {"QUEEN_TENANCY_HEADER": "true"},
-		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
-		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
-		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
+		"PORT":                          {"PORT": "http"},
+		"QUEEN_RAFT_GROUPS":             {"QUEEN_RAFT_GROUPS": "65"},
+		"QUEEN_RAFT_PEERS":              {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
+		"QUEEN_LOG_JSON":                {"QUEEN_LOG_JSON": "maybe"},
+		"QUEEN_RAFT_LISTEN":             {"QUEEN_RAFT_LISTEN": "7400"},
+		"LOG_LEVEL":                     {"LOG_LEVEL": "loud"},
+		"QUEEN_TENANT_GROUPS":           {"QUEEN_TENANT_GROUPS": "x=1"},
+		"QUEEN_KAFKA_ADVERTISED_ADDR":   {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
+		"QUEEN_KAFKA_TLS_CERT":          {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
+		"QUEEN_KAFKA_SASL":              {"QUEEN_KAFKA_SASL": "scram"},
+		"QUEEN_TENANCY_HEADER":          {"QUEEN_TENANCY_HEADER": "true"},
+		"JWT_ENABLED":                   {"JWT_ENABLED": "sometimes"},
+		"QUEEN_RAFT_DISK_HIGH_PCT":      {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
+		"QUEEN_RAFT_DISK_LOW_PCT":       {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
+		"QUEEN_HTTP_MAX_BUFFERED_BYTES": {"QUEEN_MAX_BODY_BYTES": "67108864", "QUEEN_HTTP_MAX_BUFFERED_BYTES": "1048576"},
+		"QUEEN_HTTP_MAX_CONNS_PER_IP":   {"QUEEN_HTTP_MAX_CONNS_PER_IP": "-1"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {

@@ -126,7 +126,9 @@ func newLogger(cfg Config) *slog.Logger {
 // per area, secrets masked.
 func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: server", "addr", cfg.HTTP.Addr, "server_id", cfg.ServerID,
-		"max_body_bytes", cfg.HTTP.MaxBodyBytes, "stmt_timeout", cfg.HTTP.RequestTimeout)
+		"max_body_bytes", cfg.HTTP.MaxBodyBytes, "max_buffered_bytes", cfg.HTTP.MaxBufferedBytes,
+		"max_connections", cfg.HTTP.MaxConnections, "max_conns_per_ip", cfg.HTTP.MaxConnsPerIP,
+		"stmt_timeout", cfg.HTTP.RequestTimeout)
 	mode := "single"
 	if len(cfg.Raft.Peers) > 1 {
 		mode = "cluster"
