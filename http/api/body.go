@@ -21,6 +21,7 @@ import (
 // Defaults of the connection and body limits (cmd/queen reads them from
 // QUEEN_HTTP_*).
 const (
+	DefaultMaxBodyBytes     = 64 << 20 // QUEEN_MAX_BODY_BYTES, spec §1.1
 	DefaultMaxBufferedBytes = 1 << 30
 	DefaultMaxConnections   = 10000
 	DefaultMaxConnsPerIP    = 1024

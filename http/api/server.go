@@ -88,6 +88,9 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	if cfg.TimersMaxHorizon <= 0 {
 		cfg.TimersMaxHorizon = 90 * 24 * time.Hour
 	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	if cfg.MaxBufferedBytes <= 0 {
 		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -41,22 +43,31 @@ func timerPayload(r *timerOpRequest) ([]byte, error) {
 		return nil, badRequest("payload must be base64")
 	}
 	if r.PayloadZstd {
-		dec, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(wire.MaxTimerPayloadBytes+1))
+		// WithDecoderMaxMemory bounds one frame only: a stream of many
+		// small frames decodes without end. The output itself is what must
+		// be bounded, so decoding stops one byte past the limit.
+		dec, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(wire.MaxTimerPayloadBytes+1),
+			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			return nil, badRequest("payload is not zstd")
 		}
 		defer dec.Close()
 		var out bytes.Buffer
-		if _, err := out.ReadFrom(dec); err != nil {
-			return nil, badRequest("payload is not valid zstd or is too large")
+		if _, err := out.ReadFrom(io.LimitReader(dec, wire.MaxTimerPayloadBytes+1)); err != nil {
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+				return nil, errTimerPayloadTooLarge
+			}
+			return nil, badRequest("payload is not valid zstd")
 		}
 		b = out.Bytes()
 	}
 	if len(b) > wire.MaxTimerPayloadBytes {
-		return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "a timer payload is larger than 1 MiB"}
+		return nil, errTimerPayloadTooLarge
 	}
 	return b, nil
 }
+
+var errTimerPayloadTooLarge = &apiError{http.StatusRequestEntityTooLarge, "too_large", "a timer payload is larger than 1 MiB"}
 
 // buildTimerOps validates timer operations (a timers call or a
 // transaction's timers) and seals the payloads of encrypted queues.
@@ -65,6 +76,7 @@ func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.Time
 	if len(reqs) == 0 || len(reqs) > wire.MaxTimerOpsPerCall {
 		return cmd, badRequest("operations must hold 1..256 items")
 	}
+	decoded := 0
 	for i := range reqs {
 		r := &reqs[i]
 		op, ok := timerOps[r.Op]
@@ -83,6 +95,11 @@ func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.Time
 		payload, err := timerPayload(r)
 		if err != nil {
 			return cmd, err
+		}
+		// Decoded payloads may outgrow the body that carried them: bound
+		// them together by the body cap too.
+		if decoded += len(payload); decoded > s.cfg.MaxBodyBytes {
+			return cmd, &apiError{http.StatusRequestEntityTooLarge, "too_large", "timer payloads together are larger than QUEEN_MAX_BODY_BYTES"}
 		}
 		var flags uint64
 		if payload != nil && s.engine.QueueEncrypted(tenant, r.Queue) {
