@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // saslStage is where a connection is in the SASL exchange.
@@ -15,6 +16,12 @@ const (
 	saslExpectRawToken                      // SaslHandshake v0 done: the next frame is a bare PLAIN token
 	saslExpectAuthenticate                  // SaslHandshake v1 done: the next request is SaslAuthenticate
 	saslAuthenticated
+)
+
+// How much of a refused login's client-chosen text is logged.
+const (
+	maxLoggedName  = 64
+	maxLoggedError = 256
 )
 
 // mechanismPlain is the only mechanism queen offers.
@@ -44,7 +51,13 @@ func (c *Conn) authenticatePlain(ctx context.Context, token []byte) error {
 	}
 	principal, err := c.srv.cfg.Authenticate(ctx, user, password)
 	if err != nil {
-		c.log.Info("kafka SASL/PLAIN authentication refused", "user", user, "err", err)
+		// The user name is the client's choice, up to the pre-login frame
+		// cap, and refusals come as fast as it can reconnect: log a bounded
+		// prefix, at most one line a second.
+		if ok, held := c.srv.refusals.pass(time.Now()); ok {
+			c.log.Info("kafka SASL/PLAIN authentication refused", "user", clip(user, maxLoggedName),
+				"err", clip(err.Error(), maxLoggedError), "refusals_not_logged", held)
+		}
 		return errors.New("invalid username or password")
 	}
 	if principal.User == "" {

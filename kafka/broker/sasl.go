@@ -35,7 +35,12 @@ func loginTenant(user string, tenancyOn bool) (wire.ID, error) {
 	}
 	id, err := tenancy.Parse(user)
 	if err != nil {
-		return wire.ID{}, fmt.Errorf("%w: %w", ErrBadCredentials, err)
+		// Not err itself: it quotes the whole user name, which the client
+		// chose and may make as long as a frame.
+		if errors.Is(err, tenancy.ErrReservedTenant) {
+			return wire.ID{}, fmt.Errorf("%w: the tenant is reserved", ErrBadCredentials)
+		}
+		return wire.ID{}, fmt.Errorf("%w: the user name is not a tenant UUID", ErrBadCredentials)
 	}
 	return id, nil
 }
