@@ -116,3 +116,31 @@ func TestTokenTenantMustMatchTheHeader(t *testing.T) {
 		t.Fatalf("A's token as A: %d %s", code, body)
 	}
 }
+
+// TestWriteOnlyTokensOnlyScheduleTimers: write-only may add timers (a
+// schedule of an existing key changes nothing), but cancelling or
+// rescheduling one destroys or changes what others scheduled, which
+// DELETE /api/v1/timers/... already reserves for read-write.
+func TestWriteOnlyTokensOnlyScheduleTimers(t *testing.T) {
+	n := startJWTNode(t, nil)
+	wo := token(t, jwt.MapClaims{"role": "write-only"})
+	rw := token(t, jwt.MapClaims{"role": "read-write"})
+	op := func(kind string) string {
+		return `{"operations":[{"op":"` + kind + `","queue":"q","timerKey":"k","delayMs":60000,"payload":"eA=="}]}`
+	}
+	if code, body := call(t, "POST", n.url+"/api/v1/timers", wo, op("schedule")); code != http.StatusOK || !strings.Contains(body, `"scheduled"`) {
+		t.Fatalf("write-only schedule: %d %s", code, body)
+	}
+	for _, kind := range []string{"cancel", "reschedule"} {
+		code, body := call(t, "POST", n.url+"/api/v1/timers", wo, op(kind))
+		if code != http.StatusForbidden || !strings.Contains(body, `"code":"forbidden"`) {
+			t.Errorf("write-only %s: %d %s", kind, code, body)
+		}
+	}
+	if code, body := call(t, "GET", n.url+"/api/v1/timers/q/k", rw, ""); code != http.StatusOK {
+		t.Fatalf("the timer is gone after refused cancels: %d %s", code, body)
+	}
+	if code, body := call(t, "POST", n.url+"/api/v1/timers", rw, op("cancel")); code != http.StatusOK || !strings.Contains(body, `"cancelled"`) {
+		t.Fatalf("read-write cancel: %d %s", code, body)
+	}
+}

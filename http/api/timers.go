@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
@@ -137,6 +138,17 @@ func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
 	}
 	if err := readJSON(ctx, &req); err != nil {
 		return err
+	}
+	// The route is write-only (spec §2.2) so producers can schedule; a
+	// schedule of an existing key changes nothing. Cancel and reschedule
+	// change what others scheduled: read-write, as DELETE of a timer is.
+	for _, op := range req.Operations {
+		if op.Op == "cancel" || op.Op == "reschedule" {
+			if err := requireLevel(ctx, authn.LevelReadWrite); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	cmd, err := s.buildTimerOps(tenant, req.Operations)
 	if err != nil {
