@@ -155,6 +155,8 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "allow_anonymous", k.AllowAnonymous, "tls", k.TLSCert != "",
 		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions,
+		"max_partitions", k.Broker.MaxPartitions, "max_partitions_per_request", k.Broker.MaxPartitionsPerRequest,
+		"max_tenant_partitions", k.Broker.MaxTenantPartitions,
 		"max_message_bytes", k.Broker.MaxMessageBytes, "fetch_max_bytes", k.Broker.FetchMaxBytes)
 	if k.SASL == "" && cfg.Auth.Enabled {
 		log.Warn("config: QUEEN_KAFKA_ALLOW_ANONYMOUS=true: the Kafka port accepts unauthenticated clients "+
