@@ -111,11 +111,14 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	port := e.int("PORT", 6632, 1, 65535)
 	bind := e.str("QUEEN_BIND_ADDR", "0.0.0.0")
 	c.HTTP = api.Config{
-		Addr:              net.JoinHostPort(bind, strconv.Itoa(port)),
-		MaxBodyBytes:      e.int("QUEEN_MAX_BODY_BYTES", 64<<20, 1024, 1<<30),
-		MaxBufferedBytes:  e.int("QUEEN_HTTP_MAX_BUFFERED_BYTES", api.DefaultMaxBufferedBytes, 1<<20, 1<<40),
-		MaxConnections:    e.int("QUEEN_HTTP_MAX_CONNECTIONS", api.DefaultMaxConnections, 1, 1<<20),
-		MaxConnsPerIP:     e.int("QUEEN_HTTP_MAX_CONNS_PER_IP", api.DefaultMaxConnsPerIP, 0, 1<<20),
+		Addr:             net.JoinHostPort(bind, strconv.Itoa(port)),
+		MaxBodyBytes:     e.int("QUEEN_MAX_BODY_BYTES", 64<<20, 1024, 1<<30),
+		MaxBufferedBytes: e.int("QUEEN_HTTP_MAX_BUFFERED_BYTES", api.DefaultMaxBufferedBytes, 1<<20, 1<<40),
+		MaxConnections:   e.int("QUEEN_HTTP_MAX_CONNECTIONS", api.DefaultMaxConnections, 1, 1<<20),
+		MaxConnsPerIP:    e.int("QUEEN_HTTP_MAX_CONNS_PER_IP", api.DefaultMaxConnsPerIP, 0, 1<<20),
+		MaxPushItems:     e.int("QUEEN_MAX_PUSH_ITEMS", api.DefaultMaxPushItems, 1, 1<<24),
+		TenantMaxInflightPushItems: e.int("QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS",
+			api.DefaultTenantMaxInflightPushItem, 1, 1<<30),
 		RequestTimeout:    e.millis("QUEEN_STMT_TIMEOUT_MS", 30*time.Second, 100*time.Millisecond, 10*time.Minute),
 		PopDefaultTimeout: e.millis("POP_DEFAULT_TIMEOUT_MS", e.millis("DEFAULT_TIMEOUT", 30*time.Second, 0, time.Hour), 0, time.Hour),
 		PopMaxTimeout:     60 * time.Second,
@@ -134,6 +137,10 @@ func loadConfig(lookup func(string) string) (Config, error) {
 
 	c.Auth = e.authConfig()
 	c.HTTP.TenancyHeader = e.tenancyConfig()
+	if c.HTTP.TenantMaxInflightPushItems < c.HTTP.MaxPushItems {
+		e.fail("QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS", "must be at least QUEEN_MAX_PUSH_ITEMS (%d), got %d",
+			c.HTTP.MaxPushItems, c.HTTP.TenantMaxInflightPushItems)
+	}
 	if c.HTTP.MaxBufferedBytes < c.HTTP.MaxBodyBytes {
 		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
 	}

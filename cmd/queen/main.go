@@ -128,6 +128,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: server", "addr", cfg.HTTP.Addr, "server_id", cfg.ServerID,
 		"max_body_bytes", cfg.HTTP.MaxBodyBytes, "max_buffered_bytes", cfg.HTTP.MaxBufferedBytes,
 		"max_connections", cfg.HTTP.MaxConnections, "max_conns_per_ip", cfg.HTTP.MaxConnsPerIP,
+		"max_push_items", cfg.HTTP.MaxPushItems, "tenant_max_inflight_push_items", cfg.HTTP.TenantMaxInflightPushItems,
 		"stmt_timeout", cfg.HTTP.RequestTimeout)
 	mode := "single"
 	if len(cfg.Raft.Peers) > 1 {

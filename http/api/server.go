@@ -33,15 +33,20 @@ type Config struct {
 	// MaxConnections and MaxConnsPerIP bound open connections, in all and
 	// from one client address (QUEEN_HTTP_MAX_CONNECTIONS,
 	// QUEEN_HTTP_MAX_CONNS_PER_IP; 0: no per-IP bound).
-	MaxConnections      int
-	MaxConnsPerIP       int
-	RequestTimeout      time.Duration
-	PopDefaultTimeout   time.Duration // POP_DEFAULT_TIMEOUT_MS
-	PopMaxTimeout       time.Duration
-	DefaultSubscription uint8 // DEFAULT_SUBSCRIPTION_MODE
-	Version             string
-	KVMaxValueBytes     int // QUEEN_KV_MAX_VALUE_BYTES
-	TimersMaxHorizon    time.Duration
+	MaxConnections int
+	MaxConnsPerIP  int
+	// MaxPushItems bounds one push's items (QUEEN_MAX_PUSH_ITEMS) and
+	// TenantMaxInflightPushItems one tenant's items in flight over all its
+	// pushes (QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS); see push_limits.go.
+	MaxPushItems               int
+	TenantMaxInflightPushItems int
+	RequestTimeout             time.Duration
+	PopDefaultTimeout          time.Duration // POP_DEFAULT_TIMEOUT_MS
+	PopMaxTimeout              time.Duration
+	DefaultSubscription        uint8 // DEFAULT_SUBSCRIPTION_MODE
+	Version                    string
+	KVMaxValueBytes            int // QUEEN_KV_MAX_VALUE_BYTES
+	TimersMaxHorizon           time.Duration
 	// Auth verifies broker JWTs (nil or disabled: everything is open).
 	Auth *authn.Verifier
 	// TenancyHeader scopes requests by x-queen-tenant (QUEEN_TENANCY_HEADER).
@@ -69,6 +74,7 @@ type Server struct {
 	gates      probeGates    // long-poll probe slots (longpoll.go)
 	parked     atomic.Int64  // pops parked right now
 	bodies     bodyBudget    // request body bytes held (body.go)
+	pushing    tenantItems   // push items in flight per tenant (push_limits.go)
 }
 
 // New builds the server and its routes.
@@ -99,7 +105,16 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = DefaultMaxConnections
 	}
+	if cfg.MaxPushItems <= 0 {
+		cfg.MaxPushItems = DefaultMaxPushItems
+	}
+	if cfg.TenantMaxInflightPushItems <= 0 {
+		cfg.TenantMaxInflightPushItems = DefaultTenantMaxInflightPushItem
+	}
+	// One push of the largest size must always fit.
+	cfg.TenantMaxInflightPushItems = max(cfg.TenantMaxInflightPushItems, cfg.MaxPushItems)
 	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
+	s.pushing.limit = cfg.TenantMaxInflightPushItems
 	s.bodies.limit = int64(cfg.MaxBufferedBytes)
 	s.metrics.NewGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
 	s.base, s.cancelBase = context.WithCancel(context.Background())
