@@ -40,8 +40,11 @@ type Config struct {
 	EncryptionKeySet bool
 	EncryptionKeyErr error
 	// PprofAddr serves net/http/pprof when set (QUEEN_PPROF_ADDR, our own
-	// addition for profiling; keep it on loopback).
-	PprofAddr string
+	// addition for profiling). Beyond loopback it needs PprofToken
+	// (QUEEN_PPROF_TOKEN), which every request must then carry as a
+	// bearer token.
+	PprofAddr  string
+	PprofToken string
 }
 
 // env reads variables through a lookup function, remembering the first
@@ -151,7 +154,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	e.checkKafkaAuth(c.Auth.Enabled, &c.Kafka)
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
-	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")
+	c.PprofAddr, c.PprofToken = e.pprofConfig()
 	if raw := e.lookup("QUEEN_ENCRYPTION_KEY"); raw != "" {
 		c.EncryptionKeySet = true
 		c.EncryptionKey, c.EncryptionKeyErr = envelope.ParseKey(raw)
@@ -268,6 +271,23 @@ func loopbackIfUnspecified(addr string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// pprofConfig reads QUEEN_PPROF_ADDR and QUEEN_PPROF_TOKEN. Profiles hold
+// heap contents (payloads, tokens in flight) and a CPU profile costs the
+// node, so the profiler listens beyond loopback only behind a token.
+func (e *env) pprofConfig() (addr, token string) {
+	addr, token = e.str("QUEEN_PPROF_ADDR", ""), e.lookup("QUEEN_PPROF_TOKEN")
+	if addr == "" {
+		return "", ""
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		e.fail("QUEEN_PPROF_ADDR", "must be host:port, got %q", addr)
+	} else if token == "" && !loopbackOnly(addr) {
+		e.fail("QUEEN_PPROF_ADDR", "%q is reachable beyond this host: bind the profiler to 127.0.0.1, "+
+			"or set QUEEN_PPROF_TOKEN and send it as a bearer token", addr)
+	}
+	return addr, token
 }
 
 // loopbackOnly reports whether a listen address is reachable from this host

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -135,5 +136,47 @@ func TestJWTWithoutKafkaSASLNeedsAnOptIn(t *testing.T) {
 	// Without JWT everything is open by default (spec §5.1): no opt-in.
 	if _, err := loadConfig(lookup(nil)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPprofStaysLocalOrNeedsAToken: the profiler serves heap and goroutine
+// dumps (payloads, tokens in flight) and CPU profiles on demand. It may
+// listen on loopback without more; anywhere else only with
+// QUEEN_PPROF_TOKEN, which every request must then carry.
+func TestPprofStaysLocalOrNeedsAToken(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:6060", ":6060", "10.0.0.5:6060"} {
+		_, err := loadConfig(lookup(map[string]string{"QUEEN_PPROF_ADDR": addr}))
+		if err == nil || !strings.Contains(err.Error(), "QUEEN_PPROF_TOKEN") {
+			t.Errorf("pprof on %s without a token: %v, want an error naming QUEEN_PPROF_TOKEN", addr, err)
+		}
+	}
+	for _, env := range []map[string]string{
+		{"QUEEN_PPROF_ADDR": "127.0.0.1:6060"},
+		{"QUEEN_PPROF_ADDR": "localhost:6060"},
+		{"QUEEN_PPROF_ADDR": "0.0.0.0:6060", "QUEEN_PPROF_TOKEN": "a-long-random-profiling-token"},
+	} {
+		if _, err := loadConfig(lookup(env)); err != nil {
+			t.Errorf("%v: %v", env, err)
+		}
+	}
+}
+
+func TestPprofTokenIsRequired(t *testing.T) {
+	h := pprofHandler("a-long-random-profiling-token")
+	for tok, want := range map[string]int{"": 401, "wrong": 401, "a-long-random-profiling-token": 200} {
+		req := httptest.NewRequest("GET", "/debug/pprof/", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("token %q: %d, want %d", tok, rec.Code, want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	pprofHandler("").ServeHTTP(rec, httptest.NewRequest("GET", "/debug/pprof/", nil))
+	if rec.Code != 200 {
+		t.Fatalf("loopback profiler without a token: %d", rec.Code)
 	}
 }

@@ -44,7 +44,7 @@ func run() int {
 	cfg.HTTP.Auth = verifier
 
 	if cfg.PprofAddr != "" {
-		stopPprof := servePprof(log, cfg.PprofAddr)
+		stopPprof := servePprof(log, cfg.PprofAddr, cfg.PprofToken)
 		defer stopPprof()
 	}
 	host, err := raftgroups.Start(cfg.Raft)
