@@ -225,3 +225,78 @@ func TestKafkaTenantsFromSASLAreIsolated(t *testing.T) {
 		t.Fatal("a non-UUID user logged in in tenancy mode")
 	}
 }
+
+// TestKafkaJWTLoginIsBoundToTheTokensTenant: in tenancy mode with broker
+// JWT, a token only logs in as the tenant its tenant claim names, and the
+// public metrics do not list tenant ids (the review's attack: read a
+// tenant id from /metrics/prometheus, log in as it with any valid token).
+func TestKafkaJWTLoginIsBoundToTheTokensTenant(t *testing.T) {
+	a, b := "7c3a1f9e-2b4d-4e8a-9f1c-0d2e3f4a5b6c", "0b9e2c41-5d3a-4f7e-8a6b-1c2d3e4f5a6b"
+	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{
+		"QUEEN_TENANCY_HEADER": "true", "QUEEN_KV_TRUSTED_PROXY": "1",
+		"QUEEN_KAFKA_SASL": "plain", "JWT_ENABLED": "true", "JWT_SECRET": jwtSecret}})
+	ctx := deadline(t, time.Minute)
+	exp := time.Now().Add(time.Hour).Unix()
+	tokenOf := func(tenant string) string {
+		return hsToken(t, jwt.MapClaims{"sub": "svc", "role": "admin", "tenant": tenant, "exp": exp})
+	}
+	as := func(user, tenant string) kgo.Opt {
+		return kgo.SASL(plain.Auth{User: user, Pass: tokenOf(tenant)}.AsMechanism())
+	}
+	prod := kgoClient(t, c, as(b, b), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("payroll"))
+	if err := prod.ProduceSync(ctx, kgo.StringRecord("b's secret")).FirstErr(); err != nil {
+		t.Fatalf("produce as B: %v", err)
+	}
+	scrape := func(tok string) string {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.Nodes[0].URL()+"/metrics/prometheus", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	if strings.Contains(scrape(""), b) {
+		t.Fatal("the public scrape names tenant B")
+	}
+	if !strings.Contains(scrape(tokenOf(a)), b) {
+		t.Fatal("an admin scrape does not name tenant B")
+	}
+	if err := refusal(t, c, as(b, a)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("A's token logging in as B: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	noTenant := kgo.SASL(plain.Auth{User: b, Pass: hsToken(t, jwt.MapClaims{"role": "admin", "exp": exp})}.AsMechanism())
+	if err := refusal(t, c, noTenant); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a token naming no tenant logging in as B: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	if err := refusal(t, c, as(a, a)); err != nil {
+		t.Fatalf("A as A: %v", err)
+	}
+}
+
+// TestJWTWithAnOpenKafkaPortRefusesToBoot: JWT_ENABLED=true without
+// QUEEN_KAFKA_SASL would leave the Kafka port open to anyone; the node
+// stops and says how to proceed.
+func TestJWTWithAnOpenKafkaPortRefusesToBoot(t *testing.T) {
+	c, err := harness.NewCluster(queenBin, harness.Options{Nodes: 1, BaseDir: t.TempDir(),
+		Env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": jwtSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.StopAll)
+	n := c.Nodes[0]
+	if err := c.Start(n); err != nil {
+		t.Fatal(err)
+	}
+	ctx := deadline(t, 30*time.Second)
+	if err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) { return !n.Running(), nil }); err != nil {
+		t.Fatal("the node kept running with an open Kafka port")
+	}
+	if n.ExitCode() == 0 || !n.Grep("QUEEN_KAFKA_ALLOW_ANONYMOUS=true") {
+		t.Fatalf("exit %d, log:\n%s", n.ExitCode(), n.Log())
+	}
+}

@@ -45,7 +45,8 @@ func authedStatus(t *testing.T, ctx context.Context, method, url, token, body st
 }
 
 func TestBrokerJWTLevelsOverHTTP(t *testing.T) {
-	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": jwtSecret}})
+	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": jwtSecret,
+		"QUEEN_KAFKA_ALLOW_ANONYMOUS": "true"}})
 	base := c.Nodes[0].URL()
 	ctx := deadline(t, time.Minute)
 	exp := time.Now().Add(time.Hour).Unix()

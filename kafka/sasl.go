@@ -19,6 +19,12 @@ const (
 	saslAuthenticatedRaw                    // logged in with the v0 flow, which cannot authenticate again
 )
 
+// How much of a refused login's client-chosen text is logged.
+const (
+	maxLoggedName  = 64
+	maxLoggedError = 256
+)
+
 // mechanismPlain is the only mechanism queen offers.
 const mechanismPlain = "PLAIN"
 
@@ -57,7 +63,13 @@ func (c *Conn) authenticatePlain(ctx context.Context, token []byte, after saslSt
 	}
 	principal, err := c.srv.cfg.Authenticate(ctx, user, password)
 	if err != nil {
-		c.log.Info("kafka SASL/PLAIN authentication refused", "user", user, "err", err)
+		// The user name is the client's choice, up to the pre-login frame
+		// cap, and refusals come as fast as it can reconnect: log a bounded
+		// prefix, at most one line a second.
+		if ok, held := c.srv.refusals.pass(time.Now()); ok {
+			c.log.Info("kafka SASL/PLAIN authentication refused", "user", clip(user, maxLoggedName),
+				"err", clip(err.Error(), maxLoggedError), "refusals_not_logged", held)
+		}
 		return errors.New("invalid username or password")
 	}
 	if principal.User == "" {

@@ -60,6 +60,7 @@ type Server struct {
 
 	nextConnID   atomic.Uint64
 	lastLimitLog atomic.Int64 // unix nanos of the last "over the limit" log
+	refusals     logGate      // refused logins' log lines (sasl.go)
 }
 
 // NewServer validates cfg and returns a server with the built-in handlers
@@ -83,6 +84,7 @@ func NewServer(cfg Config) (*Server, error) {
 		perIP:       map[string]int{},
 
 		unauthenticatedPerIP: map[string]int{},
+		refusals:             logGate{interval: time.Second},
 	}
 	if s.saslEnabled {
 		s.handlers[keySaslHandshake] = handleSaslHandshake

@@ -40,8 +40,11 @@ type Config struct {
 	EncryptionKeySet bool
 	EncryptionKeyErr error
 	// PprofAddr serves net/http/pprof when set (QUEEN_PPROF_ADDR, our own
-	// addition for profiling; keep it on loopback).
-	PprofAddr string
+	// addition for profiling). Beyond loopback it needs PprofToken
+	// (QUEEN_PPROF_TOKEN), which every request must then carry as a
+	// bearer token.
+	PprofAddr  string
+	PprofToken string
 }
 
 // env reads variables through a lookup function, remembering the first
@@ -111,8 +114,14 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	port := e.int("PORT", 6632, 1, 65535)
 	bind := e.str("QUEEN_BIND_ADDR", "0.0.0.0")
 	c.HTTP = api.Config{
-		Addr:              net.JoinHostPort(bind, strconv.Itoa(port)),
-		MaxBodyBytes:      e.int("QUEEN_MAX_BODY_BYTES", 64<<20, 1024, 1<<30),
+		Addr:             net.JoinHostPort(bind, strconv.Itoa(port)),
+		MaxBodyBytes:     e.int("QUEEN_MAX_BODY_BYTES", 64<<20, 1024, 1<<30),
+		MaxBufferedBytes: e.int("QUEEN_HTTP_MAX_BUFFERED_BYTES", api.DefaultMaxBufferedBytes, 1<<20, 1<<40),
+		MaxConnections:   e.int("QUEEN_HTTP_MAX_CONNECTIONS", api.DefaultMaxConnections, 1, 1<<20),
+		MaxConnsPerIP:    e.int("QUEEN_HTTP_MAX_CONNS_PER_IP", api.DefaultMaxConnsPerIP, 0, 1<<20),
+		MaxPushItems:     e.int("QUEEN_MAX_PUSH_ITEMS", api.DefaultMaxPushItems, 1, 1<<24),
+		TenantMaxInflightPushItems: e.int("QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS",
+			api.DefaultTenantMaxInflightPushItem, 1, 1<<30),
 		RequestTimeout:    e.millis("QUEEN_STMT_TIMEOUT_MS", 30*time.Second, 100*time.Millisecond, 10*time.Minute),
 		PopDefaultTimeout: e.millis("POP_DEFAULT_TIMEOUT_MS", e.millis("DEFAULT_TIMEOUT", 30*time.Second, 0, time.Hour), 0, time.Hour),
 		PopMaxTimeout:     60 * time.Second,
@@ -131,13 +140,21 @@ func loadConfig(lookup func(string) string) (Config, error) {
 
 	c.Auth = e.authConfig()
 	c.HTTP.TenancyHeader = e.tenancyConfig()
+	if c.HTTP.TenantMaxInflightPushItems < c.HTTP.MaxPushItems {
+		e.fail("QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS", "must be at least QUEEN_MAX_PUSH_ITEMS (%d), got %d",
+			c.HTTP.MaxPushItems, c.HTTP.TenantMaxInflightPushItems)
+	}
+	if c.HTTP.MaxBufferedBytes < c.HTTP.MaxBodyBytes {
+		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
+	}
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)
 	c.Kafka.Broker.LogDir = c.Raft.Dir
+	e.checkKafkaAuth(c.Auth.Enabled, &c.Kafka)
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
-	c.PprofAddr = e.str("QUEEN_PPROF_ADDR", "")
+	c.PprofAddr, c.PprofToken = e.pprofConfig()
 	if raw := e.lookup("QUEEN_ENCRYPTION_KEY"); raw != "" {
 		c.EncryptionKeySet = true
 		c.EncryptionKey, c.EncryptionKeyErr = envelope.ParseKey(raw)
@@ -259,6 +276,23 @@ func loopbackIfUnspecified(addr string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// pprofConfig reads QUEEN_PPROF_ADDR and QUEEN_PPROF_TOKEN. Profiles hold
+// heap contents (payloads, tokens in flight) and a CPU profile costs the
+// node, so the profiler listens beyond loopback only behind a token.
+func (e *env) pprofConfig() (addr, token string) {
+	addr, token = e.str("QUEEN_PPROF_ADDR", ""), e.lookup("QUEEN_PPROF_TOKEN")
+	if addr == "" {
+		return "", ""
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		e.fail("QUEEN_PPROF_ADDR", "must be host:port, got %q", addr)
+	} else if token == "" && !loopbackOnly(addr) {
+		e.fail("QUEEN_PPROF_ADDR", "%q is reachable beyond this host: bind the profiler to 127.0.0.1, "+
+			"or set QUEEN_PPROF_TOKEN and send it as a bearer token", addr)
+	}
+	return addr, token
 }
 
 // loopbackOnly reports whether a listen address is reachable from this host

@@ -23,6 +23,7 @@ func (e *env) authConfig() authn.Config {
 	c.ClockSkew = time.Duration(e.int("JWT_CLOCK_SKEW", int(c.ClockSkew/time.Second), 0, 1<<20)) * time.Second
 	c.RolesClaim = e.str("JWT_ROLES_CLAIM", c.RolesClaim)
 	c.RolesArrayClaim = e.str("JWT_ROLES_ARRAY_CLAIM", c.RolesArrayClaim)
+	c.TenantClaim = e.str("JWT_TENANT_CLAIM", c.TenantClaim)
 	c.RoleAdmin = e.str("JWT_ROLE_ADMIN", c.RoleAdmin)
 	c.RoleReadWrite = e.str("JWT_ROLE_READ_WRITE", c.RoleReadWrite)
 	c.RoleReadOnly = e.str("JWT_ROLE_READ_ONLY", c.RoleReadOnly)

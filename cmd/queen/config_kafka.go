@@ -17,6 +17,9 @@ type KafkaConfig struct {
 	SASLUsers map[string]string
 	TLSCert   string
 	TLSKey    string
+	// AllowAnonymous (QUEEN_KAFKA_ALLOW_ANONYMOUS) says an unauthenticated
+	// Kafka port is intended while JWT_ENABLED protects HTTP.
+	AllowAnonymous bool
 }
 
 // kafkaConfig reads spec §3.6's variables. In a cluster every node must say
@@ -45,10 +48,13 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 					kafka.DefaultMaxUnauthenticatedConnections, 1, 1<<20),
 				LoginTimeout: e.millis("QUEEN_KAFKA_LOGIN_TIMEOUT_MS", kafka.DefaultLoginTimeout, 100*time.Millisecond, 10*time.Minute),
 			},
-			NodeID:                 int32(nodeID),
-			AdvertisedAddr:         adv,
-			DefaultPartitions:      int32(e.int("QUEEN_KAFKA_DEFAULT_PARTITIONS", 1, 1, 1<<20)),
-			MaxPartitions:          int32(e.int("QUEEN_KAFKA_MAX_PARTITIONS", 1000000, 1, 1<<30)),
+			NodeID:            int32(nodeID),
+			AdvertisedAddr:    adv,
+			DefaultPartitions: int32(e.int("QUEEN_KAFKA_DEFAULT_PARTITIONS", 1, 1, 1<<20)),
+			MaxPartitions:     int32(e.int("QUEEN_KAFKA_MAX_PARTITIONS", 1000000, 1, 1<<30)),
+			MaxPartitionsPerRequest: e.int("QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST",
+				broker.DefaultMaxPartitionsPerRequest, 1, 1<<30),
+			MaxTenantPartitions:    e.int("QUEEN_KAFKA_MAX_TENANT_PARTITIONS", broker.DefaultMaxTenantPartitions, 1, 1<<30),
 			DedupWindow:            time.Duration(e.int("QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", 900, 1, 1<<30)) * time.Second,
 			GroupMinSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", 6*time.Second, time.Millisecond, time.Hour),
 			GroupMaxSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", 300*time.Second, time.Millisecond, time.Hour),
@@ -58,8 +64,9 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 			FetchMaxBytes:          e.int("QUEEN_KAFKA_FETCH_MAX_BYTES", broker.DefaultFetchMaxBytes, 1<<10, 1<<30),
 			TxnMaxTimeout:          e.millis("QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", broker.DefaultTxnMaxTimeout, time.Second, 24*time.Hour),
 		},
-		TLSCert: e.str("QUEEN_KAFKA_TLS_CERT", ""),
-		TLSKey:  e.str("QUEEN_KAFKA_TLS_KEY", ""),
+		TLSCert:        e.str("QUEEN_KAFKA_TLS_CERT", ""),
+		TLSKey:         e.str("QUEEN_KAFKA_TLS_KEY", ""),
+		AllowAnonymous: e.bool("QUEEN_KAFKA_ALLOW_ANONYMOUS", false),
 	}
 	switch m := strings.ToLower(e.str("QUEEN_KAFKA_SASL", "")); m {
 	case "", "none", "off":
@@ -80,6 +87,19 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 		}
 	}
 	return k
+}
+
+// checkKafkaAuth refuses a node whose HTTP API needs a broker JWT while its
+// Kafka port, on by default on 0.0.0.0, needs nothing: that port would
+// serve every topic and DeleteTopics to anyone, which JWT_ENABLED=true
+// does not lead an operator to expect. QUEEN_KAFKA_ALLOW_ANONYMOUS=true
+// says it is intended (logConfig then warns at every boot).
+func (e *env) checkKafkaAuth(jwtOn bool, k *KafkaConfig) {
+	if jwtOn && k.SASL == "" && !k.AllowAnonymous {
+		e.fail("QUEEN_KAFKA_SASL", "is unset while JWT_ENABLED=true: the Kafka port (%s) would accept anyone; "+
+			"set QUEEN_KAFKA_SASL=plain (the password is then a broker JWT), or QUEEN_KAFKA_ALLOW_ANONYMOUS=true "+
+			"if an unauthenticated Kafka port is intended", k.Broker.Listener.Addr)
+	}
 }
 
 // users parses "user:password,user2:password2".

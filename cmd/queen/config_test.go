@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +104,10 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP":          {"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "0"},
 		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": {"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "-1"},
 		"QUEEN_KAFKA_LOGIN_TIMEOUT_MS":                {"QUEEN_KAFKA_LOGIN_TIMEOUT_MS": "10"},
+		"QUEEN_HTTP_MAX_BUFFERED_BYTES":               {"QUEEN_MAX_BODY_BYTES": "67108864", "QUEEN_HTTP_MAX_BUFFERED_BYTES": "1048576"},
+		"QUEEN_HTTP_MAX_CONNS_PER_IP":                 {"QUEEN_HTTP_MAX_CONNS_PER_IP": "-1"},
+		"QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS":        {"QUEEN_MAX_PUSH_ITEMS": "500", "QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS": "100"},
+		"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST":      {"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST": "0"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -170,5 +177,84 @@ func TestNodeTLSConfig(t *testing.T) {
 		if _, err := loadConfig(lookup(tc.env)); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Fatalf("%v: error %v, want %q", tc.env, err, tc.want)
 		}
+	}
+}
+
+// TestJWTWithoutKafkaSASLNeedsAnOptIn: broker JWT protects HTTP only; a
+// node that turns it on but leaves the Kafka port without SASL would serve
+// fetch and DeleteTopics to anyone, so it refuses to boot unless the
+// operator says the open Kafka port is intended, and then warns.
+func TestJWTWithoutKafkaSASLNeedsAnOptIn(t *testing.T) {
+	jwtOn := map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "a-secret-long-enough-for-hs256-tokens"}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range jwtOn {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	if _, err := loadConfig(lookup(jwtOn)); err == nil || !strings.Contains(err.Error(), "QUEEN_KAFKA_SASL") {
+		t.Fatalf("JWT on, Kafka open: %v, want an error naming QUEEN_KAFKA_SASL", err)
+	}
+	if _, err := loadConfig(lookup(with(map[string]string{"QUEEN_KAFKA_SASL": "plain"}))); err != nil {
+		t.Fatalf("JWT and SASL: %v", err)
+	}
+	c, err := loadConfig(lookup(with(map[string]string{"QUEEN_KAFKA_ALLOW_ANONYMOUS": "true"})))
+	if err != nil {
+		t.Fatalf("JWT with the opt-in: %v", err)
+	}
+	var logs bytes.Buffer
+	logConfig(slog.New(slog.NewTextHandler(&logs, nil)), &c)
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "QUEEN_KAFKA_ALLOW_ANONYMOUS") {
+		t.Fatalf("no boot warning for an open Kafka port with JWT on:\n%s", logs.String())
+	}
+	// Without JWT everything is open by default (spec §5.1): no opt-in.
+	if _, err := loadConfig(lookup(nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPprofStaysLocalOrNeedsAToken: the profiler serves heap and goroutine
+// dumps (payloads, tokens in flight) and CPU profiles on demand. It may
+// listen on loopback without more; anywhere else only with
+// QUEEN_PPROF_TOKEN, which every request must then carry.
+func TestPprofStaysLocalOrNeedsAToken(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:6060", ":6060", "10.0.0.5:6060"} {
+		_, err := loadConfig(lookup(map[string]string{"QUEEN_PPROF_ADDR": addr}))
+		if err == nil || !strings.Contains(err.Error(), "QUEEN_PPROF_TOKEN") {
+			t.Errorf("pprof on %s without a token: %v, want an error naming QUEEN_PPROF_TOKEN", addr, err)
+		}
+	}
+	for _, env := range []map[string]string{
+		{"QUEEN_PPROF_ADDR": "127.0.0.1:6060"},
+		{"QUEEN_PPROF_ADDR": "localhost:6060"},
+		{"QUEEN_PPROF_ADDR": "0.0.0.0:6060", "QUEEN_PPROF_TOKEN": "a-long-random-profiling-token"},
+	} {
+		if _, err := loadConfig(lookup(env)); err != nil {
+			t.Errorf("%v: %v", env, err)
+		}
+	}
+}
+
+func TestPprofTokenIsRequired(t *testing.T) {
+	h := pprofHandler("a-long-random-profiling-token")
+	for tok, want := range map[string]int{"": 401, "wrong": 401, "a-long-random-profiling-token": 200} {
+		req := httptest.NewRequest("GET", "/debug/pprof/", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("token %q: %d, want %d", tok, rec.Code, want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	pprofHandler("").ServeHTTP(rec, httptest.NewRequest("GET", "/debug/pprof/", nil))
+	if rec.Code != 200 {
+		t.Fatalf("loopback profiler without a token: %d", rec.Code)
 	}
 }

@@ -44,7 +44,7 @@ func run() int {
 	cfg.HTTP.Auth = verifier
 
 	if cfg.PprofAddr != "" {
-		stopPprof := servePprof(log, cfg.PprofAddr)
+		stopPprof := servePprof(log, cfg.PprofAddr, cfg.PprofToken)
 		defer stopPprof()
 	}
 	host, err := raftgroups.Start(cfg.Raft)
@@ -126,7 +126,10 @@ func newLogger(cfg Config) *slog.Logger {
 // per area, secrets masked.
 func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: server", "addr", cfg.HTTP.Addr, "server_id", cfg.ServerID,
-		"max_body_bytes", cfg.HTTP.MaxBodyBytes, "stmt_timeout", cfg.HTTP.RequestTimeout)
+		"max_body_bytes", cfg.HTTP.MaxBodyBytes, "max_buffered_bytes", cfg.HTTP.MaxBufferedBytes,
+		"max_connections", cfg.HTTP.MaxConnections, "max_conns_per_ip", cfg.HTTP.MaxConnsPerIP,
+		"max_push_items", cfg.HTTP.MaxPushItems, "tenant_max_inflight_push_items", cfg.HTTP.TenantMaxInflightPushItems,
+		"stmt_timeout", cfg.HTTP.RequestTimeout)
 	mode := "single"
 	if len(cfg.Raft.Peers) > 1 {
 		mode = "cluster"
@@ -158,12 +161,18 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	}
 	k := &cfg.Kafka
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
-		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
+		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "allow_anonymous", k.AllowAnonymous, "tls", k.TLSCert != "",
 		"max_connections", k.Broker.Listener.MaxConnections, "max_connections_per_ip", k.Broker.Listener.MaxConnectionsPerIP,
 		"max_unauthenticated_connections", k.Broker.Listener.MaxUnauthenticatedConnections,
 		"login_timeout", k.Broker.Listener.LoginTimeout, "default_partitions", k.Broker.DefaultPartitions,
+		"max_partitions", k.Broker.MaxPartitions, "max_partitions_per_request", k.Broker.MaxPartitionsPerRequest,
+		"max_tenant_partitions", k.Broker.MaxTenantPartitions,
 		"max_message_bytes", k.Broker.MaxMessageBytes, "max_decompressed_bytes", k.Broker.MaxDecompressedBytes,
 		"fetch_max_bytes", k.Broker.FetchMaxBytes)
+	if k.SASL == "" && cfg.Auth.Enabled {
+		log.Warn("config: QUEEN_KAFKA_ALLOW_ANONYMOUS=true: the Kafka port accepts unauthenticated clients "+
+			"(produce, fetch, DeleteTopics) while JWT_ENABLED=true protects HTTP", "addr", k.Broker.Listener.Addr)
+	}
 	if k.SASL != "" && k.TLSCert == "" {
 		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}

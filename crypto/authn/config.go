@@ -29,6 +29,7 @@ const (
 	DefaultClockSkew           = 30 * time.Second
 	DefaultRolesClaim          = "role"
 	DefaultRolesArrayClaim     = "roles"
+	DefaultTenantClaim         = "tenant"
 	DefaultRoleAdmin           = "admin"
 	DefaultRoleReadWrite       = "read-write"
 	DefaultRoleReadOnly        = "read-only"
@@ -64,6 +65,11 @@ type Config struct {
 	RolesClaim      string // JWT_ROLES_CLAIM: claim holding one role name (a string)
 	RolesArrayClaim string // JWT_ROLES_ARRAY_CLAIM: claim holding an array of role names
 
+	// TenantClaim is JWT_TENANT_CLAIM: the claim naming the tenant (a UUID
+	// string) a token acts for. In tenancy mode a Kafka login must carry
+	// it, because the SASL user name is the client's own choice.
+	TenantClaim string
+
 	RoleAdmin     string // JWT_ROLE_ADMIN
 	RoleReadWrite string // JWT_ROLE_READ_WRITE
 	RoleReadOnly  string // JWT_ROLE_READ_ONLY
@@ -83,6 +89,7 @@ func DefaultConfig() Config {
 		ClockSkew:           DefaultClockSkew,
 		RolesClaim:          DefaultRolesClaim,
 		RolesArrayClaim:     DefaultRolesArrayClaim,
+		TenantClaim:         DefaultTenantClaim,
 		RoleAdmin:           DefaultRoleAdmin,
 		RoleReadWrite:       DefaultRoleReadWrite,
 		RoleReadOnly:        DefaultRoleReadOnly,
@@ -107,6 +114,7 @@ func (c Config) normalize() (Config, error) {
 	fill(&c.Algorithm, def.Algorithm)
 	fill(&c.RolesClaim, def.RolesClaim)
 	fill(&c.RolesArrayClaim, def.RolesArrayClaim)
+	fill(&c.TenantClaim, def.TenantClaim)
 	fill(&c.RoleAdmin, def.RoleAdmin)
 	fill(&c.RoleReadWrite, def.RoleReadWrite)
 	fill(&c.RoleReadOnly, def.RoleReadOnly)

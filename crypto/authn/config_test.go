@@ -1,12 +1,14 @@
 package authn
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +97,7 @@ func TestDescribeMasksSecrets(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"jwt=enabled", "algorithm=auto", "secret=01***(", "public_key=RSA-2048",
+		"jwt=enabled", "algorithm=auto", "secret=<set>", "public_key=RSA-2048",
 		"jwks_url=https://***@127.0.0.1:1/keys?***", "issuer=https://issuer.example", "audience=-",
 		"clock_skew=30s", "roles_claim=role", "skip_paths=/health,/metrics/prometheus,/metrics,/",
 		"accepts=HS256,HS384,HS512,RS256,RS384,RS512,EdDSA",
@@ -145,6 +147,30 @@ func TestPublicKeyPEMForms(t *testing.T) {
 		v := newTestVerifier(t, enabled(func(c *Config) { c.Algorithm = AlgRS256; c.PublicKeyPEM = text }), clock, nil)
 		if _, err := v.Verify(tok); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestJWKSErrorsDoNotLogTheURLsSecrets: a failed fetch's error names the
+// URL; its credentials and query (often a token) stay out of the log.
+func TestJWKSErrorsDoNotLogTheURLsSecrets(t *testing.T) {
+	var logs bytes.Buffer
+	cfg := enabled(func(c *Config) {
+		c.Algorithm = AlgRS256
+		c.JWKSURL = "https://user:pass@127.0.0.1:1/keys?token=s3cr3t"
+		c.JWKSTimeout = 50 * time.Millisecond
+	})
+	v, err := newVerifier(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), nil, newFakeClock().Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if !strings.Contains(logs.String(), "JWKS fetch") {
+		t.Fatalf("no fetch failure logged: %s", logs.String())
+	}
+	for _, leak := range []string{"pass", "s3cr3t"} {
+		if strings.Contains(logs.String(), leak) {
+			t.Errorf("the log leaks %q: %s", leak, logs.String())
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,6 +126,12 @@ func (c *jwksCache) fetch() error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
+		// The client's error quotes the URL, query included, and a JWKS
+		// URL's query often carries a token.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redactURL(c.url)
+		}
 		return fmt.Errorf("JWKS fetch: %w", err)
 	}
 	defer resp.Body.Close()

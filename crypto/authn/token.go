@@ -45,7 +45,8 @@ func (v *Verifier) VerifyContext(ctx context.Context, token string) (Principal, 
 		return Principal{}, refuse(v.classify(tok, claims, err), err)
 	}
 	sub, _ := claims["sub"].(string)
-	p := Principal{Subject: sub, Roles: v.rolesFrom(claims)}
+	tenant, _ := claims[v.cfg.TenantClaim].(string)
+	p := Principal{Subject: sub, Roles: v.rolesFrom(claims), Tenant: tenant}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		// The parser accepts the token while now < exp + leeway.
 		p.Expires = exp.Time.Add(v.cfg.ClockSkew)

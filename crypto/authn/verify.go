@@ -256,10 +256,10 @@ func (v *Verifier) Describe() string {
 	}
 	return fmt.Sprintf("jwt=enabled algorithm=%s accepts=%s secret=%s public_key=%s jwks_url=%s"+
 		" jwks_refresh=%s jwks_timeout=%s issuer=%s audience=%s clock_skew=%s"+
-		" roles_claim=%s roles_array_claim=%s roles=%s/%s/%s/%s skip_paths=%s",
+		" roles_claim=%s roles_array_claim=%s tenant_claim=%s roles=%s/%s/%s/%s skip_paths=%s",
 		c.Algorithm, strings.Join(v.methods, ","), secret.Mask(c.Secret), v.static.describe(), jwks,
 		c.JWKSRefreshInterval, c.JWKSTimeout, opt(c.Issuer), opt(c.Audience), c.ClockSkew,
-		c.RolesClaim, c.RolesArrayClaim, c.RoleAdmin, c.RoleReadWrite, c.RoleReadOnly, c.RoleWriteOnly,
+		c.RolesClaim, c.RolesArrayClaim, c.TenantClaim, c.RoleAdmin, c.RoleReadWrite, c.RoleReadOnly, c.RoleWriteOnly,
 		strings.Join(c.SkipPaths, ","))
 }
 

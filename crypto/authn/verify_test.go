@@ -354,3 +354,26 @@ func TestBearerToken(t *testing.T) {
 		}
 	}
 }
+
+func TestTenantClaim(t *testing.T) {
+	clock := newFakeClock()
+	for _, tc := range []struct {
+		claim  string
+		claims jwt.MapClaims
+		want   string
+	}{
+		{"", jwt.MapClaims{"tenant": "t-1"}, "t-1"}, // default claim name
+		{"", jwt.MapClaims{"tenant": 7}, ""},        // not a string: no tenant
+		{"", jwt.MapClaims{}, ""},
+		{"org", jwt.MapClaims{"org": "t-2", "tenant": "t-1"}, "t-2"},
+	} {
+		v := newTestVerifier(t, enabled(func(c *Config) { c.Secret, c.TenantClaim = testSecret, tc.claim }), clock, nil)
+		p, err := v.Verify(sign(t, jwt.SigningMethodHS256, []byte(testSecret), claimsAt(clock.Now(), tc.claims), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Tenant != tc.want {
+			t.Errorf("claim %q, claims %v: tenant %q, want %q", tc.claim, tc.claims, p.Tenant, tc.want)
+		}
+	}
+}

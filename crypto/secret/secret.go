@@ -10,8 +10,6 @@ package secret
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"strconv"
-	"unicode/utf8"
 )
 
 // Equal reports whether a and b are equal and both non-empty, in time that
@@ -82,23 +80,16 @@ func (m Matcher) GoString() string { return m.String() }
 // `encryption_key=<unset>`.
 const Unset = "<unset>"
 
-// Mask renders a secret for a boot log line without revealing it: Unset when
-// empty; otherwise the first two characters, "***" and the length, e.g.
-// "ab***(64 chars)". Secrets shorter than 8 characters show no characters at
-// all ("***(5 chars)"), since two of five would be most of it.
+// Set is what Mask shows for any other secret.
+const Set = "<set>"
+
+// Mask renders a secret for a boot log line: Unset or Set, nothing more.
+// Neither its first characters nor its length are shown: both narrow a
+// guess (a short token becomes worth brute-forcing), and logs are kept and
+// shipped to more places than the secret should be.
 func Mask(s string) string {
 	if s == "" {
 		return Unset
 	}
-	n := utf8.RuneCountInString(s)
-	out := make([]byte, 0, 24)
-	if n >= 8 {
-		_, w1 := utf8.DecodeRuneInString(s)
-		_, w2 := utf8.DecodeRuneInString(s[w1:])
-		out = append(out, s[:w1+w2]...)
-	}
-	out = append(out, "***("...)
-	out = strconv.AppendInt(out, int64(n), 10)
-	out = append(out, " chars)"...)
-	return string(out)
+	return Set
 }

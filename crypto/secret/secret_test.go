@@ -52,21 +52,18 @@ func TestMatcherDoesNotPrintDigest(t *testing.T) {
 	}
 }
 
+// TestMask: a masked secret says only whether it is set. Its first
+// characters and its length both narrow a guess (a 6-character token is
+// worth brute-forcing), and a boot log travels to more places than the
+// secret should.
 func TestMask(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"", "<unset>"},
-		{"a", "***(1 chars)"},
-		{"short12", "***(7 chars)"},
-		{"abcdefgh", "ab***(8 chars)"},
-		{strings.Repeat("f", 64), "ff***(64 chars)"},
-		{"éàabcdefg", "éà***(9 chars)"},
-	} {
-		got := Mask(tc.in)
-		if got != tc.want {
-			t.Errorf("Mask(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-		if len(tc.in) > 4 && strings.Contains(got, tc.in[2:]) {
-			t.Errorf("Mask(%q) = %q reveals the secret", tc.in, got)
+	if got := Mask(""); got != "<unset>" {
+		t.Errorf("Mask(\"\") = %q, want <unset>", got)
+	}
+	for _, in := range []string{"a", "short12", "abcdefgh", strings.Repeat("f", 64), "éàabcdefg"} {
+		got := Mask(in)
+		if got != "<set>" {
+			t.Errorf("Mask(%q) = %q, want <set>: no character, no length", in, got)
 		}
 	}
 }

@@ -34,11 +34,24 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, level authn.Level) bool {
 		return false
 	}
 	if !p.Allows(level) {
-		writeJSON(ctx, http.StatusForbidden, errorBody{Error: "Insufficient permissions", Code: "forbidden"})
+		writeError(ctx, errForbidden)
 		return false
 	}
 	ctx.SetUserValue(principalKey, p)
 	return true
+}
+
+// errForbidden is the spec's 403 for roles that do not pass a level.
+var errForbidden = &apiError{http.StatusForbidden, "forbidden", "Insufficient permissions"}
+
+// requireLevel refuses (403) a request whose token passed its route's level
+// but not level, for routes whose operations need more than the route
+// does. Without JWT there is no principal and nothing to refuse.
+func requireLevel(ctx *fasthttp.RequestCtx, level authn.Level) error {
+	if p, ok := principalOf(ctx); ok && !p.Allows(level) {
+		return errForbidden
+	}
+	return nil
 }
 
 // principalOf is the request's authenticated principal, if any.
@@ -57,7 +70,8 @@ func producerSub(ctx *fasthttp.RequestCtx) string {
 
 // tenantOf is the tenant a request is scoped by: the x-queen-tenant header
 // in tenancy header mode (set by a trusted proxy), the default tenant
-// otherwise.
+// otherwise. A token that names a tenant (JWT_TENANT_CLAIM) acts for that
+// tenant only: the header is then checked against it (403 wrong_tenant).
 func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
 	if !s.cfg.TenancyHeader {
 		return wire.DefaultTenant, nil
@@ -68,6 +82,30 @@ func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
 		return id, badRequest("x-queen-tenant must be a UUID")
 	case errors.Is(err, tenancy.ErrReservedTenant):
 		return id, &apiError{http.StatusForbidden, "reserved_tenant", "the tenant is reserved"}
+	case err != nil:
+		return id, err
 	}
-	return id, err
+	if p, ok := principalOf(ctx); ok && p.Tenant != "" {
+		if claimed, err := tenancy.Parse(p.Tenant); err != nil || claimed != id {
+			return id, errWrongTenant
+		}
+	}
+	return id, nil
+}
+
+var errWrongTenant = &apiError{http.StatusForbidden, "wrong_tenant", "the token is for another tenant"}
+
+// callerAllows reports whether a request to a public route carries a token
+// that passes level: public routes serve more to such callers.
+func (s *Server) callerAllows(ctx *fasthttp.RequestCtx, level authn.Level) bool {
+	v := s.cfg.Auth
+	if v == nil || !v.Enabled() {
+		return true
+	}
+	token, ok := authn.BearerToken(string(ctx.Request.Header.Peek("Authorization")))
+	if !ok {
+		return false
+	}
+	p, err := v.Verify(token)
+	return err == nil && p.Allows(level)
 }

@@ -117,5 +117,6 @@ type errorBody struct {
 
 // noSuchRoute answers every method+path no route matches.
 func noSuchRoute(ctx *fasthttp.RequestCtx) {
+	closeIfBodyUnread(ctx)
 	writeJSON(ctx, http.StatusNotFound, errorBody{Error: "not found", Code: "no_such_route", Path: string(ctx.Path())})
 }

@@ -181,7 +181,10 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) error {
 // that has nothing, as Queen).
 func (s *Server) groupDetail(ctx *fasthttp.RequestCtx) error {
 	group := pathArg(ctx, "group")
-	if err := checkName("consumerGroup", group); err != nil {
+	// Reading and deleting take any existing name: Kafka group ids are
+	// free-form, and names from before the character rules must stay
+	// reachable.
+	if err := checkNameSize("consumerGroup", group); err != nil {
 		return err
 	}
 	v, qs, err := s.tenantQueuesWithParts(ctx)
@@ -236,7 +239,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	group, queue := pathArg(ctx, "group"), pathArg(ctx, "queue")
-	if err := checkName("consumerGroup", group); err != nil {
+	if err := checkNameSize("consumerGroup", group); err != nil {
 		return err
 	}
 	meta := true

@@ -33,8 +33,19 @@ func startNode(t *testing.T) *node {
 
 func startNodeWith(t *testing.T, adjust func(*raftgroups.Config)) *node {
 	t.Helper()
+	return startNodeConfig(t, adjust, nil)
+}
+
+// startNodeConfig starts a node whose raft and HTTP configs adjust and edit
+// may change (either may be nil).
+func startNodeConfig(t *testing.T, adjust func(*raftgroups.Config), edit func(*Config)) *node {
+	t.Helper()
 	_, engine := raftgroupstest.StartWith(t, adjust)
-	srv := New(Config{Addr: raftgroupstest.FreeAddr(t), MaxBodyBytes: 1 << 20}, engine, raftgroupstest.Quiet)
+	cfg := Config{Addr: raftgroupstest.FreeAddr(t), MaxBodyBytes: 1 << 20}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv := New(cfg, engine, raftgroupstest.Quiet)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/crypto/authn"
 )
 
 // routeMetrics are one route's request counters and latency histogram.
@@ -34,12 +36,17 @@ func (m *routeMetrics) observe(status int, start time.Time) {
 }
 
 // metricsPrometheus is GET /metrics/prometheus: request metrics, raft state
-// per group and process metrics, in the Prometheus text format.
+// per group and process metrics, in the Prometheus text format, and the
+// per-queue families. Those name tenants: in tenancy mode with broker JWT
+// on they are served to admin tokens only, since a tenant id is half of a
+// Kafka login (the token is the other half).
 func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
 	var buf bytes.Buffer
 	s.metrics.WritePrometheus(&buf)
 	s.writeRaftMetrics(&buf)
-	s.writeQueueMetrics(&buf)
+	if !s.cfg.TenancyHeader || s.callerAllows(ctx, authn.LevelAdmin) {
+		s.writeQueueMetrics(&buf)
+	}
 	metrics.WriteProcessMetrics(&buf)
 	ctx.SetStatusCode(http.StatusOK)
 	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -39,14 +40,43 @@ func checkNames(queue string, others ...string) error {
 }
 
 func checkName(what, s string) error {
+	if err := checkNameSize(what, s); err != nil {
+		return err
+	}
+	if strings.ContainsFunc(s, badNameRune) {
+		return badRequest(what + " must be text without '/', control, bidi or invisible format characters")
+	}
+	return nil
+}
+
+// checkNameSize is checkName without the character rules: for deleting a
+// queue named before the rules existed.
+func checkNameSize(what, s string) error {
 	if s == "" {
 		return badRequest(what + " is required")
 	}
 	if len(s) > nameBudget {
 		return nameTooLong(what + " is longer than 447 bytes")
 	}
-	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return badRequest(what + " must be UTF-8 text without control characters")
+	if !utf8.ValidString(s) {
+		return badRequest(what + " must be UTF-8 text")
 	}
 	return nil
+}
+
+// badNameRune is a character a name may not hold. Names travel in URL path
+// segments, so '/' would make a queue no route can name (a/b could not be
+// deleted). They are shown in listings, logs and dashboards, so neither
+// control characters (C0, DEL, C1 such as NEL) nor line separators, nor
+// format characters (bidi overrides and isolates, which display a name as
+// another, zero-width spaces, BOM) are allowed, except the zero-width
+// (non-)joiners that emoji sequences and some scripts need.
+func badNameRune(r rune) bool {
+	switch {
+	case r == '/':
+		return true
+	case r == '\u200c' || r == '\u200d':
+		return false
+	}
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }

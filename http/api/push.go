@@ -40,14 +40,22 @@ type pushAnswer struct {
 // groups commit independently, so an item can fail alone (status "error").
 // The request fails as a whole only when nothing committed.
 func (s *Server) push(ctx *fasthttp.RequestCtx) error {
-	var req pushRequest
-	tenant, err := s.tenantAndBody(ctx, &req)
+	tenant, err := s.tenantOf(ctx)
 	if err != nil {
+		return err
+	}
+	var req pushRequest
+	if req.Items, err = readPushItems(ctx.PostBody(), s.cfg.MaxPushItems); err != nil {
 		return err
 	}
 	if len(req.Items) == 0 {
 		return badRequest("items must be a non-empty array")
 	}
+	release, err := s.pushing.take(tenant, len(req.Items))
+	if err != nil {
+		return err
+	}
+	defer release()
 	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, producerSub(ctx), s.engine)
 	if err != nil {
 		return err

@@ -229,7 +229,7 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	name := pathArg(ctx, "queue")
-	if err := checkName("queue", name); err != nil {
+	if err := checkNameSize("queue", name); err != nil {
 		return err
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)

@@ -125,6 +125,13 @@ func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 			s.requests.Add(1)
 		}()
 		if !s.authorize(ctx, rt.level) {
+			closeIfBodyUnread(ctx)
+			return
+		}
+		held, err := s.readBody(ctx)
+		defer s.bodies.give(held)
+		if err != nil {
+			refuseBody(ctx, err)
 			return
 		}
 		if err := rt.handle(ctx); err != nil {

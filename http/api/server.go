@@ -25,15 +25,28 @@ import (
 
 // Config is the HTTP API's configuration, filled by cmd/queen from env.
 type Config struct {
-	Addr                string // host:port (QUEEN_BIND_ADDR, PORT)
-	MaxBodyBytes        int    // QUEEN_MAX_BODY_BYTES
-	RequestTimeout      time.Duration
-	PopDefaultTimeout   time.Duration // POP_DEFAULT_TIMEOUT_MS
-	PopMaxTimeout       time.Duration
-	DefaultSubscription uint8 // DEFAULT_SUBSCRIPTION_MODE
-	Version             string
-	KVMaxValueBytes     int // QUEEN_KV_MAX_VALUE_BYTES
-	TimersMaxHorizon    time.Duration
+	Addr         string // host:port (QUEEN_BIND_ADDR, PORT)
+	MaxBodyBytes int    // QUEEN_MAX_BODY_BYTES
+	// MaxBufferedBytes bounds the request body bytes held by all requests
+	// together (QUEEN_HTTP_MAX_BUFFERED_BYTES).
+	MaxBufferedBytes int
+	// MaxConnections and MaxConnsPerIP bound open connections, in all and
+	// from one client address (QUEEN_HTTP_MAX_CONNECTIONS,
+	// QUEEN_HTTP_MAX_CONNS_PER_IP; 0: no per-IP bound).
+	MaxConnections int
+	MaxConnsPerIP  int
+	// MaxPushItems bounds one push's items (QUEEN_MAX_PUSH_ITEMS) and
+	// TenantMaxInflightPushItems one tenant's items in flight over all its
+	// pushes (QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS); see push_limits.go.
+	MaxPushItems               int
+	TenantMaxInflightPushItems int
+	RequestTimeout             time.Duration
+	PopDefaultTimeout          time.Duration // POP_DEFAULT_TIMEOUT_MS
+	PopMaxTimeout              time.Duration
+	DefaultSubscription        uint8 // DEFAULT_SUBSCRIPTION_MODE
+	Version                    string
+	KVMaxValueBytes            int // QUEEN_KV_MAX_VALUE_BYTES
+	TimersMaxHorizon           time.Duration
 	// Auth verifies broker JWTs (nil or disabled: everything is open).
 	Auth *authn.Verifier
 	// TenancyHeader scopes requests by x-queen-tenant (QUEEN_TENANCY_HEADER).
@@ -60,6 +73,8 @@ type Server struct {
 	requests   atomic.Uint64 // requests answered, for GET /metrics
 	gates      probeGates    // long-poll probe slots (longpoll.go)
 	parked     atomic.Int64  // pops parked right now
+	bodies     bodyBudget    // request body bytes held (body.go)
+	pushing    tenantItems   // push items in flight per tenant (push_limits.go)
 }
 
 // New builds the server and its routes.
@@ -79,7 +94,29 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	if cfg.TimersMaxHorizon <= 0 {
 		cfg.TimersMaxHorizon = 90 * 24 * time.Hour
 	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxBufferedBytes <= 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	// One body of the largest size must always fit.
+	cfg.MaxBufferedBytes = max(cfg.MaxBufferedBytes, cfg.MaxBodyBytes)
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxPushItems <= 0 {
+		cfg.MaxPushItems = DefaultMaxPushItems
+	}
+	if cfg.TenantMaxInflightPushItems <= 0 {
+		cfg.TenantMaxInflightPushItems = DefaultTenantMaxInflightPushItem
+	}
+	// One push of the largest size must always fit.
+	cfg.TenantMaxInflightPushItems = max(cfg.TenantMaxInflightPushItems, cfg.MaxPushItems)
 	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
+	s.pushing.limit = cfg.TenantMaxInflightPushItems
+	s.bodies.limit = int64(cfg.MaxBufferedBytes)
+	s.metrics.NewGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	r := router.New()
 	r.HandleMethodNotAllowed = false // an unknown method+path is an unknown route: 404
@@ -89,16 +126,22 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 		r.Handle(rt.method, rt.path, s.wrap(rt))
 	}
 	s.srv = &fasthttp.Server{
-		Handler:               r.Handler,
-		Name:                  "queen",
-		MaxRequestBodySize:    cfg.MaxBodyBytes,
-		ReadTimeout:           cfg.PopMaxTimeout + time.Minute,
-		IdleTimeout:           2 * time.Minute,
-		NoDefaultServerHeader: true,
-		NoDefaultContentType:  true,
-		CloseOnShutdown:       true,
-		Logger:                fasthttpLogger{log},
-		ErrorHandler:          transportError,
+		Handler:            r.Handler,
+		Name:               "queen",
+		MaxRequestBodySize: cfg.MaxBodyBytes,
+		// Bodies are read by readBody after authorization (body.go), and
+		// never as multipart forms, which fasthttp would spool to disk.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		Concurrency:                  cfg.MaxConnections,
+		MaxConnsPerIP:                cfg.MaxConnsPerIP,
+		ReadTimeout:                  cfg.PopMaxTimeout + time.Minute,
+		IdleTimeout:                  2 * time.Minute,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{log},
+		ErrorHandler:                 transportError,
 	}
 	return s
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
@@ -41,22 +44,31 @@ func timerPayload(r *timerOpRequest) ([]byte, error) {
 		return nil, badRequest("payload must be base64")
 	}
 	if r.PayloadZstd {
-		dec, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(wire.MaxTimerPayloadBytes+1))
+		// WithDecoderMaxMemory bounds one frame only: a stream of many
+		// small frames decodes without end. The output itself is what must
+		// be bounded, so decoding stops one byte past the limit.
+		dec, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(wire.MaxTimerPayloadBytes+1),
+			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			return nil, badRequest("payload is not zstd")
 		}
 		defer dec.Close()
 		var out bytes.Buffer
-		if _, err := out.ReadFrom(dec); err != nil {
-			return nil, badRequest("payload is not valid zstd or is too large")
+		if _, err := out.ReadFrom(io.LimitReader(dec, wire.MaxTimerPayloadBytes+1)); err != nil {
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+				return nil, errTimerPayloadTooLarge
+			}
+			return nil, badRequest("payload is not valid zstd")
 		}
 		b = out.Bytes()
 	}
 	if len(b) > wire.MaxTimerPayloadBytes {
-		return nil, &apiError{http.StatusRequestEntityTooLarge, "too_large", "a timer payload is larger than 1 MiB"}
+		return nil, errTimerPayloadTooLarge
 	}
 	return b, nil
 }
+
+var errTimerPayloadTooLarge = &apiError{http.StatusRequestEntityTooLarge, "too_large", "a timer payload is larger than 1 MiB"}
 
 // buildTimerOps validates timer operations (a timers call or a
 // transaction's timers) and seals the payloads of encrypted queues.
@@ -65,6 +77,7 @@ func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.Time
 	if len(reqs) == 0 || len(reqs) > wire.MaxTimerOpsPerCall {
 		return cmd, badRequest("operations must hold 1..256 items")
 	}
+	decoded := 0
 	for i := range reqs {
 		r := &reqs[i]
 		op, ok := timerOps[r.Op]
@@ -83,6 +96,11 @@ func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.Time
 		payload, err := timerPayload(r)
 		if err != nil {
 			return cmd, err
+		}
+		// Decoded payloads may outgrow the body that carried them: bound
+		// them together by the body cap too.
+		if decoded += len(payload); decoded > s.cfg.MaxBodyBytes {
+			return cmd, &apiError{http.StatusRequestEntityTooLarge, "too_large", "timer payloads together are larger than QUEEN_MAX_BODY_BYTES"}
 		}
 		var flags uint64
 		if payload != nil && s.engine.QueueEncrypted(tenant, r.Queue) {
@@ -120,6 +138,17 @@ func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
 	}
 	if err := readJSON(ctx, &req); err != nil {
 		return err
+	}
+	// The route is write-only (spec §2.2) so producers can schedule; a
+	// schedule of an existing key changes nothing. Cancel and reschedule
+	// change what others scheduled: read-write, as DELETE of a timer is.
+	for _, op := range req.Operations {
+		if op.Op == "cancel" || op.Op == "reschedule" {
+			if err := requireLevel(ctx, authn.LevelReadWrite); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	cmd, err := s.buildTimerOps(tenant, req.Operations)
 	if err != nil {

@@ -39,10 +39,33 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kms
 	}
 	cctx, cancel := context.WithTimeout(ctx, adminWait)
 	defer cancel()
-	for _, t := range req.Topics {
+	// The partition caps are checked over the whole request first: over
+	// them, no topic of it is created.
+	type checked struct {
+		n       int32
+		configs []wire.ConfigEntry
+		err     error
+	}
+	checks := make([]checked, len(req.Topics))
+	added := 0
+	for i := range req.Topics {
+		c := &checks[i]
+		c.n, c.configs, c.err = b.checkCreateTopic(&req.Topics[i], seen[req.Topics[i].Topic])
+		if c.err == nil {
+			added += int(c.n)
+		}
+	}
+	if err := b.checkNewPartitions(tenant, added); err != nil {
+		for i := range checks {
+			if checks[i].err == nil {
+				checks[i].err = err
+			}
+		}
+	}
+	for i, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
-		n, configs, err := b.checkCreateTopic(&t, seen[t.Topic])
+		n, configs, err := checks[i].n, checks[i].configs, checks[i].err
 		if err == nil && req.ValidateOnly {
 			if _, exists := b.engine.KafkaTopic(tenant, t.Topic); exists {
 				err = wire.ErrExists

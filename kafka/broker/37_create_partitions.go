@@ -20,20 +20,36 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq
 	tenant := b.tenantOf(c)
 	cctx, cancel := context.WithTimeout(ctx, adminWait)
 	defer cancel()
-	for _, t := range req.Topics {
+	// Each topic is checked first and the partition caps over the whole
+	// request: over them, no topic of it grows.
+	checks := make([]error, len(req.Topics))
+	added := 0
+	for i, t := range req.Topics {
+		topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
+		switch {
+		case !ok:
+			checks[i] = wire.ErrQueueNotFound
+		case t.Count <= int32(topic.Partitions):
+			checks[i] = fmt.Errorf("%w: the topic has %d partitions, asked for %d", wire.ErrInvalidPartitions, topic.Partitions, t.Count)
+		case t.Count > b.cfg.MaxPartitions:
+			checks[i] = fmt.Errorf("%w: at most %d partitions", errPartitionsLimits, b.cfg.MaxPartitions)
+		default:
+			added += int(t.Count) - topic.Partitions
+		}
+	}
+	if err := b.checkNewPartitions(tenant, added); err != nil {
+		for i := range checks {
+			if checks[i] == nil {
+				checks[i] = err
+			}
+		}
+	}
+	for i, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		err := func() error {
-			topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
-			switch {
-			case !ok:
-				return wire.ErrQueueNotFound
-			case t.Count <= int32(topic.Partitions):
-				return fmt.Errorf("%w: the topic has %d partitions, asked for %d", wire.ErrInvalidPartitions, topic.Partitions, t.Count)
-			case t.Count > b.cfg.MaxPartitions:
-				return fmt.Errorf("%w: at most %d partitions", errPartitionsLimits, b.cfg.MaxPartitions)
-			case req.ValidateOnly:
-				return nil
+			if checks[i] != nil || req.ValidateOnly {
+				return checks[i]
 			}
 			res, err := b.engine.CreatePartitions(cctx, &wire.CreatePartitionsCmd{Tenant: tenant, Name: t.Topic, Count: uint32(t.Count)})
 			if err != nil {

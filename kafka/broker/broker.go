@@ -44,6 +44,12 @@ type Config struct {
 	DefaultPartitions int32
 	// MaxPartitions bounds a topic's partitions (QUEEN_KAFKA_MAX_PARTITIONS).
 	MaxPartitions int32
+	// MaxPartitionsPerRequest bounds the partitions one CreateTopics or
+	// CreatePartitions adds (QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST), and
+	// MaxTenantPartitions those a tenant's Kafka topics hold in all
+	// (QUEEN_KAFKA_MAX_TENANT_PARTITIONS); see partition_caps.go.
+	MaxPartitionsPerRequest int
+	MaxTenantPartitions     int
 	// DedupWindow is how long idempotent-producer sequences are remembered
 	// (QUEEN_KAFKA_DEDUP_WINDOW_SECONDS).
 	DedupWindow time.Duration
@@ -89,6 +95,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPartitions <= 0 {
 		c.MaxPartitions = 1000000
+	}
+	if c.MaxPartitionsPerRequest <= 0 {
+		c.MaxPartitionsPerRequest = DefaultMaxPartitionsPerRequest
+	}
+	if c.MaxTenantPartitions <= 0 {
+		c.MaxTenantPartitions = DefaultMaxTenantPartitions
 	}
 	if c.DedupWindow <= 0 {
 		c.DedupWindow = DefaultDedupWindow

@@ -35,7 +35,12 @@ func loginTenant(user string, tenancyOn bool) (wire.ID, error) {
 	}
 	id, err := tenancy.Parse(user)
 	if err != nil {
-		return wire.ID{}, fmt.Errorf("%w: %w", ErrBadCredentials, err)
+		// Not err itself: it quotes the whole user name, which the client
+		// chose and may make as long as a frame.
+		if errors.Is(err, tenancy.ErrReservedTenant) {
+			return wire.ID{}, fmt.Errorf("%w: the tenant is reserved", ErrBadCredentials)
+		}
+		return wire.ID{}, fmt.Errorf("%w: the user name is not a tenant UUID", ErrBadCredentials)
 	}
 	return id, nil
 }
@@ -64,6 +69,11 @@ func StaticUsers(users map[string]string, tenancyOn bool) kafka.PlainAuthenticat
 // (spec decision 9, when JWT_ENABLED): the token's roles then limit the
 // connection as they limit HTTP requests, and the session ends when the
 // token would stop verifying unless the client logs in again (KIP-368).
+//
+// In tenancy mode the token must name its tenant (JWT_TENANT_CLAIM) and the
+// user name must be that tenant: the user name alone is the client's
+// choice, and tenant ids are not secrets, so without the claim any valid
+// token would open every tenant's topics.
 func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
 	return func(ctx context.Context, user, password string) (kafka.Principal, error) {
 		p, err := v.VerifyContext(ctx, password)
@@ -73,6 +83,17 @@ func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
 		tenant, err := loginTenant(user, tenancyOn)
 		if err != nil {
 			return kafka.Principal{}, err
+		}
+		if tenancyOn {
+			claimed, err := tenancy.Parse(p.Tenant)
+			switch {
+			case p.Tenant == "":
+				return kafka.Principal{}, fmt.Errorf("%w: the token names no tenant", ErrBadCredentials)
+			case err != nil:
+				return kafka.Principal{}, fmt.Errorf("%w: the token's tenant claim: %w", ErrBadCredentials, err)
+			case claimed != tenant:
+				return kafka.Principal{}, fmt.Errorf("%w: the token is for another tenant than the user name", ErrBadCredentials)
+			}
 		}
 		return kafka.Principal{User: user, Identity: Identity{Tenant: tenant, Principal: &p}, Expires: p.Expires}, nil
 	}

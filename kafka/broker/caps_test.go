@@ -1,0 +1,83 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+func createTopics(t *testing.T, n *testNode, counts map[string]int32) map[string]int16 {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	for name, c := range counts {
+		req.Topics = append(req.Topics, kmsg.CreateTopicsRequestTopic{Topic: name, NumPartitions: c, ReplicationFactor: -1})
+	}
+	resp, err := req.RequestWith(ctxFor(t), n.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int16{}
+	for _, rt := range resp.Topics {
+		out[rt.Topic] = rt.ErrorCode
+	}
+	return out
+}
+
+func growTopic(t *testing.T, n *testNode, topic string, count int32) int16 {
+	t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: topic, Count: count}}
+	resp, err := req.RequestWith(ctxFor(t), n.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].ErrorCode
+}
+
+// TestOneRequestCannotCreateUnboundedPartitions: the review's CreateTopics
+// of 1,000,000 partitions made every Metadata take 2 s. By default one
+// request creates at most 10,000 partitions; more is POLICY_VIOLATION and
+// creates nothing.
+func TestOneRequestCannotCreateUnboundedPartitions(t *testing.T) {
+	n := startNode(t, nil)
+	if codes := createTopics(t, n, map[string]int32{"huge": 20000}); codes["huge"] != kerr.PolicyViolation.Code {
+		t.Fatalf("20,000 partitions in one request: error %d, want POLICY_VIOLATION", codes["huge"])
+	}
+	if _, ok := n.engine.KafkaTopic(wire.DefaultTenant, "huge"); ok {
+		t.Fatal("the refused topic exists")
+	}
+}
+
+// TestPartitionCapsPerRequestAndTenant: the caps count the partitions a
+// request adds (new topics, growth) and those the tenant's Kafka topics
+// already hold; a request over either creates nothing.
+func TestPartitionCapsPerRequestAndTenant(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.MaxPartitionsPerRequest, c.MaxTenantPartitions = 10, 25 })
+	if codes := createTopics(t, n, map[string]int32{"a": 6, "b": 6}); codes["a"] != kerr.PolicyViolation.Code || codes["b"] != kerr.PolicyViolation.Code {
+		t.Fatalf("12 partitions over two topics: %v", codes)
+	}
+	if _, ok := n.engine.KafkaTopic(wire.DefaultTenant, "a"); ok {
+		t.Fatal("a topic of the refused request exists")
+	}
+	if codes := createTopics(t, n, map[string]int32{"a": 8, "b": 2}); codes["a"] != 0 || codes["b"] != 0 {
+		t.Fatalf("10 partitions: %v", codes)
+	}
+	if codes := createTopics(t, n, map[string]int32{"c": 10}); codes["c"] != 0 {
+		t.Fatalf("20 in all: %v", codes)
+	}
+	if codes := createTopics(t, n, map[string]int32{"d": 6}); codes["d"] != kerr.PolicyViolation.Code {
+		t.Fatalf("26 in all: %v", codes)
+	}
+	if code := growTopic(t, n, "a", 13); code != 0 {
+		t.Fatalf("growing to 25 in all: %d", code)
+	}
+	if code := growTopic(t, n, "b", 3); code != kerr.PolicyViolation.Code {
+		t.Fatalf("growing to 26 in all: %d", code)
+	}
+	if topic, _ := n.engine.KafkaTopic(wire.DefaultTenant, "b"); topic.Partitions != 2 {
+		t.Fatalf("the refused growth changed b to %d partitions", topic.Partitions)
+	}
+}
