@@ -324,7 +324,8 @@ func (r *ring) leave(ctx context.Context) {
 		total += len(d.Messages)
 	}
 	delivered := 0
-	for len(dumps) > 0 && ctx.Err() == nil {
+	// A single node has nowhere to send them: no point waiting.
+	for len(dumps) > 0 && len(r.addrs) > 0 && ctx.Err() == nil {
 		var n int
 		n, dumps = r.send(dumps, time.Now(), ctx)
 		delivered += n
