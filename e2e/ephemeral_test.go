@@ -50,6 +50,25 @@ func ephCall(ctx context.Context, t *testing.T, method, url, tenant string, body
 	return resp.StatusCode, resp.Header.Get("x-queen-ephemeral-node"), b
 }
 
+// ephCallNoFatal is ephCall for goroutines other than the test's: a
+// transport error is status 0.
+func ephCallNoFatal(ctx context.Context, method, url, tenant string, body any) (int, string, []byte) {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	if err != nil {
+		return 0, "", nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-queen-tenant", tenant)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, "", nil
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("x-queen-ephemeral-node"), out
+}
+
 type ephPopAnswer struct {
 	Queue    string `json:"queue"`
 	Messages []struct {
@@ -312,7 +331,31 @@ func TestEphemeralHandoverOnShutdown(t *testing.T) {
 		t.Fatalf("lease: %d %s", code, b)
 	}
 
+	// Pushes go on through every node while node 3 hands over: each one
+	// answered 201 must be found afterwards.
+	stopPush := make(chan struct{})
+	pushed := make(chan []string)
+	go func() {
+		var ok []string
+		for i := 0; ; i++ {
+			select {
+			case <-stopPush:
+				pushed <- ok
+				return
+			default:
+			}
+			part := fmt.Sprint("h", i%parts)
+			tag := fmt.Sprint("live", i)
+			code, _, _ := ephCallNoFatal(ctx, "POST", c.Nodes[i%3].URL()+"/api/v1/ephemeral/push", tenantA,
+				map[string]any{"queue": "hq", "partition": part, "messages": []any{map[string]any{"payload": tag}}})
+			if code == 201 {
+				ok = append(ok, `"`+tag+`"`)
+			}
+		}
+	}()
 	leaver.Stop()
+	close(stopPush)
+	during := <-pushed
 	if !leaver.Grep("shutdown: ephemeral rings handed over") || !leaver.Grep("lost=0") {
 		t.Fatalf("no clean hand-over in the log:\n%s", leaver.Tail(3000))
 	}
@@ -325,19 +368,30 @@ func TestEphemeralHandoverOnShutdown(t *testing.T) {
 	seen := map[string]bool{}
 	for p := 0; p < parts; p++ {
 		part := fmt.Sprint("h", p)
-		var a ephPopAnswer
-		code, node, b := ephCall(ctx, t, "GET", c.Nodes[p%2].URL()+"/api/v1/ephemeral/pop?queue=hq&batch=100&commitOnDelivery=true&partition="+part, tenantA, nil, &a)
-		if code != 200 || node == fmt.Sprint(leaver.ID) {
-			t.Fatalf("pop %s: %d node %s %s", part, code, node, b)
-		}
-		for _, m := range a.Messages {
-			if seen[string(m.Payload)] {
-				t.Fatalf("duplicate %s", m.Payload)
+		for { // until the partition is empty: the live pushes add an unknown number
+			var a ephPopAnswer
+			code, node, b := ephCall(ctx, t, "GET", c.Nodes[p%2].URL()+"/api/v1/ephemeral/pop?queue=hq&batch=100&commitOnDelivery=true&partition="+part, tenantA, nil, &a)
+			if code != 200 || node == fmt.Sprint(leaver.ID) {
+				t.Fatalf("pop %s: %d node %s %s", part, code, node, b)
 			}
-			seen[string(m.Payload)] = true
+			if len(a.Messages) == 0 {
+				break
+			}
+			for _, m := range a.Messages {
+				if seen[string(m.Payload)] {
+					t.Fatalf("duplicate %s", m.Payload)
+				}
+				seen[string(m.Payload)] = true
+			}
 		}
 	}
-	if want := parts*per - 1; len(seen) != want {
-		t.Fatalf("after hand-over %d messages, want %d (one acked)", len(seen), want)
+	for _, tag := range during {
+		if !seen[tag] {
+			t.Fatalf("%s, pushed (201) during the hand-over, is lost", tag)
+		}
 	}
+	if want := parts*per - 1 + len(during); len(seen) != want {
+		t.Fatalf("after hand-over %d messages, want %d (one acked, %d pushed meanwhile)", len(seen), want, len(during))
+	}
+	t.Logf("%d pushes answered 201 during the hand-over", len(during))
 }
