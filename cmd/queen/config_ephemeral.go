@@ -28,6 +28,8 @@ func (e *env) ephemeralConfig(r raftgroups.Config) api.EphemeralConfig {
 		Token:           r.Token,
 		MemberTTL:       e.millis("QUEEN_EPHEMERAL_MEMBER_TTL_MS", 4*time.Second, 200*time.Millisecond, 10*time.Minute),
 		HandoverTimeout: 15 * time.Second,
+		Rate:            e.int("QUEEN_EPHEMERAL_RATE", 5000, 0, 1<<30),
+		Burst:           e.int("QUEEN_EPHEMERAL_BURST", 10000, 1, 1<<30),
 	}
 	for _, p := range r.Peers {
 		c.Peers = append(c.Peers, api.EphemeralPeer{ID: p.ID, HTTPAddr: p.HTTPAddr})

@@ -110,6 +110,9 @@ func (s *Server) ephPush(ctx *fasthttp.RequestCtx) error {
 		}
 		payloads[i] = m.Payload
 	}
+	if !rq.forwarded && !s.eph.rate.allow(rq.tenant.String(), len(payloads), time.Now()) {
+		return errEphRate
+	}
 	k := ephemeral.Key{Tenant: rq.tenant.String(), Queue: body.Queue, Partition: body.Partition}
 	return s.ephRoute(ctx, rq, k, s.cfg.RequestTimeout, func() error {
 		if err := s.eph.store.Push(k, payloads, time.Now()); err != nil {

@@ -35,6 +35,9 @@ type EphemeralConfig struct {
 	MemberTTL time.Duration
 	// HandoverTimeout bounds the hand-over at shutdown (spec §4.9: 15 s).
 	HandoverTimeout time.Duration
+	// Rate and Burst limit each tenant's pushed messages per node
+	// (QUEEN_EPHEMERAL_RATE, _BURST); Rate 0 is no limit.
+	Rate, Burst int
 }
 
 // EphemeralPeer is a node's id and HTTP address.
@@ -64,6 +67,7 @@ type ring struct {
 	log    *slog.Logger
 	client *fasthttp.Client
 	addrs  map[uint64]string
+	rate   *ephRate
 
 	mu       sync.Mutex
 	lastSeen map[uint64]time.Time
@@ -96,6 +100,7 @@ func newRing(cfg EphemeralConfig, log *slog.Logger) *ring {
 			r.addrs[p.ID] = p.HTTPAddr
 		}
 	}
+	r.rate = newEphRate(cfg.Rate, cfg.Burst)
 	r.enabled.Store(true)
 	return r
 }

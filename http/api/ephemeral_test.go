@@ -143,3 +143,25 @@ func TestEphemeralSystemSwitchSpreads(t *testing.T) {
 	ephPost(t, nodes[1], "/api/v1/system/ephemeral", map[string]any{"enabled": true})
 	waitFor(t, 5*time.Second, "node 1 to learn the switch", func() bool { return nodes[0].eph.enabled.Load() })
 }
+
+// The per-tenant rate admits the burst at once, then the rate; tenants do
+// not share a bucket.
+func TestEphemeralRateLimit(t *testing.T) {
+	r := newEphRate(10, 20)
+	now := time.Now()
+	if !r.allow("a", 15, now) || r.allow("a", 10, now) || !r.allow("a", 5, now) {
+		t.Fatal("burst of 20 not admitted exactly")
+	}
+	if !r.allow("b", 20, now) {
+		t.Fatal("tenant b shares a's bucket")
+	}
+	if r.allow("a", 11, now.Add(time.Second)) || !r.allow("a", 10, now.Add(time.Second)) {
+		t.Fatal("10/s not refilled exactly")
+	}
+	if !r.allow("c", 50, now) || r.allow("c", 1, now) {
+		t.Fatal("a push over the burst needs a full bucket")
+	}
+	if newEphRate(0, 10).allow("a", 1<<20, now) != true {
+		t.Fatal("rate 0 limits")
+	}
+}
