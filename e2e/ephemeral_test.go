@@ -121,7 +121,7 @@ func waitEphLive(ctx context.Context, t *testing.T, c *harness.Cluster) {
 
 func ephCluster(t *testing.T, env map[string]string) *harness.Cluster {
 	base := map[string]string{"QUEEN_RAFT_TOKEN": "ephemeral-e2e-token", "QUEEN_TENANCY_HEADER": "true",
-		"QUEEN_KV_TRUSTED_PROXY": "1", "QUEEN_EPHEMERAL_MEMBER_TTL_MS": "1000"}
+		"QUEEN_KV_TRUSTED_PROXY": "1", "QUEEN_EPHEMERAL_MEMBER_TTL_MS": "2000"}
 	for k, v := range env {
 		base[k] = v
 	}

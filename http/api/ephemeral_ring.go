@@ -72,6 +72,7 @@ type ring struct {
 	mu       sync.Mutex
 	lastSeen map[uint64]time.Time
 	departed map[uint64]bool // peers that said they are leaving
+	refused  map[uint64]bool // peers that refused our token (warned once)
 
 	leaving   atomic.Bool
 	enabled   atomic.Bool
@@ -92,7 +93,7 @@ func newRing(cfg EphemeralConfig, log *slog.Logger) *ring {
 		cfg.Store = ephemeral.DefaultConfig()
 	}
 	r := &ring{cfg: cfg, store: ephemeral.New(cfg.Store), log: log, addrs: map[uint64]string{},
-		lastSeen: map[uint64]time.Time{}, departed: map[uint64]bool{},
+		lastSeen: map[uint64]time.Time{}, departed: map[uint64]bool{}, refused: map[uint64]bool{},
 		client: &fasthttp.Client{Name: "queen-ephemeral", ReadTimeout: 2 * time.Minute, WriteTimeout: 30 * time.Second,
 			MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true}}
 	for _, p := range cfg.Peers {
@@ -233,6 +234,9 @@ func (r *ring) probe() {
 		go func() {
 			defer wg.Done()
 			status, resp, err := r.call(addr, http.MethodPost, "/api/v1/ephemeral/_ready", wire.DefaultTenant, body, time.Second)
+			if status == http.StatusUnauthorized && r.refusedOnce(id) {
+				r.log.Warn("ephemeral: peer refused this node's QUEEN_RAFT_TOKEN; it cannot own partitions with this node", "peer", id)
+			}
 			var m readyMsg
 			if err != nil || status != http.StatusOK || json.Unmarshal(resp, &m) != nil || m.Node != id {
 				return
@@ -241,6 +245,16 @@ func (r *ring) probe() {
 		}()
 	}
 	wg.Wait()
+}
+
+// refusedOnce says whether this is the first refusal from peer, so the
+// warning is logged once, not every probe.
+func (r *ring) refusedOnce(peer uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first := !r.refused[peer]
+	r.refused[peer] = true
+	return first
 }
 
 // rebalance sends every partition held here whose owner is now another

@@ -165,3 +165,31 @@ func TestEphemeralRateLimit(t *testing.T) {
 		t.Fatal("rate 0 limits")
 	}
 }
+
+// A peer with another raft token is never live here, and a relayed
+// request with a wrong token is a 401 before anything is read: nobody
+// without the token can pick a tenant by posing as a peer.
+func TestEphemeralPeerTokenChecked(t *testing.T) {
+	nodes := ephNodes(t, 2)
+	nodes[1].eph.cfg.Token = "other"
+	startEph(t, nodes[0])
+	startEph(t, nodes[1])
+	nodes[0].eph.probe()
+	nodes[1].eph.probe()
+	if l := nodes[0].eph.live(time.Now()); len(l) != 1 {
+		t.Fatalf("node 1 sees %v live", l)
+	}
+	req, _ := http.NewRequest("POST", "http://"+nodes[0].Addr()+"/api/v1/ephemeral/push",
+		bytes.NewReader([]byte(`{"queue":"q","messages":[{"payload":1}]}`)))
+	req.Header.Set(hopsHeader, "1")
+	req.Header.Set(raftTokenHeader, "wrong")
+	req.Header.Set("x-queen-tenant", "11111111-1111-4111-8111-111111111111")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || nodes[0].eph.store.Stats().Messages != 0 {
+		t.Fatalf("forged relay: %d, %d messages stored", resp.StatusCode, nodes[0].eph.store.Stats().Messages)
+	}
+}
