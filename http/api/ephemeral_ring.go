@@ -326,11 +326,15 @@ type adoptAnswer struct {
 // leave hands every partition to its next owner before the node stops
 // (spec §4.9): it leaves the live set, tells the peers, seals the store so
 // late requests re-route, and sends what it holds, retrying until ctx
-// ends. Then it stops the loop.
+// ends. The loop is stopped before anything else.
 func (r *ring) leave(ctx context.Context) {
 	if r.stop == nil {
 		return
 	}
+	// Stop the loop first: a move it had under way must not end by
+	// re-adopting into the sealed store (which would lose it).
+	close(r.stop)
+	<-r.done
 	r.leaving.Store(true)
 	body, _ := json.Marshal(r.readyMsg())
 	for _, addr := range r.addrs {
@@ -355,8 +359,6 @@ func (r *ring) leave(ctx context.Context) {
 			}
 		}
 	}
-	close(r.stop)
-	<-r.done
 	r.log.Info("shutdown: ephemeral rings handed over", "rings", parts, "delivered", delivered, "lost", total-delivered)
 }
 
