@@ -258,3 +258,35 @@ func TestPprofTokenIsRequired(t *testing.T) {
 		t.Fatalf("loopback profiler without a token: %d", rec.Code)
 	}
 }
+
+// The ephemeral variables have the spec's §8.3 defaults, take the raft
+// peers and token, and stop the boot when out of range.
+func TestEphemeralConfig(t *testing.T) {
+	c, err := loadConfig(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.HTTP.Ephemeral
+	if e.Store.MaxBytes != 268435456 || e.Store.Defaults.MaxBytes != 16777216 || e.Store.Defaults.MaxLength != 10000 ||
+		e.Store.Defaults.Lease != 30*time.Second || e.Store.Defaults.RetryLimit != 5 || e.Store.ImplicitIdle != 300*time.Second ||
+		e.MemberTTL != 4*time.Second || e.Store.Defaults.Policy != "reject" {
+		t.Fatalf("defaults %+v", e)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_RAFT_NODE_ID": "2", "QUEEN_RAFT_TOKEN": "tk",
+		"QUEEN_RAFT_PEERS":          "1=127.0.0.1:7400/127.0.0.1:6632,2=127.0.0.1:7500/127.0.0.1:6633",
+		"QUEEN_EPHEMERAL_MAX_BYTES": "1048576", "QUEEN_EPHEMERAL_MEMBER_TTL_MS": "1000",
+		"QUEEN_KAFKA_ADVERTISED_ADDR": "127.0.0.1:9092"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = c.HTTP.Ephemeral
+	if e.NodeID != 2 || e.Token != "tk" || len(e.Peers) != 2 || e.Peers[1].HTTPAddr != "127.0.0.1:6633" ||
+		e.Store.MaxBytes != 1<<20 || e.MemberTTL != time.Second {
+		t.Fatalf("set %+v", e)
+	}
+	for _, bad := range []string{"QUEEN_EPHEMERAL_MAX_BYTES", "QUEEN_EPHEMERAL_LEASE_S", "QUEEN_EPHEMERAL_MEMBER_TTL_MS"} {
+		if _, err := loadConfig(lookup(map[string]string{bad: "0"})); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Fatalf("%s=0: %v", bad, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/crypto/envelope"
@@ -141,6 +142,11 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
 	logNodeTLS(log, cfg.Raft.TLS)
+	ec := &cfg.HTTP.Ephemeral
+	log.Info("config: ephemeral", "max_bytes", ec.Store.MaxBytes, "queue_max_bytes", ec.Store.Defaults.MaxBytes,
+		"queue_max_length", ec.Store.Defaults.MaxLength, "lease_s", int(ec.Store.Defaults.Lease/time.Second),
+		"retry_limit", ec.Store.Defaults.RetryLimit, "implicit_idle_s", int(ec.Store.ImplicitIdle/time.Second),
+		"member_ttl_ms", ec.MemberTTL.Milliseconds(), "rate", ec.Rate, "burst", ec.Burst)
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {

@@ -106,6 +106,22 @@ func (s *Server) routes() []route {
 		{post, "/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", authn.LevelReadWrite, s.seekGroup},
 		{post, "/api/v1/fetch/offsets", authn.LevelReadOnly, s.fetchOffsets},
 		{post, "/api/v1/partitions/changed", authn.LevelReadOnly, s.partitionsChanged},
+
+		// Ephemeral queues, spec §2.3 routes 70-84. The node-to-node routes
+		// are public to JWT and check the raft token themselves.
+		{post, "/api/v1/ephemeral/push", authn.LevelWriteOnly, s.ephPush},
+		{get, "/api/v1/ephemeral/pop", authn.LevelReadWrite, s.ephPop},
+		{post, "/api/v1/ephemeral/ack", authn.LevelReadWrite, s.ephAckHandler},
+		{post, "/api/v1/ephemeral/configure", authn.LevelReadWrite, s.ephConfigure},
+		{post, "/api/v1/ephemeral/reset", authn.LevelReadWrite, s.ephReset},
+		{del, "/api/v1/ephemeral/queue/{queue}", authn.LevelReadWrite, s.ephDelete},
+		{get, "/api/v1/ephemeral/queues", authn.LevelReadOnly, s.ephQueues},
+		{get, "/api/v1/ephemeral/queues/{queue}/depth", authn.LevelReadOnly, s.ephDepth},
+		{post, "/api/v1/ephemeral/_adopt", authn.LevelPublic, s.ephAdopt},
+		{post, "/api/v1/ephemeral/_leaving", authn.LevelPublic, s.ephLeaving},
+		{post, "/api/v1/ephemeral/_ready", authn.LevelPublic, s.ephReady},
+		{get, "/api/v1/system/ephemeral", authn.LevelAdmin, s.ephSystemGet},
+		{post, "/api/v1/system/ephemeral", authn.LevelAdmin, s.ephSystemSet},
 	}
 }
 

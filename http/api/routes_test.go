@@ -14,6 +14,10 @@ var publicRoutes = map[string]bool{
 	"GET /metrics":            true,
 	"GET /metrics/prometheus": true,
 	"GET /":                   true,
+	// Node-to-node: never a JWT; the handlers check the raft token.
+	"POST /api/v1/ephemeral/_adopt":   true,
+	"POST /api/v1/ephemeral/_leaving": true,
+	"POST /api/v1/ephemeral/_ready":   true,
 }
 
 func TestEveryRouteHasAnAccessLevel(t *testing.T) {
@@ -50,6 +54,10 @@ func TestRouteLevelsFollowTheSpec(t *testing.T) {
 		"POST /api/v1/resources/kv/list":             authn.LevelReadOnly,
 		"GET /api/v1/traces/names":                   authn.LevelReadOnly,
 		"DELETE /api/v1/timers/{queue}/{timerKey:*}": authn.LevelReadWrite,
+		"POST /api/v1/ephemeral/push":                authn.LevelWriteOnly,
+		"GET /api/v1/ephemeral/pop":                  authn.LevelReadWrite,
+		"GET /api/v1/ephemeral/queues":               authn.LevelReadOnly,
+		"POST /api/v1/system/ephemeral":              authn.LevelAdmin,
 	}
 	s := &Server{}
 	for _, rt := range s.routes() {

@@ -54,6 +54,8 @@ type Config struct {
 	// GroupLagMaxCursors caps the cursors the consumer-group lag metrics
 	// walk per scrape (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
 	GroupLagMaxCursors int
+	// Ephemeral configures the RAM-class queues (ephemeral_ring.go).
+	Ephemeral EphemeralConfig
 }
 
 // Server serves the HTTP API.
@@ -75,6 +77,7 @@ type Server struct {
 	parked     atomic.Int64  // pops parked right now
 	bodies     bodyBudget    // request body bytes held (body.go)
 	pushing    tenantItems   // push items in flight per tenant (push_limits.go)
+	eph        *ring         // ephemeral queues: store, owners, hand-over
 }
 
 // New builds the server and its routes.
@@ -118,6 +121,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	s.bodies.limit = int64(cfg.MaxBufferedBytes)
 	s.metrics.NewGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
 	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.eph = newRing(cfg.Ephemeral, log)
 	r := router.New()
 	r.HandleMethodNotAllowed = false // an unknown method+path is an unknown route: 404
 	r.RedirectTrailingSlash = false
@@ -160,15 +164,20 @@ func (s *Server) Start() error {
 			s.log.Error("http: serve", "err", err)
 		}
 	}()
+	s.eph.start()
 	return nil
 }
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Shutdown wakes parked long polls, stops accepting and waits for in-flight
-// requests up to ctx's deadline.
+// Shutdown hands the ephemeral partitions over while still serving (late
+// requests are relayed to the new owners), then wakes parked long polls,
+// stops accepting and waits for in-flight requests up to ctx's deadline.
 func (s *Server) Shutdown(ctx context.Context) error {
+	hctx, cancel := context.WithTimeout(ctx, s.eph.cfg.HandoverTimeout)
+	s.eph.leave(hctx)
+	cancel()
 	s.cancelBase()
 	if s.done == nil {
 		return nil

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"time"
+
+	"github.com/queen-mq/queen/http/api"
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage/ephemeral"
+)
+
+// ephemeralConfig reads the ephemeral queues' variables (spec §8.3). The
+// peers and the token are the raft ones: every voter holds ephemeral
+// partitions and the hand-over calls carry QUEEN_RAFT_TOKEN (spec §4.2).
+func (e *env) ephemeralConfig(r raftgroups.Config) api.EphemeralConfig {
+	c := api.EphemeralConfig{
+		Store: ephemeral.Config{
+			MaxBytes: int64(e.int("QUEEN_EPHEMERAL_MAX_BYTES", 256<<20, 1<<10, 1<<40)),
+			Defaults: ephemeral.Options{
+				MaxBytes:   int64(e.int("QUEEN_EPHEMERAL_QUEUE_MAX_BYTES", 16<<20, 1<<10, 1<<40)),
+				MaxLength:  e.int("QUEEN_EPHEMERAL_QUEUE_MAX_LENGTH", 10000, 1, 1<<30),
+				Policy:     ephemeral.PolicyReject,
+				Lease:      time.Duration(e.int("QUEEN_EPHEMERAL_LEASE_S", 30, 1, 86400)) * time.Second,
+				RetryLimit: e.int("QUEEN_EPHEMERAL_RETRY_LIMIT", 5, 0, 1<<20),
+			},
+			ImplicitIdle: time.Duration(e.int("QUEEN_EPHEMERAL_IMPLICIT_IDLE_S", 300, 1, 1<<31-1)) * time.Second,
+		},
+		NodeID:          r.NodeID,
+		Token:           r.Token,
+		MemberTTL:       e.millis("QUEEN_EPHEMERAL_MEMBER_TTL_MS", 4*time.Second, 200*time.Millisecond, 10*time.Minute),
+		HandoverTimeout: 15 * time.Second,
+		Rate:            e.int("QUEEN_EPHEMERAL_RATE", 5000, 0, 1<<30),
+		Burst:           e.int("QUEEN_EPHEMERAL_BURST", 10000, 1, 1<<30),
+	}
+	for _, p := range r.Peers {
+		c.Peers = append(c.Peers, api.EphemeralPeer{ID: p.ID, HTTPAddr: p.HTTPAddr})
+	}
+	return c
+}

@@ -1,0 +1,397 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/queen/e2e/harness"
+)
+
+const (
+	tenantA = "11111111-1111-4111-8111-111111111111"
+	tenantB = "22222222-2222-4222-8222-222222222222"
+)
+
+// ephCall is one ephemeral request as tenant; it answers the status, the
+// node that held the partition (x-queen-ephemeral-node) and the body.
+func ephCall(ctx context.Context, t *testing.T, method, url, tenant string, body any, out any) (int, string, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if tenant != "" {
+		req.Header.Set("x-queen-tenant", tenant)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v (%s)", method, url, err, b)
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("x-queen-ephemeral-node"), b
+}
+
+// ephCallNoFatal is ephCall for goroutines other than the test's: a
+// transport error is status 0.
+func ephCallNoFatal(ctx context.Context, method, url, tenant string, body any) (int, string, []byte) {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	if err != nil {
+		return 0, "", nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-queen-tenant", tenant)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, "", nil
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("x-queen-ephemeral-node"), out
+}
+
+type ephPopAnswer struct {
+	Queue    string `json:"queue"`
+	Messages []struct {
+		ID        string          `json:"id"`
+		Partition string          `json:"partition"`
+		Payload   json.RawMessage `json:"payload"`
+		Attempts  int             `json:"attempts"`
+	} `json:"messages"`
+}
+
+type ephAckOut struct {
+	Index   int    `json:"index"`
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+}
+
+type ephSystem struct {
+	Enabled  bool     `json:"enabled"`
+	Bytes    int64    `json:"bytes"`
+	MaxBytes int64    `json:"maxBytes"`
+	Messages int      `json:"messages"`
+	Node     int      `json:"node"`
+	Live     []uint64 `json:"live"`
+}
+
+func ephMsgs(n int, tag string) []map[string]any {
+	out := make([]map[string]any, n)
+	for i := range out {
+		out[i] = map[string]any{"payload": map[string]any{"tag": tag, "i": i}}
+	}
+	return out
+}
+
+// waitEphLive waits until every node sees all nodes live.
+func waitEphLive(ctx context.Context, t *testing.T, c *harness.Cluster) {
+	t.Helper()
+	err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		for _, n := range c.Nodes {
+			var s ephSystem
+			if code, _, _ := ephCall(ctx, t, "GET", n.URL()+"/api/v1/system/ephemeral", "", nil, &s); code != 200 || len(s.Live) != len(c.Nodes) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal("nodes never saw each other live:", err)
+	}
+}
+
+func ephCluster(t *testing.T, env map[string]string) *harness.Cluster {
+	base := map[string]string{"QUEEN_RAFT_TOKEN": "ephemeral-e2e-token", "QUEEN_TENANCY_HEADER": "true",
+		"QUEEN_KV_TRUSTED_PROXY": "1", "QUEEN_EPHEMERAL_MEMBER_TTL_MS": "2000"}
+	for k, v := range env {
+		base[k] = v
+	}
+	return startCluster(t, harness.Options{Nodes: 3, Env: base})
+}
+
+// Push, pop and ack on three nodes through any node: every partition lives
+// on one owner, the others relay with the tenant kept (another tenant sees
+// nothing), acks settle, listings gather all nodes, bad input is a 400
+// that changes nothing, a forged node call is a 401, and the memory caps
+// answer reject/dropOldest over HTTP.
+func TestEphemeralThreeNodes(t *testing.T) {
+	c := ephCluster(t, map[string]string{"QUEEN_EPHEMERAL_MAX_BYTES": "262144"})
+	ctx := deadline(t, 2*time.Minute)
+	waitEphLive(ctx, t, c)
+	url := func(i int, path string) string { return c.Nodes[i%3].URL() + path }
+
+	const parts = 12
+	owners := map[string]string{}
+	for p := 0; p < parts; p++ {
+		part := fmt.Sprint("p", p)
+		code, node, b := ephCall(ctx, t, "POST", url(p, "/api/v1/ephemeral/push"), tenantA,
+			map[string]any{"queue": "eq", "partition": part, "messages": ephMsgs(5, part)}, nil)
+		if code != 201 || string(b) != `{"pushed":5}` {
+			t.Fatalf("push %s: %d %s", part, code, b)
+		}
+		owners[part] = node
+	}
+	seen := map[string]bool{}
+	for _, o := range owners {
+		seen[o] = true
+	}
+	if len(seen) < 2 {
+		t.Fatalf("12 partitions all on one node: %v", owners)
+	}
+
+	// Another tenant, through a relaying node, sees nothing.
+	var empty ephPopAnswer
+	if code, _, b := ephCall(ctx, t, "GET", url(1, "/api/v1/ephemeral/pop?queue=eq&partition=p0&batch=10"), tenantB, nil, &empty); code != 200 || len(empty.Messages) != 0 {
+		t.Fatalf("tenant B pop: %d %s", code, b)
+	}
+	var qs struct {
+		Queues []struct {
+			Name     string `json:"name"`
+			Messages int    `json:"messages"`
+		} `json:"queues"`
+	}
+	if code, _, b := ephCall(ctx, t, "GET", url(2, "/api/v1/ephemeral/queues"), tenantA, nil, &qs); code != 200 || len(qs.Queues) != 1 || qs.Queues[0].Messages != parts*5 {
+		t.Fatalf("queues: %d %s", code, b)
+	}
+
+	// Pop through one node, ack through another.
+	for p := 0; p < parts; p++ {
+		part := fmt.Sprint("p", p)
+		var a ephPopAnswer
+		code, node, b := ephCall(ctx, t, "GET", url(p+1, "/api/v1/ephemeral/pop?queue=eq&group=g&batch=10&partition="+part), tenantA, nil, &a)
+		if code != 200 || len(a.Messages) != 5 || node != owners[part] {
+			t.Fatalf("pop %s: %d from node %s (owner %s) %s", part, code, node, owners[part], b)
+		}
+		var acks []map[string]any
+		for _, m := range a.Messages {
+			acks = append(acks, map[string]any{"id": m.ID, "partition": m.Partition})
+		}
+		var out []ephAckOut
+		if code, _, b := ephCall(ctx, t, "POST", url(p+2, "/api/v1/ephemeral/ack"), tenantA, map[string]any{"queue": "eq", "group": "g", "acks": acks}, &out); code != 200 || len(out) != 5 {
+			t.Fatalf("ack %s: %d %s", part, code, b)
+		}
+		for _, o := range out {
+			if o.Outcome != "acked" {
+				t.Fatalf("ack %s: %+v", part, out)
+			}
+		}
+	}
+	var depth struct {
+		Depth int `json:"depth"`
+	}
+	if code, _, b := ephCall(ctx, t, "GET", url(0, "/api/v1/ephemeral/queues/eq/depth"), tenantA, nil, &depth); code != 200 || depth.Depth != 0 {
+		t.Fatalf("depth after acks: %d %s", code, b)
+	}
+
+	// Bad input: a clear 400, nothing changed.
+	for _, bad := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/api/v1/ephemeral/push", map[string]any{"partition": "p0", "messages": ephMsgs(1, "x")}},
+		{"POST", "/api/v1/ephemeral/push", map[string]any{"queue": "eq", "messages": []any{}}},
+		{"POST", "/api/v1/ephemeral/push", map[string]any{"queue": "eq", "messages": []any{map[string]any{}}}},
+		{"POST", "/api/v1/ephemeral/ack", map[string]any{"queue": "eq", "acks": []any{map[string]any{"id": "x", "status": "maybe"}}}},
+		{"POST", "/api/v1/ephemeral/configure", map[string]any{"queue": "eq", "options": map[string]any{"policy": "dropNewest"}}},
+		{"POST", "/api/v1/ephemeral/configure", map[string]any{"queue": "eq", "options": map[string]any{"maxLength": -1}}},
+		{"GET", "/api/v1/ephemeral/pop?queue=eq&batch=0", nil},
+	} {
+		var e errorAnswer
+		code, _, b := ephCall(ctx, t, bad.method, url(0, bad.path), tenantA, bad.body, nil)
+		_ = json.Unmarshal(b, &e)
+		if code != 400 || e.Code != "bad_request" || e.Error == "" {
+			t.Fatalf("%s %s %v: %d %s", bad.method, bad.path, bad.body, code, b)
+		}
+	}
+	if code, _, b := ephCall(ctx, t, "GET", url(1, "/api/v1/ephemeral/queues/eq/depth"), tenantA, nil, &depth); code != 200 || depth.Depth != 0 {
+		t.Fatalf("bad input changed the queue: %d %s", code, b)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "POST", url(0, "/api/v1/ephemeral/_adopt"), strings.NewReader(`{"dumps":[]}`))
+	req.Header.Set("x-queen-raft-token", "wrong")
+	if resp, err := httpClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("forged _adopt: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// reject: the queue's maxLength, then the node's 256 KiB.
+	if code, _, b := ephCall(ctx, t, "POST", url(1, "/api/v1/ephemeral/configure"), tenantA,
+		map[string]any{"queue": "rq", "options": map[string]any{"maxLength": 5, "policy": "reject"}}, nil); code != 200 {
+		t.Fatalf("configure: %d %s", code, b)
+	}
+	if code, _, b := ephCall(ctx, t, "POST", url(2, "/api/v1/ephemeral/push"), tenantA, map[string]any{"queue": "rq", "messages": ephMsgs(5, "r")}, nil); code != 201 {
+		t.Fatalf("push 5: %d %s", code, b)
+	}
+	var e errorAnswer
+	code, _, b := ephCall(ctx, t, "POST", url(0, "/api/v1/ephemeral/push"), tenantA, map[string]any{"queue": "rq", "messages": ephMsgs(1, "r")}, nil)
+	if _ = json.Unmarshal(b, &e); code != 507 || e.Code != "ephemeral_full" {
+		t.Fatalf("push over maxLength: %d %s", code, b)
+	}
+	big := strings.Repeat("x", 20000)
+	full, owner := false, ""
+	for i := 0; i < 20 && !full; i++ {
+		code, node, b := ephCall(ctx, t, "POST", url(i, "/api/v1/ephemeral/push"), tenantA,
+			map[string]any{"queue": "bq", "partition": "one", "messages": []any{map[string]any{"payload": big}}}, nil)
+		switch code {
+		case 201:
+			owner = node
+		case 507:
+			full = true
+		default:
+			t.Fatalf("big push %d: %d %s", i, code, b)
+		}
+	}
+	if !full {
+		t.Fatal("20 pushes of 20 kB never hit the 256 KiB node cap")
+	}
+	for _, n := range c.Nodes {
+		var s ephSystem
+		ephCall(ctx, t, "GET", n.URL()+"/api/v1/system/ephemeral", "", nil, &s)
+		if s.Bytes > s.MaxBytes || s.MaxBytes != 262144 {
+			t.Fatalf("node %d over its cap: %+v", n.ID, s)
+		}
+		if fmt.Sprint(s.Node) == owner && s.Bytes < 200000 {
+			t.Fatalf("owner %s holds only %d bytes", owner, s.Bytes)
+		}
+	}
+
+	// dropOldest: ten pushes into maxLength 4 keep the newest four.
+	if code, _, b := ephCall(ctx, t, "POST", url(0, "/api/v1/ephemeral/configure"), tenantA,
+		map[string]any{"queue": "dq", "options": map[string]any{"maxLength": 4, "policy": "dropOldest"}}, nil); code != 200 {
+		t.Fatalf("configure: %d %s", code, b)
+	}
+	for i := 0; i < 10; i++ {
+		if code, _, b := ephCall(ctx, t, "POST", url(i, "/api/v1/ephemeral/push"), tenantA,
+			map[string]any{"queue": "dq", "messages": []any{map[string]any{"payload": i}}}, nil); code != 201 {
+			t.Fatalf("dropOldest push %d: %d %s", i, code, b)
+		}
+	}
+	var a ephPopAnswer
+	ephCall(ctx, t, "GET", url(2, "/api/v1/ephemeral/pop?queue=dq&batch=10&commitOnDelivery=true"), tenantA, nil, &a)
+	var got []string
+	for _, m := range a.Messages {
+		got = append(got, string(m.Payload))
+	}
+	if strings.Join(got, ",") != "6,7,8,9" {
+		t.Fatalf("dropOldest kept %v, want 6,7,8,9", got)
+	}
+	// Deleting frees the memory on every node.
+	if code, _, b := ephCall(ctx, t, "DELETE", url(1, "/api/v1/ephemeral/queue/bq"), tenantA, nil, nil); code != 200 {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+}
+
+// SIGTERM on a node hands its partitions to the next owners before it
+// stops: every message pushed is popped exactly once afterwards, and a
+// lease taken at the old owner can still be acked at the new one.
+func TestEphemeralHandoverOnShutdown(t *testing.T) {
+	c := ephCluster(t, nil)
+	ctx := deadline(t, 2*time.Minute)
+	waitEphLive(ctx, t, c)
+	leaver := c.Nodes[2]
+
+	const parts, per = 30, 4
+	onLeaver := []string{}
+	for p := 0; p < parts; p++ {
+		part := fmt.Sprint("h", p)
+		code, node, b := ephCall(ctx, t, "POST", c.Nodes[p%2].URL()+"/api/v1/ephemeral/push", tenantA,
+			map[string]any{"queue": "hq", "partition": part, "messages": ephMsgs(per, part)}, nil)
+		if code != 201 {
+			t.Fatalf("push: %d %s", code, b)
+		}
+		if node == fmt.Sprint(leaver.ID) {
+			onLeaver = append(onLeaver, part)
+		}
+	}
+	if len(onLeaver) == 0 {
+		t.Fatal("node 3 owns none of 30 partitions")
+	}
+	// Lease one message on the leaver.
+	var leased ephPopAnswer
+	if code, _, b := ephCall(ctx, t, "GET", c.Nodes[0].URL()+"/api/v1/ephemeral/pop?queue=hq&group=g&partition="+onLeaver[0], tenantA, nil, &leased); code != 200 || len(leased.Messages) != 1 {
+		t.Fatalf("lease: %d %s", code, b)
+	}
+
+	// Pushes go on through every node while node 3 hands over: each one
+	// answered 201 must be found afterwards.
+	stopPush := make(chan struct{})
+	pushed := make(chan []string)
+	go func() {
+		var ok []string
+		for i := 0; ; i++ {
+			select {
+			case <-stopPush:
+				pushed <- ok
+				return
+			default:
+			}
+			part := fmt.Sprint("h", i%parts)
+			tag := fmt.Sprint("live", i)
+			code, _, _ := ephCallNoFatal(ctx, "POST", c.Nodes[i%3].URL()+"/api/v1/ephemeral/push", tenantA,
+				map[string]any{"queue": "hq", "partition": part, "messages": []any{map[string]any{"payload": tag}}})
+			if code == 201 {
+				ok = append(ok, `"`+tag+`"`)
+			}
+		}
+	}()
+	leaver.Stop()
+	close(stopPush)
+	during := <-pushed
+	if !leaver.Grep("shutdown: ephemeral rings handed over") || !leaver.Grep("lost=0") {
+		t.Fatalf("no clean hand-over in the log:\n%s", leaver.Tail(3000))
+	}
+
+	var out []ephAckOut
+	if code, _, b := ephCall(ctx, t, "POST", c.Nodes[1].URL()+"/api/v1/ephemeral/ack", tenantA,
+		map[string]any{"queue": "hq", "group": "g", "partition": onLeaver[0], "acks": []any{map[string]any{"id": leased.Messages[0].ID}}}, &out); code != 200 || out[0].Outcome != "acked" {
+		t.Fatalf("ack of a handed-over lease: %d %s", code, b)
+	}
+	seen := map[string]bool{}
+	for p := 0; p < parts; p++ {
+		part := fmt.Sprint("h", p)
+		for { // until the partition is empty: the live pushes add an unknown number
+			var a ephPopAnswer
+			code, node, b := ephCall(ctx, t, "GET", c.Nodes[p%2].URL()+"/api/v1/ephemeral/pop?queue=hq&batch=100&commitOnDelivery=true&partition="+part, tenantA, nil, &a)
+			if code != 200 || node == fmt.Sprint(leaver.ID) {
+				t.Fatalf("pop %s: %d node %s %s", part, code, node, b)
+			}
+			if len(a.Messages) == 0 {
+				break
+			}
+			for _, m := range a.Messages {
+				if seen[string(m.Payload)] {
+					t.Fatalf("duplicate %s", m.Payload)
+				}
+				seen[string(m.Payload)] = true
+			}
+		}
+	}
+	for _, tag := range during {
+		if !seen[tag] {
+			t.Fatalf("%s, pushed (201) during the hand-over, is lost", tag)
+		}
+	}
+	if want := parts*per - 1 + len(during); len(seen) != want {
+		t.Fatalf("after hand-over %d messages, want %d (one acked, %d pushed meanwhile)", len(seen), want, len(during))
+	}
+	t.Logf("%d pushes answered 201 during the hand-over", len(during))
+}
