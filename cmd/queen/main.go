@@ -128,7 +128,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: server", "addr", cfg.HTTP.Addr, "server_id", cfg.ServerID,
 		"max_body_bytes", cfg.HTTP.MaxBodyBytes, "stmt_timeout", cfg.HTTP.RequestTimeout)
 	mode := "single"
-	if len(cfg.Raft.Peers) > 1 {
+	if len(cfg.Raft.Peers) > 1 || cfg.Raft.Join {
 		mode = "cluster"
 	}
 	log.Info("config: storage", "dir", cfg.Raft.Dir, "mode", mode, "node_id", cfg.Raft.NodeID,
@@ -137,6 +137,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
+	log.Info("config: membership", "join", cfg.Raft.Join, "promote_max_lag", cfg.HTTP.PromoteMaxLag)
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {

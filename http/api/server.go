@@ -41,6 +41,9 @@ type Config struct {
 	// GroupLagMaxCursors caps the cursors the consumer-group lag metrics
 	// walk per scrape (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
 	GroupLagMaxCursors int
+	// PromoteMaxLag is how many entries a learner may trail by and still
+	// be promoted (QUEEN_RAFT_PROMOTE_MAX_LAG).
+	PromoteMaxLag uint64
 }
 
 // Server serves the HTTP API.

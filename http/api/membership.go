@@ -1,0 +1,150 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy"
+)
+
+// Membership routes (spec §2.17, §4.4): operator actions on every raft
+// group of the cluster. They are cluster-wide, so a request scoped to a
+// tenant (the x-queen-tenant header a proxy sets for tenant credentials)
+// is refused outright, and JWT needs the admin level. A change may be sent
+// to any node: dragonboat forwards the config change to the leader.
+
+type membershipAnswer struct {
+	Membership raftgroups.MembershipView `json:"membership"`
+}
+
+type learnerBody struct {
+	ID   uint64 `json:"id"`
+	Raft string `json:"raft"`
+	HTTP string `json:"http"`
+}
+
+type promoteBody struct {
+	IDs   []uint64 `json:"ids"`
+	Force bool     `json:"force"`
+}
+
+type votersBody struct {
+	Voters []uint64 `json:"voters"`
+	Force  bool     `json:"force"`
+}
+
+// membershipCtx refuses tenant-scoped requests and bounds the request by
+// ?timeoutMs= (default 30 s).
+func (s *Server) membershipCtx(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc, error) {
+	if len(ctx.Request.Header.Peek(tenancy.Header)) > 0 {
+		return nil, nil, &apiError{http.StatusForbidden, "forbidden", "membership is not available to a tenant"}
+	}
+	ms, err := intArg(ctx, "timeoutMs", 30000, 1, 600000)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, cancel := context.WithTimeout(s.base, time.Duration(ms)*time.Millisecond)
+	return c, cancel, nil
+}
+
+func (s *Server) membershipGet(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	writeJSON(ctx, http.StatusOK, membershipAnswer{Membership: s.engine.Host().Membership(c)})
+	return nil
+}
+
+func (s *Server) membershipLearner(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	var b learnerBody
+	if err := readJSON(ctx, &b); err != nil {
+		return err
+	}
+	return s.membershipDone(ctx, c, s.engine.Host().AddLearner(c, b.ID, b.Raft, b.HTTP))
+}
+
+func (s *Server) membershipPromote(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	var b promoteBody
+	if err := readJSON(ctx, &b); err != nil {
+		return err
+	}
+	return s.membershipDone(ctx, c, s.engine.Host().Promote(c, b.IDs, b.Force, s.cfg.PromoteMaxLag))
+}
+
+func (s *Server) membershipVoters(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	var b votersBody
+	if err := readJSON(ctx, &b); err != nil {
+		return err
+	}
+	return s.membershipDone(ctx, c, s.engine.Host().SetVoters(c, b.Voters, b.Force, s.cfg.PromoteMaxLag))
+}
+
+func (s *Server) membershipRemove(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	id, perr := strconv.ParseUint(pathArg(ctx, "id"), 10, 64)
+	if perr != nil || id == 0 {
+		return badRequest("id must be a positive node id")
+	}
+	force := strArg(ctx, "force") == "true"
+	return s.membershipDone(ctx, c, s.engine.Host().Remove(c, id, force))
+}
+
+// membershipDone answers a change: the membership after it, or the error.
+func (s *Server) membershipDone(ctx *fasthttp.RequestCtx, c context.Context, err error) error {
+	if err != nil {
+		return membershipErr(err)
+	}
+	writeJSON(ctx, http.StatusOK, struct {
+		OK         bool                      `json:"ok"`
+		Membership raftgroups.MembershipView `json:"membership"`
+	}{true, s.engine.Host().Membership(c)})
+	return nil
+}
+
+func membershipErr(err error) error {
+	conflict := func(code string) error { return &apiError{http.StatusConflict, code, err.Error()} }
+	switch {
+	case errors.Is(err, raftgroups.ErrInFlight):
+		return conflict("in_flight")
+	case errors.Is(err, raftgroups.ErrNoQuorum):
+		return conflict("no_quorum")
+	case errors.Is(err, raftgroups.ErrLastVoter):
+		return conflict("last_voter")
+	case errors.Is(err, raftgroups.ErrLearnerBehind):
+		return conflict("learner_behind")
+	case errors.Is(err, raftgroups.ErrNotMember):
+		return notFound(err.Error())
+	case errors.Is(err, raftgroups.ErrBadMember):
+		return badRequest(err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{http.StatusConflict, "no_quorum", "timed out: " + err.Error()}
+	}
+	return err
+}
