@@ -238,3 +238,50 @@ func TestMembershipReplaceDeadNode(t *testing.T) {
 	t.Logf("%d messages acknowledged across the replacement", w.a.len())
 	verifyServes(t, ctx, n1, n4, "replace", w.a)
 }
+
+func TestMembershipGrowToFiveAndShrinkToThree(t *testing.T) {
+	const groups = 2
+	c := startCluster(t, harness.Options{Nodes: 3, Groups: groups})
+	ctx := deadline(t, 3*time.Minute)
+	n1, n3 := c.Nodes[0], c.Nodes[2]
+	w := startLoad(ctx, "grow", urlsOf(n1, n3))
+	w.waitGrowth(t, ctx, 200)
+
+	var added []*harness.Node
+	for i := 0; i < 2; i++ {
+		n, err := c.AddNode(t.TempDir(), groups, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(n); err != nil {
+			t.Fatal(err)
+		}
+		membershipChange(t, ctx, http.MethodPost, n1.URL()+membershipPath+"/learners",
+			map[string]any{"id": n.ID, "raft": n.RaftAddr, "http": n.HTTPAddr})
+		added = append(added, n)
+	}
+	n4, n5 := added[0], added[1]
+	// Both learners become voters in one call once caught up.
+	membershipChange(t, ctx, http.MethodPut, n3.URL()+membershipPath+"/voters", map[string]any{"voters": []int{1, 2, 3, 4, 5}})
+	waitVoters(t, ctx, n5.URL(), 1, 2, 3, 4, 5)
+	w.waitGrowth(t, ctx, 200)
+
+	// Shrink to 1, 3, 5: an original node and a new one leave.
+	var eb errorAnswer
+	if code, _ := call(ctx, http.MethodPut, n1.URL()+membershipPath+"/voters", map[string]any{"voters": []int{1, 3, 9}}, &eb); code != http.StatusBadRequest {
+		t.Fatalf("voters naming a non-member: %d %+v", code, eb)
+	}
+	membershipChange(t, ctx, http.MethodPut, n1.URL()+membershipPath+"/voters", map[string]any{"voters": []int{1, 3, 5}})
+	for _, n := range []*harness.Node{n1, n3, n5} {
+		waitVoters(t, ctx, n.URL(), 1, 3, 5)
+	}
+	c.Nodes[1].Stop()
+	n4.Stop()
+	w.waitGrowth(t, ctx, 200)
+	w.finish(t)
+	t.Logf("%d messages acknowledged while growing and shrinking", w.a.len())
+	for _, n := range []*harness.Node{n3, n5} {
+		verifyServes(t, ctx, n1, n, "grow", w.a)
+	}
+	verifyServes(t, ctx, n3, n1, "grow", w.a)
+}
