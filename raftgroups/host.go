@@ -56,6 +56,10 @@ type Config struct {
 	// one from Peers; an operator adds it first (AddLearner) and promotes
 	// it once caught up. A node with raft state ignores it (a restart).
 	Join bool
+	// ForceRecover rebuilds every group as a one-voter cluster of this node
+	// from its own applied state (QUEEN_RAFT_FORCE_RECOVER; recover.go),
+	// for when a majority is gone for good.
+	ForceRecover bool
 	// Placement is the placement rule in force (tenancy.Placement.Spec),
 	// recorded in Dir at the first boot: a later boot with another rule
 	// is refused, since data placed by the old one would not be found.
@@ -364,14 +368,20 @@ func (h *Host) startGroup(n int) (*group, error) {
 			LogDB:            logdb,
 		},
 	}
+	if cfg.ForceRecover {
+		if err := h.forceRecover(n, nhc, self, dir); err != nil {
+			return nil, err
+		}
+		// The recovered group has this node as its only voter.
+		g.view.Store(&memberView{voters: map[uint64]string{cfg.NodeID: self}, learners: map[uint64]string{}, removed: map[uint64]bool{}})
+	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: group %d node host: %w", n, err)
 	}
 	g.nh = nh
 	storeDir := filepath.Join(dir, "store")
-	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
-		TraceRetentionMs: cfg.TraceRetention.Milliseconds(), SegmentBytes: cfg.SegmentBytes})
+	g.store = h.newStore(n, storeDir)
 	fresh := !nh.HasNodeInfo(g.shardID, cfg.NodeID)
 	members := map[uint64]dragonboat.Target{}
 	join := fresh && cfg.Join
@@ -391,20 +401,8 @@ func (h *Host) startGroup(n int) (*group, error) {
 		members = nil
 		g.view.Store(&memberView{voters: map[uint64]string{}, learners: map[uint64]string{cfg.NodeID: self}, removed: map[uint64]bool{}})
 	}
-	rc := config.Config{
-		ShardID:             g.shardID,
-		ReplicaID:           cfg.NodeID,
-		ElectionRTT:         cfg.ElectionRTT,
-		HeartbeatRTT:        cfg.HeartbeatRTT,
-		CheckQuorum:         true,
-		PreVote:             true,
-		OrderedConfigChange: true,
-		SnapshotEntries:     cfg.SnapshotEntries,
-		CompactionOverhead:  cfg.CompactionOverhead,
-		MaxInMemLogSize:     inMemLogBytes,
-		WaitReady:           true,
-		IsNonVoting:         join,
-	}
+	rc := h.replicaConfig(g.shardID)
+	rc.IsNonVoting = join
 	var machine sm.IOnDiskStateMachine = g.store
 	if cfg.BeforeApply != nil {
 		machine = heldStore{Store: g.store, before: func() { cfg.BeforeApply(n) }}
@@ -419,6 +417,31 @@ func (h *Host) startGroup(n int) (*group, error) {
 	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh && !join,
 		"join", join, "members", len(members), "applied", g.store.Applied())
 	return g, nil
+}
+
+// newStore is group n's state machine in storeDir (opened by dragonboat).
+func (h *Host) newStore(n int, storeDir string) *storage.Store {
+	return storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
+		TraceRetentionMs: h.cfg.TraceRetention.Milliseconds(), SegmentBytes: h.cfg.SegmentBytes})
+}
+
+// replicaConfig is the dragonboat configuration of this node's replica of
+// shard shardID.
+func (h *Host) replicaConfig(shardID uint64) config.Config {
+	cfg := &h.cfg
+	return config.Config{
+		ShardID:             shardID,
+		ReplicaID:           cfg.NodeID,
+		ElectionRTT:         cfg.ElectionRTT,
+		HeartbeatRTT:        cfg.HeartbeatRTT,
+		CheckQuorum:         true,
+		PreVote:             true,
+		OrderedConfigChange: true,
+		SnapshotEntries:     cfg.SnapshotEntries,
+		CompactionOverhead:  cfg.CompactionOverhead,
+		MaxInMemLogSize:     inMemLogBytes,
+		WaitReady:           true,
+	}
 }
 
 // Sizes dragonboat imposes, which the entry limit and the transport's frame

@@ -201,6 +201,10 @@ func (e *env) raftConfig() raftgroups.Config {
 	// A joining node may list only itself in QUEEN_RAFT_PEERS: it learns
 	// the others from the membership. It is still a cluster's member.
 	r.Join = e.bool("QUEEN_RAFT_JOIN", false)
+	r.ForceRecover = e.bool("QUEEN_RAFT_FORCE_RECOVER", false)
+	if r.Join && r.ForceRecover {
+		e.fail("QUEEN_RAFT_FORCE_RECOVER", "cannot be combined with QUEEN_RAFT_JOIN: recovery needs this node's data, a joiner has none")
+	}
 	r.Groups = e.int("QUEEN_RAFT_GROUPS", defaultGroups(len(r.Peers)), 1, 64)
 	// Spec §4.1: a cluster elects in about a second with a 100 ms heartbeat;
 	// a single node needs no patience (150 ms, 50 ms).

@@ -137,7 +137,12 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
-	log.Info("config: membership", "join", cfg.Raft.Join, "promote_max_lag", cfg.HTTP.PromoteMaxLag)
+	log.Info("config: membership", "join", cfg.Raft.Join, "promote_max_lag", cfg.HTTP.PromoteMaxLag,
+		"force_recover", cfg.Raft.ForceRecover)
+	if cfg.Raft.ForceRecover {
+		log.Error("config: QUEEN_RAFT_FORCE_RECOVER is set: every raft group is rebuilt as a one-voter cluster of this node " +
+			"from its own data; the other members are dropped for good. Use only when a majority is lost for good.")
+	}
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {
