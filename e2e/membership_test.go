@@ -285,3 +285,65 @@ func TestMembershipGrowToFiveAndShrinkToThree(t *testing.T) {
 	}
 	verifyServes(t, ctx, n3, n1, "grow", w.a)
 }
+
+func TestMembershipForceRecoverFromLostMajority(t *testing.T) {
+	const groups = 2
+	c := startCluster(t, harness.Options{Nodes: 3, Groups: groups})
+	ctx := deadline(t, 3*time.Minute)
+	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	w := startLoad(ctx, "dr", urlsOf(n1, n2, n3))
+	w.waitGrowth(t, ctx, 300)
+	w.finish(t)
+	// Node 1, the survivor, has applied every acknowledged message.
+	verifyServes(t, ctx, n2, n1, "dr", w.a)
+
+	// Nodes 2 and 3 are gone for good; node 1 restarts with the recovery
+	// flag.
+	for _, n := range []*harness.Node{n2, n3} {
+		n.Kill()
+		if err := os.RemoveAll(n.Dir); err != nil {
+			t.Fatal(err)
+		}
+		c.Remove(n)
+	}
+	n1.Kill()
+	n1.Env["QUEEN_RAFT_FORCE_RECOVER"] = "true"
+	if err := c.Start(n1); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !n1.Grep("FORCE RECOVER") {
+		t.Fatal("the recovery was not logged")
+	}
+	waitVoters(t, ctx, n1.URL(), 1)
+	for p := 0; p < 4; p++ {
+		verifyLog(t, ctx, n1.URL(), "dr", fmt.Sprintf("p%d", p), w.a)
+	}
+
+	// Two new empty nodes are added back under load.
+	w2 := startLoad(ctx, "dr-after", urlsOf(n1))
+	var added []*harness.Node
+	for i := 0; i < 2; i++ {
+		n, err := c.AddNode(t.TempDir(), groups, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(n); err != nil {
+			t.Fatal(err)
+		}
+		membershipChange(t, ctx, http.MethodPost, n1.URL()+membershipPath+"/learners",
+			map[string]any{"id": n.ID, "raft": n.RaftAddr, "http": n.HTTPAddr})
+		added = append(added, n)
+	}
+	membershipChange(t, ctx, http.MethodPut, n1.URL()+membershipPath+"/voters",
+		map[string]any{"voters": []int{1, added[0].ID, added[1].ID}})
+	waitVoters(t, ctx, added[1].URL(), 1, uint64(added[0].ID), uint64(added[1].ID))
+	w2.waitGrowth(t, ctx, 100)
+	w2.finish(t)
+	for _, n := range added {
+		verifyServes(t, ctx, n1, n, "dr", w.a)
+		verifyServes(t, ctx, n1, n, "dr-after", w2.a)
+	}
+}
