@@ -308,12 +308,14 @@ func TestMembershipForceRecoverFromLostMajority(t *testing.T) {
 	}
 	n1.Kill()
 	n1.Env["QUEEN_RAFT_FORCE_RECOVER"] = "true"
+	start := time.Now()
 	if err := c.Start(n1); err != nil {
 		t.Fatal(err)
 	}
 	if err := n1.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("survivor recovered and healthy in %v", time.Since(start).Round(time.Millisecond))
 	if !n1.Grep("FORCE RECOVER") {
 		t.Fatal("the recovery was not logged")
 	}
@@ -340,6 +342,7 @@ func TestMembershipForceRecoverFromLostMajority(t *testing.T) {
 	membershipChange(t, ctx, http.MethodPut, n1.URL()+membershipPath+"/voters",
 		map[string]any{"voters": []int{1, added[0].ID, added[1].ID}})
 	waitVoters(t, ctx, added[1].URL(), 1, uint64(added[0].ID), uint64(added[1].ID))
+	t.Logf("two nodes added and promoted in %v", time.Since(start).Round(time.Millisecond))
 	w2.waitGrowth(t, ctx, 100)
 	w2.finish(t)
 	for _, n := range added {
