@@ -90,13 +90,44 @@ func sortedIDs(m map[uint64]string) []uint64 {
 // through another node by up to a second.
 func (h *Host) readViews(ctx context.Context) error {
 	for _, g := range h.groups {
-		m, err := g.nh.SyncGetShardMembership(ctx, g.shardID)
-		if err != nil {
-			return configErr(g.n, err)
+		if _, err := h.syncMembership(ctx, g); err != nil {
+			return err
 		}
-		g.view.Store(viewOf(m))
 	}
 	return nil
+}
+
+// transient says whether a dragonboat error may pass by itself (an
+// election, a busy or restarting replica): worth another try until the
+// request's deadline.
+func (h *Host) transient(err error) bool {
+	return !h.closed.Load() && (errors.Is(err, dragonboat.ErrTimeout) || errors.Is(err, dragonboat.ErrShardNotReady) ||
+		errors.Is(err, dragonboat.ErrSystemBusy) || errors.Is(err, dragonboat.ErrShardClosed) ||
+		errors.Is(err, dragonboat.ErrAborted))
+}
+
+// syncMembership reads group g's membership through a quorum, retrying
+// transient failures (a leader election right after a node died) until
+// ctx ends, and caches it.
+func (h *Host) syncMembership(ctx context.Context, g *group) (*memberView, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := g.nh.SyncGetShardMembership(actx, g.shardID)
+		cancel()
+		if err == nil {
+			v := viewOf(m)
+			g.view.Store(v)
+			return v, nil
+		}
+		if !h.transient(err) || ctx.Err() != nil {
+			return nil, configErr(g.n, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, configErr(g.n, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // voterIDs is group 0's voters, sorted: the cluster's voting nodes.
@@ -307,9 +338,10 @@ func configErr(n int, err error) error {
 	case errors.Is(err, dragonboat.ErrRejected):
 		return fmt.Errorf("%w (group %d)", ErrInFlight, n)
 	case errors.Is(err, dragonboat.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, dragonboat.ErrShardNotReady), errors.Is(err, dragonboat.ErrSystemBusy):
+		errors.Is(err, dragonboat.ErrShardNotReady), errors.Is(err, dragonboat.ErrSystemBusy),
+		errors.Is(err, dragonboat.ErrShardClosed), errors.Is(err, dragonboat.ErrAborted):
 		return fmt.Errorf("%w (group %d: %v)", ErrNoQuorum, n, err)
-	case errors.Is(err, dragonboat.ErrClosed), errors.Is(err, dragonboat.ErrShardClosed):
+	case errors.Is(err, dragonboat.ErrClosed):
 		return ErrClosed
 	}
 	return fmt.Errorf("raftgroups: group %d membership change: %w", n, err)
@@ -319,22 +351,27 @@ func configErr(n int, err error) error {
 // it unless skip says the group is already as wanted.
 func (h *Host) change(ctx context.Context, g *group, skip func(*memberView) bool,
 	do func(ctx context.Context, v *memberView) error) error {
-	m, err := g.nh.SyncGetShardMembership(ctx, g.shardID)
-	if err != nil {
-		return configErr(g.n, err)
+	for {
+		v, err := h.syncMembership(ctx, g)
+		if err != nil {
+			return err
+		}
+		if skip(v) {
+			return nil
+		}
+		// A transient failure may or may not have applied the change:
+		// read the membership again, which skips it if it did.
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = do(actx, v)
+		cancel()
+		if err == nil {
+			_, _ = h.syncMembership(ctx, g)
+			return nil
+		}
+		if !h.transient(err) || ctx.Err() != nil {
+			return configErr(g.n, err)
+		}
 	}
-	v := viewOf(m)
-	g.view.Store(v)
-	if skip(v) {
-		return nil
-	}
-	if err := configErr(g.n, do(ctx, v)); err != nil {
-		return err
-	}
-	if m, err := g.nh.SyncGetShardMembership(ctx, g.shardID); err == nil {
-		g.view.Store(viewOf(m))
-	}
-	return nil
 }
 
 // registerSelfLoop records this node's HTTP address (its QUEEN_RAFT_PEERS
@@ -364,4 +401,15 @@ func (h *Host) registerSelfLoop() {
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// LeaderHTTPAddr is the HTTP address of group 0's leader, where membership
+// requests are served; "" when this node leads, no leader is known, or its
+// address is not.
+func (h *Host) LeaderHTTPAddr() string {
+	l, _, ok, err := h.groups[0].nh.GetLeaderID(h.groups[0].shardID)
+	if err != nil || !ok || l == h.cfg.NodeID {
+		return ""
+	}
+	return h.httpAddr(l, h.groups[0].store.MemberHTTPAddrs())
 }

@@ -17,7 +17,41 @@ import (
 // group of the cluster. They are cluster-wide, so a request scoped to a
 // tenant (the x-queen-tenant header a proxy sets for tenant credentials)
 // is refused outright, and JWT needs the admin level. A change may be sent
-// to any node: dragonboat forwards the config change to the leader.
+// to any node: it is forwarded to group 0's leader over HTTP, whose commit
+// index is the reference for the promote lag check and whose membership view
+// is current; when the leader cannot be reached it is served here, and
+// dragonboat forwards the config changes to the leader itself.
+
+// forwardedHeader marks a membership request forwarded by a peer, so it is
+// served where it lands instead of bouncing during a leader change.
+const forwardedHeader = "x-queen-forwarded"
+
+// forward sends a membership request to group 0's leader and copies its
+// answer; false means serve it here.
+func (s *Server) forward(ctx *fasthttp.RequestCtx, timeout time.Duration) bool {
+	if len(ctx.Request.Header.Peek(forwardedHeader)) > 0 {
+		return false
+	}
+	addr := s.engine.Host().LeaderHTTPAddr()
+	if addr == "" {
+		return false
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	ctx.Request.CopyTo(req)
+	req.URI().SetScheme("http")
+	req.URI().SetHost(addr)
+	req.SetHost(addr)
+	req.Header.Set(forwardedHeader, "1")
+	if err := s.fwd.DoTimeout(req, resp, timeout+5*time.Second); err != nil {
+		s.log.Warn("http: membership request not forwarded to the leader; serving it here", "leader", addr, "err", err)
+		return false
+	}
+	resp.CopyTo(&ctx.Response)
+	return true
+}
 
 type membershipAnswer struct {
 	Membership raftgroups.MembershipView `json:"membership"`
@@ -49,14 +83,21 @@ func (s *Server) membershipCtx(ctx *fasthttp.RequestCtx) (context.Context, conte
 	if err != nil {
 		return nil, nil, err
 	}
-	c, cancel := context.WithTimeout(s.base, time.Duration(ms)*time.Millisecond)
+	timeout := time.Duration(ms) * time.Millisecond
+	if s.forward(ctx, timeout) {
+		return nil, nil, errForwarded
+	}
+	c, cancel := context.WithTimeout(s.base, timeout)
 	return c, cancel, nil
 }
+
+// errForwarded: the leader answered the request; nothing more to write.
+var errForwarded = errors.New("forwarded")
 
 func (s *Server) membershipGet(ctx *fasthttp.RequestCtx) error {
 	c, cancel, err := s.membershipCtx(ctx)
 	if err != nil {
-		return err
+		return ignoreForwarded(err)
 	}
 	defer cancel()
 	writeJSON(ctx, http.StatusOK, membershipAnswer{Membership: s.engine.Host().Membership(c)})
@@ -66,7 +107,7 @@ func (s *Server) membershipGet(ctx *fasthttp.RequestCtx) error {
 func (s *Server) membershipLearner(ctx *fasthttp.RequestCtx) error {
 	c, cancel, err := s.membershipCtx(ctx)
 	if err != nil {
-		return err
+		return ignoreForwarded(err)
 	}
 	defer cancel()
 	var b learnerBody
@@ -79,7 +120,7 @@ func (s *Server) membershipLearner(ctx *fasthttp.RequestCtx) error {
 func (s *Server) membershipPromote(ctx *fasthttp.RequestCtx) error {
 	c, cancel, err := s.membershipCtx(ctx)
 	if err != nil {
-		return err
+		return ignoreForwarded(err)
 	}
 	defer cancel()
 	var b promoteBody
@@ -92,7 +133,7 @@ func (s *Server) membershipPromote(ctx *fasthttp.RequestCtx) error {
 func (s *Server) membershipVoters(ctx *fasthttp.RequestCtx) error {
 	c, cancel, err := s.membershipCtx(ctx)
 	if err != nil {
-		return err
+		return ignoreForwarded(err)
 	}
 	defer cancel()
 	var b votersBody
@@ -105,7 +146,7 @@ func (s *Server) membershipVoters(ctx *fasthttp.RequestCtx) error {
 func (s *Server) membershipRemove(ctx *fasthttp.RequestCtx) error {
 	c, cancel, err := s.membershipCtx(ctx)
 	if err != nil {
-		return err
+		return ignoreForwarded(err)
 	}
 	defer cancel()
 	id, perr := strconv.ParseUint(pathArg(ctx, "id"), 10, 64)
@@ -114,6 +155,13 @@ func (s *Server) membershipRemove(ctx *fasthttp.RequestCtx) error {
 	}
 	force := strArg(ctx, "force") == "true"
 	return s.membershipDone(ctx, c, s.engine.Host().Remove(c, id, force))
+}
+
+func ignoreForwarded(err error) error {
+	if errors.Is(err, errForwarded) {
+		return nil
+	}
+	return err
 }
 
 // membershipDone answers a change: the membership after it, or the error.

@@ -51,9 +51,11 @@ type Server struct {
 	cfg    Config
 	engine *raftgroups.Engine
 	log    *slog.Logger
-	srv    *fasthttp.Server
-	ln     net.Listener
-	done   chan struct{}
+	// fwd forwards membership requests to the leader (membership.go).
+	fwd  *fasthttp.Client
+	srv  *fasthttp.Server
+	ln   net.Listener
+	done chan struct{}
 	// base is cancelled at shutdown so every engine call and parked long
 	// poll returns at once.
 	base       context.Context
@@ -82,7 +84,8 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	if cfg.TimersMaxHorizon <= 0 {
 		cfg.TimersMaxHorizon = 90 * 24 * time.Hour
 	}
-	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
+	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet(),
+		fwd: &fasthttp.Client{NoDefaultUserAgentHeader: true, MaxConnsPerHost: 16}}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	r := router.New()
 	r.HandleMethodNotAllowed = false // an unknown method+path is an unknown route: 404
