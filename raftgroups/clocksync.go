@@ -51,7 +51,8 @@ func (h *Host) syncClockRound() bool {
 	var mu sync.Mutex
 	var offsets []int64
 	var wg sync.WaitGroup
-	for _, p := range h.cfg.Peers {
+	peers := h.Peers()
+	for _, p := range peers {
 		if p.ID == h.cfg.NodeID {
 			continue
 		}
@@ -68,10 +69,10 @@ func (h *Host) syncClockRound() bool {
 			mu.Lock()
 			offsets = append(offsets, peer-(before+rtt.Milliseconds()/2))
 			mu.Unlock()
-		}(h.groups[0].members[p.ID])
+		}(p.RaftAddr)
 	}
 	wg.Wait()
-	return h.clock.Sync(offsets, len(h.cfg.Peers))
+	return h.clock.Sync(offsets, max(len(peers), 1))
 }
 
 // NowMs is this node's clock in unix milliseconds: what it stamps entries

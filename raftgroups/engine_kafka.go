@@ -359,8 +359,12 @@ func (e *Engine) RegisterKafkaNode(ctx context.Context, c *wire.RegisterNodeCmd)
 	return nil
 }
 
-// KafkaNodes is the node registry as this node has applied it.
-func (e *Engine) KafkaNodes() []storage.NodeAddr { return e.host.groups[0].store.KafkaNodes() }
+// KafkaNodes is the node registry as this node has applied it, less nodes
+// no longer in the raft membership (removed or replaced): clients must not
+// be sent to a node that left.
+func (e *Engine) KafkaNodes() []storage.NodeAddr {
+	return slices.DeleteFunc(e.host.groups[0].store.KafkaNodes(), func(n storage.NodeAddr) bool { return !e.host.IsMember(n.ID) })
+}
 
 // NodeID is this node's id (its Kafka broker id).
 func (e *Engine) NodeID() uint64 { return e.host.cfg.NodeID }

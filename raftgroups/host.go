@@ -55,6 +55,15 @@ type Config struct {
 	// TLS, when set, is TLS between nodes (QUEEN_RAFT_TLS_*): every
 	// group's raft listener serves TLS only and calls to peers use it.
 	TLS *nodetls.Config
+	// Join makes a node with no raft state join a running cluster as a
+	// learner of every group (QUEEN_RAFT_JOIN) instead of bootstrapping
+	// one from Peers; an operator adds it first (AddLearner) and promotes
+	// it once caught up. A node with raft state ignores it (a restart).
+	Join bool
+	// ForceRecover rebuilds every group as a one-voter cluster of this node
+	// from its own applied state (QUEEN_RAFT_FORCE_RECOVER; recover.go),
+	// for when a majority is gone for good.
+	ForceRecover bool
 	// Placement is the placement rule in force (tenancy.Placement.Spec),
 	// recorded in Dir at the first boot: a later boot with another rule
 	// is refused, since data placed by the old one would not be found.
@@ -225,14 +234,16 @@ type Host struct {
 }
 
 type group struct {
-	n        int
-	shardID  uint64
-	nh       *dragonboat.NodeHost
-	store    *storage.Store
-	tf       *transport.Factory
-	prop     *proposer
-	members  map[uint64]string // replica id → this group's raft address
-	quorumAt atomic.Int64      // unix ms of the last completed ReadIndex
+	n       int
+	shardID uint64
+	nh      *dragonboat.NodeHost
+	store   *storage.Store
+	tf      *transport.Factory
+	prop    *proposer
+	// view is the group's membership as last read (membership.go):
+	// seeded from Peers at boot, refreshed every second and after changes.
+	view     atomic.Pointer[memberView]
+	quorumAt atomic.Int64 // unix ms of the last completed ReadIndex
 }
 
 // Start opens every group's store and NodeHost and joins (or bootstraps)
@@ -268,7 +279,9 @@ func Start(cfg Config) (*Host, error) {
 	}
 	h.disk.check() // a node that boots on a full disk refuses data from its first request
 	h.bootClock()
-	h.wg.Add(7)
+	h.wg.Add(9)
+	go h.every(time.Second, h.refreshMembership)
+	go h.registerSelfLoop()
 	go h.every(h.cfg.ClockSyncEvery, h.syncClock)
 	go h.every(h.cfg.RelocateEvery, h.relocateChunks)
 	go h.every(snapshotCheckEvery, h.snapshotBySize)
@@ -314,15 +327,17 @@ func GroupDir(dir string, n int) string {
 func (h *Host) startGroup(n int) (*group, error) {
 	cfg := &h.cfg
 	dir := GroupDir(cfg.Dir, n)
-	g := &group{n: n, shardID: uint64(n + 1), members: map[uint64]string{}}
+	g := &group{n: n, shardID: uint64(n + 1)}
+	seed := &memberView{voters: map[uint64]string{}, learners: map[uint64]string{}, removed: map[uint64]bool{}}
 	var self string
 	for _, p := range cfg.Peers {
 		addr, _ := addrWithOffset(p.RaftAddr, n)
-		g.members[p.ID] = addr
+		seed.voters[p.ID] = addr
 		if p.ID == cfg.NodeID {
 			self = addr
 		}
 	}
+	g.view.Store(seed)
 	listen, err := addrWithOffset(cfg.ListenAddr, n)
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: QUEEN_RAFT_LISTEN: %w", err)
@@ -363,28 +378,69 @@ func (h *Host) startGroup(n int) (*group, error) {
 			LogDB:            logdb,
 		},
 	}
+	if cfg.ForceRecover {
+		if err := h.forceRecover(n, nhc, self, dir); err != nil {
+			return nil, err
+		}
+		// The recovered group has this node as its only voter.
+		g.view.Store(&memberView{voters: map[uint64]string{cfg.NodeID: self}, learners: map[uint64]string{}, removed: map[uint64]bool{}})
+	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: group %d node host: %w", n, err)
 	}
 	g.nh = nh
 	storeDir := filepath.Join(dir, "store")
-	g.store = storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
-		TraceRetentionMs: cfg.TraceRetention.Milliseconds(), SegmentBytes: cfg.SegmentBytes})
+	g.store = h.newStore(n, storeDir)
 	fresh := !nh.HasNodeInfo(g.shardID, cfg.NodeID)
 	members := map[uint64]dragonboat.Target{}
+	join := fresh && cfg.Join
 	if fresh {
 		if _, err := os.Stat(filepath.Join(storeDir, "CURRENT")); err == nil {
 			nh.Close()
 			return nil, fmt.Errorf("raftgroups: group %d has a store in %s but no raft state: the raft directory was lost; "+
 				"remove this node from the cluster and rejoin it with a new node id", n, storeDir)
 		}
-		for id, addr := range g.members {
+		for id, addr := range seed.voters {
 			members[id] = addr
 		}
 	}
-	rc := config.Config{
-		ShardID:             g.shardID,
+	if join {
+		// Dragonboat joins with no initial members; the leader sends the
+		// log (or a snapshot) once this replica was added as non-voting.
+		members = nil
+		g.view.Store(&memberView{voters: map[uint64]string{}, learners: map[uint64]string{cfg.NodeID: self}, removed: map[uint64]bool{}})
+	}
+	rc := h.replicaConfig(g.shardID)
+	rc.IsNonVoting = join
+	var machine sm.IOnDiskStateMachine = g.store
+	if cfg.BeforeApply != nil {
+		machine = heldStore{Store: g.store, before: func() { cfg.BeforeApply(n) }}
+	}
+	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return machine }
+	if err := nh.StartOnDiskReplica(members, join, create, rc); err != nil {
+		nh.Close()
+		return nil, fmt.Errorf("raftgroups: group %d start replica: %w", n, err)
+	}
+	g.prop = newProposer(nh, g.shardID, n, cfg, h.disk, h.clock.NowMs)
+	g.prop.start()
+	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh && !join,
+		"join", join, "members", len(members), "applied", g.store.Applied())
+	return g, nil
+}
+
+// newStore is group n's state machine in storeDir (opened by dragonboat).
+func (h *Host) newStore(n int, storeDir string) *storage.Store {
+	return storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
+		TraceRetentionMs: h.cfg.TraceRetention.Milliseconds(), SegmentBytes: h.cfg.SegmentBytes})
+}
+
+// replicaConfig is the dragonboat configuration of this node's replica of
+// shard shardID.
+func (h *Host) replicaConfig(shardID uint64) config.Config {
+	cfg := &h.cfg
+	return config.Config{
+		ShardID:             shardID,
 		ReplicaID:           cfg.NodeID,
 		ElectionRTT:         cfg.ElectionRTT,
 		HeartbeatRTT:        cfg.HeartbeatRTT,
@@ -396,20 +452,6 @@ func (h *Host) startGroup(n int) (*group, error) {
 		MaxInMemLogSize:     inMemLogBytes,
 		WaitReady:           true,
 	}
-	var machine sm.IOnDiskStateMachine = g.store
-	if cfg.BeforeApply != nil {
-		machine = heldStore{Store: g.store, before: func() { cfg.BeforeApply(n) }}
-	}
-	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return machine }
-	if err := nh.StartOnDiskReplica(members, false, create, rc); err != nil {
-		nh.Close()
-		return nil, fmt.Errorf("raftgroups: group %d start replica: %w", n, err)
-	}
-	g.prop = newProposer(nh, g.shardID, n, cfg, h.disk, h.clock.NowMs)
-	g.prop.start()
-	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh,
-		"members", len(g.members), "applied", g.store.Applied())
-	return g, nil
 }
 
 // Sizes dragonboat imposes, which the entry limit and the transport's frame
@@ -459,9 +501,6 @@ func (h *Host) Groups() int { return len(h.groups) }
 // NodeID is this node's replica id in every group.
 func (h *Host) NodeID() uint64 { return h.cfg.NodeID }
 
-// Peers lists the cluster's voters, sorted by id.
-func (h *Host) Peers() []Peer { return h.cfg.Peers }
-
 // HeardFrom reports whether node id sent this node a raft message, or
 // answered one, in any group within the last d. This node always counts.
 // A follower hears only from the leaders of its groups, so a peer that
@@ -472,7 +511,7 @@ func (h *Host) HeardFrom(id uint64, d time.Duration) bool {
 	}
 	since := time.Now().Add(-d)
 	for _, g := range h.groups {
-		if addr, ok := g.members[id]; ok && g.tf.Transport().LastContact(addr).After(since) {
+		if addr := g.addr(id); addr != "" && g.tf.Transport().LastContact(addr).After(since) {
 			return true
 		}
 	}

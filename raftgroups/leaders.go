@@ -7,7 +7,11 @@ import (
 // preferredLeader is the node group n should be led by: groups spread over
 // the sorted voters, group n on voter n mod size (spec decision 4).
 func (h *Host) preferredLeader(n int) uint64 {
-	return h.cfg.Peers[n%len(h.cfg.Peers)].ID
+	ids := h.voterIDs()
+	if len(ids) == 0 {
+		return 0
+	}
+	return ids[n%len(ids)]
 }
 
 // balanceLeaders moves a group's leadership to its preferred node whenever
@@ -15,15 +19,15 @@ func (h *Host) preferredLeader(n int) uint64 {
 // a node that is down would only stall the group, hence the contact check.
 // It runs every 5 s.
 func (h *Host) balanceLeaders() {
-	if len(h.cfg.Peers) < 2 {
+	if len(h.voterIDs()) < 2 {
 		return
 	}
 	for _, g := range h.groups {
 		want := h.preferredLeader(g.n)
-		if !h.leads(g) || want == h.cfg.NodeID {
+		if !h.leads(g) || want == h.cfg.NodeID || want == 0 {
 			continue
 		}
-		if t := g.tf.Transport(); t == nil || time.Since(t.LastContact(g.members[want])) > 3*time.Second {
+		if t := g.tf.Transport(); t == nil || time.Since(t.LastContact(g.addr(want))) > 3*time.Second {
 			continue
 		}
 		if err := g.nh.RequestLeaderTransfer(g.shardID, want); err == nil {
@@ -58,7 +62,7 @@ func (h *Host) every(interval time.Duration, f func()) {
 // peer and waits (up to budget in total) for each to move, so clients see a
 // leader change instead of an election timeout.
 func (h *Host) handOffLeadership(budget time.Duration) {
-	if len(h.cfg.Peers) < 2 {
+	if len(h.voterIDs()) < 2 {
 		return
 	}
 	deadline := time.Now().Add(budget)
@@ -93,13 +97,13 @@ func (h *Host) handOffTarget(g *group) uint64 {
 	if t == nil {
 		return 0
 	}
-	recent := func(id uint64) bool { return time.Since(t.LastContact(g.members[id])) < 3*time.Second }
+	recent := func(id uint64) bool { return time.Since(t.LastContact(g.addr(id))) < 3*time.Second }
 	if want := h.preferredLeader(g.n); want != h.cfg.NodeID && recent(want) {
 		return want
 	}
-	for _, p := range h.cfg.Peers {
-		if p.ID != h.cfg.NodeID && recent(p.ID) {
-			return p.ID
+	for _, id := range h.voterIDs() {
+		if id != h.cfg.NodeID && recent(id) {
+			return id
 		}
 	}
 	return 0

@@ -39,8 +39,8 @@ func (h *Host) SetNodeHandler(handler http.Handler) { h.nodeRoutes.h.Store(&hand
 // token, and is bounded by ctx or, without a deadline, the request
 // timeout. The caller closes the body.
 func (h *Host) CallPeer(ctx context.Context, id uint64, method, route string, body io.Reader) (*http.Response, error) {
-	addr, ok := h.groups[0].members[id]
-	if !ok {
+	addr := h.groups[0].addr(id)
+	if addr == "" {
 		return nil, ErrUnknownPeer
 	}
 	return h.nodeClient.Do(ctx, addr, method, route, body)

@@ -205,6 +205,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeTxnEndCmd, func(c *wire.TxnEndCmd) wire.KafkaTxnResult { return s.applyTxnEnd(ctx, c) })
 	case wire.KindKafkaRegisterNode:
 		return run(cmd.Body, wire.DecodeRegisterNodeCmd, func(c *wire.RegisterNodeCmd) wire.CodeResult { return s.applyRegisterNode(ctx, c) })
+	case wire.KindRegisterMember:
+		return run(cmd.Body, wire.DecodeRegisterMemberCmd, func(c *wire.RegisterMemberCmd) wire.CodeResult { return s.applyRegisterMember(ctx, c) })
 	case wire.KindDeleteOffsets:
 		return run(cmd.Body, wire.DecodeDeleteOffsetsCmd, func(c *wire.DeleteOffsetsCmd) wire.CodesResult { return s.applyDeleteOffsets(ctx, c) })
 	case wire.KindTick:

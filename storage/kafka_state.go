@@ -22,6 +22,7 @@ const (
 	kafkaProducer = 'p' // pid, producer id → producer state in that partition
 	kafkaTxn      = 'x' // tenant, transactional id → transaction state
 	kafkaTopic    = 't' // qid → topic configs
+	kafkaMember   = 'm' // node id → HTTP address of a raft member (group 0)
 )
 
 // Bounds of the producer states kept per partition: the batches remembered
@@ -45,6 +46,8 @@ func u64Bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 func nodeKey(id uint64) []byte { return kafkaKey(kafkaNode, u64Bytes(id)) }
 
+func memberKey(id uint64) []byte { return kafkaKey(kafkaMember, u64Bytes(id)) }
+
 func producerKey(pid uint64, producer int64) []byte {
 	return kafkaKey(kafkaProducer, u64Bytes(pid), u64Bytes(uint64(producer)))
 }
@@ -62,6 +65,7 @@ var kafkaCountersKey = kafkaKey(kafkaCounters)
 // kafkaState is the in-memory side of the bookkeeping.
 type kafkaState struct {
 	nodes          map[uint64]string
+	members        map[uint64]string // raft member id → HTTP address
 	nextProducerID int64
 	producers      map[uint64]map[int64]*producerState // partition id → producer id →
 	txns           map[txnKeyT]*txnState
@@ -209,6 +213,7 @@ func (s *Store) loadKafka() error {
 	k := &s.kafka
 	*k = kafkaState{
 		nodes:          map[uint64]string{},
+		members:        map[uint64]string{},
 		nextProducerID: 1,
 		producers:      map[uint64]map[int64]*producerState{},
 		txns:           map[txnKeyT]*txnState{},
@@ -224,6 +229,10 @@ func (s *Store) loadKafka() error {
 		case kafkaNode:
 			if len(rest) == 8 {
 				k.nodes[binary.BigEndian.Uint64(rest)] = string(v)
+			}
+		case kafkaMember:
+			if len(rest) == 8 {
+				k.members[binary.BigEndian.Uint64(rest)] = string(v)
 			}
 		case kafkaCounters:
 			r := wire.NewReader(v)

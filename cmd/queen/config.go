@@ -130,6 +130,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		TimersMaxHorizon:  time.Duration(e.int("QUEEN_TIMERS_MAX_HORIZON_S", 7776000, 1, 1<<31-1)) * time.Second,
 
 		GroupLagMaxCursors: e.int("QUEEN_METRICS_GROUP_LAG_MAX_CURSORS", 200000, 1, 1<<30),
+		PromoteMaxLag:      uint64(e.int("QUEEN_RAFT_PROMOTE_MAX_LAG", 1000, 0, 1<<40)),
 	}
 	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
 	case "new", "new-only":
@@ -150,7 +151,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	c.Raft = e.raftConfig()
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.HTTP.Ephemeral = e.ephemeralConfig(c.Raft)
-	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1)
+	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1 || c.Raft.Join)
 	c.Kafka.Broker.LogDir = c.Raft.Dir
 	e.checkKafkaAuth(c.Auth.Enabled, &c.Kafka)
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
@@ -216,11 +217,18 @@ func (e *env) raftConfig() raftgroups.Config {
 		e.fail("QUEEN_RAFT_LISTEN", "must be host:port, got %q", r.ListenAddr)
 	}
 	r.Peers = e.peers(r.NodeID, r.ListenAddr)
+	// A joining node may list only itself in QUEEN_RAFT_PEERS: it learns
+	// the others from the membership. It is still a cluster's member.
+	r.Join = e.bool("QUEEN_RAFT_JOIN", false)
+	r.ForceRecover = e.bool("QUEEN_RAFT_FORCE_RECOVER", false)
+	if r.Join && r.ForceRecover {
+		e.fail("QUEEN_RAFT_FORCE_RECOVER", "cannot be combined with QUEEN_RAFT_JOIN: recovery needs this node's data, a joiner has none")
+	}
 	r.Groups = e.int("QUEEN_RAFT_GROUPS", defaultGroups(len(r.Peers)), 1, 64)
 	// Spec §4.1: a cluster elects in about a second with a 100 ms heartbeat;
 	// a single node needs no patience (150 ms, 50 ms).
 	rtt := r.RTTMillisecond
-	if len(r.Peers) > 1 {
+	if len(r.Peers) > 1 || r.Join {
 		r.HeartbeatRTT = max(1, 100/rtt)
 		r.ElectionRTT = max(r.HeartbeatRTT*10, 1000/rtt)
 	} else {

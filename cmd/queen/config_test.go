@@ -290,3 +290,19 @@ func TestEphemeralConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestMembershipSettings(t *testing.T) {
+	c, err := loadConfig(lookup(map[string]string{"QUEEN_RAFT_NODE_ID": "4", "QUEEN_RAFT_JOIN": "true",
+		"QUEEN_RAFT_PEERS": "4=h4:7400/h4:6632", "QUEEN_RAFT_PROMOTE_MAX_LAG": "50", "QUEEN_KAFKA_ADVERTISED_ADDR": "h4:9092"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A joiner lists only itself but is a cluster member: cluster timings.
+	if !c.Raft.Join || c.HTTP.PromoteMaxLag != 50 || c.Raft.HeartbeatRTT*c.Raft.RTTMillisecond != 100 {
+		t.Fatalf("%+v %+v", c.Raft, c.HTTP)
+	}
+	_, err = loadConfig(lookup(map[string]string{"QUEEN_RAFT_JOIN": "true", "QUEEN_RAFT_FORCE_RECOVER": "true"}))
+	if err == nil || !strings.Contains(err.Error(), "QUEEN_RAFT_FORCE_RECOVER") {
+		t.Fatalf("join with force recover: %v", err)
+	}
+}

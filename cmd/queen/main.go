@@ -132,7 +132,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"max_push_items", cfg.HTTP.MaxPushItems, "tenant_max_inflight_push_items", cfg.HTTP.TenantMaxInflightPushItems,
 		"stmt_timeout", cfg.HTTP.RequestTimeout)
 	mode := "single"
-	if len(cfg.Raft.Peers) > 1 {
+	if len(cfg.Raft.Peers) > 1 || cfg.Raft.Join {
 		mode = "cluster"
 	}
 	log.Info("config: storage", "dir", cfg.Raft.Dir, "mode", mode, "node_id", cfg.Raft.NodeID,
@@ -147,6 +147,12 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"queue_max_length", ec.Store.Defaults.MaxLength, "lease_s", int(ec.Store.Defaults.Lease/time.Second),
 		"retry_limit", ec.Store.Defaults.RetryLimit, "implicit_idle_s", int(ec.Store.ImplicitIdle/time.Second),
 		"member_ttl_ms", ec.MemberTTL.Milliseconds(), "rate", ec.Rate, "burst", ec.Burst)
+	log.Info("config: membership", "join", cfg.Raft.Join, "promote_max_lag", cfg.HTTP.PromoteMaxLag,
+		"force_recover", cfg.Raft.ForceRecover)
+	if cfg.Raft.ForceRecover {
+		log.Error("config: QUEEN_RAFT_FORCE_RECOVER is set: every raft group is rebuilt as a one-voter cluster of this node " +
+			"from its own data; the other members are dropped for good. Use only when a majority is lost for good.")
+	}
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {

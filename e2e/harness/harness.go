@@ -91,6 +91,9 @@ func DefaultGroups(nodes int) int { return raftgroups.DefaultGroups(nodes, runti
 type Cluster struct {
 	Nodes []*Node
 	peers string
+	// lastID is the highest node id handed out: a removed node's id is
+	// never reused (raft refuses it forever).
+	lastID int
 }
 
 // NewCluster allocates ports and directories; nodes are started with Start.
@@ -135,6 +138,7 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			n.Env[k] = v
 		}
 		c.Nodes = append(c.Nodes, n)
+		c.lastID = i
 		peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.RaftAddr, n.HTTPAddr))
 	}
 	if o.Nodes > 1 {

@@ -70,6 +70,11 @@ func (s *Server) routes() []route {
 		{get, "/api/v1/resources/namespaces", authn.LevelReadOnly, s.listNamespaces},
 		{get, "/api/v1/resources/tasks", authn.LevelReadOnly, s.listTasks},
 		{get, "/api/v1/system/placement", authn.LevelReadOnly, s.placement},
+		{get, "/api/v1/system/raft/membership", authn.LevelAdmin, s.membershipGet},
+		{post, "/api/v1/system/raft/membership/learners", authn.LevelAdmin, s.membershipLearner},
+		{post, "/api/v1/system/raft/membership/promote", authn.LevelAdmin, s.membershipPromote},
+		{put, "/api/v1/system/raft/membership/voters", authn.LevelAdmin, s.membershipVoters},
+		{del, "/api/v1/system/raft/membership/members/{id}", authn.LevelAdmin, s.membershipRemove},
 
 		{get, "/status", authn.LevelReadOnly, s.status},
 		{get, "/api/v1/status", authn.LevelReadOnly, s.status},

@@ -56,6 +56,9 @@ type Config struct {
 	GroupLagMaxCursors int
 	// Ephemeral configures the RAM-class queues (ephemeral_ring.go).
 	Ephemeral EphemeralConfig
+	// PromoteMaxLag is how many entries a learner may trail by and still
+	// be promoted (QUEEN_RAFT_PROMOTE_MAX_LAG).
+	PromoteMaxLag uint64
 }
 
 // Server serves the HTTP API.
@@ -63,9 +66,11 @@ type Server struct {
 	cfg    Config
 	engine *raftgroups.Engine
 	log    *slog.Logger
-	srv    *fasthttp.Server
-	ln     net.Listener
-	done   chan struct{}
+	// fwd forwards membership requests to the leader (membership.go).
+	fwd  *fasthttp.Client
+	srv  *fasthttp.Server
+	ln   net.Listener
+	done chan struct{}
 	// base is cancelled at shutdown so every engine call and parked long
 	// poll returns at once.
 	base       context.Context
@@ -116,7 +121,8 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	}
 	// One push of the largest size must always fit.
 	cfg.TenantMaxInflightPushItems = max(cfg.TenantMaxInflightPushItems, cfg.MaxPushItems)
-	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet()}
+	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet(),
+		fwd: &fasthttp.Client{NoDefaultUserAgentHeader: true, MaxConnsPerHost: 16}}
 	s.pushing.limit = cfg.TenantMaxInflightPushItems
 	s.bodies.limit = int64(cfg.MaxBufferedBytes)
 	s.metrics.NewGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })

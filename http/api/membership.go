@@ -1,0 +1,198 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy"
+)
+
+// Membership routes (spec §2.17, §4.4): operator actions on every raft
+// group of the cluster. They are cluster-wide, so a request scoped to a
+// tenant (the x-queen-tenant header a proxy sets for tenant credentials)
+// is refused outright, and JWT needs the admin level. A change may be sent
+// to any node: it is forwarded to group 0's leader over HTTP, whose commit
+// index is the reference for the promote lag check and whose membership view
+// is current; when the leader cannot be reached it is served here, and
+// dragonboat forwards the config changes to the leader itself.
+
+// forwardedHeader marks a membership request forwarded by a peer, so it is
+// served where it lands instead of bouncing during a leader change.
+const forwardedHeader = "x-queen-forwarded"
+
+// forward sends a membership request to group 0's leader and copies its
+// answer; false means serve it here.
+func (s *Server) forward(ctx *fasthttp.RequestCtx, timeout time.Duration) bool {
+	if len(ctx.Request.Header.Peek(forwardedHeader)) > 0 {
+		return false
+	}
+	addr := s.engine.Host().LeaderHTTPAddr()
+	if addr == "" {
+		return false
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	ctx.Request.CopyTo(req)
+	req.URI().SetScheme("http")
+	req.URI().SetHost(addr)
+	req.SetHost(addr)
+	req.Header.Set(forwardedHeader, "1")
+	if err := s.fwd.DoTimeout(req, resp, timeout+5*time.Second); err != nil {
+		s.log.Warn("http: membership request not forwarded to the leader; serving it here", "leader", addr, "err", err)
+		return false
+	}
+	resp.CopyTo(&ctx.Response)
+	return true
+}
+
+type membershipAnswer struct {
+	Membership raftgroups.MembershipView `json:"membership"`
+}
+
+type learnerBody struct {
+	ID   uint64 `json:"id"`
+	Raft string `json:"raft"`
+	HTTP string `json:"http"`
+}
+
+type promoteBody struct {
+	IDs   []uint64 `json:"ids"`
+	Force bool     `json:"force"`
+}
+
+type votersBody struct {
+	Voters []uint64 `json:"voters"`
+	Force  bool     `json:"force"`
+}
+
+// membershipCtx refuses tenant-scoped requests and bounds the request by
+// ?timeoutMs= (default 30 s).
+func (s *Server) membershipCtx(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc, error) {
+	if len(ctx.Request.Header.Peek(tenancy.Header)) > 0 {
+		return nil, nil, &apiError{http.StatusForbidden, "forbidden", "membership is not available to a tenant"}
+	}
+	ms, err := intArg(ctx, "timeoutMs", 30000, 1, 600000)
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := time.Duration(ms) * time.Millisecond
+	if s.forward(ctx, timeout) {
+		return nil, nil, errForwarded
+	}
+	c, cancel := context.WithTimeout(s.base, timeout)
+	return c, cancel, nil
+}
+
+// errForwarded: the leader answered the request; nothing more to write.
+var errForwarded = errors.New("forwarded")
+
+func (s *Server) membershipGet(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return ignoreForwarded(err)
+	}
+	defer cancel()
+	writeJSON(ctx, http.StatusOK, membershipAnswer{Membership: s.engine.Host().Membership(c)})
+	return nil
+}
+
+func (s *Server) membershipLearner(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return ignoreForwarded(err)
+	}
+	defer cancel()
+	var b learnerBody
+	if err := readJSON(ctx, &b); err != nil {
+		return err
+	}
+	return s.membershipDone(ctx, c, s.engine.Host().AddLearner(c, b.ID, b.Raft, b.HTTP))
+}
+
+func (s *Server) membershipPromote(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return ignoreForwarded(err)
+	}
+	defer cancel()
+	var b promoteBody
+	if err := readJSON(ctx, &b); err != nil {
+		return err
+	}
+	return s.membershipDone(ctx, c, s.engine.Host().Promote(c, b.IDs, b.Force, s.cfg.PromoteMaxLag))
+}
+
+func (s *Server) membershipVoters(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return ignoreForwarded(err)
+	}
+	defer cancel()
+	var b votersBody
+	if err := readJSON(ctx, &b); err != nil {
+		return err
+	}
+	return s.membershipDone(ctx, c, s.engine.Host().SetVoters(c, b.Voters, b.Force, s.cfg.PromoteMaxLag))
+}
+
+func (s *Server) membershipRemove(ctx *fasthttp.RequestCtx) error {
+	c, cancel, err := s.membershipCtx(ctx)
+	if err != nil {
+		return ignoreForwarded(err)
+	}
+	defer cancel()
+	id, perr := strconv.ParseUint(pathArg(ctx, "id"), 10, 64)
+	if perr != nil || id == 0 {
+		return badRequest("id must be a positive node id")
+	}
+	force := strArg(ctx, "force") == "true"
+	return s.membershipDone(ctx, c, s.engine.Host().Remove(c, id, force))
+}
+
+func ignoreForwarded(err error) error {
+	if errors.Is(err, errForwarded) {
+		return nil
+	}
+	return err
+}
+
+// membershipDone answers a change: the membership after it, or the error.
+func (s *Server) membershipDone(ctx *fasthttp.RequestCtx, c context.Context, err error) error {
+	if err != nil {
+		return membershipErr(err)
+	}
+	writeJSON(ctx, http.StatusOK, struct {
+		OK         bool                      `json:"ok"`
+		Membership raftgroups.MembershipView `json:"membership"`
+	}{true, s.engine.Host().Membership(c)})
+	return nil
+}
+
+func membershipErr(err error) error {
+	conflict := func(code string) error { return &apiError{http.StatusConflict, code, err.Error()} }
+	switch {
+	case errors.Is(err, raftgroups.ErrInFlight):
+		return conflict("in_flight")
+	case errors.Is(err, raftgroups.ErrNoQuorum):
+		return conflict("no_quorum")
+	case errors.Is(err, raftgroups.ErrLastVoter):
+		return conflict("last_voter")
+	case errors.Is(err, raftgroups.ErrLearnerBehind):
+		return conflict("learner_behind")
+	case errors.Is(err, raftgroups.ErrNotMember):
+		return notFound(err.Error())
+	case errors.Is(err, raftgroups.ErrBadMember):
+		return badRequest(err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{http.StatusConflict, "no_quorum", "timed out: " + err.Error()}
+	}
+	return err
+}
