@@ -22,6 +22,7 @@ const (
 	kafkaProducer = 'p' // pid, producer id → producer state in that partition
 	kafkaTxn      = 'x' // tenant, transactional id → transaction state
 	kafkaTopic    = 't' // qid → topic configs
+	kafkaMembers  = 'm' // tenant, consumer group → generation, membership
 )
 
 // Bounds of the producer states kept per partition: the batches remembered
@@ -57,6 +58,10 @@ func txnStateKey(tenant wire.ID, txnID string) []byte {
 
 func topicKey(qid uint64) []byte { return kafkaKey(kafkaTopic, u64Bytes(qid)) }
 
+func membersKey(tenant wire.ID, group string) []byte {
+	return kafkaKey(kafkaMembers, tenant[:], []byte(group))
+}
+
 var kafkaCountersKey = kafkaKey(kafkaCounters)
 
 // kafkaState is the in-memory side of the bookkeeping.
@@ -66,6 +71,9 @@ type kafkaState struct {
 	producers      map[uint64]map[int64]*producerState // partition id → producer id →
 	txns           map[txnKeyT]*txnState
 	topics         map[uint64]*topicMeta // queue id →
+	// members is each consumer group's membership as its coordinator last
+	// recorded it (GroupMembersCmd), opaque to the store.
+	members map[txnKeyT]GroupMembers
 	// nextExpiryMs is no later than the earliest producer state expiry:
 	// when the producer sweeper next has work.
 	nextExpiryMs int64
@@ -213,6 +221,7 @@ func (s *Store) loadKafka() error {
 		producers:      map[uint64]map[int64]*producerState{},
 		txns:           map[txnKeyT]*txnState{},
 		topics:         map[uint64]*topicMeta{},
+		members:        map[txnKeyT]GroupMembers{},
 		nextExpiryMs:   math.MaxInt64,
 	}
 	err := s.scan([]byte{tagKafka}, func(key, v []byte) error {
@@ -260,6 +269,15 @@ func (s *Store) loadKafka() error {
 				return fmt.Errorf("topic %x: %w", key, err)
 			}
 			k.topics[binary.BigEndian.Uint64(rest)] = t
+		case kafkaMembers:
+			if len(rest) < 16 {
+				return fmt.Errorf("members key %x", key)
+			}
+			m, err := decodeGroupMembers(v)
+			if err != nil {
+				return fmt.Errorf("members %x: %w", key, err)
+			}
+			k.members[txnKeyT{wire.ID(rest[:16]), string(rest[16:])}] = m
 		}
 		return nil
 	})
