@@ -244,6 +244,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.state, g.protocol = Empty, ""
 		c.log.Debug("kafka group empty", "group", g.name, "generation", g.generation)
+		c.persist(g)
 		c.checkIdle(g)
 		return
 	}
