@@ -490,7 +490,7 @@ func (h *Host) Close() {
 	close(h.stop)
 	h.cancelStop()
 	h.wg.Wait()
-	h.handOffLeadership(3 * time.Second)
+	h.HandOff(3 * time.Second)
 	h.closeGroups()
 }
 
