@@ -47,11 +47,12 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and every connection's serve
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	ln      net.Listener
-	conns   map[*Conn]struct{}
+	mu           sync.Mutex
+	started      bool
+	closed       bool // no more connections admitted (Drain or Close)
+	closeStarted bool // Close ran
+	ln           net.Listener
+	conns        map[*Conn]struct{}
 
 	nextConnID   atomic.Uint64
 	lastLimitLog atomic.Int64 // unix nanos of the last "over the limit" log
@@ -172,8 +173,8 @@ func (s *Server) OpenConnections() int {
 // goroutine the server started (handlers included) has returned.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	already := s.closed
-	s.closed = true
+	already := s.closed && s.closeStarted
+	s.closed, s.closeStarted = true, true
 	ln := s.ln
 	conns := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
