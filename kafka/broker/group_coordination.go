@@ -65,6 +65,10 @@ type coordinators struct {
 	pmu     sync.Mutex
 	pending map[memberKey]pendingMembers
 	kick    chan struct{}
+	// written is the newest generation of each group whose write was
+	// tried; wrote is closed and replaced after each write.
+	written map[memberKey]int32
+	wrote   chan struct{}
 }
 
 type termCoordinator struct {
@@ -85,7 +89,8 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 	ctx, cancel := context.WithCancel(context.Background())
 	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc, log: log,
 		byKey: map[coordKey]*termCoordinator{}, stop: make(chan struct{}),
-		ctx: ctx, cancel: cancel, pending: map[memberKey]pendingMembers{}, kick: make(chan struct{}, 1)}
+		ctx: ctx, cancel: cancel, pending: map[memberKey]pendingMembers{}, kick: make(chan struct{}, 1),
+		written: map[memberKey]int32{}, wrote: make(chan struct{})}
 }
 
 // get returns the coordinator of the tenant's consumer groups hashed onto

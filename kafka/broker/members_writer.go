@@ -65,6 +65,40 @@ func (cs *coordinators) writer() {
 			if err != nil {
 				cs.log.Warn("kafka group membership not recorded", "group", k.group, "generation", p.generation, "err", err)
 			}
+			cs.pmu.Lock()
+			if p.generation > cs.written[k] {
+				cs.written[k] = p.generation
+			}
+			close(cs.wrote)
+			cs.wrote = make(chan struct{})
+			cs.pmu.Unlock()
+		}
+	}
+}
+
+// awaitRecorded waits until the write of group's membership at generation
+// (or a later one) has been tried, at most writeTimeout. SyncGroup answers
+// after it, so a member that holds its assignment is known to the next
+// coordinator whenever raft could record it: a coordinator change right
+// after a rebalance then costs no second one.
+func (cs *coordinators) awaitRecorded(ctx context.Context, k coordKey, group string, generation int32) {
+	t := time.NewTimer(writeTimeout)
+	defer t.Stop()
+	for {
+		cs.pmu.Lock()
+		done, wrote := cs.written[memberKey{k, group}] >= generation, cs.wrote
+		cs.pmu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-wrote:
+		case <-ctx.Done():
+			return
+		case <-cs.stop:
+			return
+		case <-t.C:
+			return
 		}
 	}
 }
