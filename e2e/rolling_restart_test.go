@@ -177,11 +177,13 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	defer producer.Close()
 	var prodMu sync.Mutex
 	var produced []string
+	var slowest time.Duration // the longest a record took to be acknowledged
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := 0; loadCtx.Err() == nil; i++ {
 			v := fmt.Sprintf("k-%d", i)
+			began := time.Now()
 			if err := producer.ProduceSync(loadCtx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
 				if loadCtx.Err() == nil {
 					errs.add("kafka produce", err)
@@ -190,6 +192,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			}
 			prodMu.Lock()
 			produced = append(produced, v)
+			slowest = max(slowest, time.Since(began))
 			prodMu.Unlock()
 		}
 	}()
@@ -307,7 +310,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	wg.Wait()
 	_, kDups := kSeen.check(wantK)
 	_, hDups := hSeen.check(wantH)
-	t.Logf("%d Kafka records, %d HTTP messages; longest rebalance %v", len(wantK), len(wantH), longest)
+	t.Logf("%d Kafka records (slowest acknowledged in %v), %d HTTP messages; longest rebalance %v", len(wantK), slowest, len(wantH), longest)
 	if len(errs.count) > 0 {
 		t.Errorf("errors reached the clients: %v", errs)
 	}
