@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -253,6 +255,17 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		}
 	}()
 
+	// librdkafka, when kcat is installed (.ci/run installs it).
+	var kl *kcatLoad
+	if _, err := exec.LookPath("kcat"); err == nil {
+		createTopicOn(ctx, t, admin, "roll-kcat", 2)
+		kl = startKcatLoad(ctx, t, strings.Join(seeds, ","), "roll-kcat")
+		wg.Add(1)
+		go func() { defer wg.Done(); kl.feed(loadCtx) }()
+	} else {
+		t.Log("kcat is not installed: librdkafka clients not run")
+	}
+
 	progress := func(what string) {
 		t.Helper()
 		prodMu.Lock()
@@ -279,6 +292,11 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			t.Fatalf("node %d exited %d on SIGTERM", n.ID, code)
 		}
 		t.Logf("node %d stopped in %v", n.ID, time.Since(start))
+		for _, line := range strings.Split(n.Log(), "\n") {
+			if strings.Contains(line, "shutdown:") || strings.Contains(line, "hand") || strings.Contains(line, "membership") {
+				t.Logf("node %d: %s", n.ID, line)
+			}
+		}
 		if err := c.Start(n); err != nil {
 			t.Fatal(err)
 		}
@@ -289,6 +307,10 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		progress(fmt.Sprintf("after restarting node %d", n.ID))
 	}
 	stopLoad()
+	var wantC []string
+	if kl != nil {
+		wantC = kl.stopProducing(ctx, t)
+	}
 
 	// Everything written is read, once.
 	prodMu.Lock()
@@ -300,11 +322,20 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
 		k, _ := kSeen.check(wantK)
 		h, _ := hSeen.check(wantH)
-		return k == len(wantK) && h == len(wantH), nil
+		c := len(wantC)
+		if kl != nil {
+			c, _ = kl.seen.check(wantC)
+		}
+		return k == len(wantK) && h == len(wantH) && c == len(wantC), nil
 	}); err != nil {
 		k, _ := kSeen.check(wantK)
 		h, _ := hSeen.check(wantH)
-		t.Fatalf("consumed %d of %d Kafka records, %d of %d HTTP messages: %v", k, len(wantK), h, len(wantH), err)
+		var c int
+		if kl != nil {
+			c, _ = kl.seen.check(wantC)
+		}
+		t.Fatalf("consumed %d of %d Kafka records, %d of %d HTTP messages, %d of %d kcat records: %v",
+			k, len(wantK), h, len(wantH), c, len(wantC), err)
 	}
 	stopConsume()
 	wg.Wait()
@@ -316,6 +347,16 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	}
 	if len(kDups) > 0 || len(hDups) > 0 {
 		t.Errorf("delivered more than once: %d Kafka records (%.10v), %d HTTP messages (%.10v)", len(kDups), kDups, len(hDups), hDups)
+	}
+	if kl != nil {
+		_, cDups := kl.seen.check(wantC)
+		t.Logf("%d kcat records", len(wantC))
+		if errs := kl.errors(); len(errs) > 0 {
+			t.Errorf("kcat reported errors: %q", errs)
+		}
+		if len(cDups) > 0 {
+			t.Errorf("kcat records delivered more than once: %.10v", cDups)
+		}
 	}
 	if longest > session {
 		t.Errorf("a rebalance took %v, longer than the %v session timeout", longest, session)
