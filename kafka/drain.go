@@ -11,9 +11,15 @@ import (
 // answer.
 const drainPoll = 20 * time.Millisecond
 
+// drainQuiet is how long a connection must have sent nothing before Drain
+// closes it. A request the client sent just before the close would be
+// cut off; one that stays quiet this long has, in all likelihood, moved
+// its traffic to the leaders Metadata now names.
+const drainQuiet = 500 * time.Millisecond
+
 // Drain is the first half of a graceful stop: it stops accepting, then
-// closes each connection once it has answered every request it read,
-// until ctx ends, when it closes the rest. A client whose connection
+// closes each connection once it has answered every request it read and
+// sent nothing for drainQuiet, until ctx ends, when it closes the rest. A client whose connection
 // closes between requests reconnects elsewhere, as it does when a Kafka
 // broker shuts down; one whose request was cut off at the deadline sees a
 // connection error, which Kafka clients retry. Close still has to be
@@ -33,9 +39,10 @@ func (s *Server) Drain(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		busy := 0
+		quiet := time.Now().Add(-drainQuiet).UnixNano()
 		s.mu.Lock()
 		for c := range s.conns {
-			if c.unanswered.Load() == 0 {
+			if c.unanswered.Load() == 0 && c.lastRead.Load() < quiet {
 				c.shutdown()
 			} else {
 				busy++

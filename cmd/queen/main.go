@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -119,7 +120,31 @@ func drain(log *slog.Logger, grace time.Duration, host *raftgroups.Host, kb *bro
 		log.Warn("shutdown: some raft groups still led here; they elect a new leader after this node stops", "groups", led)
 	}
 	log.Info("shutdown: leadership handed off", "ms", time.Since(start).Milliseconds())
-	if err := kb.Drain(ctx); err != nil {
+	// A peer whose preferred group this node leads moves it back while the
+	// node still answers; clients would follow it here. Keep handing such
+	// groups away until the node stops serving.
+	stopHanding := make(chan struct{})
+	var handing sync.WaitGroup
+	handing.Add(1)
+	go func() {
+		defer handing.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopHanding:
+				return
+			case <-t.C:
+				host.HandOff(time.Second)
+			}
+		}
+	}()
+	defer func() { close(stopHanding); handing.Wait() }()
+	// Kafka gets three quarters of what is left, so HTTP always has time
+	// to complete its requests in flight.
+	kctx, kcancel := context.WithTimeout(ctx, time.Until(start.Add(grace))*3/4)
+	defer kcancel()
+	if err := kb.Drain(kctx); err != nil {
 		log.Warn("shutdown: kafka drain", "err", err)
 	}
 	log.Info("shutdown: kafka connections drained", "ms", time.Since(start).Milliseconds())
