@@ -87,8 +87,11 @@ func decodeGroup(name string, generation int32, b []byte) (*group, error) {
 }
 
 // restore installs the recorded groups, each Stable with every member's
-// session started afresh: a member gets a whole session to find the new
-// coordinator. The caller holds c.mu.
+// session started afresh. The first session lasts the longer of the
+// member's session and rebalance timeouts: a member has to notice the
+// move and find the new coordinator (a metadata refresh, maybe a
+// reconnect) before it can heartbeat here, and expiring it for that would
+// cost the rebalance restoring is meant to save. The caller holds c.mu.
 func (c *Coordinator) restore(recorded map[string]Recorded) {
 	for name, r := range recorded {
 		g, err := decodeGroup(name, r.Generation, r.State)
@@ -98,7 +101,7 @@ func (c *Coordinator) restore(recorded map[string]Recorded) {
 		}
 		c.groups[name] = g
 		for _, m := range g.members {
-			c.heartbeat(g, m)
+			c.armSession(g, m, max(m.sessionTimeout, m.rebalanceTimeout))
 		}
 		c.log.Debug("kafka group restored", "group", name, "generation", g.generation, "members", len(g.members))
 	}

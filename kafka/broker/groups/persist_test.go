@@ -38,8 +38,9 @@ func TestRestoredGroupContinuesAtItsGeneration(t *testing.T) {
 	if wait != nil || s.Err != nil || string(s.Assignment) != ids[1] {
 		t.Fatalf("sync of %s at the new coordinator: %+v", ids[1], s)
 	}
-	// Only ids[0] keeps heartbeating: ids[1]'s session runs out.
-	for range 3 {
+	// Only ids[0] keeps heartbeating: ids[1]'s first session here (the
+	// rebalance timeout, the longer) runs out.
+	for range 2*rebalance/session + 1 {
 		clock.Advance(session / 2)
 		if err := c.Heartbeat("g", ids[0], gen); err != nil && err != kerr.RebalanceInProgress {
 			t.Fatalf("heartbeat: %v", err)
