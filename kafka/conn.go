@@ -43,6 +43,7 @@ type Conn struct {
 	// holds one more slot while it waits for that response.
 	inflight   chan *pending
 	unanswered atomic.Int32 // slots queued or held by the writer
+	lastRead   atomic.Int64 // unix nanos a request last began to arrive (Drain)
 	handlers   sync.WaitGroup
 
 	turns turnTable // per API key request order, for Ordered
@@ -219,6 +220,7 @@ func (c *Conn) readLoop() error {
 		if err != nil {
 			return err
 		}
+		c.lastRead.Store(time.Now().UnixNano())
 		if size < 0 || size > limit {
 			return fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, size, limit)
 		}

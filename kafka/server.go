@@ -47,12 +47,13 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and every connection's serve
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	ln      net.Listener
-	conns   map[*Conn]struct{}
-	perIP   map[string]int // open connections by client address
+	mu           sync.Mutex
+	started      bool
+	closed       bool // no more connections admitted (Drain or Close)
+	closeStarted bool // Close ran
+	ln           net.Listener
+	conns        map[*Conn]struct{}
+	perIP        map[string]int // open connections by client address
 	// unauthenticated counts, with SASL on, the connections that have not
 	// logged in (Conn.unauthCounted), in all and by client address.
 	unauthenticated      int
@@ -182,8 +183,8 @@ func (s *Server) OpenConnections() int {
 // goroutine the server started (handlers included) has returned.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	already := s.closed
-	s.closed = true
+	already := s.closed && s.closeStarted
+	s.closed, s.closeStarted = true, true
 	ln := s.ln
 	conns := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {

@@ -417,3 +417,20 @@ func (e *Engine) GroupNames(tenant wire.ID) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// SaveGroupMembers records a consumer group's membership in raft group n,
+// the group its coordinator leads, so the next coordinator continues it.
+func (e *Engine) SaveGroupMembers(ctx context.Context, n int, c *wire.GroupMembersCmd) error {
+	_, err := proposeOne(ctx, e, n, wire.KindGroupMembers, c.Encode(nil), wire.DecodeCodeResult)
+	return err
+}
+
+// GroupMembers returns the memberships of the tenant's consumer groups
+// recorded in raft group n, after a barrier: a coordinator taking over
+// must see every membership its predecessor committed.
+func (e *Engine) GroupMembers(ctx context.Context, n int, tenant wire.ID) (map[string]storage.GroupMembers, error) {
+	if err := e.Barrier(ctx, n); err != nil {
+		return nil, err
+	}
+	return e.GroupStore(n).GroupMembersOf(tenant), nil
+}

@@ -539,7 +539,7 @@ func (h *Host) Close() {
 	close(h.stop)
 	h.cancelStop()
 	h.wg.Wait()
-	h.handOffLeadership(3 * time.Second)
+	h.HandOff(3 * time.Second)
 	h.closeGroups()
 	h.nodeClient.Close()
 }

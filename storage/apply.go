@@ -209,6 +209,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeRegisterMemberCmd, func(c *wire.RegisterMemberCmd) wire.CodeResult { return s.applyRegisterMember(ctx, c) })
 	case wire.KindDeleteOffsets:
 		return run(cmd.Body, wire.DecodeDeleteOffsetsCmd, func(c *wire.DeleteOffsetsCmd) wire.CodesResult { return s.applyDeleteOffsets(ctx, c) })
+	case wire.KindGroupMembers:
+		return run(cmd.Body, wire.DecodeGroupMembersCmd, func(c *wire.GroupMembersCmd) wire.CodeResult { return s.applyGroupMembers(ctx, c) })
 	case wire.KindTick:
 		s.applyTick(ctx)
 		return wire.CodeResult{Code: wire.CodeOK}.Encode(nil)

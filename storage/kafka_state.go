@@ -23,6 +23,7 @@ const (
 	kafkaTxn      = 'x' // tenant, transactional id → transaction state
 	kafkaTopic    = 't' // qid → topic configs
 	kafkaMember   = 'm' // node id → HTTP address of a raft member (group 0)
+	kafkaMembers  = 'g' // tenant, consumer group → generation, membership
 )
 
 // Bounds of the producer states kept per partition: the batches remembered
@@ -60,16 +61,23 @@ func txnStateKey(tenant wire.ID, txnID string) []byte {
 
 func topicKey(qid uint64) []byte { return kafkaKey(kafkaTopic, u64Bytes(qid)) }
 
+func membersKey(tenant wire.ID, group string) []byte {
+	return kafkaKey(kafkaMembers, tenant[:], []byte(group))
+}
+
 var kafkaCountersKey = kafkaKey(kafkaCounters)
 
 // kafkaState is the in-memory side of the bookkeeping.
 type kafkaState struct {
 	nodes          map[uint64]string
-	members        map[uint64]string // raft member id → HTTP address
+	memberAddrs    map[uint64]string // raft member id → HTTP address
 	nextProducerID int64
 	producers      map[uint64]map[int64]*producerState // partition id → producer id →
 	txns           map[txnKeyT]*txnState
 	topics         map[uint64]*topicMeta // queue id →
+	// members is each consumer group's membership as its coordinator last
+	// recorded it (GroupMembersCmd), opaque to the store.
+	members map[txnKeyT]GroupMembers
 	// nextExpiryMs is no later than the earliest producer state expiry:
 	// when the producer sweeper next has work.
 	nextExpiryMs int64
@@ -213,11 +221,12 @@ func (s *Store) loadKafka() error {
 	k := &s.kafka
 	*k = kafkaState{
 		nodes:          map[uint64]string{},
-		members:        map[uint64]string{},
+		memberAddrs:    map[uint64]string{},
 		nextProducerID: 1,
 		producers:      map[uint64]map[int64]*producerState{},
 		txns:           map[txnKeyT]*txnState{},
 		topics:         map[uint64]*topicMeta{},
+		members:        map[txnKeyT]GroupMembers{},
 		nextExpiryMs:   math.MaxInt64,
 	}
 	err := s.scan([]byte{tagKafka}, func(key, v []byte) error {
@@ -232,7 +241,7 @@ func (s *Store) loadKafka() error {
 			}
 		case kafkaMember:
 			if len(rest) == 8 {
-				k.members[binary.BigEndian.Uint64(rest)] = string(v)
+				k.memberAddrs[binary.BigEndian.Uint64(rest)] = string(v)
 			}
 		case kafkaCounters:
 			r := wire.NewReader(v)
@@ -269,6 +278,15 @@ func (s *Store) loadKafka() error {
 				return fmt.Errorf("topic %x: %w", key, err)
 			}
 			k.topics[binary.BigEndian.Uint64(rest)] = t
+		case kafkaMembers:
+			if len(rest) < 16 {
+				return fmt.Errorf("members key %x", key)
+			}
+			m, err := decodeGroupMembers(v)
+			if err != nil {
+				return fmt.Errorf("members %x: %w", key, err)
+			}
+			k.members[txnKeyT{wire.ID(rest[:16]), string(rest[16:])}] = m
 		}
 		return nil
 	})

@@ -14,8 +14,8 @@ func (s *Store) applyRegisterMember(ctx *applyCtx, c *wire.RegisterMemberCmd) wi
 		return wire.CodeResult{Code: wire.CodeBadRequest}
 	}
 	if c.HTTPAddr == "" {
-		if _, ok := s.kafka.members[c.NodeID]; ok {
-			delete(s.kafka.members, c.NodeID)
+		if _, ok := s.kafka.memberAddrs[c.NodeID]; ok {
+			delete(s.kafka.memberAddrs, c.NodeID)
 			ctx.del(memberKey(c.NodeID))
 		}
 		return wire.CodeResult{Code: wire.CodeOK}
@@ -23,8 +23,8 @@ func (s *Store) applyRegisterMember(ctx *applyCtx, c *wire.RegisterMemberCmd) wi
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return wire.CodeResult{Code: wire.CodeBadRequest}
 	}
-	if s.kafka.members[c.NodeID] != c.HTTPAddr {
-		s.kafka.members[c.NodeID] = c.HTTPAddr
+	if s.kafka.memberAddrs[c.NodeID] != c.HTTPAddr {
+		s.kafka.memberAddrs[c.NodeID] = c.HTTPAddr
 		ctx.set(memberKey(c.NodeID), []byte(c.HTTPAddr))
 	}
 	return wire.CodeResult{Code: wire.CodeOK}
@@ -35,8 +35,8 @@ func (s *Store) applyRegisterMember(ctx *applyCtx, c *wire.RegisterMemberCmd) wi
 func (s *Store) MemberHTTPAddrs() map[uint64]string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make(map[uint64]string, len(s.kafka.members))
-	for id, a := range s.kafka.members {
+	out := make(map[uint64]string, len(s.kafka.memberAddrs))
+	for id, a := range s.kafka.memberAddrs {
 		out[id] = a
 	}
 	return out

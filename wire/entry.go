@@ -73,6 +73,7 @@ const (
 
 	// Kafka consumer groups (range 40..49, wire/kafka_groups.go).
 	KindDeleteOffsets Kind = 40 // drop a group's positions in named partitions
+	KindGroupMembers  Kind = 41 // GroupMembersCmd: a consumer group's membership
 )
 
 const (

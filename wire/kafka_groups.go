@@ -81,3 +81,38 @@ func DecodeCodesResult(b []byte) (CodesResult, error) {
 	}
 	return c, r.Done()
 }
+
+// GroupMembersCmd records a Kafka consumer group's membership as its
+// coordinator last completed a rebalance, so the coordinator that follows
+// a leadership change takes over the members at their generation instead
+// of making them all rejoin. State is the coordinator's own encoding
+// (kafka/broker/groups); an empty State forgets the group's membership.
+// A command older than the one applied (a lower generation) changes
+// nothing, so writes that overtake each other leave the newest.
+type GroupMembersCmd struct {
+	Tenant     ID
+	Group      string
+	Generation int32
+	State      []byte
+}
+
+// Encode appends the command body.
+func (c *GroupMembersCmd) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.Fixed(c.Tenant[:])
+	w.String(c.Group)
+	w.Varint(int64(c.Generation))
+	w.Bytes(c.State)
+	return w.B
+}
+
+// DecodeGroupMembersCmd decodes a group-members body.
+func DecodeGroupMembersCmd(b []byte) (GroupMembersCmd, error) {
+	r := Reader{b: b}
+	var c GroupMembersCmd
+	copy(c.Tenant[:], r.Fixed(16))
+	c.Group = r.String()
+	c.Generation = int32(r.Varint())
+	c.State = append([]byte(nil), r.Bytes()...) // kept by the store: no alias into the entry
+	return c, r.Done()
+}

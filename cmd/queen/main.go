@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -95,17 +96,65 @@ func run() int {
 	<-ctx.Done()
 	stop()
 	log.Info("shutdown: signal received, draining")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	drain(log, cfg.ShutdownGrace, host, kb, srv)
+	host.Close()
+	log.Info("shutdown: complete")
+	return 0
+}
+
+// drain stops a node the way a Kafka broker's controlled shutdown does,
+// so a rolling restart shows clients nothing their retries do not absorb
+// (docs/operations.md, "Rolling restart / upgrade"): first every raft
+// group's leadership moves to a peer (requests here now hear
+// NOT_LEADER_OR_FOLLOWER / NOT_COORDINATOR and clients look again), then
+// Kafka Metadata stops naming this node and its connections close as each
+// finishes what it was asked, then HTTP stops accepting and completes the
+// requests in flight, which still reach the new leaders through this
+// node's raft replicas. grace bounds the whole; half of it at most goes to
+// the hand-off, so draining always gets time.
+func drain(log *slog.Logger, grace time.Duration, host *raftgroups.Host, kb *broker.Broker, srv *api.Server) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if led := host.HandOff(grace / 2); len(led) > 0 {
+		log.Warn("shutdown: some raft groups still led here; they elect a new leader after this node stops", "groups", led)
+	}
+	log.Info("shutdown: leadership handed off", "ms", time.Since(start).Milliseconds())
+	// A peer whose preferred group this node leads moves it back while the
+	// node still answers; clients would follow it here. Keep handing such
+	// groups away until the node stops serving.
+	stopHanding := make(chan struct{})
+	var handing sync.WaitGroup
+	handing.Add(1)
+	go func() {
+		defer handing.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopHanding:
+				return
+			case <-t.C:
+				host.HandOff(time.Second)
+			}
+		}
+	}()
+	defer func() { close(stopHanding); handing.Wait() }()
+	// Kafka gets three quarters of what is left, so HTTP always has time
+	// to complete its requests in flight.
+	kctx, kcancel := context.WithTimeout(ctx, time.Until(start.Add(grace))*3/4)
+	defer kcancel()
+	if err := kb.Drain(kctx); err != nil {
+		log.Warn("shutdown: kafka drain", "err", err)
+	}
+	log.Info("shutdown: kafka connections drained", "ms", time.Since(start).Milliseconds())
+	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown: http drain incomplete", "err", err)
 	}
 	if err := kb.Close(); err != nil {
 		log.Warn("shutdown: kafka listener", "err", err)
 	}
-	host.Close()
-	log.Info("shutdown: complete")
-	return 0
+	log.Info("shutdown: requests drained", "ms", time.Since(start).Milliseconds())
 }
 
 func orNone(s string) string {

@@ -15,7 +15,7 @@ import (
 func (b *Broker) handleSyncGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	_, coord, kErr := b.groupCoordinator(c, req.Group)
+	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil
@@ -30,6 +30,10 @@ func (b *Broker) handleSyncGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.R
 	res, err := coord.Sync(ctx, sr)
 	if err != nil {
 		return nil, err // the connection is closing
+	}
+	if res.Err == nil {
+		k := coordKey{tenant, b.engine.CoordinatorGroup(tenant, 'g', req.Group)}
+		b.groups.awaitRecorded(ctx, k, req.Group, req.Generation)
 	}
 	resp.ErrorCode = errCode(res.Err)
 	resp.MemberAssignment = res.Assignment

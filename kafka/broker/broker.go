@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -134,6 +135,8 @@ type Broker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// draining is set by Drain: Metadata leaves this node out.
+	draining atomic.Bool
 }
 
 // New builds the broker and its listener; Start opens it.
@@ -212,6 +215,16 @@ func (b *Broker) Start() error {
 
 // Addr is the address the listener is bound to.
 func (b *Broker) Addr() string { return b.srv.Addr().String() }
+
+// Drain is the Kafka half of a rolling restart, run once this node has
+// handed its raft leaderships away: Metadata stops naming this node, so
+// clients that ask again move to the others; the listener stops accepting;
+// each connection closes once it has answered what it read (ctx bounds the
+// wait). Close follows.
+func (b *Broker) Drain(ctx context.Context) error {
+	b.draining.Store(true)
+	return b.srv.Drain(ctx)
+}
 
 // Close stops the listener, closes every connection and waits for their
 // handlers and the broker's own goroutines.

@@ -90,7 +90,7 @@ func splitAddr(addr string) (string, int32, error) {
 
 // brokers lists the live nodes Kafka clients can reach: the registry, less
 // the nodes not heard from lately (as Kafka lists only live brokers), with
-// this node's own address always present.
+// this node's own address present unless it is draining.
 func (b *Broker) brokers() []kmsg.MetadataResponseBroker {
 	self := uint64(b.cfg.NodeID)
 	var out []kmsg.MetadataResponseBroker
@@ -99,8 +99,14 @@ func (b *Broker) brokers() []kmsg.MetadataResponseBroker {
 			out = append(out, kmsg.MetadataResponseBroker{NodeID: int32(id), Host: host, Port: port})
 		}
 	}
-	seen := false
+	// A draining node is on its way out: clients must not pick it for
+	// new requests (its leaderships have moved already).
+	draining := b.draining.Load()
+	seen := draining
 	for _, n := range b.engine.KafkaNodes() {
+		if n.ID == self && draining {
+			continue
+		}
 		if n.ID == self {
 			n.KafkaAddr, seen = b.cfg.AdvertisedAddr, true
 		} else if !b.engine.NodeLive(n.ID) {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -50,6 +51,24 @@ type coordinators struct {
 	watching bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	log      *slog.Logger
+
+	// ctx ends at close: it bounds the barrier reads and membership
+	// writes the coordinators make.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// pending holds the newest membership of each group not yet written
+	// (members_writer.go); kick wakes the writer. pmu guards it alone:
+	// coordinators enqueue under their own lock, which mu is held around
+	// (Close), so enqueue must not take mu.
+	pmu     sync.Mutex
+	pending map[memberKey]pendingMembers
+	kick    chan struct{}
+	// written is the newest generation of each group whose write was
+	// tried; wrote is closed and replaced after each write.
+	written map[memberKey]int32
+	wrote   chan struct{}
 }
 
 type termCoordinator struct {
@@ -67,14 +86,21 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 	if gc.MaxSessionTimeout <= 0 {
 		gc.MinSessionTimeout, gc.MaxSessionTimeout = 6*time.Second, 5*time.Minute // spec §3.6 defaults
 	}
-	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc,
-		byKey: map[coordKey]*termCoordinator{}, stop: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc, log: log,
+		byKey: map[coordKey]*termCoordinator{}, stop: make(chan struct{}),
+		ctx: ctx, cancel: cancel, pending: map[memberKey]pendingMembers{}, kick: make(chan struct{}, 1),
+		written: map[memberKey]int32{}, wrote: make(chan struct{})}
 }
 
 // get returns the coordinator of the tenant's consumer groups hashed onto
 // raft group k.group when this node leads it, else NOT_COORDINATOR
 // (another node leads: clients look it up again) or
-// COORDINATOR_NOT_AVAILABLE (no leader right now).
+// COORDINATOR_NOT_AVAILABLE (no leader right now). A coordinator built in
+// a new term starts from the memberships recorded in raft, read after a
+// barrier; until that read succeeds clients hear
+// COORDINATOR_LOAD_IN_PROGRESS and retry, as from a Kafka coordinator
+// loading its partition of __consumer_offsets.
 func (cs *coordinators) get(k coordKey) (*groups.Coordinator, *kerr.Error) {
 	leader, term, ok := cs.engine.Leader(k.group)
 	if !ok {
@@ -83,28 +109,56 @@ func (cs *coordinators) get(k coordKey) (*groups.Coordinator, *kerr.Error) {
 	if leader != cs.self {
 		return nil, kerr.NotCoordinator
 	}
+	if c, kErr, found := cs.current(k, term); found {
+		return c, kErr
+	}
+	ctx, cancel := context.WithTimeout(cs.ctx, restoreTimeout)
+	recorded, err := cs.engine.GroupMembers(ctx, k.group, k.tenant)
+	cancel()
+	if err != nil {
+		cs.log.Warn("kafka group memberships not read", "raft_group", k.group, "err", err)
+		return nil, kerr.CoordinatorLoadInProgress
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
 		return nil, kerr.CoordinatorNotAvailable
 	}
-	tc := cs.byKey[k]
-	if tc != nil && tc.term != term {
+	if tc := cs.byKey[k]; tc != nil && tc.term == term {
+		return tc.c, nil // built by a request that read at the same time
+	}
+	if tc := cs.byKey[k]; tc != nil {
 		tc.c.Close()
-		tc = nil
 	}
-	if tc == nil {
-		cfg := cs.cfg
-		cfg.Known = func(group string) bool { return cs.engine.HasGroup(k.tenant, group) }
-		tc = &termCoordinator{term: term, c: groups.New(cfg)}
-		cs.byKey[k] = tc
+	cfg := cs.cfg
+	cfg.Known = func(group string) bool { return cs.engine.HasGroup(k.tenant, group) }
+	cfg.Restore = map[string]groups.Recorded{}
+	for name, m := range recorded {
+		cfg.Restore[name] = groups.Recorded{Generation: m.Generation, State: m.State}
 	}
+	cfg.Persist = func(group string, generation int32, state []byte) { cs.enqueue(k, group, generation, state) }
+	tc := &termCoordinator{term: term, c: groups.New(cfg)}
+	cs.byKey[k] = tc
 	if !cs.watching {
 		cs.watching = true
-		cs.wg.Add(1)
+		cs.wg.Add(2)
 		go cs.watch()
+		go cs.writer()
 	}
 	return tc.c, nil
+}
+
+// current returns the coordinator of k built in term, if there is one.
+func (cs *coordinators) current(k coordKey, term uint64) (*groups.Coordinator, *kerr.Error, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.closed {
+		return nil, kerr.CoordinatorNotAvailable, true
+	}
+	if tc := cs.byKey[k]; tc != nil && tc.term == term {
+		return tc.c, nil, true
+	}
+	return nil, nil, false
 }
 
 // watch discards the coordinators of raft groups this node no longer
@@ -145,6 +199,7 @@ func (cs *coordinators) close() {
 	}
 	close(cs.stop)
 	cs.mu.Unlock()
+	cs.cancel()
 	cs.wg.Wait()
 }
 

@@ -12,8 +12,9 @@
 // computed by the group's leader, so eager and cooperative assignors both
 // work: a cooperative rebalance is just more join/sync rounds.
 //
-// Nothing here is replicated: a new raft leader starts with no groups and
-// rebuilds them from the clients that rejoin after NOT_COORDINATOR.
+// Membership is replicated through the broker (Config.Persist and Restore,
+// persist.go): a new raft leader continues each group at the generation it
+// last settled in.
 package groups
 
 import (
@@ -54,6 +55,15 @@ type Config struct {
 	// old coordinator is gone, and one that rejoined alone would be given
 	// partitions another still consumes.
 	Known func(group string) bool
+	// Persist, when set, receives a group's membership each time it
+	// settles or empties (persist.go), to be written where the next
+	// coordinator finds it. It is called under the coordinator's lock and
+	// must not block; a later call supersedes an earlier one of the same
+	// group.
+	Persist func(group string, generation int32, state []byte)
+	// Restore is the membership Persist last received for each group of
+	// this coordinator, as recorded before it was built.
+	Restore map[string]Recorded
 	// IdleTimeout is how long an empty group stays in memory (10 min).
 	IdleTimeout time.Duration
 	// Clock defaults to the wall clock.
@@ -120,7 +130,11 @@ func New(cfg Config) *Coordinator {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger, groups: map[string]*group{}}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: map[string]*group{}}
+	c.mu.Lock()
+	c.restore(cfg.Restore)
+	c.mu.Unlock()
+	return c
 }
 
 // Close forgets every group, stops every timer and answers the joins and

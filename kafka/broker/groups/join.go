@@ -244,6 +244,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	if len(g.members) == 0 {
 		g.state, g.protocol = Empty, ""
 		c.log.Debug("kafka group empty", "group", g.name, "generation", g.generation)
+		c.persist(g)
 		c.checkIdle(g)
 		return
 	}
@@ -293,9 +294,13 @@ func (c *Coordinator) joinResult(g *group, m *member) JoinResult {
 // heartbeat restarts a member's session timer. A member whose join or sync
 // is parked here is alive by definition; its timer is re-armed instead of
 // evicting it.
-func (c *Coordinator) heartbeat(g *group, m *member) {
+func (c *Coordinator) heartbeat(g *group, m *member) { c.armSession(g, m, m.sessionTimeout) }
+
+// armSession (re)starts m's session: unless it is heard from within d it
+// is removed and the group rebalances.
+func (c *Coordinator) armSession(g *group, m *member, d time.Duration) {
 	m.session.stop()
-	m.session = c.after(m.sessionTimeout, func() {
+	m.session = c.after(d, func() {
 		if m.joinWait != nil || m.syncWait != nil {
 			c.heartbeat(g, m)
 			return

@@ -60,6 +60,7 @@ func (c *Coordinator) sync(req SyncRequest) (SyncResult, chan SyncResult) {
 		}
 		g.state = Stable
 		c.log.Debug("kafka group stable", "group", g.name, "generation", g.generation)
+		c.persist(g)
 		for _, o := range g.members {
 			if o.syncWait != nil {
 				o.syncWait <- SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: o.assignment}
