@@ -52,6 +52,9 @@ type Config struct {
 	Dir        string
 	Groups     int
 	Token      string
+	// AcceptTokens are accepted from peers besides Token while the raft
+	// token is rotated (QUEEN_RAFT_TOKEN_ACCEPT; docs/operations.md).
+	AcceptTokens []string
 	// TLS, when set, is TLS between nodes (QUEEN_RAFT_TLS_*): every
 	// group's raft listener serves TLS only and calls to peers use it.
 	TLS *nodetls.Config
@@ -342,7 +345,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: QUEEN_RAFT_LISTEN: %w", err)
 	}
-	tcfg := transport.Config{Token: cfg.Token, TLS: cfg.TLS, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
+	tcfg := transport.Config{Token: cfg.Token, AcceptTokens: cfg.AcceptTokens, TLS: cfg.TLS, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
 	if cfg.Drop != nil {
 		tcfg.Drop = func(target string) error { return cfg.Drop(n, target) }
 	}

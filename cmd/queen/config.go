@@ -61,6 +61,22 @@ func (e *env) fail(name, format string, args ...any) {
 	}
 }
 
+// tokenList reads a comma-separated list of extra raft tokens; one is
+// accepted only beside a QUEEN_RAFT_TOKEN, since without a token nothing
+// is checked.
+func (e *env) tokenList(name string) []string {
+	var out []string
+	for _, t := range strings.Split(e.lookup(name), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	if len(out) > 0 && e.lookup("QUEEN_RAFT_TOKEN") == "" {
+		e.fail(name, "needs QUEEN_RAFT_TOKEN: without a token nothing is checked")
+	}
+	return out
+}
+
 func (e *env) str(name, def string) string {
 	if v := strings.TrimSpace(e.lookup(name)); v != "" {
 		return v
@@ -188,11 +204,12 @@ func (e *env) logLevel() slog.Level {
 
 func (e *env) raftConfig() raftgroups.Config {
 	r := raftgroups.Config{
-		NodeID:     uint64(e.int("QUEEN_RAFT_NODE_ID", 1, 1, 1<<30)),
-		ListenAddr: e.str("QUEEN_RAFT_LISTEN", "0.0.0.0:7400"),
-		Dir:        e.str("QUEEN_RAFT_DIR", "./queen-data"),
-		Token:      e.lookup("QUEEN_RAFT_TOKEN"),
-		TLS:        e.nodeTLS(),
+		NodeID:       uint64(e.int("QUEEN_RAFT_NODE_ID", 1, 1, 1<<30)),
+		ListenAddr:   e.str("QUEEN_RAFT_LISTEN", "0.0.0.0:7400"),
+		Dir:          e.str("QUEEN_RAFT_DIR", "./queen-data"),
+		Token:        e.lookup("QUEEN_RAFT_TOKEN"),
+		AcceptTokens: e.tokenList("QUEEN_RAFT_TOKEN_ACCEPT"),
+		TLS:          e.nodeTLS(),
 
 		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
 		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 20000, 10, 1<<24)),

@@ -26,6 +26,7 @@ func (e *env) ephemeralConfig(r raftgroups.Config) api.EphemeralConfig {
 		},
 		NodeID:          r.NodeID,
 		Token:           r.Token,
+		AcceptTokens:    r.AcceptTokens,
 		MemberTTL:       e.millis("QUEEN_EPHEMERAL_MEMBER_TTL_MS", 4*time.Second, 200*time.Millisecond, 10*time.Minute),
 		HandoverTimeout: 15 * time.Second,
 		Rate:            e.int("QUEEN_EPHEMERAL_RATE", 5000, 0, 1<<30),

@@ -85,6 +85,7 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 	for name, env := range map[string]map[string]string{
 		"PORT":                        {"PORT": "http"},
 		"QUEEN_RAFT_GROUPS":           {"QUEEN_RAFT_GROUPS": "65"},
+		"QUEEN_RAFT_TOKEN_ACCEPT":     {"QUEEN_RAFT_TOKEN_ACCEPT": "old"},
 		"QUEEN_RAFT_PEERS":            {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
 		"QUEEN_LOG_JSON":              {"QUEEN_LOG_JSON": "maybe"},
 		"QUEEN_RAFT_LISTEN":           {"QUEEN_RAFT_LISTEN": "7400"},

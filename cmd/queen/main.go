@@ -186,7 +186,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	}
 	log.Info("config: storage", "dir", cfg.Raft.Dir, "mode", mode, "node_id", cfg.Raft.NodeID,
 		"peers", len(cfg.Raft.Peers), "groups", cfg.Raft.Groups, "raft_listen", cfg.Raft.ListenAddr,
-		"raft_token", secret.Mask(cfg.Raft.Token), "rtt_ms", cfg.Raft.RTTMillisecond,
+		"raft_token", secret.Mask(cfg.Raft.Token), "raft_tokens_also_accepted", len(cfg.Raft.AcceptTokens), "rtt_ms", cfg.Raft.RTTMillisecond,
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)

@@ -37,32 +37,42 @@ func EqualBytes(a, b []byte) bool {
 	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
 }
 
-// Matcher checks presented credentials against one configured secret, keeping
-// only its SHA-256 digest. The zero Matcher, and one made from an empty
-// secret, matches nothing. A Matcher is safe for concurrent use.
+// Matcher checks presented credentials against configured secrets, keeping
+// only their SHA-256 digests. The zero Matcher, and one made from empty
+// secrets, matches nothing. A Matcher is safe for concurrent use.
 type Matcher struct {
-	digest [sha256.Size]byte
-	set    bool
+	digests [][sha256.Size]byte
+	set     bool
 }
 
-// NewMatcher returns a Matcher for secret.
-func NewMatcher(secret string) Matcher {
-	if secret == "" {
-		return Matcher{}
+// NewMatcher returns a Matcher for secret and, while one is being rotated
+// out or in, the others also accepted. Empty secrets are ignored.
+func NewMatcher(secret string, also ...string) Matcher {
+	var m Matcher
+	for _, s := range append([]string{secret}, also...) {
+		if s != "" {
+			m.digests = append(m.digests, sha256.Sum256([]byte(s)))
+			m.set = true
+		}
 	}
-	return Matcher{digest: sha256.Sum256([]byte(secret)), set: true}
+	return m
 }
 
 // Set reports whether the Matcher was made from a non-empty secret.
 func (m Matcher) Set() bool { return m.set }
 
-// Match reports whether presented equals the secret, as Equal does.
+// Match reports whether presented equals one of the secrets, as Equal
+// does; every digest is compared, so the time taken does not say which.
 func (m Matcher) Match(presented string) bool {
 	if !m.set || presented == "" {
 		return false
 	}
 	d := sha256.Sum256([]byte(presented))
-	return subtle.ConstantTimeCompare(d[:], m.digest[:]) == 1
+	ok := 0
+	for _, want := range m.digests {
+		ok |= subtle.ConstantTimeCompare(d[:], want[:])
+	}
+	return ok == 1
 }
 
 // String keeps the digest out of logs.

@@ -67,3 +67,17 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+// A Matcher made of several secrets (a token being rotated) accepts each
+// of them and nothing else; empty ones are ignored.
+func TestMatcherAcceptsEveryConfiguredSecret(t *testing.T) {
+	m := NewMatcher("new-token", "", "old-token")
+	for presented, want := range map[string]bool{"new-token": true, "old-token": true, "": false, "other": false, "new-tokenx": false} {
+		if got := m.Match(presented); got != want {
+			t.Errorf("Match(%q) = %v, want %v", presented, got, want)
+		}
+	}
+	if NewMatcher("", "").Set() {
+		t.Fatal("a Matcher of empty secrets is set")
+	}
+}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/crypto/secret"
 	"github.com/queen-mq/queen/storage/ephemeral"
 	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
@@ -30,6 +30,8 @@ type EphemeralConfig struct {
 	Peers  []EphemeralPeer // every node, this one included; none: a single node
 	// Token is QUEEN_RAFT_TOKEN: node-to-node calls carry it (spec §4.2).
 	Token string
+	// AcceptTokens are accepted besides Token while it is rotated.
+	AcceptTokens []string
 	// MemberTTL is how long a peer counts as live after it last answered
 	// (QUEEN_EPHEMERAL_MEMBER_TTL_MS).
 	MemberTTL time.Duration
@@ -449,8 +451,7 @@ func (r *ring) checkToken(ctx *fasthttp.RequestCtx) error {
 	if r.cfg.Token == "" {
 		return nil
 	}
-	got := ctx.Request.Header.Peek(raftTokenHeader)
-	if subtle.ConstantTimeCompare(got, []byte(r.cfg.Token)) != 1 {
+	if !secret.NewMatcher(r.cfg.Token, r.cfg.AcceptTokens...).Match(string(ctx.Request.Header.Peek(raftTokenHeader))) {
 		ctx.SetConnectionClose()
 		return &apiError{http.StatusUnauthorized, "unauthorized", "bad raft token"}
 	}

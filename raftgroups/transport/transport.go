@@ -73,7 +73,8 @@ var ErrRefused = errors.New("refused this node's QUEEN_RAFT_TOKEN")
 
 // Config configures the transport of one group.
 type Config struct {
-	Token        string // empty: no check (the node warns at boot)
+	Token        string   // empty: no check (the node warns at boot)
+	AcceptTokens []string // also accepted (never sent) while Token is rotated
 	Group        int
 	MaxBodyBytes int64 // largest message batch accepted; chunks are capped separately
 	Logger       *slog.Logger
@@ -207,7 +208,7 @@ type Transport struct {
 }
 
 func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.MessageHandler, ch raftio.ChunkHandler) *Transport {
-	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token), streams: map[*stream]struct{}{}}
+	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token, cfg.AcceptTokens...), streams: map[*stream]struct{}{}}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: cfg.Timeouts.Dial, KeepAlive: 10 * time.Second}).DialContext,

@@ -242,3 +242,43 @@ func TestPeerTimeNeedsTheToken(t *testing.T) {
 		t.Fatalf("want ErrRefused, got %v", err)
 	}
 }
+
+// Rotating the raft token: a node that sends the new token still reaches a
+// peer that also accepts it, a peer that sends the old one is still heard
+// by a node that accepts it, and a token nobody accepts is refused.
+func TestTokenRotationAcceptsTheOtherToken(t *testing.T) {
+	start := func(token string, also ...string) (*Transport, string, *receiver) {
+		t.Helper()
+		rcv := &receiver{}
+		addr := freeAddr(t)
+		f := NewFactory(Config{Token: token, AcceptTokens: also, Group: 0, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		tr := f.Create(config.NodeHostConfig{RaftAddress: addr}, rcv.handle, func(pb.Chunk) bool { return true }).(*Transport)
+		if err := tr.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr, addr, rcv
+	}
+	batch := pb.MessageBatch{Requests: []pb.Message{{ShardID: 1, From: 1, To: 2, Type: pb.Heartbeat}}}
+	rotated, rotatedAddr, rotatedRcv := start("new", "old") // sends new, accepts old
+	old, oldAddr, oldRcv := start("old", "new")             // sends old, accepts new
+	for _, c := range []struct {
+		from *Transport
+		to   string
+		rcv  *receiver
+	}{{rotated, oldAddr, oldRcv}, {old, rotatedAddr, rotatedRcv}} {
+		conn, err := c.from.GetConnection(context.Background(), c.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.SendMessageBatch(batch); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "a batch across the rotation", func() bool { return c.rcv.count() == 1 })
+		conn.Close()
+	}
+	stranger, _, _ := start("other")
+	if _, err := stranger.GetConnection(context.Background(), rotatedAddr); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a token nobody accepts: %v, want ErrRefused", err)
+	}
+}
