@@ -64,6 +64,14 @@ func run() int {
 		engine.SetPayloadKey(cfg.EncryptionKey)
 		log.Info("encryption service initialized (AES-256-GCM)")
 	}
+	// Ephemeral queues follow the membership, not only QUEEN_RAFT_PEERS.
+	cfg.HTTP.Ephemeral.PeersFunc = func() []api.EphemeralPeer {
+		var out []api.EphemeralPeer
+		for _, p := range host.Peers() {
+			out = append(out, api.EphemeralPeer{ID: p.ID, HTTPAddr: p.HTTPAddr})
+		}
+		return out
+	}
 	srv := api.New(cfg.HTTP, engine, log)
 	if err := srv.Start(); err != nil {
 		host.Close()

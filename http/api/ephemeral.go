@@ -294,7 +294,7 @@ func (s *Server) ephAckPartition(ctx *fasthttp.RequestCtx, rq ephReq, k ephemera
 		}
 		o = s.eph.owner(k, time.Now())
 	}
-	addr, ok := s.eph.addrs[o]
+	addr, ok := s.eph.peerAddrs()[o]
 	if !ok || rq.hops >= maxHops {
 		return errUnrouted
 	}
@@ -336,7 +336,7 @@ func (s *Server) fanout(ctx *fasthttp.RequestCtx, rq ephReq, method string, body
 		if id == s.eph.cfg.NodeID {
 			continue
 		}
-		status, resp, err := s.eph.callAs(ctx, s.eph.addrs[id], method, string(ctx.RequestURI()), rq, body, s.cfg.RequestTimeout)
+		status, resp, err := s.eph.callAs(ctx, s.eph.peerAddrs()[id], method, string(ctx.RequestURI()), rq, body, s.cfg.RequestTimeout)
 		switch {
 		case err != nil || status >= 500:
 			return nil, &apiError{http.StatusServiceUnavailable, "retry", "ephemeral node " + strconv.FormatUint(id, 10) + " did not answer; the request may have applied on some nodes only"}

@@ -30,6 +30,9 @@ type EphemeralConfig struct {
 	Peers  []EphemeralPeer // every node, this one included; none: a single node
 	// Token is QUEEN_RAFT_TOKEN: node-to-node calls carry it (spec §4.2).
 	Token string
+	// PeersFunc, when set, is the cluster's current membership, read
+	// every probe; Peers is only the boot-time list.
+	PeersFunc func() []EphemeralPeer
 	// AcceptTokens are accepted besides Token while it is rotated.
 	AcceptTokens []string
 	// MemberTTL is how long a peer counts as live after it last answered
@@ -68,8 +71,10 @@ type ring struct {
 	store  *ephemeral.Store
 	log    *slog.Logger
 	client *fasthttp.Client
-	addrs  map[uint64]string
-	rate   *ephRate
+	// addrs maps every peer (not this node) to its HTTP address; replaced
+	// whole when the membership changes, never modified in place.
+	addrs atomic.Pointer[map[uint64]string]
+	rate  *ephRate
 
 	mu       sync.Mutex
 	lastSeen map[uint64]time.Time
@@ -94,19 +99,29 @@ func newRing(cfg EphemeralConfig, log *slog.Logger) *ring {
 	if cfg.Store.MaxBytes == 0 {
 		cfg.Store = ephemeral.DefaultConfig()
 	}
-	r := &ring{cfg: cfg, store: ephemeral.New(cfg.Store), log: log, addrs: map[uint64]string{},
+	r := &ring{cfg: cfg, store: ephemeral.New(cfg.Store), log: log,
 		lastSeen: map[uint64]time.Time{}, departed: map[uint64]bool{}, refused: map[uint64]bool{},
 		client: &fasthttp.Client{Name: "queen-ephemeral", ReadTimeout: 2 * time.Minute, WriteTimeout: 30 * time.Second,
 			MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true}}
-	for _, p := range cfg.Peers {
-		if p.ID != cfg.NodeID && p.HTTPAddr != "" {
-			r.addrs[p.ID] = p.HTTPAddr
-		}
-	}
+	r.setPeers(cfg.Peers)
 	r.rate = newEphRate(cfg.Rate, cfg.Burst)
 	r.enabled.Store(true)
 	return r
 }
+
+// setPeers replaces the peer list (this node is left out).
+func (r *ring) setPeers(peers []EphemeralPeer) {
+	m := map[uint64]string{}
+	for _, p := range peers {
+		if p.ID != r.cfg.NodeID && p.HTTPAddr != "" {
+			m[p.ID] = p.HTTPAddr
+		}
+	}
+	r.addrs.Store(&m)
+}
+
+// peerAddrs is the current peer list; the caller must not modify it.
+func (r *ring) peerAddrs() map[uint64]string { return *r.addrs.Load() }
 
 // live is the set of nodes that may own partitions now: this node unless
 // it is leaving, and every peer heard from within MemberTTL that has not
@@ -118,7 +133,7 @@ func (r *ring) live(now time.Time) []uint64 {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id := range r.addrs {
+	for id := range r.peerAddrs() {
 		if seen, ok := r.lastSeen[id]; ok && now.Sub(seen) < r.cfg.MemberTTL && !r.departed[id] {
 			out = append(out, id)
 		}
@@ -176,7 +191,7 @@ func (r *ring) readyMsg() readyMsg {
 
 // heard records a peer's message.
 func (r *ring) heard(m readyMsg, now time.Time) {
-	if _, ok := r.addrs[m.Node]; ok {
+	if _, ok := r.peerAddrs()[m.Node]; ok {
 		r.mu.Lock()
 		r.lastSeen[m.Node] = now
 		r.departed[m.Node] = m.Leaving
@@ -220,6 +235,11 @@ func (r *ring) loop() {
 			return
 		case <-t.C:
 		}
+		if r.cfg.PeersFunc != nil {
+			// A node added or removed since boot is in the membership,
+			// not in QUEEN_RAFT_PEERS.
+			r.setPeers(r.cfg.PeersFunc())
+		}
 		r.probe()
 		now := time.Now()
 		r.store.Sweep(now)
@@ -231,7 +251,7 @@ func (r *ring) loop() {
 func (r *ring) probe() {
 	body, _ := json.Marshal(r.readyMsg())
 	var wg sync.WaitGroup
-	for id, addr := range r.addrs {
+	for id, addr := range r.peerAddrs() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -290,7 +310,7 @@ func (r *ring) send(dumps []ephemeral.Dump, now time.Time, ctx context.Context) 
 		byOwner[o] = append(byOwner[o], d)
 	}
 	for o, ds := range byOwner {
-		addr, ok := r.addrs[o]
+		addr, ok := r.peerAddrs()[o]
 		if !ok {
 			failed = append(failed, ds...)
 			continue
@@ -339,7 +359,7 @@ func (r *ring) leave(ctx context.Context) {
 	<-r.done
 	r.leaving.Store(true)
 	body, _ := json.Marshal(r.readyMsg())
-	for _, addr := range r.addrs {
+	for _, addr := range r.peerAddrs() {
 		_, _, _ = r.call(addr, http.MethodPost, "/api/v1/ephemeral/_leaving", wire.DefaultTenant, body, time.Second)
 	}
 	r.store.Seal()
@@ -350,7 +370,7 @@ func (r *ring) leave(ctx context.Context) {
 	}
 	delivered := 0
 	// A single node has nowhere to send them: no point waiting.
-	for len(dumps) > 0 && len(r.addrs) > 0 && ctx.Err() == nil {
+	for len(dumps) > 0 && len(r.peerAddrs()) > 0 && ctx.Err() == nil {
 		var n int
 		n, dumps = r.send(dumps, time.Now(), ctx)
 		delivered += n
@@ -395,7 +415,7 @@ func (r *ring) callHops(addr, method, uri string, tenant wire.ID, auth []byte, h
 
 // forward relays a client's request to the owner and its answer back.
 func (r *ring) forward(ctx *fasthttp.RequestCtx, owner uint64, tenant wire.ID, hops int, timeout time.Duration) error {
-	addr, ok := r.addrs[owner]
+	addr, ok := r.peerAddrs()[owner]
 	if !ok || hops >= maxHops {
 		return errUnrouted
 	}
