@@ -58,8 +58,13 @@ type Node struct {
 	HTTPAddr  string // 127.0.0.1:port
 	RaftAddr  string // group 0's raft address; group N is port + N
 	KafkaAddr string
-	Dir       string
-	Env       map[string]string // extra settings, e.g. QUEEN_RAFT_TOKEN
+	// PeerRaftAddr and PeerHTTPAddr are where the node's peers reach it
+	// (QUEEN_RAFT_PEERS): its own ports, or its proxy's in a cluster
+	// started with Options.Proxied.
+	PeerRaftAddr string
+	PeerHTTPAddr string
+	Dir          string
+	Env          map[string]string // extra settings, e.g. QUEEN_RAFT_TOKEN
 
 	bin      string
 	mu       sync.Mutex
@@ -78,6 +83,9 @@ type Options struct {
 	Env    map[string]string // settings for every node
 	// BaseDir holds the nodes' data dirs (a test's TempDir).
 	BaseDir string
+	// Proxied puts a fault proxy between every node and its peers
+	// (Cluster.Net, netfault.go).
+	Proxied bool
 }
 
 // DefaultGroups is how many raft groups a node of a cluster of nodes runs
@@ -87,6 +95,8 @@ func DefaultGroups(nodes int) int { return raftgroups.DefaultGroups(nodes, runti
 // Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
 type Cluster struct {
 	Nodes []*Node
+	// Net cuts and heals links between nodes (Options.Proxied only).
+	Net   *Network
 	peers string
 }
 
@@ -122,6 +132,19 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			Dir:       filepath.Join(o.BaseDir, fmt.Sprintf("node%d", i)),
 			Env:       map[string]string{},
 		}
+		n.PeerRaftAddr, n.PeerHTTPAddr = n.RaftAddr, n.HTTPAddr
+		if o.Proxied {
+			pubRaft, err := FreePortRange(ports)
+			if err != nil {
+				return nil, err
+			}
+			pubHTTP, err := FreePortRange(1)
+			if err != nil {
+				return nil, err
+			}
+			n.PeerRaftAddr = fmt.Sprintf("127.0.0.1:%d", pubRaft)
+			n.PeerHTTPAddr = fmt.Sprintf("127.0.0.1:%d", pubHTTP)
+		}
 		if o.Groups > 0 {
 			n.Env["QUEEN_RAFT_GROUPS"] = strconv.Itoa(o.Groups)
 		}
@@ -129,10 +152,17 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			n.Env[k] = v
 		}
 		c.Nodes = append(c.Nodes, n)
-		peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.RaftAddr, n.HTTPAddr))
+		peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.PeerRaftAddr, n.PeerHTTPAddr))
 	}
 	if o.Nodes > 1 {
 		c.peers = strings.Join(peers, ",")
+	}
+	if o.Proxied {
+		nw, err := newNetwork(c.Nodes, ports)
+		if err != nil {
+			return nil, err
+		}
+		c.Net = nw
 	}
 	return c, nil
 }
@@ -246,6 +276,16 @@ func (n *Node) ExitCode() int {
 // wait.
 func (n *Node) Terminate(wait time.Duration) bool { return n.signal(syscall.SIGTERM, wait) }
 
+// Pid is the running process's id, 0 when it is not running.
+func (n *Node) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 // Running reports whether the process is alive.
 func (n *Node) Running() bool {
 	n.mu.Lock()
@@ -269,6 +309,14 @@ func (c *Cluster) StopAll() {
 		go func(n *Node) { defer wg.Done(); n.Stop() }(n)
 	}
 	wg.Wait()
+}
+
+// Close stops every node, then the proxies of a proxied cluster.
+func (c *Cluster) Close() {
+	c.StopAll()
+	if c.Net != nil {
+		c.Net.Close()
+	}
 }
 
 // URL is the node's HTTP base URL.
