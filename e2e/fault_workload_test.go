@@ -76,7 +76,7 @@ func startWorkload(t *testing.T, ctx context.Context, c *harness.Cluster, cfg wo
 	for p := 0; p < cfg.HTTPPartitions; p++ {
 		items := []pushItem{{Queue: faultQueue, Partition: fmt.Sprintf("p%d", p), Payload: "warm-up", TransactionID: fmt.Sprintf("warm-%d", p)}}
 		w.led.hSent(items[0].TransactionID, -1, -1, items[0].Partition)
-		if err := w.pushBatch(ctx, 0, items); err != nil {
+		if _, err := w.pushBatch(ctx, 0, items); err != nil {
 			t.Fatal("warm-up push:", err)
 		}
 	}
@@ -169,7 +169,7 @@ func (w *workload) pushLoop(ctx context.Context, id int) {
 	defer w.writers.Done()
 	tick := time.NewTicker(20 * time.Millisecond) // pacing: at most 500 messages/s a pusher
 	defer tick.Stop()
-	seq := 0
+	seq, node := 0, id
 	for b := 0; ctx.Err() == nil; b++ {
 		part := fmt.Sprintf("p%d", (id*7+b)%w.cfg.HTTPPartitions)
 		items := make([]pushItem, 10)
@@ -179,7 +179,8 @@ func (w *workload) pushLoop(ctx context.Context, id int) {
 			w.led.hSent(txn, id, seq, part)
 			seq++
 		}
-		if err := w.pushBatch(ctx, id+b, items); err != nil {
+		var err error
+		if node, err = w.pushBatch(ctx, node, items); err != nil {
 			w.led.hUnacked(items) // stopped before an answer: stored at most once
 			return
 		}
@@ -190,9 +191,10 @@ func (w *workload) pushLoop(ctx context.Context, id int) {
 	}
 }
 
-// pushBatch retries one batch on the running nodes in turn until a node
-// acknowledges all of it or ctx ends.
-func (w *workload) pushBatch(ctx context.Context, start int, items []pushItem) error {
+// pushBatch retries one batch on the running nodes in turn, from the
+// start-th, until a node acknowledges all of it or ctx ends; it returns the
+// index of the node that did, where the next batch starts.
+func (w *workload) pushBatch(ctx context.Context, start int, items []pushItem) (int, error) {
 	for try := start; ; try++ {
 		n := w.node(try)
 		actx, cancel := context.WithTimeout(ctx, w.cfg.PushTimeout)
@@ -208,15 +210,15 @@ func (w *workload) pushBatch(ctx context.Context, start int, items []pushItem) e
 				for i, r := range res {
 					w.led.hAcked(items[i].TransactionID, items[i].Partition, r.Offset, n.ID)
 				}
-				return nil
+				return try, nil
 			}
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return try, ctx.Err()
 		}
 		select { // back off before the next node
 		case <-ctx.Done():
-			return ctx.Err()
+			return try, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
