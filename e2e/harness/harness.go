@@ -182,7 +182,12 @@ func (c *Cluster) Start(n *Node) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd != nil {
-		return fmt.Errorf("harness: node %d already running", n.ID)
+		select {
+		case <-n.exited: // it died on its own (a crash): start it again
+			n.cmd = nil
+		default:
+			return fmt.Errorf("harness: node %d already running", n.ID)
+		}
 	}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return err
