@@ -24,8 +24,9 @@ const clockOffsetEnv = "QUEEN_TEST_CLOCK_OFFSET_MS"
 // within a few minutes of the real time.
 //
 // QUEEN_TEST_CLOCK_OFFSET_MS and the bound on the replicated clock come
-// from another change; until both are in, this test either runs without
-// a skew (setting unknown) or fails (skew unbounded).
+// from another change; a build without the setting fails here at once (a
+// node that does not log the setting is not skewed), and one with the
+// setting but no bound fails the checks.
 func TestFaultClockSkew(t *testing.T) {
 	for _, off := range []time.Duration{time.Hour, -time.Hour} {
 		t.Run(fmt.Sprintf("offset%+dh", int(off.Hours())), func(t *testing.T) { clockSkewRun(t, off) })
@@ -49,6 +50,11 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 	}
 	if err := waitCaughtUp(ctx, w, skewed); err != nil {
 		t.Fatal(err)
+	}
+	// A node that does not know the setting runs a true clock, and the
+	// rest of this test would prove nothing.
+	if !skewed.Grep(clockOffsetEnv) {
+		t.Fatalf("node %d does not acknowledge %s in its log: this build ignores the setting, so its clock is not skewed", skewed.ID, clockOffsetEnv)
 	}
 
 	// A lease taken through the skewed node, then entries it proposes.
