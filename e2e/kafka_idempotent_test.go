@@ -145,3 +145,37 @@ func TestKafkaIdempotentProducerAcrossLeaderSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d records over %d partitions, each exactly once and in order", total, partitions)
 }
+
+// Metadata lists live brokers only, as Kafka does: a SIGKILLed node leaves
+// the list within seconds and comes back once restarted. Clients depend on
+// it: a transactional franz-go producer whose coordinator died retried the
+// dead broker until its deadline while the node was still listed.
+func TestKafkaMetadataListsLiveBrokersOnly(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 3})
+	ctx := deadline(t, 2*time.Minute)
+	admin := kgoClient(t, c, kgo.SeedBrokers(c.Nodes[0].KafkaAddr))
+	waitBrokers(ctx, t, admin, 3)
+	victim := c.Nodes[2]
+	victim.Kill()
+	listed := func() map[int32]bool {
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, admin)
+		if err != nil {
+			return nil
+		}
+		ids := map[int32]bool{}
+		for _, b := range resp.Brokers {
+			ids[b.NodeID] = true
+		}
+		return ids
+	}
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		ids := listed()
+		return ids != nil && len(ids) == 2 && !ids[int32(victim.ID)], nil
+	}); err != nil {
+		t.Fatalf("the killed node stayed in Metadata: %v", listed())
+	}
+	if err := c.Start(victim); err != nil {
+		t.Fatal(err)
+	}
+	waitBrokers(ctx, t, admin, 3)
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/e2e/harness"
 )
@@ -162,7 +163,15 @@ func TestKafkaTransactionsAcrossGroupsThroughASIGKILL(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		run(i)
 	}
-	victim := c.Nodes[2]
+	// Kill the transaction's coordinator: the producer must find the new
+	// one (franz-go looks again only once the dead broker leaves Metadata).
+	freq := kmsg.NewPtrFindCoordinatorRequest()
+	freq.CoordinatorKey, freq.CoordinatorType = "xledger-writer", 1
+	fr, err := freq.RequestWith(ctx, admin)
+	if err != nil || fr.ErrorCode != 0 || fr.NodeID < 1 || int(fr.NodeID) > len(c.Nodes) {
+		t.Fatalf("find coordinator: %v %+v", err, fr)
+	}
+	victim := c.Nodes[fr.NodeID-1]
 	victim.Kill()
 	for i := 10; i < 20; i++ {
 		run(i)

@@ -396,7 +396,10 @@ func (c *Conn) runHandler(p *pending, h Handler, d decodedRequest, release func(
 		return
 	}
 	if pr, ok := d.req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 {
-		p.closeAfter = closeAfter // acks=0: the client reads no response
+		// acks=0: the client reads no response. A failed partition is
+		// reported as Kafka does, by closing the connection, so the
+		// client refreshes its metadata instead of writing into the void.
+		p.closeAfter = closeAfter || produceFailed(resp)
 		return
 	}
 	if resp == nil {
@@ -410,6 +413,22 @@ func (c *Conn) runHandler(p *pending, h Handler, d decodedRequest, release func(
 	resp.SetVersion(d.hdr.Version)
 	p.frame, p.err = appendResponseFrame(nil, d.hdr.CorrelationID, resp)
 	p.closeAfter = closeAfter
+}
+
+// produceFailed reports whether a produce response has a partition error.
+func produceFailed(resp kmsg.Response) bool {
+	pr, ok := resp.(*kmsg.ProduceResponse)
+	if !ok {
+		return false // an acks=0 handler may answer nothing at all
+	}
+	for _, t := range pr.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeLoop writes responses in request order, batching writes while more

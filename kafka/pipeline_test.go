@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -99,6 +100,36 @@ func TestProduceAcksZeroGetsNoResponse(t *testing.T) {
 		t.Fatalf("acks %d", acks)
 	}
 	c.roundTrip(apiVersionsRequest(3)) // fails if a produce response came first
+}
+
+// TestProduceAcksZeroErrorClosesTheConnection: an acks=0 producer reads no
+// response, so a failed partition is reported the way Kafka reports it, by
+// closing the connection: the client notices, refreshes its metadata and
+// reconnects, instead of sending to a partition it cannot write forever.
+func TestProduceAcksZeroErrorClosesTheConnection(t *testing.T) {
+	s := startServer(t, Config{}, func(s *Server) {
+		must(t, s.RegisterHandler(0, func(_ context.Context, _ *Conn, kreq kmsg.Request) (kmsg.Response, error) {
+			req := kreq.(*kmsg.ProduceRequest)
+			resp := req.ResponseKind().(*kmsg.ProduceResponse)
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic = req.Topics[0].Topic
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			rt.Partitions = append(rt.Partitions, rp)
+			resp.Topics = append(resp.Topics, rt)
+			return resp, nil
+		}))
+	})
+	c := dialRaw(t, s)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = 0
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rt.Partitions = append(rt.Partitions, kmsg.NewProduceRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	c.send(req)
+	c.expectClosed()
 }
 
 // TestHandlerFailuresCloseTheConnection: an error, a panic, a nil or a

@@ -22,7 +22,9 @@ import (
 // handler reports Kafka errors inside the response (see ErrorResponse); a
 // returned error means the request cannot be answered and closes the
 // connection, except ErrCloseAfterResponse, which writes the response first.
-// For Produce with acks=0 the response is dropped and may be nil.
+// For Produce with acks=0 the response is dropped and may be nil; one with a
+// partition error closes the connection, Kafka's way of telling an acks=0
+// producer.
 //
 // ctx is cancelled when the connection or the server closes; handlers must
 // return promptly then, because Close waits for them.

@@ -17,7 +17,7 @@ func (r VersionRange) Contains(v int16) bool { return v >= r.Min && v <= r.Max }
 // keys are absent on purpose.
 var supportedVersions = map[int16]VersionRange{
 	0:  {3, 9}, // Produce: v3 is the RecordBatch v2 floor; v10 adds leader-change hints
-	1:  {4, 6}, // Fetch: v7 brings fetch sessions
+	1:  {4, 9}, // Fetch: v9 CurrentLeaderEpoch; sessions (v7) declined; v10+ nothing we need
 	2:  {1, 5}, // ListOffsets: v7 MAX_TIMESTAMP not supported
 	3:  {0, 9}, // Metadata: v10 brings topic ids
 	8:  {2, 6}, // OffsetCommit: v7 group_instance_id (no static membership)

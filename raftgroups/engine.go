@@ -23,6 +23,7 @@ type Engine struct {
 	watch      watchers
 	payloadKey *envelope.Key // nil: payload encryption off
 	pops       popRotor
+	caught     []caughtUp // per group: whether this node, leading, caught up (leader_epoch.go)
 }
 
 // NewEngine serves requests from h's groups, placing data with place.
@@ -30,14 +31,19 @@ func NewEngine(h *Host, place tenancy.Placement) (*Engine, error) {
 	if place.Groups() != h.Groups() {
 		return nil, fmt.Errorf("raftgroups: placement over %d groups, host has %d", place.Groups(), h.Groups())
 	}
-	e := &Engine{host: h, place: place}
+	e := &Engine{host: h, place: place, caught: make([]caughtUp, h.Groups())}
 	e.watch.m = map[watchKey]*watchList{}
 	for _, g := range h.groups {
 		g.store.OnChange(e.watch.notify)
 	}
 	h.startEngineLoops(e)
+	e.watchLeaders()
 	return e, nil
 }
+
+// NowMs is this node's clock (Host.NowMs): compare replicated times, such
+// as lease expiries, with it rather than with the wall clock.
+func (e *Engine) NowMs() int64 { return e.host.clock.NowMs() }
 
 // Host is the node the engine runs on.
 func (e *Engine) Host() *Host { return e.host }
@@ -141,6 +147,20 @@ func (e *Engine) Leader(n int) (node, term uint64, ok bool) {
 		return 0, 0, false
 	}
 	return id, term, true
+}
+
+// NodeLive reports whether node id looks alive from here: this node, the
+// leader of a group as this replica sees it, or a node heard from within
+// three election timeouts (at least 2 s). Kafka's Metadata lists live
+// brokers only, and clients rely on it: franz-go keeps a dead broker as a
+// transaction coordinator until the broker leaves the list.
+func (e *Engine) NodeLive(id uint64) bool {
+	for n := range e.host.groups {
+		if node, _, ok := e.Leader(n); ok && node == id {
+			return true
+		}
+	}
+	return e.host.HeardFrom(id, max(2*time.Second, 3*e.host.ElectionTimeout()))
 }
 
 // Leads reports whether this node leads group n.

@@ -95,7 +95,7 @@ func (e *Engine) forgetLoop() {
 // then finds, so it cannot commit).
 func (e *Engine) resolveInDoubt() {
 	h := e.host
-	now := time.Now().UnixMilli()
+	now := h.clock.NowMs()
 	for _, g := range h.groups {
 		if !h.leads(g) {
 			continue
@@ -142,7 +142,7 @@ func (e *Engine) decisionOf(ctx context.Context, coord int, xid wire.ID) (bool, 
 // before it told them all.
 func (e *Engine) finishDecisions() {
 	h := e.host
-	before := time.Now().Add(-finishAfter).UnixMilli()
+	before := h.clock.NowMs() - finishAfter.Milliseconds()
 	for _, g := range h.groups {
 		if !h.leads(g) {
 			continue
@@ -182,7 +182,7 @@ func (e *Engine) finishDecisions() {
 // then the outcome is recorded in the timer's group.
 func (e *Engine) fireTimers() {
 	h := e.host
-	now := time.Now().UnixMilli()
+	now := h.clock.NowMs()
 	for _, g := range h.groups {
 		if next := g.store.NextTimerMs(); next == 0 || next > now || !h.leads(g) {
 			continue

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -111,7 +110,7 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 // poppable keeps the groups whose replica here says a pop could find
 // messages now.
 func (e *Engine) poppable(c *wire.PopCmd, groups []int) []int {
-	now := time.Now().UnixMilli()
+	now := e.host.clock.NowMs()
 	var out []int
 	for _, g := range groups {
 		if e.GroupStore(g).MayPop(c.Tenant, c.Queue, c.Group, c.Partition, now) {

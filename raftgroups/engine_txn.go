@@ -349,7 +349,7 @@ const prepareDeadline = 5 * time.Second
 // settle it the same way everywhere).
 func (e *Engine) twoPhase(ctx context.Context, xid wire.ID, coord int, coordPrep []wire.Command, own wire.Command, others []*txnPart, subs []wire.Command) (twoPhaseOut, error) {
 	out := twoPhaseOut{refused: make([][]byte, len(others)), results: make([][]byte, len(others))}
-	deadline := time.Now().Add(prepareDeadline).UnixMilli()
+	deadline := e.host.clock.NowMs() + prepareDeadline.Milliseconds()
 	prepared := make([]bool, len(others))
 	errs := make([]error, len(others))
 	fanOut(len(others), func(i int) {

@@ -3,6 +3,10 @@ package raftgroups
 import (
 	"os"
 	"syscall"
+
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/queen-mq/queen/storage"
 )
 
 // Fault points a test can crash this process at (Config.CrashAt), each
@@ -21,4 +25,15 @@ func (h *Host) crashAt(point string) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
+}
+
+// heldStore is a group's store behind the Config.BeforeApply test hook.
+type heldStore struct {
+	*storage.Store
+	before func()
+}
+
+func (s heldStore) Update(ents []sm.Entry) ([]sm.Entry, error) {
+	s.before()
+	return s.Store.Update(ents)
 }

@@ -54,6 +54,15 @@ func (h *Host) SegmentStats(n int) (files int, bytes int64) {
 	return h.groups[n].store.SegmentStats()
 }
 
+// CorruptChunks counts the chunk reads group n's store on this node
+// refused because the bytes on disk failed their checksum.
+func (h *Host) CorruptChunks(n int) uint64 {
+	if n < 0 || n >= len(h.groups) {
+		return 0
+	}
+	return h.groups[n].store.CorruptChunks()
+}
+
 // Ready reports whether every group has a leader that recently reached a
 // quorum and this node has applied close to the commit index: the /health
 // readiness rule of spec §2.18.

@@ -30,6 +30,7 @@ import (
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/queen-mq/queen/raftgroups/clock"
 	"github.com/queen-mq/queen/raftgroups/transport"
 	"github.com/queen-mq/queen/storage"
 )
@@ -62,7 +63,7 @@ type Config struct {
 	CompactionOverhead uint64
 	SnapshotBytes      uint64 // applied command bytes that trigger a snapshot (snapshots.go)
 
-	MaxEntryBytes  int           // largest command accepted (QUEEN_RAFT_ENTRY_MAX_BYTES)
+	MaxEntryBytes  int           // largest entry, and so request, accepted (QUEEN_RAFT_ENTRY_MAX_BYTES, at most MaxEntryLimit)
 	MaxBatchBytes  int           // group commit stops gathering at this entry size
 	AttemptTimeout time.Duration // one proposal attempt
 	RequestTimeout time.Duration // a write's whole budget (QUEEN_STMT_TIMEOUT_MS)
@@ -73,6 +74,15 @@ type Config struct {
 	ReadyLag    uint64        // applied may trail commit by this many entries
 
 	TraceRetention time.Duration // QUEEN_RAFT_TRACE_RETENTION_S
+
+	// MaxClockSkew bounds how far this node's clock, which stamps every
+	// entry, may be from the cluster's (QUEEN_RAFT_MAX_CLOCK_SKEW_MS;
+	// clocksync.go). ClockTestOffset offsets this node's wall clock, for
+	// tests only (QUEEN_TEST_CLOCK_OFFSET_MS). ClockSyncEvery is how often
+	// the clock is compared with the peers' (1 s when zero).
+	MaxClockSkew    time.Duration
+	ClockTestOffset time.Duration
+	ClockSyncEvery  time.Duration
 
 	// DiskHighPct and DiskLowPct are the storage_full watermarks
 	// (QUEEN_RAFT_DISK_HIGH_PCT / _LOW_PCT); DiskHighPct of 0 or 100 turns
@@ -95,6 +105,10 @@ type Config struct {
 	// Drop is a test hook: a non-nil error for (group, target) drops raft
 	// traffic to that peer as if it were unreachable.
 	Drop func(group int, target string) error
+	// BeforeApply is a test hook called before each batch of group's
+	// entries is applied: blocking in it holds this replica's applies
+	// back while its raft log keeps up, as a slow or restarting replica's.
+	BeforeApply func(group int)
 }
 
 // DefaultGroups is how many raft groups a node of a cluster of nodes runs
@@ -142,6 +156,7 @@ func (c *Config) setDefaults() {
 	if c.MaxEntryBytes <= 0 {
 		c.MaxEntryBytes = 96 << 20
 	}
+	c.MaxEntryBytes = min(c.MaxEntryBytes, MaxEntryLimit)
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = 4 << 20
 	}
@@ -166,6 +181,12 @@ func (c *Config) setDefaults() {
 	if c.ReadyLag == 0 {
 		c.ReadyLag = 1000
 	}
+	if c.MaxClockSkew <= 0 {
+		c.MaxClockSkew = 500 * time.Millisecond
+	}
+	if c.ClockSyncEvery <= 0 {
+		c.ClockSyncEvery = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -180,6 +201,9 @@ type Host struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 	disk   *diskGuard
+	// clock stamps every entry this node proposes and is the "now" it
+	// compares replicated times with (clocksync.go).
+	clock *clock.Clock
 	// stopped is cancelled with stop, for background proposals that must
 	// not hold up a shutdown.
 	stopped    context.Context
@@ -187,6 +211,9 @@ type Host struct {
 	// forgets carries resolved cross-group decisions to drop
 	// (engine_loops.go).
 	forgets chan forgetReq
+	// onLeader is told of every leader change, once the engine exists
+	// (leader_epoch.go); it must not block.
+	onLeader atomic.Pointer[func(group int, leader, term uint64)]
 }
 
 type group struct {
@@ -217,6 +244,7 @@ func Start(cfg Config) (*Host, error) {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	h.stopped, h.cancelStop = context.WithCancel(context.Background())
+	h.clock = clock.New(clock.Config{MaxSkew: cfg.MaxClockSkew, TestOffset: cfg.ClockTestOffset, Logger: cfg.Logger})
 	h.disk = &diskGuard{dir: cfg.Dir, high: cfg.DiskHighPct, low: cfg.DiskLowPct, usage: cfg.DiskUsage, log: cfg.Logger}
 	if h.disk.usage == nil {
 		h.disk.usage = statfsUsage
@@ -230,7 +258,9 @@ func Start(cfg Config) (*Host, error) {
 		h.groups = append(h.groups, g)
 	}
 	h.disk.check() // a node that boots on a full disk refuses data from its first request
-	h.wg.Add(6)
+	h.bootClock()
+	h.wg.Add(7)
+	go h.every(h.cfg.ClockSyncEvery, h.syncClock)
 	go h.every(h.cfg.RelocateEvery, h.relocateChunks)
 	go h.every(snapshotCheckEvery, h.snapshotBySize)
 	go h.every(diskCheckInterval, h.disk.check)
@@ -288,9 +318,12 @@ func (h *Host) startGroup(n int) (*group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: QUEEN_RAFT_LISTEN: %w", err)
 	}
-	tcfg := transport.Config{Token: cfg.Token, Group: n, MaxBodyBytes: int64(cfg.MaxEntryBytes) + 1<<20, Logger: h.log}
+	tcfg := transport.Config{Token: cfg.Token, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
 	if cfg.Drop != nil {
 		tcfg.Drop = func(target string) error { return cfg.Drop(n, target) }
+	}
+	if n == 0 {
+		tcfg.Clock = h.clock.NowMs // peers compare their clocks with group 0's listener
 	}
 	g.tf = transport.NewFactory(tcfg)
 	// The raft log is tan, dragonboat's append-only log: each entry is
@@ -312,7 +345,7 @@ func (h *Host) startGroup(n int) (*group, error) {
 		ListenAddress:       listen,
 		MaxSendQueueSize:    128 << 20,
 		MaxReceiveQueueSize: 128 << 20,
-		RaftEventListener:   leaderLogger{log: h.log, group: n},
+		RaftEventListener:   leaderLogger{log: h.log, group: n, host: h},
 		Expert: config.ExpertConfig{
 			TransportFactory: g.tf,
 			LogDBFactory:     tan.Factory,
@@ -350,19 +383,51 @@ func (h *Host) startGroup(n int) (*group, error) {
 		OrderedConfigChange: true,
 		SnapshotEntries:     cfg.SnapshotEntries,
 		CompactionOverhead:  cfg.CompactionOverhead,
-		MaxInMemLogSize:     256 << 20,
+		MaxInMemLogSize:     inMemLogBytes,
 		WaitReady:           true,
 	}
-	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return g.store }
+	var machine sm.IOnDiskStateMachine = g.store
+	if cfg.BeforeApply != nil {
+		machine = heldStore{Store: g.store, before: func() { cfg.BeforeApply(n) }}
+	}
+	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return machine }
 	if err := nh.StartOnDiskReplica(members, false, create, rc); err != nil {
 		nh.Close()
 		return nil, fmt.Errorf("raftgroups: group %d start replica: %w", n, err)
 	}
-	g.prop = newProposer(nh, g.shardID, n, cfg, h.disk)
+	g.prop = newProposer(nh, g.shardID, n, cfg, h.disk, h.clock.NowMs)
 	g.prop.start()
 	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh,
 		"members", len(g.members), "applied", g.store.Applied())
 	return g, nil
+}
+
+// Sizes dragonboat imposes, which the entry limit and the transport's frame
+// limit must agree with.
+const (
+	// inMemLogBytes is each replica's MaxInMemLogSize: dragonboat refuses
+	// a proposal larger than it (ErrPayloadTooBig).
+	inMemLogBytes = 256 << 20
+	// MaxEntryLimit is the largest QUEEN_RAFT_ENTRY_MAX_BYTES accepted:
+	// dragonboat's proposal bound less room for the entry's own fields.
+	MaxEntryLimit = inMemLogBytes - 1<<20
+	// dragonboatBatchBytes is dragonboat's MaxMessageBatchSize: it puts up
+	// to this many bytes of entries in one message (catching up a
+	// follower) and of messages in one batch, and sends a single larger
+	// entry alone.
+	dragonboatBatchBytes = 64 << 20
+	// frameSlack covers what a frame carries besides entry bytes (message
+	// and entry headers, addresses).
+	frameSlack = 1 << 20
+)
+
+// frameLimit is the largest message batch the transport sends or accepts
+// for an entry limit: a single entry of that size, or a full dragonboat
+// batch of smaller ones, whichever is larger. With the entry limit alone a
+// follower catching up on small entries (64 MiB in one message) was refused
+// again and again and never caught up.
+func frameLimit(entryLimit int) int64 {
+	return int64(max(entryLimit, dragonboatBatchBytes) + frameSlack)
 }
 
 // addrWithOffset returns host:(port+n).
@@ -386,6 +451,29 @@ func (h *Host) NodeID() uint64 { return h.cfg.NodeID }
 
 // Peers lists the cluster's voters, sorted by id.
 func (h *Host) Peers() []Peer { return h.cfg.Peers }
+
+// HeardFrom reports whether node id sent this node a raft message, or
+// answered one, in any group within the last d. This node always counts.
+// A follower hears only from the leaders of its groups, so a peer that
+// leads nothing may go unheard by another follower while alive.
+func (h *Host) HeardFrom(id uint64, d time.Duration) bool {
+	if id == h.cfg.NodeID {
+		return true
+	}
+	since := time.Now().Add(-d)
+	for _, g := range h.groups {
+		if addr, ok := g.members[id]; ok && g.tf.Transport().LastContact(addr).After(since) {
+			return true
+		}
+	}
+	return false
+}
+
+// ElectionTimeout is how long a follower waits for its leader before it
+// starts an election.
+func (h *Host) ElectionTimeout() time.Duration {
+	return time.Duration(h.cfg.RTTMillisecond*h.cfg.ElectionRTT) * time.Millisecond
+}
 
 // Store is group n's local state machine, for reads.
 func (h *Host) Store(n int) *storage.Store { return h.groups[n].store }
@@ -418,13 +506,17 @@ func (h *Host) closeGroups() {
 	}
 }
 
-// leaderLogger logs leadership changes; dragonboat calls it from one
-// goroutine per NodeHost, so it only logs.
+// leaderLogger logs leadership changes and tells the engine; dragonboat
+// calls it from one goroutine per NodeHost, so nothing in it may block.
 type leaderLogger struct {
 	log   *slog.Logger
 	group int
+	host  *Host
 }
 
 func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {
 	l.log.Info("raft: leader changed", "group", l.group, "leader", info.LeaderID, "term", info.Term)
+	if f := l.host.onLeader.Load(); f != nil {
+		(*f)(l.group, info.LeaderID, info.Term)
+	}
 }

@@ -28,10 +28,16 @@ type reply struct {
 }
 
 // proposer is a group's group-commit loop: it gathers whatever requests are
-// waiting into one raft entry (up to maxEntryBytes), keeps up to maxInFlight
+// waiting into one raft entry (until gatherBytes), keeps up to maxInFlight
 // entries in flight, and fans results back out. While entries are in flight
 // new requests queue up, so the busier the group, the larger its entries and
 // the fewer fsyncs per request.
+//
+// No entry is ever larger than entryLimit (QUEEN_RAFT_ENTRY_MAX_BYTES),
+// which the transport and dragonboat accept: an entry over it would be
+// refused by every follower, resent forever, and the group would never
+// commit again. A request that would take an entry past it waits for the
+// next entry; a request larger than it alone is refused with ErrTooLarge.
 type proposer struct {
 	nh             *dragonboat.NodeHost
 	shardID        uint64
@@ -40,7 +46,10 @@ type proposer struct {
 	group          int
 	in             chan *request
 	slots          chan struct{}
-	maxEntryBytes  int
+	gatherBytes    int          // stop gathering once an entry is this large
+	entryLimit     int          // command bytes no entry may exceed
+	held           *request     // taken from in but left for the next entry (run's goroutine only)
+	nowMs          func() int64 // the node's clock, which stamps every entry
 	attemptTimeout time.Duration
 	requestTimeout time.Duration
 	disk           *diskGuard
@@ -48,7 +57,7 @@ type proposer struct {
 	wg             sync.WaitGroup
 }
 
-func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config, disk *diskGuard) *proposer {
+func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config, disk *diskGuard, nowMs func() int64) *proposer {
 	return &proposer{
 		nh:             nh,
 		shardID:        shardID,
@@ -57,10 +66,12 @@ func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config
 		group:          group,
 		in:             make(chan *request, cfg.QueueDepth),
 		slots:          make(chan struct{}, cfg.MaxInFlight),
-		maxEntryBytes:  cfg.MaxBatchBytes,
+		gatherBytes:    cfg.MaxBatchBytes,
+		entryLimit:     cfg.MaxEntryBytes,
 		attemptTimeout: cfg.AttemptTimeout,
 		requestTimeout: cfg.RequestTimeout,
 		disk:           disk,
+		nowMs:          nowMs,
 		stop:           make(chan struct{}),
 	}
 }
@@ -75,6 +86,10 @@ func (p *proposer) start() {
 func (p *proposer) close() {
 	close(p.stop)
 	p.wg.Wait()
+	if p.held != nil {
+		p.held.done <- reply{err: ErrClosed}
+		p.held = nil
+	}
 	for {
 		select {
 		case r := <-p.in:
@@ -103,6 +118,9 @@ func (p *proposer) enqueue(cmds []wire.Command) (func(context.Context) ([][]byte
 	r := &request{cmds: cmds, done: make(chan reply, 1)}
 	for _, c := range cmds {
 		r.size += c.EncodedLen()
+	}
+	if r.size > p.entryLimit || len(cmds) > wire.MaxCommandsPerEntry {
+		return nil, ErrTooLarge
 	}
 	select {
 	case <-p.stop:
@@ -136,24 +154,17 @@ func (p *proposer) run() {
 		case <-p.stop:
 			return
 		}
-		var first *request
-		select {
-		case first = <-p.in:
-		case <-p.stop:
-			<-p.slots
-			return
-		}
-		batch, size := []*request{first}, first.size
-	gather:
-		for size < p.maxEntryBytes {
+		first := p.held
+		p.held = nil
+		if first == nil {
 			select {
-			case r := <-p.in:
-				batch = append(batch, r)
-				size += r.size
-			default:
-				break gather
+			case first = <-p.in:
+			case <-p.stop:
+				<-p.slots
+				return
 			}
 		}
+		batch, size := p.gather(first)
 		// The first attempt is made here, in queue order: entries reach
 		// raft in the order their requests were queued, so one client's
 		// pipelined writes are applied in the order it sent them.
@@ -161,23 +172,51 @@ func (p *proposer) run() {
 		for _, r := range batch {
 			cmds = append(cmds, r.cmds...)
 		}
-		data := wire.AppendEntry(getEntryBuf(size+32), time.Now().UnixMilli(), cmds)
+		// The entry carries the node's clock; the retry deadline runs on the
+		// local monotonic clock, which that clock follows within the skew.
+		stamp := time.Now()
+		data := wire.AppendEntry(getEntryBuf(size+32), p.nowMs(), cmds)
 		rs, err := p.nh.Propose(p.session, data, p.firstAttemptTimeout())
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			defer func() { <-p.slots }()
-			p.propose(batch, cmds, data, rs, err)
+			p.propose(batch, cmds, data, retryDeadline(stamp, p.requestTimeout), rs, err)
 		}()
 	}
 }
 
+// gather builds the next entry's requests: first, then whatever is waiting,
+// until the entry reaches gatherBytes or the queue is empty. A request that
+// would take the entry past entryLimit (or past the commands an entry may
+// carry) is held for the next entry, which it leads, so requests keep
+// their queue order.
+func (p *proposer) gather(first *request) ([]*request, int) {
+	batch, size, count := []*request{first}, first.size, len(first.cmds)
+	for size < p.gatherBytes {
+		select {
+		case r := <-p.in:
+			if size+r.size > p.entryLimit || count+len(r.cmds) > wire.MaxCommandsPerEntry {
+				p.held = r
+				return batch, size
+			}
+			batch = append(batch, r)
+			size += r.size
+			count += len(r.cmds)
+		default:
+			return batch, size
+		}
+	}
+	return batch, size
+}
+
 // propose waits for an entry's first attempt and retries it until it is
-// applied, a non-temporary error, or the request deadline, then answers
-// every request of the batch. Retrying is safe because every command is
-// idempotent (see wire and storage).
-func (p *proposer) propose(batch []*request, cmds []wire.Command, data []byte, first *dragonboat.RequestState, firstErr error) {
-	results, err := p.proposeEntry(data, first, firstErr)
+// applied, a non-temporary error, or the deadline, then answers every
+// request of the batch. Retrying is safe because the state machine
+// recognises the attempts of one proposal in either order (see
+// storage/retries.go).
+func (p *proposer) propose(batch []*request, cmds []wire.Command, data []byte, deadline time.Time, first *dragonboat.RequestState, firstErr error) {
+	results, err := p.proposeEntry(data, deadline, first, firstErr)
 	putEntryBuf(data)
 	if err == nil && len(results) != len(cmds) {
 		err = fmt.Errorf("raftgroups: group %d answered %d results for %d commands", p.group, len(results), len(cmds))
@@ -206,8 +245,14 @@ func (p *proposer) firstAttemptTimeout() time.Duration {
 	return p.attemptTimeout
 }
 
-func (p *proposer) proposeEntry(data []byte, rs *dragonboat.RequestState, err error) ([][]byte, error) {
-	deadline := time.Now().Add(p.requestTimeout)
+// retryDeadline is when the attempts of an entry stamped at stamp stop: the
+// request timeout, but never past wire.RetryWindowMs after the stamp, since
+// the state machine recognises a retry only for a bounded time.
+func retryDeadline(stamp time.Time, requestTimeout time.Duration) time.Time {
+	return stamp.Add(min(requestTimeout, wire.RetryWindowMs*time.Millisecond))
+}
+
+func (p *proposer) proposeEntry(data []byte, deadline time.Time, rs *dragonboat.RequestState, err error) ([][]byte, error) {
 	backoff := 5 * time.Millisecond
 	proposed := false
 	for attempt := 0; ; attempt++ {

@@ -29,7 +29,7 @@ func (h *Host) proposeTicks() {
 			continue
 		case <-t.C:
 		}
-		now := time.Now().UnixMilli()
+		now := h.clock.NowMs()
 		for _, g := range h.groups {
 			if inFlight[g.n] || !g.store.TickDue(now) {
 				continue

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/cockroachdb/pebble"
 
@@ -14,15 +16,25 @@ type applyCtx struct {
 	s       *Store
 	b       *pebble.Batch // indexed: reads inside apply see earlier writes
 	nowMs   int64
-	entryMs int64 // the entry's own clock stamp (a retry keeps its first attempt's)
-	retry   bool  // the entry being applied repeats an earlier proposal
-	dirty   []*partState
-	changes []Change
-	touched map[*queueState]bool
-	results [][]byte
+	entryMs int64  // the entry's own clock stamp (a retry keeps its first attempt's)
+	retry   bool   // the entry being applied repeats an earlier proposal
+	entryID uint64 // the proposal's id, the same in all its attempts (0: none)
+	// keepReply is set by a command whose repeat would not leave the state
+	// alone: its reply is kept for the proposal's retries (retries.go).
+	keepReply bool
+	dirty     []*partState
+	changes   []Change
+	touched   map[*queueState]bool
+	results   [][]byte
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
 	leaseIdx map[leaseKeyT]map[string]uint64
+	// cursors are the cursors changed in this batch, encoded once in
+	// finish: a cursor's encoding carries its lease's state per message,
+	// so writing it at every change made acking a lease of n messages
+	// cost n² bytes.
+	cursors     []dirtyCursor
+	cursorDirty map[*cursor]bool
 	// xid is the cross-group transaction whose part is being applied: its
 	// own pins do not stop it (xtxn.go).
 	xid wire.ID
@@ -32,11 +44,20 @@ type applyCtx struct {
 	err error
 }
 
-// fail records the first storage failure of the batch.
+// fail records the first storage failure of the batch. Reads count as
+// much as writes: a replica that cannot read what the apply loop must read
+// (records to dead-letter, retain or relocate, an index entry) would
+// otherwise apply a different result than its peers and diverge silently.
 func (ctx *applyCtx) fail(err error) {
-	if ctx.err == nil {
+	if ctx.err == nil && err != nil {
 		ctx.err = err
 	}
+}
+
+// closeIter closes an iterator the apply loop read through; an error it
+// met fails the batch.
+func (ctx *applyCtx) closeIter(it interface{ Close() error }) {
+	ctx.fail(it.Close())
 }
 
 func (s *Store) newApplyCtx() *applyCtx {
@@ -59,13 +80,32 @@ func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
 	ctx.nowMs = s.clockMs
 	ctx.entryMs = e.NowMs
 	ctx.retry = e.Retry
+	ctx.entryID = e.ID
 	ctx.results = ctx.results[:0]
-	for {
+	if s.skipsLateAttempt(&e) {
+		// Its retry applied every command already; nobody waits for
+		// this attempt's answer.
+		for range e.Count {
+			ctx.results = append(ctx.results, []byte{uint8(wire.CodeDuplicate)})
+		}
+		return wire.AppendResults(nil, ctx.results)
+	}
+	s.noteRetry(ctx, &e)
+	for i := 0; ; i++ {
 		cmd, ok := e.Next()
 		if !ok {
 			break
 		}
-		ctx.results = append(ctx.results, s.applyCommand(ctx, cmd))
+		if r, ok := s.keptReply(ctx, i); ok {
+			ctx.results = append(ctx.results, r)
+			continue
+		}
+		ctx.keepReply = false
+		r := s.applyCommand(ctx, cmd)
+		if ctx.keepReply {
+			s.keepReply(ctx, i, r)
+		}
+		ctx.results = append(ctx.results, r)
 	}
 	if err := e.Err(); err != nil {
 		s.log.Error("storage: malformed command in raft entry", "err", err)
@@ -78,16 +118,28 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindPush:
 		return run(cmd.Body, wire.DecodePushCmd, func(c *wire.PushCmd) wire.PushResult { return s.applyPush(ctx, c) })
 	case wire.KindPop:
-		return run(cmd.Body, wire.DecodePopCmd, func(c *wire.PopCmd) wire.PopResult { return s.applyPop(ctx, c) })
+		return run(cmd.Body, wire.DecodePopCmd, func(c *wire.PopCmd) wire.PopResult {
+			r := s.applyPop(ctx, c)
+			// An auto-ack pop has no lease ids to find its claims by
+			// again: its retry is answered the batch it consumed.
+			ctx.keepReply = c.CommitOnDelivery && len(r.Claims) > 0
+			return r
+		})
 	case wire.KindAck:
 		return run(cmd.Body, wire.DecodeAckCmd, func(c *wire.AckCmd) wire.AckResult { return s.applyAck(ctx, c) })
 	case wire.KindExtendLease:
 		return run(cmd.Body, wire.DecodeExtendLeaseCmd, func(c *wire.ExtendLeaseCmd) wire.ExtendLeaseResult { return s.applyExtendLease(ctx, c) })
 	case wire.KindCommitPosition:
+		// Applied again after a later commit, it would move the position
+		// back.
+		ctx.keepReply = true
 		return run(cmd.Body, wire.DecodeCommitPositionCmd, func(c *wire.CommitPositionCmd) wire.CodeResult { return s.applyCommitPosition(ctx, c) })
 	case wire.KindConfigure:
 		return run(cmd.Body, wire.DecodeConfigureCmd, func(c *wire.ConfigureCmd) wire.ConfigureResult { return s.applyConfigure(ctx, c) })
 	case wire.KindDeleteQueue:
+		// Applied again after the queue was created anew, it would delete
+		// the new queue.
+		ctx.keepReply = true
 		return run(cmd.Body, wire.DecodeDeleteQueueCmd, func(c *wire.DeleteQueueCmd) wire.DeleteQueueResult { return s.applyDeleteQueue(ctx, c) })
 	case wire.KindKV:
 		return run(cmd.Body, wire.DecodeKVCmd, func(c *wire.KVCmd) wire.KVResult { return s.applyKV(ctx, c) })
@@ -118,6 +170,7 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindTrace:
 		return run(cmd.Body, wire.DecodeTraceCmd, func(c *wire.TraceCmd) wire.TraceResult { return s.applyTrace(ctx, c) })
 	case wire.KindSeek:
+		ctx.keepReply = true // a position write, as KindCommitPosition
 		return run(cmd.Body, wire.DecodeSeekCmd, func(c *wire.SeekCmd) wire.CountResult { return s.applySeek(ctx, c) })
 	case wire.KindDeleteGroup:
 		return run(cmd.Body, wire.DecodeDeleteGroupCmd, func(c *wire.DeleteGroupCmd) wire.CountResult { return s.applyDeleteGroup(ctx, c) })
@@ -142,6 +195,7 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindKafkaCreatePartitions:
 		return run(cmd.Body, wire.DecodeCreatePartitionsCmd, func(c *wire.CreatePartitionsCmd) wire.AllocResult { return s.applyCreatePartitions(ctx, c) })
 	case wire.KindKafkaDeleteTopic:
+		ctx.keepReply = true // as KindDeleteQueue
 		return run(cmd.Body, wire.DecodeDeleteTopicCmd, func(c *wire.DeleteTopicCmd) wire.DeleteQueueResult { return s.applyDeleteTopic(ctx, c) })
 	case wire.KindKafkaTopicConfig:
 		return run(cmd.Body, wire.DecodeTopicConfigCmd, func(c *wire.TopicConfigCmd) wire.CodeResult { return s.applyTopicConfig(ctx, c) })
@@ -177,6 +231,13 @@ func run[C any, R encoder](body []byte, decode func([]byte) (C, error), apply fu
 // data so the store is always a prefix of the raft log.
 func (ctx *applyCtx) finish(applied uint64) {
 	s := ctx.s
+	for _, d := range ctx.cursors {
+		// A cursor dropped later in the batch (its group or partition
+		// deleted, or replaced by a new one) had its key deleted then.
+		if !d.p.deleted.Load() && d.p.cursors[d.c.group] == d.c {
+			ctx.set(cursorKey(d.p.id, d.c.group), d.c.encode())
+		}
+	}
 	for _, p := range ctx.dirty {
 		if !p.deleted.Load() {
 			ctx.set(partitionKey(p.id), p.encodeMeta())
@@ -208,9 +269,14 @@ func (ctx *applyCtx) set(k, v []byte) {
 
 func (ctx *applyCtx) del(k []byte) { _ = ctx.b.Delete(k, nil) }
 
+// get reads a key through the batch; a read error (not a missing key)
+// fails the batch.
 func (ctx *applyCtx) get(k []byte) ([]byte, bool) {
 	v, closer, err := ctx.b.Get(k)
 	if err != nil {
+		if !errors.Is(err, pebble.ErrNotFound) {
+			ctx.fail(fmt.Errorf("storage: read key %q: %w", k, err))
+		}
 		return nil, false
 	}
 	out := append([]byte(nil), v...)
@@ -355,7 +421,7 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 		return p.next
 	}
 	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
-	defer ci.Close()
+	defer ctx.closeIter(ci)
 	pos := p.next
 	for ok := ci.Last(); ok && ci.Meta().appendMs >= ms; ok = ci.Prev() {
 		pos = ci.Base()
@@ -366,7 +432,21 @@ func (s *Store) offsetForTime(ctx *applyCtx, p *partState, ms int64) uint64 {
 	return pos
 }
 
+// dirtyCursor is a cursor to persist when the batch finishes.
+type dirtyCursor struct {
+	p *partState
+	c *cursor
+}
+
+// saveCursor schedules c to be persisted with the batch (finish).
 func (ctx *applyCtx) saveCursor(p *partState, c *cursor) {
 	c.updatedMs = ctx.nowMs
-	ctx.set(cursorKey(p.id, c.group), c.encode())
+	if ctx.cursorDirty[c] {
+		return
+	}
+	if ctx.cursorDirty == nil {
+		ctx.cursorDirty = map[*cursor]bool{}
+	}
+	ctx.cursorDirty[c] = true
+	ctx.cursors = append(ctx.cursors, dirtyCursor{p, c})
 }

@@ -155,7 +155,7 @@ func (s *Store) leaseIndex(ctx *applyCtx, p *partState, l *lease) map[string]uin
 		return idx
 	}
 	idx := make(map[string]uint64, l.to-l.from)
-	s.readRange(ctx.b, p.id, l.from, l.to, func(o uint64, body []byte) bool {
+	s.readRange(ctx, p.id, l.from, l.to, func(o uint64, _ int64, body []byte) bool {
 		h, err := wire.ParseRecordHead(body)
 		if err != nil {
 			return true

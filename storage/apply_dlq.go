@@ -55,7 +55,7 @@ func eachDLQRow(ctx *applyCtx, tenant wire.ID, f func(key []byte, row *dlqRow) b
 	for it.First(); it.Valid(); it.Next() {
 		rows = append(rows, kv{append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)})
 	}
-	_ = it.Close()
+	ctx.closeIter(it)
 	for _, r := range rows {
 		row, err := decodeDLQRow(binary.BigEndian.Uint64(r.k[17:]), r.v)
 		if err != nil {
@@ -79,7 +79,7 @@ func deleteDLQRows(ctx *applyCtx, tenant wire.ID, qid uint64) {
 			doomed = append(doomed, append([]byte(nil), it.Key()...))
 		}
 	}
-	_ = it.Close()
+	ctx.closeIter(it)
 	for _, k := range doomed {
 		ctx.del(k)
 	}

@@ -8,7 +8,8 @@ import (
 // index. An idempotent
 // producer's batch is checked against its sequence state first (spec §3.3):
 // a batch already stored is answered with its original offset, a gap with
-// CodeOutOfOrder, an old epoch with CodeFenced.
+// CodeOutOfOrder (CodeUnknownProducer when the partition has no state for
+// the producer), an old epoch with CodeFenced.
 func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.KafkaProduceResult {
 	var res wire.KafkaProduceResult
 	heads, ok := pushHeads(&c.Push)
@@ -54,14 +55,21 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 
 // checkSequence decides what to do with a producer's batch of count records
 // starting at seq. A producer the partition does not know (or forgot) must
-// start at sequence 0, as must a new epoch.
+// start at sequence 0, as must a new epoch. Not starting there is
+// CodeUnknownProducer for a producer without state (Kafka's
+// UNKNOWN_PRODUCER_ID: its state expired, nothing says records were lost)
+// and CodeOutOfOrder for a new epoch.
 func (s *Store) checkSequence(ctx *applyCtx, p *partState, producer int64, epoch int16, seq int32, count int) (wire.Code, uint64) {
 	st := s.kafka.producer(p.id, producer, ctx.nowMs)
 	last := wire.NextSeq(seq, count-1)
 	switch {
 	case seq < 0:
 		return wire.CodeOutOfOrder, 0
-	case st == nil || epoch > st.epoch:
+	case st == nil:
+		if seq != 0 {
+			return wire.CodeUnknownProducer, 0
+		}
+	case epoch > st.epoch:
 		if seq != 0 {
 			return wire.CodeOutOfOrder, 0
 		}
@@ -105,10 +113,11 @@ func (s *Store) recordBatch(ctx *applyCtx, p *partState, producer int64, epoch i
 // replicated clock, which never runs behind a stamp it applied.
 func (s *Store) findRetriedBatch(ctx *applyCtx, p *partState, msgID wire.ID) (uint64, bool) {
 	it := newChunkIter(ctx.b, ctx.s.segs, p.id)
-	defer it.Close()
+	defer ctx.closeIter(it)
 	for ok := it.Last(); ok && it.Meta().appendMs >= ctx.entryMs; ok = it.Prev() {
 		records, err := it.Records()
 		if err != nil {
+			ctx.fail(err)
 			return 0, false
 		}
 		ri := wire.NewRecordIter(records)

@@ -242,7 +242,7 @@ func (s *Store) eachStaged(ctx *applyCtx, xid wire.ID, f func(*wire.KafkaStageCm
 	for it.First(); it.Valid(); it.Next() {
 		pieces = append(pieces, append([]byte(nil), it.Value()...))
 	}
-	_ = it.Close()
+	ctx.closeIter(it)
 	_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 	for _, b := range pieces {
 		c, err := wire.DecodeKafkaStageCmd(b)

@@ -55,14 +55,15 @@ func (s *Store) indexedOffset(ctx *applyCtx, p *partState, txn []byte) (uint64, 
 func (s *Store) eraseRecord(ctx *applyCtx, p *partState, off uint64) bool {
 	it := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	if !it.SeekLE(off) || off >= it.End() {
-		_ = it.Close()
+		ctx.closeIter(it)
 		return false
 	}
 	base, meta := it.Base(), it.Meta()
 	records, err := it.Records()
 	records = append([]byte(nil), records...)
-	_ = it.Close()
+	ctx.closeIter(it)
 	if err != nil {
+		ctx.fail(err)
 		return false
 	}
 	out := make([]byte, 0, len(records))

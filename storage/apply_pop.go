@@ -179,7 +179,7 @@ func (s *Store) visibleUpTo(ctx *applyCtx, q *queueState, p *partState, from, to
 	}
 	cutoff := ctx.nowMs - d
 	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
-	defer ci.Close()
+	defer ctx.closeIter(ci)
 	limit := from
 	for ok := ci.Seek(from); ok && ci.Base() < to && ci.Meta().appendMs <= cutoff; ok = ci.Next() {
 		limit = ci.End()

@@ -147,11 +147,12 @@ func (s *Store) findDups(ctx *applyCtx, q *queueState, p *partState, heads []pus
 }
 
 // msgIDAt returns the message id stored at offset in p; fallback when the
-// record cannot be read (it was removed by retention).
+// record is not stored (retention removed it). A read failure fails the
+// batch.
 func (s *Store) msgIDAt(ctx *applyCtx, p *partState, offset uint64, fallback wire.ID) wire.ID {
 	var id wire.ID
 	found := false
-	s.readRange(ctx.b, p.id, offset, offset+1, func(off uint64, body []byte) bool {
+	s.readRange(ctx, p.id, offset, offset+1, func(off uint64, _ int64, body []byte) bool {
 		if h, err := wire.ParseRecordHead(body); err == nil {
 			id, found = h.MsgID, true
 		}

@@ -102,13 +102,14 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 		}
 		records, err := ci.Records()
 		if err != nil {
+			ctx.fail(err)
 			break
 		}
 		spent += m.count
 		drop = append(drop, chunkRef{base: ci.Base(), seq: m.seq, count: m.count, body: slices.Clone(records)})
 	}
-	_ = ci.Close()
-	if len(drop) == 0 {
+	ctx.closeIter(ci)
+	if len(drop) == 0 || ctx.err != nil {
 		return spent, done
 	}
 	for _, c := range drop {
@@ -237,7 +238,7 @@ func (s *Store) expireWaiting(ctx *applyCtx, q *queueState, p *partState, budget
 		// Collect first, then dead-letter: the batch is not written to
 		// while an iterator over it is open.
 		var expired []uint64
-		_ = readRange(ctx.b, ctx.s.segs, p.id, c.pos, p.next, func(off uint64, appendMs int64, _ []byte) bool {
+		s.readRange(ctx, p.id, c.pos, p.next, func(off uint64, appendMs int64, _ []byte) bool {
 			if appendMs >= cut || spent >= budget {
 				return false
 			}
@@ -245,7 +246,7 @@ func (s *Store) expireWaiting(ctx *applyCtx, q *queueState, p *partState, budget
 			spent++
 			return true
 		})
-		if len(expired) == 0 {
+		if len(expired) == 0 || ctx.err != nil {
 			continue
 		}
 		for _, off := range expired {

@@ -161,7 +161,7 @@ func (timerSweeper) sweep(s *Store, ctx *applyCtx) {
 		}
 		gone = append(gone, append([]byte(nil), k...))
 	}
-	it.Close()
+	ctx.closeIter(it)
 	for _, gk := range gone {
 		ctx.del(gk)
 		tk := append([]byte{tagTimer}, gk[9:]...)

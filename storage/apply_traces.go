@@ -100,7 +100,7 @@ func (traceSweeper) sweep(s *Store, ctx *applyCtx) {
 		}
 		olds = append(olds, old{append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)})
 	}
-	it.Close()
+	ctx.closeIter(it)
 	for _, o := range olds {
 		ctx.del(o.age)
 		v, ok := ctx.get(o.key)

@@ -349,5 +349,5 @@ func (t txnDoneSweeper) sweep(s *Store, ctx *applyCtx) {
 	_ = ctx.b.DeleteRange([]byte{tagTxnDone}, txnDoneKey(bound), nil)
 	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: []byte{tagTxnDone}, UpperBound: []byte{tagTxnDone + 1}})
 	s.hasTxnDone = it.First()
-	_ = it.Close()
+	ctx.closeIter(it)
 }

@@ -93,7 +93,7 @@ func deleteChunks(ctx *applyCtx, pid uint64) {
 	for ok := ci.First(); ok; ok = ci.Next() {
 		seqs = append(seqs, ci.Meta().seq)
 	}
-	ci.Close()
+	ctx.closeIter(ci)
 	for _, seq := range seqs {
 		ctx.del(blobKey(seq))
 	}

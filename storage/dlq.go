@@ -92,7 +92,7 @@ func (s *Store) deadLetter(ctx *applyCtx, q *queueState, p *partState, c *cursor
 		id: wire.GroupID(s.counters.nextDLQID, s.cfg.Group), queueID: q.id, queue: q.name, partID: p.id, partition: p.name,
 		offset: off, group: c.group, errText: errText, retryCount: failures, createdMs: ctx.nowMs,
 	}
-	_ = readRange(ctx.b, ctx.s.segs, p.id, off, off+1, func(_ uint64, appendMs int64, body []byte) bool {
+	s.readRange(ctx, p.id, off, off+1, func(_ uint64, appendMs int64, body []byte) bool {
 		row.appendMs = appendMs
 		row.record = append([]byte(nil), body...)
 		return false

@@ -87,7 +87,7 @@ func TestKafkaIdempotentSequences(t *testing.T) {
 	if r := h.produce(h.produceCmd("t", 0, pid, 0, 9, 1)); r.Code != wire.CodeOutOfOrder {
 		t.Fatalf("gap: %+v", r)
 	}
-	if r := h.produce(h.produceCmd("t", 0, 43, 0, 3, 1)); r.Code != wire.CodeOutOfOrder {
+	if r := h.produce(h.produceCmd("t", 0, 43, 0, 3, 1)); r.Code != wire.CodeUnknownProducer || r.LogStart != 0 {
 		t.Fatalf("unknown producer mid-stream: %+v", r)
 	}
 	// A bumped epoch starts again at 0 and fences the old one.
@@ -106,7 +106,7 @@ func TestKafkaIdempotentSequences(t *testing.T) {
 	}
 	// Past the state's TTL the producer is forgotten and swept.
 	h.now += 61000
-	if r := h.produce(h.produceCmd("t", 0, pid, 1, 1, 1)); r.Code != wire.CodeOutOfOrder {
+	if r := h.produce(h.produceCmd("t", 0, pid, 1, 1, 1)); r.Code != wire.CodeUnknownProducer {
 		t.Fatalf("expired: %+v", r)
 	}
 	if !h.s.TickDue(h.now) {

@@ -33,6 +33,9 @@ const (
 	tagTxnDone   = 'x' // transaction id (UUIDv7, so time-ordered) → its committed result
 	tagKafka     = 'K' // Kafka facade bookkeeping; the next byte says what (kafka_state.go)
 	tagXStage    = 'Q' // xid, piece → a staged piece of a Kafka transaction (apply_kafka_txn.go)
+	tagReply     = 'r' // proposal stamp ms, proposal id, command index → the reply its retries get (retries.go)
+	tagRetried   = 'R' // proposal stamp ms, proposal id → (empty): a retry of it was applied (retries.go)
+	tagFormat    = 'F' // the store's on-disk format (store.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of
@@ -43,6 +46,7 @@ const (
 )
 
 var (
+	keyFormat   = []byte{tagFormat}
 	keyApplied  = []byte{tagApplied}
 	keyClock    = []byte{tagClock}
 	keyCounters = []byte{tagCounters}

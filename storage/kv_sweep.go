@@ -25,7 +25,6 @@ func (kvTTLSweeper) due(s *Store, nowMs int64) bool {
 func (kvTTLSweeper) sweep(s *Store, ctx *applyCtx) {
 	lower := []byte{tagKVTTL}
 	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	defer it.Close()
 	var expired [][]byte
 	for it.First(); it.Valid() && len(expired) < kvSweepLimit; it.Next() {
 		k := it.Key()
@@ -34,6 +33,7 @@ func (kvTTLSweeper) sweep(s *Store, ctx *applyCtx) {
 		}
 		expired = append(expired, append([]byte(nil), k...))
 	}
+	ctx.closeIter(it)
 	for _, k := range expired {
 		ctx.del(k)
 		// The index entry may be stale (the key was rewritten with another

@@ -61,6 +61,9 @@ func (s *Store) load() error {
 	if err := s.loadTxnDone(); err != nil {
 		return fmt.Errorf("storage: transaction results: %w", err)
 	}
+	if err := s.loadRetries(); err != nil {
+		return fmt.Errorf("storage: retried proposals: %w", err)
+	}
 
 	err := s.scan([]byte{tagQueue}, func(k, v []byte) error {
 		q, err := decodeQueueMeta(binary.BigEndian.Uint64(k[1:]), v)

@@ -66,9 +66,10 @@ func readRange(src iterSource, segs *segments, pid, from, to uint64, f RecordFun
 	return err
 }
 
-// readRange inside the apply loop, over the batch.
-func (s *Store) readRange(src iterSource, pid, from, to uint64, f func(off uint64, body []byte) bool) {
-	_ = readRange(src, s.segs, pid, from, to, func(off uint64, _ int64, body []byte) bool { return f(off, body) })
+// readRange inside the apply loop, over its batch: a record that cannot be
+// read fails the batch.
+func (s *Store) readRange(ctx *applyCtx, pid, from, to uint64, f func(off uint64, appendMs int64, body []byte) bool) {
+	ctx.fail(readRange(ctx.b, s.segs, pid, from, to, f))
 }
 
 // Partition is a reader's handle on one partition. Its fields never change;

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cockroachdb/pebble"
 
@@ -41,19 +42,27 @@ func (s *Store) applyRelocateChunks(ctx *applyCtx, c *wire.RelocateChunksCmd) wi
 		}
 		loc, err := decodeLocation(it.Value())
 		if err != nil {
-			continue
+			ctx.fail(fmt.Errorf("storage: relocate chunk %d: %w", seq, err))
+			break
 		}
 		moves = append(moves, move{seq, loc})
 		bytes += uint64(loc.length)
 	}
-	_ = it.Close()
+	ctx.closeIter(it)
+	if ctx.err != nil {
+		return res
+	}
 	for _, m := range moves {
 		v, ok := ctx.get(chunkKey(m.loc.pid, m.loc.base))
 		if !ok {
 			continue
 		}
 		meta, err := decodeChunkMeta(v)
-		if err != nil || meta.seq != m.seq {
+		if err != nil {
+			ctx.fail(fmt.Errorf("storage: relocate chunk %d: %w", m.seq, err))
+			return res
+		}
+		if meta.seq != m.seq {
 			continue
 		}
 		records, err := s.segs.readOwn(m.loc)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -36,13 +39,25 @@ import (
 // segment write and the flush) are garbage the replay does not reuse: a
 // reopened store appends to a new segment, and segments named at or above
 // the durable next sequence are deleted as wholly unreferenced.
+//
+// Every chunk's location carries the CRC-32C of its bytes, computed when
+// they are appended and checked at every read from the file, so a byte the
+// disk changed is refused, counted and logged rather than served (Kafka
+// fetch re-encodes record batches with fresh CRCs: a consumer could not
+// tell). Reads of a batch's own pending records come from memory and are
+// not checked.
 
 const (
 	segmentsDir         = "segments" // inside a store generation's directory
 	segmentSuffix       = ".seg"
 	defaultSegmentBytes = 256 << 20
-	locationLen         = 20 // segment name (8), offset (8), length (4); then the chunk (partition, base)
+	locationLen         = 24 // segment name (8), offset (8), length (4), CRC-32C (4); then the chunk (partition, base)
 )
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is a stored chunk whose bytes no longer match their checksum.
+var ErrCorrupt = errors.New("storage: stored records are corrupt")
 
 // location is where a chunk's records are, and which chunk they are (its
 // partition and base offset), so a blob key leads back to its index entry
@@ -51,6 +66,7 @@ type location struct {
 	segment uint64 // the segment's name: its first chunk sequence
 	offset  int64
 	length  int
+	crc     uint32 // CRC-32C (Castagnoli) of the chunk's bytes
 	pid     uint64
 	base    uint64
 }
@@ -60,6 +76,7 @@ func (l location) encode() []byte {
 	binary.BigEndian.PutUint64(b, l.segment)
 	binary.BigEndian.PutUint64(b[8:], uint64(l.offset))
 	binary.BigEndian.PutUint32(b[16:], uint32(l.length))
+	binary.BigEndian.PutUint32(b[20:], l.crc)
 	b = binary.AppendUvarint(b, l.pid)
 	return binary.AppendUvarint(b, l.base)
 }
@@ -86,7 +103,7 @@ func decodeLocation(b []byte) (location, error) {
 		return location{}, fmt.Errorf("storage: chunk location of %d bytes", len(b))
 	}
 	l := location{segment: binary.BigEndian.Uint64(b), offset: int64(binary.BigEndian.Uint64(b[8:])),
-		length: int(binary.BigEndian.Uint32(b[16:]))}
+		length: int(binary.BigEndian.Uint32(b[16:])), crc: binary.BigEndian.Uint32(b[20:])}
 	pid, base, rest, err := decodeChunkRef(b[locationLen:])
 	if err != nil || len(rest) != 0 {
 		return location{}, errors.New("storage: chunk location malformed")
@@ -115,6 +132,9 @@ type segments struct {
 	maxBytes int64
 	log      *slog.Logger
 
+	// syncMu is held for a whole sync, fsyncs included.
+	syncMu sync.Mutex
+
 	mu       sync.RWMutex
 	files    []*segment // ascending by name; the last one is appended to
 	unsynced []*segment // written since the last fsync
@@ -127,6 +147,45 @@ type segments struct {
 	// touches them, and only it can hold a location inside them.
 	pending   []byte
 	pendingAt int64
+
+	// fsync and syncWait are seams for tests: fsync makes a file durable
+	// (os.File.Sync when nil); syncWait is called when a sync is about to
+	// wait for another one in flight.
+	fsync    func(*os.File) error
+	syncWait func()
+
+	// corrupt counts and reports chunks refused for a checksum mismatch
+	// (the store's, so the count survives a new generation); nil while a
+	// snapshot is being installed.
+	corrupt *corruption
+}
+
+// corruption counts chunks whose bytes failed their checksum and logs
+// them, at most one line a second (a consumer retrying a corrupt chunk
+// must not flood the log).
+type corruption struct {
+	n         atomic.Uint64
+	lastLogNs atomic.Int64
+}
+
+func (c *corruption) report(log *slog.Logger, dir string, loc location, got uint32) {
+	if c == nil {
+		return
+	}
+	n := c.n.Add(1)
+	now := time.Now().UnixNano()
+	if last := c.lastLogNs.Load(); now-last >= int64(time.Second) && c.lastLogNs.CompareAndSwap(last, now) {
+		log.Error("storage: corrupt records refused: the disk under this replica changed stored bytes",
+			"segment", filepath.Join(dir, segmentFileName(loc.segment)), "offset", loc.offset, "length", loc.length,
+			"crc", fmt.Sprintf("%08x", got), "want", fmt.Sprintf("%08x", loc.crc), "refused_total", n)
+	}
+}
+
+func (sg *segments) fsyncFile(f *os.File) error {
+	if sg.fsync != nil {
+		return sg.fsync(f)
+	}
+	return f.Sync()
 }
 
 // openSegments opens dir's segments for a store whose durable state says
@@ -232,7 +291,7 @@ func (sg *segments) append(seq uint64, parts ...[]byte) (location, error) {
 		if err := sg.flush(); err != nil {
 			return location{}, err
 		}
-		if err := cur.f.Sync(); err != nil {
+		if err := sg.fsyncFile(cur.f); err != nil {
 			return location{}, fmt.Errorf("storage: sync segment %016x: %w", cur.name, err)
 		}
 		if err := sg.create(seq); err != nil {
@@ -246,6 +305,7 @@ func (sg *segments) append(seq uint64, parts ...[]byte) (location, error) {
 	loc := location{segment: cur.name, offset: cur.size, length: n}
 	for _, p := range parts {
 		sg.pending = append(sg.pending, p...)
+		loc.crc = crc32.Update(loc.crc, castagnoli, p)
 	}
 	cur.size += int64(n)
 	if len(sg.pending) >= maxPendingBytes {
@@ -300,8 +360,9 @@ func (sg *segments) readOwn(loc location) ([]byte, error) {
 	return sg.read(loc, nil)
 }
 
-// read returns a chunk's records, in buf when it is large enough. Only
-// records of committed batches are read here: they are in the file.
+// read returns a chunk's records, in buf when it is large enough, after
+// checking them against their checksum. Only records of committed batches
+// are read here: they are in the file.
 func (sg *segments) read(loc location, buf []byte) ([]byte, error) {
 	sg.mu.RLock()
 	i, found := searchSegments(sg.files, loc.segment)
@@ -320,6 +381,11 @@ func (sg *segments) read(loc location, buf []byte) ([]byte, error) {
 	if _, err := f.ReadAt(buf, loc.offset); err != nil {
 		return nil, fmt.Errorf("storage: read segment %016x at %d: %w", loc.segment, loc.offset, err)
 	}
+	if got := crc32.Checksum(buf, castagnoli); got != loc.crc {
+		sg.corrupt.report(sg.log, sg.dir, loc, got)
+		return nil, fmt.Errorf("%w: segment %016x at %d, %d bytes: CRC-32C %08x, stored %08x",
+			ErrCorrupt, loc.segment, loc.offset, loc.length, got, loc.crc)
+	}
 	return buf, nil
 }
 
@@ -327,13 +393,26 @@ func (sg *segments) read(loc location, buf []byte) ([]byte, error) {
 // a committed batch (a batch's records are written before it commits).
 // Pending records belong to a batch not yet committed, which nothing
 // durable can point at.
+//
+// Syncs run one at a time. A sync that took the unsynced list owns the
+// fsyncs of those bytes, so a second sync started meanwhile (pebble's
+// flush and dragonboat's Sync run on different goroutines) must wait for
+// them to finish, not return because the list it finds is empty. Waiting
+// costs little: the fsyncs it waits for are the ones it needs.
 func (sg *segments) sync() error {
+	if !sg.syncMu.TryLock() {
+		if sg.syncWait != nil {
+			sg.syncWait()
+		}
+		sg.syncMu.Lock()
+	}
+	defer sg.syncMu.Unlock()
 	sg.mu.Lock()
 	todo := sg.unsynced
 	sg.unsynced = nil
 	sg.mu.Unlock()
 	for i, s := range todo {
-		if err := s.f.Sync(); err != nil {
+		if err := sg.fsyncFile(s.f); err != nil {
 			if errors.Is(err, os.ErrClosed) {
 				continue // collected since: nothing durable points into it
 			}
@@ -412,21 +491,6 @@ func (sg *segments) close() {
 		_ = f.Close()
 	}
 	sg.files, sg.retired = nil, nil
-}
-
-// checkRecordLayout refuses a store written before records moved to
-// segment files, whose blob keys hold the records themselves: reading it
-// as locations would serve garbage.
-func checkRecordLayout(db *pebble.DB) error {
-	lower := []byte{tagBlob}
-	it := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	defer it.Close()
-	if it.First() {
-		if _, err := decodeLocation(it.Value()); err != nil {
-			return errors.New("storage: this data directory keeps records inside pebble, the layout before segment files; start this build with an empty QUEEN_RAFT_DIR")
-		}
-	}
-	return nil
 }
 
 // SegmentStats is how many segment files the store has and their bytes.

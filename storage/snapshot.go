@@ -184,6 +184,9 @@ func ingestSnapshot(db *pebble.DB, segDir string, segBytes int64, log *slog.Logg
 		}
 	}()
 	b := db.NewBatch()
+	// The receiver lays out and checksums its segments itself: its store
+	// has this build's format whatever the sender's says.
+	_ = b.Set(keyFormat, formatValue(), nil)
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			select {
@@ -205,6 +208,9 @@ func ingestSnapshot(db *pebble.DB, segDir string, segBytes int64, log *slog.Logg
 		if err != nil {
 			b.Close()
 			return err
+		}
+		if k[0] == tagFormat {
+			continue
 		}
 		if k[0] == tagBlobRecords {
 			if len(k) != 9 {

@@ -15,12 +15,14 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,6 +89,10 @@ type Store struct {
 	timed      map[uint64]*queueState
 	sweeps     map[string]*sweepState
 	hasTxnDone bool
+	// retried maps the ids of proposals a retry of which was applied to
+	// their stamps, and hasReplies says replies may be kept (retries.go).
+	retried    map[uint64]int64
+	hasReplies bool
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 	// xprep holds the prepared parts of cross-group transactions and
 	// pinned what they pin (xtxn.go); xAborts says abort decisions may be
@@ -102,12 +108,20 @@ type Store struct {
 	listenMu sync.Mutex
 	listener func([]Change)
 
+	// corrupt counts chunks refused because their bytes failed their
+	// checksum (segments.go).
+	corrupt corruption
+
 	// appliedBytes counts the command bytes applied since Open; syncedBytes
 	// and syncedIndex are where it and the applied index stood at the last
 	// Sync, so the host can ask for a snapshot by volume (SinceSync).
 	appliedBytes atomic.Uint64
 	syncedBytes  atomic.Uint64
 	syncedIndex  atomic.Uint64
+
+	// viewHook is a seam for tests, called by AllQueues between the queues
+	// it copies.
+	viewHook func()
 }
 
 type leaseRef struct {
@@ -173,6 +187,7 @@ func (s *Store) Open(stopc <-chan struct{}) (uint64, error) {
 			return 0, err
 		}
 	}
+	s.removeStaleGenerations(name)
 	if err := s.openDB(filepath.Join(s.cfg.Dir, name)); err != nil {
 		return 0, err
 	}
@@ -229,13 +244,12 @@ func (s *Store) openDB(dir string) error {
 	if err != nil {
 		return fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	s.db, s.dbDir = db, dir
-	if err := s.load(); err != nil {
+	if err := checkFormat(db, dir); err != nil {
 		_ = db.Close()
-		s.db = nil
 		return err
 	}
-	if err := checkRecordLayout(db); err != nil {
+	s.db, s.dbDir = db, dir
+	if err := s.load(); err != nil {
 		_ = db.Close()
 		s.db = nil
 		return err
@@ -246,8 +260,49 @@ func (s *Store) openDB(dir string) error {
 		s.db = nil
 		return err
 	}
+	segs.corrupt = &s.corrupt
 	s.segs = segs
 	flushing.Store(segs)
+	return nil
+}
+
+// storeFormat is the on-disk format this build writes and reads, kept
+// under keyFormat. 2: chunk locations carry their bytes' CRC-32C. Stores
+// of earlier builds (records inside pebble, then segments without
+// checksums) have no format key; nothing was released that wrote them, so
+// they are refused rather than converted.
+const storeFormat = 2
+
+func formatValue() []byte { return binary.BigEndian.AppendUint64(nil, storeFormat) }
+
+// checkFormat refuses a store of another format, and marks a new (empty)
+// one with this build's. The mark needs no sync: it reaches disk with the
+// first flushed memtable, before any state that could depend on it.
+func checkFormat(db *pebble.DB, dir string) error {
+	v, closer, err := db.Get(keyFormat)
+	if err == nil {
+		ok := len(v) == 8 && binary.BigEndian.Uint64(v) == storeFormat
+		got := fmt.Sprintf("%x", v)
+		closer.Close()
+		if ok {
+			return nil
+		}
+		return fmt.Errorf("storage: %s has store format %s, this build reads %d only; start it with an empty QUEEN_RAFT_DIR", dir, got, storeFormat)
+	}
+	if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("storage: read the store format of %s: %w", dir, err)
+	}
+	it := db.NewIter(nil)
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("storage: read %s: %w", dir, err)
+	}
+	if !empty {
+		return fmt.Errorf("storage: %s was written by an earlier build whose stored records carry no checksums; start this build with an empty QUEEN_RAFT_DIR", dir)
+	}
+	if err := db.Set(keyFormat, formatValue(), pebble.NoSync); err != nil {
+		return fmt.Errorf("storage: mark the store format of %s: %w", dir, err)
+	}
 	return nil
 }
 
@@ -284,8 +339,10 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if ctx.err != nil {
 		// The in-memory model is ahead of the store now, so the node must
 		// restart from what is durable; records written for this batch
-		// are garbage no key points at.
+		// are garbage no key points at. Dragonboat stops on the error.
 		_ = ctx.b.Close()
+		s.log.Error("storage: cannot apply: stopping this replica rather than diverge from its peers",
+			"group", s.cfg.Group, "index", ents[0].Index, "err", ctx.err)
 		return nil, fmt.Errorf("storage: apply: %w", ctx.err)
 	}
 	err := ctx.b.Commit(pebble.NoSync)
@@ -348,6 +405,10 @@ func (s *Store) Sync() error {
 	return nil
 }
 
+// CorruptChunks counts the chunk reads refused since Open because the
+// bytes on disk no longer matched their checksum.
+func (s *Store) CorruptChunks() uint64 { return s.corrupt.n.Load() }
+
 // SinceSync is how many command bytes and entries were applied after the
 // last Sync: the raft log a restart would replay, and what a snapshot
 // (which syncs) would let dragonboat compact.
@@ -389,6 +450,37 @@ func (s *Store) Close() error {
 	s.segs.close()
 	s.db, s.segs = nil, nil
 	return err
+}
+
+// removeStaleGenerations deletes the store generations other than
+// current, and a CURRENT.tmp. RecoverFromSnapshot builds the next
+// generation beside the live one, switches CURRENT and then deletes the
+// old one, so a crash leaves the new one (before the switch) or the old
+// one (after it) behind, holding a whole store's records. Nothing reads
+// them: only CURRENT's generation is ever opened. A failure to delete is
+// logged, not fatal: the store is intact.
+func (s *Store) removeStaleGenerations(current string) {
+	entries, err := os.ReadDir(s.cfg.Dir)
+	if err != nil {
+		s.log.Warn("storage: list store directory", "dir", s.cfg.Dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		stale := name == "CURRENT.tmp"
+		if gen, ok := strings.CutPrefix(name, "sm-"); ok && e.IsDir() && name != current {
+			_, err := strconv.ParseUint(gen, 10, 64)
+			stale = err == nil
+		}
+		if !stale {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.cfg.Dir, name)); err != nil {
+			s.log.Warn("storage: remove a store generation left by a crash", "dir", filepath.Join(s.cfg.Dir, name), "err", err)
+			continue
+		}
+		s.log.Info("storage: removed a store generation left by a crash", "dir", filepath.Join(s.cfg.Dir, name))
+	}
 }
 
 // readCurrent returns the name of the live database directory, or "".

@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,7 +16,7 @@ import (
 // harness drives a Store the way dragonboat does: entries with increasing
 // indexes, each carrying one command, stamped with a test clock.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	s     *Store
 	dir   string
 	index uint64
@@ -22,7 +24,7 @@ type harness struct {
 	msgN  byte
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000}
 	h.open()
@@ -392,5 +394,41 @@ func TestMalformedCommandChangesNothing(t *testing.T) {
 	}
 	if _, ok := h.s.Queue(wire.DefaultTenant, "q"); ok {
 		t.Fatal("a refused push created its queue")
+	}
+}
+
+// A crash during snapshot recovery leaves a store generation behind: the
+// new one when it came before CURRENT was switched, the old one when it
+// came after. Open removes every generation but CURRENT's (and a
+// half-written CURRENT.tmp), and nothing else.
+func TestOpenRemovesGenerationsLeftByACrash(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", `{"a":1}`)
+	h.s.Close()
+	for _, d := range []string{"sm-0", "sm-2", "sm-7/segments"} {
+		if err := os.MkdirAll(filepath.Join(h.dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"CURRENT.tmp", "sm-2/000001.sst", "operator-notes"} {
+		if err := os.WriteFile(filepath.Join(h.dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.open()
+	entries, err := os.ReadDir(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "CURRENT,operator-notes,sm-1" {
+		t.Fatalf("store directory holds %v", names)
+	}
+	p, ok := h.s.PartitionByName(wire.DefaultTenant, "q", "p")
+	if !ok || readPayloads(t, h.s, p) != `{"a":1}` {
+		t.Fatal("the current generation's records")
 	}
 }

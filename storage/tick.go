@@ -14,7 +14,7 @@ type sweeper interface {
 }
 
 // sweepers run in this order at every tick. Add new time-driven work here.
-var sweepers = []sweeper{retentionSweeper, maxWaitSweeper, txnDoneSweeper{}, xAbortSweeper{}, kvTTLSweeper{}, timerSweeper{}, traceSweeper{}, kafkaProducerSweeper{}}
+var sweepers = []sweeper{retentionSweeper, maxWaitSweeper, txnDoneSweeper{}, retriesSweeper{}, xAbortSweeper{}, kvTTLSweeper{}, timerSweeper{}, traceSweeper{}, kafkaProducerSweeper{}}
 
 func (s *Store) applyTick(ctx *applyCtx) {
 	for _, sw := range sweepers {

@@ -133,17 +133,47 @@ func (s *Store) Queues(tenant wire.ID, f QueueFilter, nowMs int64) []QueueView {
 }
 
 // AllQueues copies every queue of every tenant in this store, with
-// partitions, for metrics.
+// partitions, for metrics, in id order. Each queue is copied whole under
+// the read lock, but the lock is let go after every viewBatchWork
+// partitions and cursors: a scrape of a store with many queues otherwise
+// kept the apply loop (which takes the lock for writing) waiting for the
+// whole copy, and with it every reader queued behind that writer. Queues
+// created meanwhile are left for the next scrape, deleted ones skipped:
+// metrics are a sample.
 func (s *Store) AllQueues(nowMs int64) []QueueView {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]QueueView, 0, len(s.queuesByID))
-	for _, q := range s.queuesByID {
-		out = append(out, queueView(q, true, nowMs))
+	ids := make([]uint64, 0, len(s.queuesByID))
+	for id := range s.queuesByID {
+		ids = append(ids, id)
 	}
-	slices.SortFunc(out, func(a, b QueueView) int { return cmp.Compare(a.ID, b.ID) })
+	s.mu.RUnlock()
+	slices.Sort(ids)
+	out := make([]QueueView, 0, len(ids))
+	for i := 0; i < len(ids); {
+		s.mu.RLock()
+		for work := 0; i < len(ids) && work < viewBatchWork; i++ {
+			q := s.queuesByID[ids[i]]
+			if q == nil {
+				continue
+			}
+			v := queueView(q, true, nowMs)
+			work++
+			for _, p := range v.Partitions {
+				work += 1 + len(p.Cursors)
+			}
+			out = append(out, v)
+		}
+		s.mu.RUnlock()
+		if s.viewHook != nil {
+			s.viewHook()
+		}
+	}
 	return out
 }
+
+// viewBatchWork bounds the partitions and cursors AllQueues copies under
+// one hold of the read lock.
+const viewBatchWork = 1024
 
 func queueView(q *queueState, withParts bool, nowMs int64) QueueView {
 	v := QueueView{QueueInfo: queueInfo(q), Tenant: q.tenant, DLQRows: q.dlqRows}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/queen-mq/queen/wire"
@@ -225,5 +226,37 @@ func TestDeleteQueueRemovesItsDLQRows(t *testing.T) {
 	h.open()
 	if _, total, _ := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1, Replayed: true}, 0, 10); total != 1 {
 		t.Fatalf("rows after reopen: %d", total)
+	}
+}
+
+// Copying every queue for metrics lets the apply loop in between: it
+// holds the store's lock for a bounded share of the queues at a time, not
+// for the whole copy of every partition and cursor (a scrape of a store
+// with many queues stalled every apply for as long).
+func TestAllQueuesLetsApplyInBetween(t *testing.T) {
+	h := newHarness(t)
+	const n = 600
+	for i := 0; i < n; i++ {
+		h.alloc(fmt.Sprint("q", i), "a", "b", "c")
+	}
+	free, calls := 0, 0
+	h.s.viewHook = func() {
+		calls++
+		if h.s.mu.TryLock() {
+			free++
+			h.s.mu.Unlock()
+		}
+	}
+	views := h.s.AllQueues(h.now)
+	if len(views) != n || len(views[0].Partitions) != 3 {
+		t.Fatalf("%d queues copied, want %d", len(views), n)
+	}
+	for i := 1; i < len(views); i++ {
+		if views[i-1].ID >= views[i].ID {
+			t.Fatal("queues out of id order")
+		}
+	}
+	if free == 0 {
+		t.Fatalf("the store's lock was held across the whole copy of %d queues (%d checks): the apply loop waits for all of it", n, calls)
 	}
 }

@@ -513,7 +513,7 @@ func (x xAbortSweeper) sweep(s *Store, ctx *applyCtx) {
 			left = true
 		}
 	}
-	_ = it.Close()
+	ctx.closeIter(it)
 	for _, k := range doomed {
 		ctx.del(k)
 	}

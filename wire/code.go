@@ -27,6 +27,7 @@ const (
 	CodeFenced            Code = 13 // a producer epoch older than the current one
 	CodeNotFound          Code = 14 // generic lookup miss (groups, DLQ rows, ...)
 	CodeConflict          Code = 15 // a precondition on state did not hold
+	CodeUnknownProducer   Code = 16 // a producer sequence past 0 from a producer with no state
 )
 
 // Sentinel errors, one per non-OK code.
@@ -46,6 +47,7 @@ var (
 	ErrFenced            = errors.New("producer fenced")
 	ErrNotFound          = errors.New("not found")
 	ErrConflict          = errors.New("conflict")
+	ErrUnknownProducer   = errors.New("no state for the producer: it expired or never produced here")
 	ErrUnknownCode       = errors.New("unknown outcome code")
 )
 
@@ -66,6 +68,7 @@ var codeErrors = [...]error{
 	CodeFenced:            ErrFenced,
 	CodeNotFound:          ErrNotFound,
 	CodeConflict:          ErrConflict,
+	CodeUnknownProducer:   ErrUnknownProducer,
 }
 
 // Err returns the sentinel error for c, nil for CodeOK.

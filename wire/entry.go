@@ -1,6 +1,10 @@
 package wire
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+)
 
 // Kind names a command inside a raft entry.
 type Kind uint8
@@ -93,15 +97,49 @@ func (c Command) EncodedLen() int { return 1 + uvarintLen(uint64(len(c.Body))) +
 // duplicate, not only those with client-chosen transaction ids.
 const entryFlagRetry = 1
 
+// entryFlagID says an 8-byte entry id follows the clock stamp. Entries
+// written before ids existed lack it and still parse.
+const entryFlagID = 2
+
+// RetryWindowMs bounds how long after an entry's clock stamp the proposer
+// may propose it again. The state machine remembers what it needs to
+// recognise the attempts of one proposal (ids of retried entries, replies
+// of commands a repeat would not leave alone) for RememberRetriesMs, twice
+// as long, so that clock skew between nodes and an attempt applied late
+// still fall inside what is remembered.
+const (
+	RetryWindowMs     = 60_000
+	RememberRetriesMs = 2 * RetryWindowMs
+)
+
 // AppendEntry appends a raft entry carrying cmds, stamped with the
-// proposer's clock in unix milliseconds. The state machine never reads a
-// clock: every notion of "now" it has comes from this stamp.
+// proposer's clock in unix milliseconds and a random id. The state machine
+// never reads a clock: every notion of "now" it has comes from this stamp.
+// Every attempt of one proposal carries the same bytes (MarkRetry copies
+// them), so the id and the stamp tell the attempts of one proposal apart
+// from any other entry.
 func AppendEntry(b []byte, nowMs int64, cmds []Command) []byte {
+	id := rand.Uint64()
+	if id == 0 {
+		id = 1 // 0 means "no id"
+	}
+	return AppendEntryID(b, nowMs, id, cmds)
+}
+
+// AppendEntryID is AppendEntry with a given id (0: none).
+func AppendEntryID(b []byte, nowMs int64, id uint64, cmds []Command) []byte {
 	w := Writer{B: b}
 	w.U8(entryMagic)
 	w.U8(entryVersion)
-	w.U8(0)
+	var flags uint8
+	if id != 0 {
+		flags |= entryFlagID
+	}
+	w.U8(flags)
 	w.Varint(nowMs)
+	if id != 0 {
+		w.B = binary.BigEndian.AppendUint64(w.B, id)
+	}
 	w.Uvarint(uint64(len(cmds)))
 	for _, c := range cmds {
 		w.U8(uint8(c.Kind))
@@ -110,10 +148,11 @@ func AppendEntry(b []byte, nowMs int64, cmds []Command) []byte {
 	return w.B
 }
 
-// MarkRetry returns a copy of an encoded entry flagged as a retry. Raft
-// orders a retry after the attempt it repeats (an attempt that was never
-// appended cannot be appended later), so only the retry needs the full
-// duplicate check.
+// MarkRetry returns a copy of an encoded entry flagged as a retry. The
+// retry usually applies after the attempt it repeats, but not always: a
+// proposal forwarded to a leader that was deposed meanwhile may be passed
+// on to the new leader after the retry reached it. The state machine
+// handles both orders (storage/retries.go).
 func MarkRetry(entry []byte) []byte {
 	out := append([]byte(nil), entry...)
 	if len(out) > 2 {
@@ -126,6 +165,9 @@ func MarkRetry(entry []byte) []byte {
 type Entry struct {
 	Retry bool
 	NowMs int64
+	// ID is the proposal's random id, the same in every attempt (0: an
+	// entry written without one).
+	ID    uint64
 	Count int
 	r     Reader
 	seen  int
@@ -142,6 +184,13 @@ func ParseEntry(b []byte) (Entry, error) {
 	}
 	flags := r.U8()
 	e := Entry{Retry: flags&entryFlagRetry != 0, NowMs: r.Varint()}
+	if flags&entryFlagID != 0 {
+		if b := r.Fixed(8); b != nil {
+			if e.ID = binary.BigEndian.Uint64(b); e.ID == 0 {
+				return Entry{}, fmt.Errorf("%w: zero entry id", ErrMalformed)
+			}
+		}
+	}
 	e.Count = r.Count(MaxCommandsPerEntry, 2)
 	if r.err != nil {
 		return Entry{}, r.err

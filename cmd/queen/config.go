@@ -177,7 +177,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
 		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 20000, 10, 1<<24)),
 		SnapshotBytes:   uint64(e.int("QUEEN_RAFT_SNAPSHOT_BYTES", 256<<20, 1<<20, 1<<40)),
-		MaxEntryBytes:   e.int("QUEEN_RAFT_ENTRY_MAX_BYTES", 96<<20, 1<<20, 1<<30),
+		MaxEntryBytes:   e.int("QUEEN_RAFT_ENTRY_MAX_BYTES", 96<<20, 1<<20, raftgroups.MaxEntryLimit),
 		QueueDepth:      e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
 		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
 		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
@@ -185,6 +185,10 @@ func (e *env) raftConfig() raftgroups.Config {
 		DiskHighPct:     float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
 		DiskLowPct:      float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
 		CrashAt:         e.str("QUEEN_FAULT_CRASH_AT", ""),
+		MaxClockSkew:    e.millis("QUEEN_RAFT_MAX_CLOCK_SKEW_MS", 500*time.Millisecond, time.Millisecond, time.Minute),
+		// Test only: offsets this node's wall clock reading, to run a node
+		// whose clock is wrong (the clock bound's end-to-end tests).
+		ClockTestOffset: time.Duration(e.int("QUEEN_TEST_CLOCK_OFFSET_MS", 0, -30*86400000, 30*86400000)) * time.Millisecond,
 	}
 	if r.DiskLowPct >= r.DiskHighPct && r.DiskHighPct < 100 {
 		e.fail("QUEEN_RAFT_DISK_LOW_PCT", "must be below QUEEN_RAFT_DISK_HIGH_PCT (%v), got %v", r.DiskHighPct, r.DiskLowPct)

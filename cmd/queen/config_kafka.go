@@ -50,6 +50,7 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 			GroupMaxSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", 300*time.Second, time.Millisecond, time.Hour),
 			GroupJoinDelay:         e.millis("QUEEN_KAFKA_GROUP_JOIN_DELAY_MS", 3*time.Second, 0, time.Hour),
 			MaxMessageBytes:        e.int("QUEEN_KAFKA_MAX_MESSAGE_BYTES", broker.DefaultMaxMessageBytes, 1024, 1<<30),
+			MaxDecompressedBytes:   e.int("QUEEN_KAFKA_MAX_DECOMPRESSED_BYTES", broker.DefaultMaxDecompressedBytes, 1<<20, 1<<30),
 			FetchMaxBytes:          e.int("QUEEN_KAFKA_FETCH_MAX_BYTES", broker.DefaultFetchMaxBytes, 1<<10, 1<<30),
 			TxnMaxTimeout:          e.millis("QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", broker.DefaultTxnMaxTimeout, time.Second, 24*time.Hour),
 		},

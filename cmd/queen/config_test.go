@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queen-mq/queen/raftgroups"
 )
@@ -36,6 +37,9 @@ func TestDefaultsStartOneNode(t *testing.T) {
 	if len(c.Raft.Peers) != 1 || c.Raft.Peers[0].RaftAddr != "127.0.0.1:7400" || c.Raft.Peers[0].ID != 1 {
 		t.Fatalf("single node peers: %+v", c.Raft.Peers)
 	}
+	if c.Raft.MaxClockSkew != 500*time.Millisecond || c.Raft.ClockTestOffset != 0 {
+		t.Fatalf("clock: max skew %v, test offset %v", c.Raft.MaxClockSkew, c.Raft.ClockTestOffset)
+	}
 	if c.Raft.DiskHighPct != 85 || c.Raft.DiskLowPct != 80 {
 		t.Fatalf("storage_full watermarks %v/%v", c.Raft.DiskHighPct, c.Raft.DiskLowPct)
 	}
@@ -62,6 +66,16 @@ func TestClusterConfig(t *testing.T) {
 	}
 }
 
+func TestClockSettings(t *testing.T) {
+	c, err := loadConfig(lookup(map[string]string{"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "250", "QUEEN_TEST_CLOCK_OFFSET_MS": "-3600000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Raft.MaxClockSkew != 250*time.Millisecond || c.Raft.ClockTestOffset != -time.Hour {
+		t.Fatalf("max skew %v, test offset %v", c.Raft.MaxClockSkew, c.Raft.ClockTestOffset)
+	}
+}
+
 func TestBadConfigNamesTheVariable(t *testing.T) {
 	for name, env := range map[string]map[string]string{
 		"PORT":                        {"PORT": "http"},
@@ -78,6 +92,10 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
 		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
 		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
+		// dragonboat refuses proposals over 256 MiB
+		"QUEEN_RAFT_ENTRY_MAX_BYTES":   {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
+		"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "0"},
+		"QUEEN_TEST_CLOCK_OFFSET_MS":   {"QUEEN_TEST_CLOCK_OFFSET_MS": "an hour"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {

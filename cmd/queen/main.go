@@ -135,8 +135,14 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"peers", len(cfg.Raft.Peers), "groups", cfg.Raft.Groups, "raft_listen", cfg.Raft.ListenAddr,
 		"raft_token", secret.Mask(cfg.Raft.Token), "rtt_ms", cfg.Raft.RTTMillisecond,
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
-		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct)
+		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
+		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
+	if cfg.Raft.ClockTestOffset != 0 {
+		log.Warn("config: QUEEN_TEST_CLOCK_OFFSET_MS is set: this node reads its wall clock that far off (a test setting)",
+			"offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
+	}
 	if cfg.Raft.CrashAt != "" {
 		log.Warn("config: QUEEN_FAULT_CRASH_AT is set: this node kills itself at that fault point (a test setting)", "point", cfg.Raft.CrashAt)
 	}
@@ -153,7 +159,8 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
 		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions,
-		"max_message_bytes", k.Broker.MaxMessageBytes, "fetch_max_bytes", k.Broker.FetchMaxBytes)
+		"max_message_bytes", k.Broker.MaxMessageBytes, "max_decompressed_bytes", k.Broker.MaxDecompressedBytes,
+		"fetch_max_bytes", k.Broker.FetchMaxBytes)
 	if k.SASL != "" && k.TLSCert == "" {
 		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}

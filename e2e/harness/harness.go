@@ -81,6 +81,9 @@ type Options struct {
 	// from the machine, see DefaultGroups).
 	Groups int
 	Env    map[string]string // settings for every node
+	// NodeEnv adds settings for single nodes, by node id (1-based), over
+	// Env: e.g. a fault suite's QUEEN_TEST_CLOCK_OFFSET_MS on one node.
+	NodeEnv map[int]map[string]string
 	// BaseDir holds the nodes' data dirs (a test's TempDir).
 	BaseDir string
 	// Proxied puts a fault proxy between every node and its peers
@@ -149,6 +152,9 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			n.Env["QUEEN_RAFT_GROUPS"] = strconv.Itoa(o.Groups)
 		}
 		for k, v := range o.Env {
+			n.Env[k] = v
+		}
+		for k, v := range o.NodeEnv[i] {
 			n.Env[k] = v
 		}
 		c.Nodes = append(c.Nodes, n)

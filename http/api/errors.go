@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -59,6 +60,9 @@ func errorStatus(err error) (status int, code string, retry bool) {
 		return http.StatusNotFound, "not_found", false
 	case errors.Is(err, wire.ErrBadRequest):
 		return http.StatusBadRequest, "bad_request", false
+	case errors.Is(err, storage.ErrCorrupt):
+		// This node's copy is damaged; another node's may not be.
+		return http.StatusInternalServerError, "storage_corrupt", false
 	case errors.Is(err, wire.ErrExists), errors.Is(err, wire.ErrConflict):
 		return http.StatusConflict, "conflict", false
 	}

@@ -12,12 +12,15 @@ import (
 
 // Limits of spec §2.16.
 const (
-	maxFetchEntries  = 1024
-	maxFetchBytes    = 8 << 20
-	defaultFetchMax  = 1 << 20
-	maxFetchWaitMs   = 30000
-	fetchErrUnknown  = "UNKNOWN_TOPIC_OR_PARTITION"
-	fetchErrOutRange = "OFFSET_OUT_OF_RANGE"
+	maxFetchEntries = 1024
+	maxFetchBytes   = 8 << 20
+	// maxFetchTotalBytes caps the records of one answer over all its
+	// entries (ours; the spec has only the per-entry cap).
+	maxFetchTotalBytes = 16 << 20
+	defaultFetchMax    = 1 << 20
+	maxFetchWaitMs     = 30000
+	fetchErrUnknown    = "UNKNOWN_TOPIC_OR_PARTITION"
+	fetchErrOutRange   = "OFFSET_OUT_OF_RANGE"
 )
 
 type fetchRequest struct {
@@ -153,20 +156,29 @@ func (s *Server) readFetch(tenant wire.ID, entries []fetchEntry) ([]fetchAnswerE
 			out[i] = a
 			continue
 		}
+		// The answer as a whole holds at most maxFetchTotalBytes: an entry
+		// the cap leaves no room for answers no records, and its reader
+		// asks again from the same offset.
+		limit := min(e.MaxBytes, maxFetchTotalBytes-total)
+		if limit <= 0 {
+			out[i] = a
+			continue
+		}
 		size := 0
 		var rerr error
 		_, err := p.Store().Read(p, e.Offset, func(off uint64, appendMs int64, body []byte) bool {
+			// The first record of the answer goes out whatever its size,
+			// as Kafka does, so a record larger than maxBytes cannot wedge
+			// a consumer; later ones only within the limits.
+			if (size > 0 || total > 0) && size+len(body) > limit {
+				return false
+			}
 			rec, err := wire.ParseRecord(body)
 			if err != nil {
 				rerr = err
 				return false
 			}
 			s.engine.OpenPayload(&rec)
-			// Always return at least one record, as Kafka does, so a
-			// record larger than maxBytes cannot wedge a consumer.
-			if size > 0 && size+len(body) > e.MaxBytes {
-				return false
-			}
 			size += len(body)
 			v := viewOf(&rec)
 			r := fetchRecord{Offset: off, TransactionID: txnIDOf(&rec), TS: isoMillis(appendMs),

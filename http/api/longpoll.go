@@ -80,19 +80,23 @@ func (s *Server) parkUntilPoppable(tenant wire.ID, queue, partition, group strin
 		if b := time.Until(notBefore); b > 0 {
 			wait = min(wait, b)
 		} else if s.takeSlot(gate, timer, deadline) {
-			ready, retryAt := s.engine.PopReadiness(tenant, queue, group, partition, time.Now().UnixMilli())
+			// Replicated times are compared with the node's clock, which
+			// stamps entries, not with the wall clock (raftgroups/clock).
+			now := s.engine.NowMs()
+			ready, retryAt := s.engine.PopReadiness(tenant, queue, group, partition, now)
 			if ready {
 				unwatch()
 				return func() { <-gate.slots }, true
 			}
 			<-gate.slots
 			if retryAt > 0 {
-				wait = min(wait, time.Until(time.UnixMilli(retryAt)))
+				wait = min(wait, time.Duration(retryAt-now)*time.Millisecond)
 			}
 		}
 		// A lease expiring makes its messages deliverable again.
-		if exp := s.engine.NextLeaseExpiry(tenant, queue, group, time.Now().UnixMilli()); exp > 0 {
-			wait = min(wait, time.Until(time.UnixMilli(exp))+10*time.Millisecond)
+		now := s.engine.NowMs()
+		if exp := s.engine.NextLeaseExpiry(tenant, queue, group, now); exp > 0 {
+			wait = min(wait, time.Duration(exp-now)*time.Millisecond+10*time.Millisecond)
 		}
 		if !time.Now().Before(deadline) || s.base.Err() != nil {
 			unwatch()

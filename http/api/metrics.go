@@ -54,6 +54,19 @@ func (s *Server) writeRaftMetrics(w io.Writer) {
 		full = 1
 	}
 	metrics.WriteGaugeUint64(w, "queen_storage_full", full)
+	// This node's clock (raftgroups/clock): how far it runs from the
+	// local wall clock, the cluster's median at the last comparison, how
+	// often it took the cluster's time and ignored a wall-clock jump.
+	cs := host.ClockStats()
+	synced := uint64(0)
+	if cs.Synced {
+		synced = 1
+	}
+	metrics.WriteGaugeUint64(w, "queen_clock_synced", synced)
+	metrics.WriteGaugeFloat64(w, "queen_clock_wall_offset_ms", float64(cs.WallOffset))
+	metrics.WriteGaugeFloat64(w, "queen_clock_cluster_offset_ms", float64(cs.ClusterOffset))
+	metrics.WriteCounterUint64(w, "queen_clock_corrections_total", cs.Corrections)
+	metrics.WriteCounterUint64(w, "queen_clock_steps_ignored_total", cs.Steps)
 	for _, st := range host.Status() {
 		g := fmt.Sprintf(`{group="%d"}`, st.Group)
 		isLeader := uint64(0)
@@ -68,9 +81,11 @@ func (s *Server) writeRaftMetrics(w io.Writer) {
 		files, bytes := host.SegmentStats(st.Group)
 		metrics.WriteGaugeUint64(w, "queen_storage_segment_files"+g, uint64(files))
 		metrics.WriteGaugeUint64(w, "queen_storage_segment_bytes"+g, uint64(bytes))
+		metrics.WriteCounterUint64(w, "queen_storage_corrupt_chunks_total"+g, host.CorruptChunks(st.Group))
 		if t := host.Transport(st.Group); t != nil {
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_refused_total"+g, t.Refused())
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_rejected_total"+g, t.Rejected())
+			metrics.WriteCounterUint64(w, "queen_raft_batches_oversized_total"+g, t.Oversized())
 		}
 	}
 }

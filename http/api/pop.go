@@ -110,7 +110,7 @@ func (s *Server) parsePopParams(args *fasthttp.Args) (popParams, error) {
 	if v := string(args.Peek("subscriptionFrom")); v != "" {
 		p.subMode = wire.SubFrom
 		if v == "now" {
-			p.subFromMs = time.Now().UnixMilli()
+			p.subFromMs = s.engine.NowMs()
 		} else {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
@@ -205,7 +205,7 @@ func (s *Server) popDiscover(ctx *fasthttp.RequestCtx) error {
 	}
 	for i := range queues {
 		queue := queues[(first+i)%len(queues)]
-		if !s.engine.MayPop(tenant, queue, p.group, "", time.Now().UnixMilli()) {
+		if !s.engine.MayPop(tenant, queue, p.group, "", s.engine.NowMs()) {
 			continue
 		}
 		res, err := s.popOnce(tenant, queue, "", &p)

@@ -58,6 +58,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		targets []produceTarget
 		staged  []txnBatches
 	)
+	// One decompression budget for the whole request: bounding each
+	// partition alone would let a small request of many compressed batches
+	// inflate to many times the bound, all held until committed.
+	inflate := records.NewBudget(b.cfg.MaxDecompressedBytes)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
 		t := &req.Topics[ti]
@@ -70,7 +74,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p)
+			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, inflate)
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -100,12 +104,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 }
 
 // checkProduce decides whether a partition may be produced to here (this
-// node leads the raft group holding it) and decodes its batches. A topic
+// node leads the raft group holding it) and decodes its batches, drawing on
+// the request's decompression budget. A topic
 // that does not exist is created, with QUEEN_KAFKA_DEFAULT_PARTITIONS
 // partitions, when the name is a Kafka topic name, the partition one of
 // those, and the batches good.
 func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, tenant wire.ID, topic string,
-	p *kmsg.ProduceRequestTopicPartition) ([]records.Batch, cachedPartition, error) {
+	p *kmsg.ProduceRequestTopicPartition, inflate *records.Budget) ([]records.Batch, cachedPartition, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return nil, cachedPartition{}, errRequiredAcks
 	}
@@ -126,7 +131,7 @@ func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, ten
 			return nil, cachedPartition{}, wire.ErrQueueNotFound
 		}
 	}
-	batches, err := b.decodeProduced(req, p.Records)
+	batches, err := b.decodeProduced(req, p.Records, inflate)
 	if err != nil || known {
 		return batches, part, err
 	}
@@ -180,8 +185,18 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 			rerr = nil // a retried batch: success, with its original offset
 		}
 		tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(rerr), errorMessage(rerr)
-		if tg.first && !tg.staged {
+		switch {
+		case tg.staged:
+		case rerr == nil && tg.first:
 			tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
+		case rerr != nil:
+			tg.rp.BaseOffset = -1
+			if results[i].Code == wire.CodeUnknownProducer {
+				// KIP-360: a log start past the producer's last
+				// acknowledged offset tells the client its state was
+				// dropped with its records, not that records were lost.
+				tg.rp.LogStartOffset = int64(results[i].LogStart)
+			}
 		}
 	}
 }
@@ -190,8 +205,8 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 // produce may not carry: control batches (only a coordinator writes them),
 // empty batches, and transactional batches outside a transactional produce
 // (or the reverse).
-func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte) ([]records.Batch, error) {
-	batches, err := records.Decode(data, records.Limits{MaxBatchBytes: b.cfg.MaxMessageBytes})
+func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte, inflate *records.Budget) ([]records.Batch, error) {
+	batches, err := records.Decode(data, records.Limits{MaxBatchBytes: b.cfg.MaxMessageBytes, Budget: inflate})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -24,9 +25,19 @@ const maxFetchWait = 30 * time.Second
 // committed (transactions are staged until they commit), so read_committed
 // and read_uncommitted consumers read the same records and the last stable
 // offset is the high-water mark.
+//
+// Fetch sessions (v7+, KIP-227) are declined, as KIP-227 lets a broker do:
+// every answer has session id 0, so clients keep sending full fetches. v9
+// adds the leader epoch the client believes current, checked per
+// partition as Kafka does.
 func (b *Broker) handleFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	tenant := b.tenantOf(c)
+	if err := checkFetchSession(req); err != nil {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = errorCode(err)
+		return resp, nil
+	}
 	limit := b.cfg.FetchMaxBytes
 	if req.MaxBytes > 0 {
 		limit = min(limit, int(req.MaxBytes))
@@ -55,6 +66,22 @@ func (b *Broker) handleFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Reque
 			release()
 		}
 	}
+}
+
+// checkFetchSession refuses what only a session could mean: an incremental
+// fetch of a session id (none is ever granted), or a session epoch past the
+// first without one. Session id 0 with epoch 0 (asking for a session) or -1
+// (a full fetch without one) is a full fetch.
+func checkFetchSession(req *kmsg.FetchRequest) error {
+	switch {
+	case req.Version < 7:
+		return nil
+	case req.SessionID != 0:
+		return fmt.Errorf("%w: %d", errNoFetchSession, req.SessionID)
+	case req.SessionEpoch > 0:
+		return fmt.Errorf("%w: epoch %d", errFetchSessionEpoch, req.SessionEpoch)
+	}
+	return nil
 }
 
 // waitAny parks until one of chans closes, the deadline passes or ctx ends.
@@ -113,16 +140,27 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 func (b *Broker) fetchPartition(tenant wire.ID, topic string, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
 	p, ok := b.partition(tenant, topic, fp.Partition)
-	switch {
-	case !ok:
+	if !ok {
 		return 0, scratch, wire.ErrPartitionNotFound
-	case !b.engine.Leads(p.group):
+	}
+	term, leads, caughtUp := b.engine.LeaderEpoch(p.group)
+	if err := checkLeaderEpoch(fp.CurrentLeaderEpoch, term); err != nil {
+		return 0, scratch, err
+	}
+	if !leads {
 		return 0, scratch, errNotLeader
 	}
 	hwm, start := p.HighWatermark(), p.LogStart()
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(hwm), int64(start)
 	from := fp.FetchOffset
-	if from < int64(start) || from > int64(hwm) {
+	switch {
+	case from < int64(start):
+		return 0, scratch, errOffsetOutOfRange
+	case from > int64(hwm) && !caughtUp:
+		// A new leader's high-water mark may trail what the previous
+		// one served; out of range would make the client reset.
+		return 0, scratch, errNotCaughtUp
+	case from > int64(hwm):
 		return 0, scratch, errOffsetOutOfRange
 	}
 	if from == int64(hwm) || (budget <= 0 && !force) {

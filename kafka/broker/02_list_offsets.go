@@ -21,7 +21,9 @@ const (
 // uncommitted is ever in a log), and a timestamp with the first offset
 // appended at or after it (queen's append time; spec §3.2), or -1 when there
 // is none; each partition from the raft group holding it, which this node
-// must lead.
+// must lead, in the leader epoch (raft term) the client believes current
+// when it says one. A leader just elected answers latest and by-time
+// lookups only once it has caught up (OFFSET_NOT_AVAILABLE until then).
 func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -38,19 +40,29 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 			rp.Partition, rp.Timestamp, rp.Offset = lp.Partition, -1, -1
 			err := func() error {
 				p, ok := b.partition(tenant, t.Topic, lp.Partition)
-				switch {
-				case !ok:
+				if !ok {
 					return wire.ErrPartitionNotFound
-				case !b.engine.Leads(p.group):
+				}
+				term, leads, caughtUp := b.engine.LeaderEpoch(p.group)
+				if err := checkLeaderEpoch(lp.CurrentLeaderEpoch, term); err != nil {
+					return err
+				}
+				if !leads {
 					return errNotLeader
 				}
+				rp.LeaderEpoch = epochOf(term)
 				switch ts := lp.Timestamp; {
-				case ts == listLatest:
-					rp.Offset = int64(p.HighWatermark())
 				case ts == listEarliest:
 					rp.Offset = int64(p.LogStart())
-				case ts < 0:
+				case ts < 0 && ts != listLatest:
 					return fmt.Errorf("%w: timestamp %d", wire.ErrBadRequest, ts)
+				case !caughtUp:
+					// As Kafka after an election (KIP-207): the latest
+					// offset, and so a time's, may trail what the
+					// previous leader answered.
+					return errNotCaughtUp
+				case ts == listLatest:
+					rp.Offset = int64(p.HighWatermark())
 				default:
 					off, at, found, err := p.Store().OffsetForTime(p.Partition, ts)
 					if err != nil {

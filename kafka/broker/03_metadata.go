@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,7 +118,7 @@ func (g *groupLeaders) of(n int) *groupLeader {
 	}
 	var l *groupLeader
 	if id, term, ok := g.b.groupLeader(n); ok {
-		l = &groupLeader{id: id, epoch: int32(min(term, math.MaxInt32)), replicas: []int32{id}}
+		l = &groupLeader{id: id, epoch: epochOf(term), replicas: []int32{id}}
 		for _, r := range g.replicas {
 			if r != id {
 				l.replicas = append(l.replicas, r)

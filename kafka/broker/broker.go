@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
 )
 
@@ -55,6 +56,12 @@ type Config struct {
 	// MaxMessageBytes bounds one produced record batch, Kafka's
 	// message.max.bytes (QUEEN_KAFKA_MAX_MESSAGE_BYTES).
 	MaxMessageBytes int
+	// MaxDecompressedBytes bounds what the compressed record batches of one
+	// produce request, all its partitions together, decompress to
+	// (QUEEN_KAFKA_MAX_DECOMPRESSED_BYTES): a small compressed batch can
+	// inflate a thousandfold, and decoded records are held until they are
+	// committed.
+	MaxDecompressedBytes int
 	// FetchMaxBytes caps one fetch response whatever the client asks: a
 	// response is held in memory until written (QUEEN_KAFKA_FETCH_MAX_BYTES).
 	FetchMaxBytes int
@@ -70,8 +77,10 @@ type Config struct {
 const (
 	DefaultMaxMessageBytes = 1048588
 	DefaultFetchMaxBytes   = 32 << 20
-	DefaultTxnMaxTimeout   = 15 * time.Minute
-	DefaultDedupWindow     = 900 * time.Second
+	// DefaultMaxDecompressedBytes is the default decompression bound.
+	DefaultMaxDecompressedBytes = records.DefaultMaxDecompressedBytes
+	DefaultTxnMaxTimeout        = 15 * time.Minute
+	DefaultDedupWindow          = 900 * time.Second
 )
 
 func (c *Config) setDefaults() {
@@ -86,6 +95,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.MaxDecompressedBytes <= 0 {
+		c.MaxDecompressedBytes = DefaultMaxDecompressedBytes
 	}
 	if c.FetchMaxBytes <= 0 {
 		c.FetchMaxBytes = DefaultFetchMaxBytes

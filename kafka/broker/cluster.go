@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -38,6 +40,25 @@ func (b *Broker) groupLeader(n int) (id int32, term uint64, ok bool) {
 	return int32(node), term, true
 }
 
+// epochOf is the Kafka leader epoch of a raft term.
+func epochOf(term uint64) int32 { return int32(min(term, math.MaxInt32)) }
+
+// checkLeaderEpoch compares the leader epoch a client believes current
+// (CurrentLeaderEpoch, -1 when it does not say) with the partition's raft
+// term as this node knows it, as Kafka's Partition.checkCurrentLeaderEpoch
+// does: an older one is fenced (the client missed a leader change and
+// refreshes its metadata), a newer one unknown (this node missed it).
+func checkLeaderEpoch(current int32, term uint64) error {
+	switch epoch := epochOf(term); {
+	case current < 0 || current == epoch:
+		return nil
+	case current < epoch:
+		return fmt.Errorf("%w: %d, the partition is at %d", errFencedEpoch, current, epoch)
+	default:
+		return fmt.Errorf("%w: %d, this node knows %d", errUnknownEpoch, current, epoch)
+	}
+}
+
 // brokerAddr is where clients reach node id: this node's own advertised
 // address, or what the node registry holds for the others.
 func (b *Broker) brokerAddr(id uint64) (string, int32, bool) {
@@ -67,8 +88,9 @@ func splitAddr(addr string) (string, int32, error) {
 	return host, int32(port), nil
 }
 
-// brokers lists every node Kafka clients can reach: the registry, with this
-// node's own address always present.
+// brokers lists the live nodes Kafka clients can reach: the registry, less
+// the nodes not heard from lately (as Kafka lists only live brokers), with
+// this node's own address always present.
 func (b *Broker) brokers() []kmsg.MetadataResponseBroker {
 	self := uint64(b.cfg.NodeID)
 	var out []kmsg.MetadataResponseBroker
@@ -81,6 +103,8 @@ func (b *Broker) brokers() []kmsg.MetadataResponseBroker {
 	for _, n := range b.engine.KafkaNodes() {
 		if n.ID == self {
 			n.KafkaAddr, seen = b.cfg.AdvertisedAddr, true
+		} else if !b.engine.NodeLive(n.ID) {
+			continue
 		}
 		add(n.ID, n.KafkaAddr)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -28,6 +29,11 @@ var (
 	errOffsetOutOfRange  = errors.New("kafka: offset outside the partition's log")
 	errReplicationFactor = errors.New("kafka: replication factor out of range")
 	errRequiredAcks      = errors.New("kafka: acks must be -1, 0 or 1")
+	errNotCaughtUp       = errors.New("kafka: this node was just elected leader and has not applied everything committed before it; try again")
+	errFencedEpoch       = errors.New("kafka: the client's leader epoch is older than the partition's")
+	errUnknownEpoch      = errors.New("kafka: the client's leader epoch is newer than this node knows")
+	errNoFetchSession    = errors.New("kafka: no such fetch session (sessions are not granted; send full fetches)")
+	errFetchSessionEpoch = errors.New("kafka: a fetch session epoch without a session")
 )
 
 // errorCode is THE mapping of engine, storage and codec errors to Kafka
@@ -48,10 +54,14 @@ func errorCode(err error) int16 {
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, raftgroups.ErrStorageFull):
 		return kerr.KafkaStorageError.Code // retriable: clients back off until space is freed
+	case errors.Is(err, storage.ErrCorrupt):
+		return kerr.KafkaStorageError.Code // the stored bytes failed their checksum; never served
 	case errors.Is(err, wire.ErrQueueNotFound), errors.Is(err, wire.ErrPartitionNotFound):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, wire.ErrOutOfOrder):
 		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, wire.ErrUnknownProducer):
+		return kerr.UnknownProducerID.Code
 	case errors.Is(err, wire.ErrFenced), errors.Is(err, errTxnAborted):
 		// An aborted commit too: as for a transaction Kafka's coordinator
 		// aborted, clients (KIP-588) re-initialise and start over.
@@ -78,10 +88,24 @@ func errorCode(err error) int16 {
 		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, errOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, errNotCaughtUp):
+		return kerr.OffsetNotAvailable.Code
+	case errors.Is(err, errFencedEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, errUnknownEpoch):
+		return kerr.UnknownLeaderEpoch.Code
+	case errors.Is(err, errNoFetchSession):
+		return kerr.FetchSessionIDNotFound.Code
+	case errors.Is(err, errFetchSessionEpoch):
+		return kerr.InvalidFetchSessionEpoch.Code
 	case errors.Is(err, errBadBatch):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, wire.ErrBadRequest):
 		return kerr.InvalidRequest.Code
+	case errors.Is(err, records.ErrOverBudget):
+		// The batch would fit in a request of its own: retriable, nothing
+		// was written, as for an overloaded group.
+		return kerr.NotEnoughReplicas.Code
 	case errors.Is(err, records.ErrCorrupt), errors.Is(err, records.ErrTooLarge),
 		errors.Is(err, records.ErrUnsupportedCompression), errors.Is(err, records.ErrUnsupportedMagic):
 		return kafka.RecordsErrorCode(err)

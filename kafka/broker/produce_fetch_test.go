@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -114,4 +115,53 @@ func mustBatch(t *testing.T, value []byte) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestForgottenProducerIsUnknown: a batch of an idempotent producer the
+// partition has no state for (never seen, or forgotten after the dedup
+// window) that does not start at sequence 0 answers UNKNOWN_PRODUCER_ID with
+// the log start offset, as Kafka does, so the client can tell that its
+// state expired rather than that records were lost (KIP-360).
+func TestForgottenProducerIsUnknown(t *testing.T) {
+	const window = 300 * time.Millisecond
+	n := startNode(t, func(c *Config) { c.DedupWindow = window })
+	cl := n.client()
+	createTopic(t, cl, "forgotten", 1)
+	ir, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctxFor(t), cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatal(err, ir.ErrorCode)
+	}
+	batch := func(seq int32) []byte {
+		opts := records.NewBatchOptions(0)
+		opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = ir.ProducerID, ir.ProducerEpoch, seq
+		b, err := records.AppendBatch(nil, opts, []records.Record{{Value: []byte(fmt.Sprint(seq))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if p := rawProduce(t, cl, "forgotten", batch(3), -1); p.ErrorCode != kerr.UnknownProducerID.Code || p.LogStartOffset != 0 {
+		t.Fatalf("never seen, mid-stream: error %d, log start %d; want %d, 0", p.ErrorCode, p.LogStartOffset, kerr.UnknownProducerID.Code)
+	}
+	for seq := int32(0); seq < 2; seq++ {
+		if p := rawProduce(t, cl, "forgotten", batch(seq), -1); p.ErrorCode != 0 {
+			t.Fatalf("seq %d: error %d", seq, p.ErrorCode)
+		}
+	}
+	// Sending the last batch again is a duplicate while the state lives;
+	// once the window has passed the producer is unknown.
+	deadline := time.Now().Add(testWait)
+	for {
+		p := rawProduce(t, cl, "forgotten", batch(1), -1)
+		if p.ErrorCode == kerr.UnknownProducerID.Code && p.LogStartOffset == 0 {
+			break
+		}
+		if p.ErrorCode != 0 || time.Now().After(deadline) {
+			t.Fatalf("after the dedup window: error %d, log start %d; want %d, 0", p.ErrorCode, p.LogStartOffset, kerr.UnknownProducerID.Code)
+		}
+		time.Sleep(window / 10) // paces the poll
+	}
+	if hwm(n, "forgotten", 0) != 2 {
+		t.Fatal("a refused batch was stored")
+	}
 }

@@ -24,6 +24,13 @@ import (
 // over the nodes, and every broker is in the node registry.
 func startCluster(t *testing.T, size int) []*testNode {
 	t.Helper()
+	return startClusterWith(t, size, nil)
+}
+
+// startClusterWith is startCluster with edit adjusting node i's raft
+// config (test hooks) first.
+func startClusterWith(t *testing.T, size int, edit func(i int, c *raftgroups.Config)) []*testNode {
+	t.Helper()
 	groups := raftgroupstest.Groups
 	place, err := tenancy.NewPlacement(groups, "")
 	if err != nil {
@@ -43,8 +50,12 @@ func startCluster(t *testing.T, size int) []*testNode {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hosts[i], errs[i] = raftgroups.Start(raftgroups.Config{NodeID: peers[i].ID, Peers: peers, ListenAddr: peers[i].RaftAddr,
-				Dir: dirs[i], Groups: groups, RTTMillisecond: 10, ElectionRTT: 10, HeartbeatRTT: 1, Logger: quiet, Placement: place.Spec()})
+			cfg := raftgroups.Config{NodeID: peers[i].ID, Peers: peers, ListenAddr: peers[i].RaftAddr,
+				Dir: dirs[i], Groups: groups, RTTMillisecond: 10, ElectionRTT: 10, HeartbeatRTT: 1, Logger: quiet, Placement: place.Spec()}
+			if edit != nil {
+				edit(i, &cfg)
+			}
+			hosts[i], errs[i] = raftgroups.Start(cfg)
 		}()
 	}
 	wg.Wait()

@@ -19,6 +19,10 @@ var (
 	// ErrTooLarge: a batch is larger than Limits.MaxBatchBytes, or the
 	// decompressed records exceed Limits.MaxDecompressedBytes.
 	ErrTooLarge = errors.New("records: record batch too large")
+	// ErrOverBudget: a batch decompresses past what is left of a Budget
+	// that earlier batches (of the same request) drew on. It might fit in
+	// a budget of its own: unlike ErrTooLarge it is worth sending again.
+	ErrOverBudget = errors.New("records: decompressed batches over the request's budget")
 	// ErrInvalidInput: the caller asked the encoder for something a
 	// RecordBatch cannot carry (no records, offsets out of order, ...).
 	ErrInvalidInput = errors.New("records: invalid batch to encode")

@@ -2,6 +2,7 @@ package records
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -25,7 +26,63 @@ type Limits struct {
 	MaxBatchBytes int
 	// MaxDecompressedBytes bounds the total size of the decompressed record
 	// sections over the whole call. Zero means DefaultMaxDecompressedBytes.
+	// Ignored when Budget is set.
 	MaxDecompressedBytes int
+	// Budget, when set, is drawn on instead, so several calls (the
+	// partitions of one produce request) share one bound.
+	Budget *Budget
+}
+
+// Budget is a decompression bound shared by several Decode calls, one per
+// partition of a produce request: bounding each call alone would let a small
+// request of many compressed batches inflate to many times the bound. It is
+// not safe for concurrent use.
+type Budget struct {
+	bound int
+	left  int
+	// over is set once a batch did not fit: nothing more is decompressed,
+	// so a request of many bombs costs one overrun, not one per batch.
+	over bool
+}
+
+// NewBudget returns a budget of bound decompressed bytes
+// (DefaultMaxDecompressedBytes when bound is not positive).
+func NewBudget(bound int) *Budget {
+	if bound <= 0 {
+		bound = DefaultMaxDecompressedBytes
+	}
+	return &Budget{bound: bound, left: bound}
+}
+
+// Left is what is left to decompress.
+func (b *Budget) Left() int {
+	if b.over {
+		return 0
+	}
+	return b.left
+}
+
+// inflate decompresses one batch's records section against the budget.
+// fresh says the Decode call began with the whole budget: if its batches do
+// not fit then, they never will (ErrTooLarge); otherwise earlier calls' use
+// is to blame and they may fit another time (ErrOverBudget).
+func (b *Budget) inflate(c Compression, section []byte, fresh bool) ([]byte, error) {
+	if b.over {
+		return nil, fmt.Errorf("%w: earlier batches of the request used the %d byte budget up", ErrOverBudget, b.bound)
+	}
+	out, err := decompress(c, section, b.left, b.bound)
+	if errors.Is(err, ErrTooLarge) {
+		b.over = true
+		if !fresh {
+			return nil, fmt.Errorf("%w: %d of its %d bytes were left (%v)", ErrOverBudget, b.left, b.bound, err)
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.left -= len(out)
+	return out, nil
 }
 
 // Decode parses data as one or more concatenated RecordBatch v2, verifying
@@ -39,15 +96,15 @@ func Decode(data []byte, limits Limits) ([]Batch, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: no record batch", ErrCorrupt)
 	}
-	callCap := limits.MaxDecompressedBytes
-	if callCap <= 0 {
-		callCap = DefaultMaxDecompressedBytes
+	budget := limits.Budget
+	if budget == nil {
+		budget = NewBudget(limits.MaxDecompressedBytes)
 	}
-	budget := callCap
+	fresh := budget.Left() == budget.bound
 	var batches []Batch
 	for pos := 0; pos < len(data); {
 		var b Batch
-		n, err := decodeBatch(data[pos:], &b, limits.MaxBatchBytes, &budget, callCap)
+		n, err := decodeBatch(data[pos:], &b, limits.MaxBatchBytes, budget, fresh)
 		if err != nil {
 			return nil, fmt.Errorf("batch %d at byte %d: %w", len(batches), pos, err)
 		}
@@ -103,8 +160,8 @@ func parseHeader(data []byte, b *Batch) (int, error) {
 }
 
 // decodeBatch decodes the batch at the start of data into b and returns its
-// wire size. budget is what is left of the decompression cap callCap.
-func decodeBatch(data []byte, b *Batch, maxBatch int, budget *int, callCap int) (int, error) {
+// wire size, decompressing against budget (fresh: see Budget.inflate).
+func decodeBatch(data []byte, b *Batch, maxBatch int, budget *Budget, fresh bool) (int, error) {
 	size, err := parseHeader(data, b)
 	if err != nil {
 		return 0, err
@@ -124,11 +181,10 @@ func decodeBatch(data []byte, b *Batch, maxBatch int, budget *int, callCap int) 
 	}
 	section := batch[HeaderSize:]
 	if c := b.Compression(); c != CompressionNone {
-		section, err = decompress(c, section, *budget, callCap)
+		section, err = budget.inflate(c, section, fresh)
 		if err != nil {
 			return 0, err
 		}
-		*budget -= len(section)
 	}
 	// Every record takes at least minRecordSize bytes, so a count the
 	// section cannot hold is refused before anything is allocated for it.

@@ -327,6 +327,49 @@ func TestZipBombs(t *testing.T) {
 	}
 }
 
+// TestSharedBudget: calls sharing a Budget share its bound. A call whose
+// batches overrun what earlier calls left gets ErrOverBudget (they may fit
+// on their own); once over, no later call decompresses anything; a call that
+// began with the whole budget and overran gets ErrTooLarge.
+func TestSharedBudget(t *testing.T) {
+	batch := func(size int) []byte {
+		opts := NewBatchOptions(0)
+		opts.Compression = CompressionGzip
+		b, err := AppendBatch(nil, opts, []Record{{Value: make([]byte, size)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	budget := NewBudget(1 << 20)
+	for i := range 3 {
+		if _, err := Decode(batch(300<<10), Limits{Budget: budget}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if left := budget.Left(); left > 1<<20-900<<10 || left < 1<<20-901<<10 {
+		t.Fatalf("left %d", left)
+	}
+	_, err := Decode(batch(300<<10), Limits{Budget: budget})
+	if !errors.Is(err, ErrOverBudget) || errors.Is(err, ErrTooLarge) {
+		t.Fatalf("over what is left: %v", err)
+	}
+	if _, err := Decode(batch(1<<10), Limits{Budget: budget}); !errors.Is(err, ErrOverBudget) || budget.Left() != 0 {
+		t.Fatalf("after the budget ran out: %v, %d left", err, budget.Left())
+	}
+	// Uncompressed batches are the caller's input, not inflation.
+	plain, err := AppendBatch(nil, NewBatchOptions(0), []Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(plain, Limits{Budget: budget}); err != nil {
+		t.Fatalf("uncompressed: %v", err)
+	}
+	if _, err := Decode(batch(2<<20), Limits{Budget: NewBudget(1 << 20)}); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrOverBudget) {
+		t.Fatalf("over the whole bound: %v", err)
+	}
+}
+
 func TestCorruptCompressedPayloads(t *testing.T) {
 	for _, codec := range allCodecs[1:] {
 		opts := NewBatchOptions(0)

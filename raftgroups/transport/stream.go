@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/lni/dragonboat/v4/raftpb"
@@ -27,19 +28,18 @@ import (
 var (
 	errStreamEnded     = errors.New("raft transport: stream ended by the peer")
 	errTransportClosed = errors.New("raft transport: closed")
-	errStalled         = errors.New("raft transport: peer stopped reading")
+	errStalled         = errors.New("raft transport: peer stopped reading the stream")
 )
 
 const (
-	// openTimeout bounds waiting for the peer to accept a stream.
-	openTimeout = 5 * time.Second
-	// writeTimeout is how long one frame may wait for the peer to read:
-	// a peer that stops reading without closing (paused, partitioned)
-	// must not hold dragonboat's sender forever.
-	writeTimeout = 10 * time.Second
 	// keepFrameBuf is the largest frame buffer a stream keeps between
 	// sends; a larger one (a batch of big entries) is dropped after use.
 	keepFrameBuf = 4 << 20
+	// writePiece is how much of a frame is handed to the connection at a
+	// time; each piece must go within Timeouts.Write, so a large frame on
+	// a slow link is not mistaken for a stalled peer, while a peer that
+	// stops reading (paused, partitioned) fails the send.
+	writePiece = 256 << 10
 )
 
 // stream is the sending end; it implements raftio.IConnection.
@@ -52,6 +52,7 @@ type stream struct {
 	stall  *time.Timer
 	buf    []byte
 	once   sync.Once
+	why    atomic.Pointer[error] // what aborted the stream
 }
 
 // openStream starts the request and waits for the peer's answer to its
@@ -82,14 +83,14 @@ func (t *Transport) openStream(ctx context.Context, target string) (*stream, err
 
 	opened := make(chan error, 1)
 	go s.run(req, opened)
-	timer := time.NewTimer(openTimeout)
+	timer := time.NewTimer(t.cfg.Timeouts.Open)
 	defer timer.Stop()
 	select {
 	case err = <-opened:
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
-		err = fmt.Errorf("raft transport group %d: %s did not accept a stream within %v", t.cfg.Group, target, openTimeout)
+		err = fmt.Errorf("raft transport group %d: %s did not accept a stream within %v", t.cfg.Group, target, t.cfg.Timeouts.Open)
 	}
 	if err != nil {
 		s.abort(err)
@@ -141,6 +142,7 @@ func (s *stream) run(req *http.Request, opened chan<- error) {
 // abort ends the stream at once: pending and later sends fail with err.
 func (s *stream) abort(err error) {
 	s.once.Do(func() {
+		s.why.Store(&err)
 		s.pr.CloseWithError(err)
 		s.pw.CloseWithError(err)
 		s.cancel()
@@ -167,6 +169,18 @@ func (s *stream) SendMessageBatch(b pb.MessageBatch) error {
 		}
 	}
 	need := 4 + b.SizeUpperLimit()
+	if int64(need) > s.t.cfg.MaxBodyBytes+4 {
+		if n := b.Size(); int64(n) > s.t.cfg.MaxBodyBytes {
+			// The peer would drop the stream at this frame, and raft
+			// would send it again and again. The node's limits are set so
+			// this never happens (raftgroups' frameLimit); should it, the
+			// batch is dropped here, as a lost message, and said loudly,
+			// and the stream stays up for the peer's other messages.
+			s.t.oversized.Add(1)
+			s.t.warnOversized(s.target, n)
+			return nil
+		}
+	}
 	if cap(s.buf) < need {
 		s.buf = make([]byte, need)
 	}
@@ -175,37 +189,53 @@ func (s *stream) SendMessageBatch(b pb.MessageBatch) error {
 		return fmt.Errorf("raft transport: marshal batch: %w", err)
 	}
 	binary.BigEndian.PutUint32(s.buf, uint32(n))
-	s.stall.Reset(writeTimeout)
-	_, err = s.pw.Write(s.buf[:4+n])
-	s.stall.Stop()
+	for frame := s.buf[:4+n]; len(frame) > 0 && err == nil; {
+		piece := frame[:min(len(frame), writePiece)]
+		frame = frame[len(piece):]
+		s.stall.Reset(s.t.cfg.Timeouts.Write)
+		_, err = s.pw.Write(piece)
+		s.stall.Stop()
+	}
 	if cap(s.buf) > keepFrameBuf {
 		s.buf = nil
 	}
 	if err != nil {
+		if why := s.why.Load(); why != nil {
+			err = *why // the pipe only says it was closed
+		}
 		return fmt.Errorf("raft transport group %d: send to %s: %w", s.t.cfg.Group, s.target, err)
 	}
 	return nil
 }
 
 // serveStream is the receiving end: it accepts the stream, then hands each
-// frame's batch to dragonboat until the body ends.
+// frame's batch to dragonboat until the body ends. A stream with no frame
+// for Timeouts.Idle, or whose frame stops arriving for Timeouts.Stall, is
+// dropped: its sender is gone or stuck and will open a new stream.
 func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	if err := rc.EnableFullDuplex(); err != nil {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	// The connection closes with the stream: a stream that ended early (a
+	// timeout, a bad frame) leaves the body unread, and net/http would
+	// otherwise keep the connection waiting for a next request.
+	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusOK)
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	br := bufio.NewReaderSize(r.Body, 64<<10)
+	body := &deadlineReader{r: r.Body, rc: rc}
+	br := bufio.NewReaderSize(body, 64<<10)
 	var head [4]byte
 	var frame []byte
 	for {
+		body.timeout = t.cfg.Timeouts.Idle
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return // io.EOF: the sender ended the stream
 		}
+		body.timeout = t.cfg.Timeouts.Stall
 		n := int64(binary.BigEndian.Uint32(head[:]))
 		if n > t.cfg.MaxBodyBytes {
 			t.cfg.Logger.Warn("raft: dropping a stream whose batch is over the limit", "group", t.cfg.Group, "bytes", n, "limit", t.cfg.MaxBodyBytes)

@@ -17,6 +17,12 @@
 // reports a 401 as an error (and a warning in its log) that says its token
 // was refused.
 //
+// Every wait on a peer is bounded (Timeouts): connecting, a stream's
+// answer, each piece of a frame written, a snapshot chunk's exchange, and on
+// the receiving side a stream without frames and a body that stops
+// arriving. A peer that accepts connections and then neither reads nor
+// answers fails its sends in seconds while the other peers' streams go on.
+//
 // This package knows nothing about queues or commands; it moves dragonboat's
 // bytes and nothing else.
 package transport
@@ -24,6 +30,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +56,7 @@ const (
 
 	streamPath = "/raft/v1/stream"
 	chunkPath  = "/raft/v1/chunk"
+	timePath   = "/raft/v1/time"
 )
 
 // ErrRefused is the error a send returns when the peer refused this node's
@@ -64,6 +72,43 @@ type Config struct {
 	// Drop, when set, is consulted before every send: a non-nil error drops
 	// the send as if the peer were unreachable. Tests use it to partition.
 	Drop func(target string) error
+	// Timeouts bound every wait on a peer; zero fields take the defaults.
+	Timeouts Timeouts
+	// Clock, when set, answers the time route with this node's clock in
+	// unix milliseconds, which peers compare theirs with (raftgroups/clock).
+	Clock func() int64
+}
+
+// Timeouts bound every wait on a peer, so a peer that is black-holed
+// (accepts or half-opens a connection, then neither reads nor answers)
+// fails a send within seconds, and dragonboat marks it unreachable and
+// backs off, instead of a sender (or a receiving handler and its frame
+// buffer) being held until the kernel gives up on the socket, which with
+// a peer that keeps acknowledging with a zero window is never.
+type Timeouts struct {
+	Dial  time.Duration // TCP connect (2 s)
+	Open  time.Duration // a stream's answer to its headers (5 s)
+	Write time.Duration // a frame making no progress into the connection (10 s)
+	Chunk time.Duration // one snapshot chunk sent and answered (30 s; chunks are 2 MiB)
+	// Idle is how long a received stream may carry no frame (90 s):
+	// dragonboat closes a connection it has not used for a minute, so a
+	// longer silence means the sender is gone.
+	Idle  time.Duration
+	Stall time.Duration // a received frame or chunk body making no progress (10 s)
+}
+
+func (to *Timeouts) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&to.Dial, 2*time.Second)
+	def(&to.Open, 5*time.Second)
+	def(&to.Write, 10*time.Second)
+	def(&to.Chunk, 30*time.Second)
+	def(&to.Idle, 90*time.Second)
+	def(&to.Stall, 10*time.Second)
 }
 
 // Factory is the dragonboat TransportFactory for one group's NodeHost. It
@@ -82,6 +127,7 @@ func NewFactory(cfg Config) *Factory {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 97 << 20
 	}
+	cfg.Timeouts.setDefaults()
 	return &Factory{cfg: cfg}
 }
 
@@ -122,11 +168,17 @@ type Transport struct {
 
 	srv  *http.Server
 	done chan struct{}
+	// ctx ends with Close, cutting chunk sends short.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	refused  atomic.Uint64 // requests this node answered with 401
 	rejected atomic.Uint64 // sends a peer answered with 401
-	lastOK   sync.Map      // peer address → time.Time it was last heard from or answered
-	warnedAt sync.Map      // target → time.Time of the last refused-token warning
+	// oversized counts batches not sent because they were over
+	// MaxBodyBytes (a bug in the limits: see SendMessageBatch).
+	oversized atomic.Uint64
+	lastOK    sync.Map // peer address → time.Time it was last heard from or answered
+	warnedAt  sync.Map // target → time.Time of the last refused-token warning
 
 	// streams are the outgoing batch streams, ended by Close; streamsWG
 	// owns their request goroutines.
@@ -138,8 +190,9 @@ type Transport struct {
 
 func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.MessageHandler, ch raftio.ChunkHandler) *Transport {
 	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token), streams: map[*stream]struct{}{}}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.client = &http.Client{Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 10 * time.Second}).DialContext,
+		DialContext:         (&net.Dialer{Timeout: cfg.Timeouts.Dial, KeepAlive: 10 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
@@ -159,7 +212,10 @@ func (t *Transport) Start() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(streamPath, t.guard(t.serveStream))
-	mux.Handle(chunkPath, t.guard(t.bodyOf(8<<20, t.serveChunk)))
+	mux.Handle(chunkPath, t.guard(t.bodyOf(maxChunkBody, t.serveChunk)))
+	if t.cfg.Clock != nil {
+		mux.Handle(timePath, t.guard(t.serveTime))
+	}
 	t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 2 * time.Minute}
 	t.done = make(chan struct{})
 	go func() {
@@ -172,6 +228,7 @@ func (t *Transport) Start() error {
 // Close stops the listener, drops open connections, ends the outgoing
 // streams and waits for the goroutines serving and sending.
 func (t *Transport) Close() error {
+	t.cancel()
 	if t.srv != nil {
 		_ = t.srv.Close()
 		<-t.done
@@ -192,6 +249,10 @@ func (t *Transport) Refused() uint64 { return t.refused.Load() }
 
 // Rejected counts sends a peer answered with 401.
 func (t *Transport) Rejected() uint64 { return t.rejected.Load() }
+
+// Oversized counts message batches dropped before sending because they
+// were larger than a peer accepts.
+func (t *Transport) Oversized() uint64 { return t.oversized.Load() }
 
 // LastContact is when target was last heard from: a batch it sent here, or
 // an answer to a request of ours (zero if never).
@@ -226,10 +287,16 @@ func (t *Transport) guard(next http.HandlerFunc) http.Handler {
 	})
 }
 
+// maxChunkBody is the largest snapshot chunk request accepted; dragonboat
+// cuts snapshots into 2 MiB chunks.
+const maxChunkBody = 8 << 20
+
 // bodyOf reads a whole request body of at most maxBody bytes and answers
-// with the status next returns for it.
+// with the status next returns for it. A body that stops arriving for
+// Timeouts.Stall ends the request.
 func (t *Transport) bodyOf(maxBody int64, next func([]byte) int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &deadlineReader{r: r.Body, rc: http.NewResponseController(w), timeout: t.cfg.Timeouts.Stall}
 		body, err := readBody(w, r, maxBody)
 		if err != nil {
 			http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
@@ -267,6 +334,49 @@ func (t *Transport) serveChunk(body []byte) int {
 	return http.StatusNoContent
 }
 
+// serveTime answers with this node's clock: 8 bytes, big-endian unix ms.
+// It is behind the token like every raft route: a clock anyone could
+// answer for could be moved by anyone.
+func (t *Transport) serveTime(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(binary.BigEndian.AppendUint64(nil, uint64(t.cfg.Clock())))
+}
+
+// PeerTime asks the peer at target for its clock (unix ms). The caller
+// times the round trip.
+func (t *Transport) PeerTime(ctx context.Context, target string) (int64, error) {
+	if t.cfg.Drop != nil {
+		if err := t.cfg.Drop(target); err != nil {
+			return 0, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+timePath, nil)
+	if err != nil {
+		return 0, fmt.Errorf("raft transport: request to %s: %w", target, err)
+	}
+	req.Header.Set(TokenHeader, t.cfg.Token)
+	req.Header.Set(GroupHeader, strconv.Itoa(t.cfg.Group))
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("raft transport group %d: time from %s: %w", t.cfg.Group, target, err)
+	}
+	defer resp.Body.Close()
+	var b [8]byte
+	_, err = io.ReadFull(resp.Body, b[:])
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		t.rejected.Add(1)
+		t.warnRefused(target)
+		return 0, fmt.Errorf("raft transport group %d: peer %s %w (401)", t.cfg.Group, target, ErrRefused)
+	case resp.StatusCode != http.StatusOK:
+		return 0, fmt.Errorf("raft transport group %d: time from %s: %s", t.cfg.Group, target, resp.Status)
+	case err != nil:
+		return 0, fmt.Errorf("raft transport group %d: time from %s: %w", t.cfg.Group, target, err)
+	}
+	t.heard(target)
+	return int64(binary.BigEndian.Uint64(b[:])), nil
+}
+
 // heard records that the peer at addr just reached us.
 func (t *Transport) heard(addr string) {
 	if addr != "" {
@@ -297,7 +407,7 @@ func (t *Transport) probe(ctx context.Context, target string) error {
 			return err
 		}
 	}
-	d := net.Dialer{Timeout: 2 * time.Second}
+	d := net.Dialer{Timeout: t.cfg.Timeouts.Dial}
 	c, err := d.DialContext(ctx, "tcp", target)
 	if err != nil {
 		return fmt.Errorf("raft transport group %d: dial %s: %w", t.cfg.Group, target, err)
@@ -305,14 +415,17 @@ func (t *Transport) probe(ctx context.Context, target string) error {
 	return c.Close()
 }
 
-// post sends one RPC and turns any non-2xx answer into an error.
+// post sends one RPC and turns any non-2xx answer into an error. The whole
+// exchange, connect to answer, is bounded by Timeouts.Chunk.
 func (t *Transport) post(target, path string, body []byte) error {
 	if t.cfg.Drop != nil {
 		if err := t.cfg.Drop(target); err != nil {
 			return err
 		}
 	}
-	req, err := http.NewRequest(http.MethodPost, "http://"+target+path, bytes.NewReader(body))
+	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.Timeouts.Chunk)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("raft transport: request to %s: %w", target, err)
 	}
@@ -321,6 +434,9 @@ func (t *Transport) post(target, path string, body []byte) error {
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := t.client.Do(req)
 	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			err = fmt.Errorf("no answer within %v: %w", t.cfg.Timeouts.Chunk, err)
+		}
 		return fmt.Errorf("raft transport group %d: send to %s: %w", t.cfg.Group, target, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
@@ -349,6 +465,19 @@ func (t *Transport) warnRefused(target string) {
 		"peer", target, "group", t.cfg.Group)
 }
 
+// warnOversized logs a batch dropped for its size, at most once every 10 s
+// per peer.
+func (t *Transport) warnOversized(target string, bytes int) {
+	now := time.Now()
+	key := "oversized " + target
+	if v, ok := t.warnedAt.Load(key); ok && now.Sub(v.(time.Time)) < 10*time.Second {
+		return
+	}
+	t.warnedAt.Store(key, now)
+	t.cfg.Logger.Error("raft: a message batch is larger than a peer accepts and was not sent; the group may not commit until the limits agree",
+		"peer", target, "group", t.cfg.Group, "bytes", bytes, "limit", t.cfg.MaxBodyBytes, "dropped_total", t.oversized.Load())
+}
+
 // chunkConn sends snapshot chunks, one request each.
 type chunkConn struct {
 	t      *Transport
@@ -364,3 +493,22 @@ func (c *chunkConn) SendChunk(ch pb.Chunk) error {
 	}
 	return c.t.post(c.target, chunkPath, body)
 }
+
+// deadlineReader bounds each read of a request body: before every read the
+// connection's read deadline moves to timeout from now, so a body that
+// keeps arriving, however slowly, is read to its end, and one that stops
+// fails after timeout.
+type deadlineReader struct {
+	r       io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	if err := d.rc.SetReadDeadline(time.Now().Add(d.timeout)); err != nil {
+		return 0, err
+	}
+	return d.r.Read(p)
+}
+
+func (d *deadlineReader) Close() error { return d.r.Close() }

@@ -190,3 +190,55 @@ func TestDeadPeerFailsFast(t *testing.T) {
 		t.Fatal("dial to a closed port succeeded")
 	}
 }
+
+// A sender does not put a batch over its limit on the wire (the receiver
+// would end the stream at it, and raft would resend it forever); it drops
+// it, counts it, and the stream goes on carrying the other messages.
+func TestSenderDropsABatchOverItsLimit(t *testing.T) {
+	var rcv receiver
+	_, addr := startTransport(t, "", 0, &rcv, io.Discard)
+	var logs bytes.Buffer
+	f := NewFactory(Config{Group: 0, MaxBodyBytes: 1 << 10, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	sender := f.Create(config.NodeHostConfig{RaftAddress: freeAddr(t)}, (&receiver{}).handle, func(pb.Chunk) bool { return true }).(*Transport)
+	t.Cleanup(func() { sender.Close() })
+	conn, err := sender.GetConnection(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := pb.MessageBatch{Requests: []pb.Message{{ShardID: 1, Entries: []pb.Entry{{Cmd: make([]byte, 4<<10)}}}}}
+	if err := conn.SendMessageBatch(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendMessageBatch(pb.MessageBatch{Requests: []pb.Message{{ShardID: 2, Type: pb.Heartbeat}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the small batch", func() bool { return rcv.count() == 1 })
+	if rcv.batches[0].Requests[0].ShardID != 2 || sender.Oversized() != 1 {
+		t.Fatalf("delivered shard %d, oversized %d", rcv.batches[0].Requests[0].ShardID, sender.Oversized())
+	}
+	if !strings.Contains(logs.String(), "larger than a peer accepts") {
+		t.Fatalf("no error logged: %q", logs.String())
+	}
+}
+
+// The time route answers this node's clock to a peer with the token and
+// refuses one without.
+func TestPeerTimeNeedsTheToken(t *testing.T) {
+	addr := freeAddr(t)
+	f := NewFactory(Config{Token: "s3cret", Group: 0, Clock: func() int64 { return 1234567 }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	server := f.Create(config.NodeHostConfig{RaftAddress: addr}, (&receiver{}).handle, func(pb.Chunk) bool { return true }).(*Transport)
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	good, _ := startTransport(t, "s3cret", 0, &receiver{}, io.Discard)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ms, err := good.PeerTime(ctx, addr); err != nil || ms != 1234567 {
+		t.Fatalf("got %d, %v", ms, err)
+	}
+	bad, _ := startTransport(t, "wrong", 0, &receiver{}, io.Discard)
+	if _, err := bad.PeerTime(ctx, addr); !errors.Is(err, ErrRefused) {
+		t.Fatalf("want ErrRefused, got %v", err)
+	}
+}

@@ -1,0 +1,234 @@
+package broker
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/raftgroups"
+)
+
+// nodeClient is a franz-go client seeded with one node, for requests sent
+// to a chosen broker.
+func nodeClient(t *testing.T, n *testNode) *kgo.Client {
+	t.Helper()
+	cl := n.client()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxFor(t), cl); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// request sends req to broker id through cl.
+func request[R kmsg.Response](t *testing.T, cl *kgo.Client, id int32, req kmsg.Request) R {
+	t.Helper()
+	resp, err := cl.Broker(int(id)).Request(ctxFor(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(R)
+}
+
+// fetchAt fetches one partition from offset at broker id.
+func fetchAt(t *testing.T, cl *kgo.Client, id int32, topic string, partition int32, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.MaxWaitMillis = 1<<20, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return request[*kmsg.FetchResponse](t, cl, id, req).Topics[0].Partitions[0]
+}
+
+// latestOffset asks broker id for a partition's latest offset, with
+// currentEpoch as the client's leader epoch (-1: none).
+func latestOffset(t *testing.T, cl *kgo.Client, id int32, topic string, partition, currentEpoch int32) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, listLatest, currentEpoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return request[*kmsg.ListOffsetsResponse](t, cl, id, req).Topics[0].Partitions[0]
+}
+
+// TestNewLeaderAnswersOnceCaughtUp: a node elected leader of a raft group
+// may hold entries of the previous term it did not know were committed;
+// its own first entry commits them, and it applies them a moment later.
+// Until it has, its high-water marks are behind the committed log (and
+// behind what consumers read from the previous leader): a fetch past them
+// must not answer OFFSET_OUT_OF_RANGE (clients reset their position on it)
+// nor ListOffsets an old latest offset; both answer OFFSET_NOT_AVAILABLE,
+// retriable, until the new leader has caught up.
+func TestNewLeaderAnswersOnceCaughtUp(t *testing.T) {
+	const group = 1 // led by node 2, which goes away
+	var (
+		held, dropAcks atomic.Bool
+		started        atomic.Pointer[[]*testNode] // the hooks run before startClusterWith returns
+	)
+	release := make(chan struct{})
+	nodes := startClusterWith(t, 3, func(i int, c *raftgroups.Config) {
+		// The old leader steps down one election timeout after it last
+		// heard a quorum: long enough for the produce below to reach it.
+		c.ElectionRTT = 50
+		if i == group {
+			return
+		}
+		// The old leader's address for the group: its raft port + group.
+		host, port, _ := net.SplitHostPort(c.Peers[group].RaftAddr)
+		p, _ := strconv.Atoi(port)
+		oldAddr := net.JoinHostPort(host, strconv.Itoa(p+group))
+		// Acknowledgements to the old leader are lost, so it never
+		// commits what it appends; a follower that takes over commits
+		// it, and is held before applying it.
+		c.Drop = func(g int, target string) error {
+			if g == group && target == oldAddr && dropAcks.Load() {
+				return errors.New("dropped by the test")
+			}
+			return nil
+		}
+		c.BeforeApply = func(g int) {
+			if nodes := started.Load(); g == group && held.Load() && nodes != nil && (*nodes)[i].engine.Leads(g) {
+				<-release
+			}
+		}
+	})
+	started.Store(&nodes)
+	var once sync.Once
+	resume := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(resume) // before the hosts close: they wait for their applies
+
+	old := nodes[group]
+	createTopic(t, old.client(), "lag", 3)
+	partition := int32(-1)
+	for p, g := range raftGroupsOf(t, old.engine, "lag", 3) {
+		if g == group {
+			partition = int32(p)
+		}
+	}
+	var recs []records.Record
+	for i := range 5 {
+		recs = append(recs, records.Record{OffsetDelta: int32(i), Value: []byte("v")})
+	}
+	data, err := records.AppendBatch(nil, records.NewBatchOptions(0), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod := kmsg.NewPtrProduceRequest()
+	prod.Acks, prod.TimeoutMillis = -1, 1000
+	prod.Topics = []kmsg.ProduceRequestTopic{{Topic: "lag", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: partition, Records: data}}}}
+	oldClient := nodeClient(t, old)
+	held.Store(true)
+	dropAcks.Store(true)
+	// Appended by every replica, committed by none: the answer is a
+	// timeout.
+	if p := request[*kmsg.ProduceResponse](t, oldClient, old.broker.cfg.NodeID, prod).Topics[0].Partitions[0]; p.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("produce to a leader that hears no acknowledgement: error %d, want REQUEST_TIMED_OUT", p.ErrorCode)
+	}
+
+	// The leader goes away; one of the others takes over, commits the
+	// records with its first entry and is held before applying them.
+	_ = old.broker.Close()
+	old.host.Close()
+	var next *testNode
+	deadline := time.Now().Add(testWait)
+	for next == nil {
+		for _, n := range []*testNode{nodes[0], nodes[2]} {
+			if n.engine.Leads(group) {
+				next = n
+			}
+		}
+		if next == nil && time.Now().After(deadline) {
+			t.Fatal("no new leader")
+		}
+	}
+	id := next.broker.cfg.NodeID
+	cl := nodeClient(t, next)
+	if got := hwm(next, "lag", uint32(partition)); got != 0 {
+		t.Fatalf("the new leader applied %d records while held", got)
+	}
+	if p := fetchAt(t, cl, id, "lag", partition, 5); p.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("fetch at the committed end from a leader that has not applied it: error %d (hwm %d), want OFFSET_NOT_AVAILABLE",
+			p.ErrorCode, p.HighWatermark)
+	}
+	if p := latestOffset(t, cl, id, "lag", partition, -1); p.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Fatalf("latest offset from a leader that has not caught up: error %d, offset %d; want OFFSET_NOT_AVAILABLE", p.ErrorCode, p.Offset)
+	}
+
+	resume()
+	for {
+		p := fetchAt(t, cl, id, "lag", partition, 5)
+		if p.ErrorCode == 0 && p.HighWatermark == 5 {
+			break
+		}
+		if p.ErrorCode != kerr.OffsetNotAvailable.Code || time.Now().After(deadline) {
+			t.Fatalf("fetch after catching up: error %d, hwm %d", p.ErrorCode, p.HighWatermark)
+		}
+	}
+	_, term, _ := next.engine.Leader(group)
+	for {
+		p := latestOffset(t, cl, id, "lag", partition, -1)
+		if p.ErrorCode == 0 && p.Offset == 5 && p.LeaderEpoch == int32(term) {
+			break
+		}
+		if p.ErrorCode != kerr.OffsetNotAvailable.Code || time.Now().After(deadline) {
+			t.Fatalf("latest offset once caught up: error %d, offset %d, epoch %d; want 5 in epoch %d", p.ErrorCode, p.Offset, p.LeaderEpoch, term)
+		}
+	}
+	// A client that says which leader epoch it believes current is
+	// fenced when it missed a leader change, and told this node does not
+	// know its epoch yet when it is ahead.
+	for epoch, want := range map[int32]int16{int32(term): 0, int32(term) - 1: kerr.FencedLeaderEpoch.Code, int32(term) + 1: kerr.UnknownLeaderEpoch.Code} {
+		if p := latestOffset(t, cl, id, "lag", partition, epoch); p.ErrorCode != want {
+			t.Fatalf("ListOffsets with leader epoch %d in epoch %d: error %d, want %d", epoch, term, p.ErrorCode, want)
+		}
+	}
+}
+
+// TestFetchChecksTheLeaderEpoch: a fetch naming the leader epoch the client
+// believes current (Fetch v9+) is fenced when the client missed a leader
+// change and told this node does not know the epoch when it is ahead, as
+// Kafka answers; fetch sessions are declined (session id 0) and an
+// incremental fetch of a session never granted answers
+// FETCH_SESSION_ID_NOT_FOUND.
+func TestFetchChecksTheLeaderEpoch(t *testing.T) {
+	n := startNode(t, nil)
+	cl := nodeClient(t, n)
+	createTopic(t, cl, "epochs", 1)
+	_, term, _ := n.engine.Leader(raftGroupsOf(t, n.engine, "epochs", 1)[0])
+	fetch := func(epoch int32, session int32) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes, req.SessionID = 1<<20, session
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "epochs"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return request[*kmsg.FetchResponse](t, cl, n.broker.cfg.NodeID, req)
+	}
+	for epoch, want := range map[int32]int16{-1: 0, int32(term): 0, int32(term) - 1: kerr.FencedLeaderEpoch.Code, int32(term) + 1: kerr.UnknownLeaderEpoch.Code} {
+		resp := fetch(epoch, 0)
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != want || resp.SessionID != 0 {
+			t.Fatalf("fetch v%d with leader epoch %d in epoch %d: error %d, session %d; want %d, no session",
+				resp.Version, epoch, term, got, resp.SessionID, want)
+		}
+	}
+	if resp := fetch(-1, 7); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || len(resp.Topics) != 0 {
+		t.Fatalf("incremental fetch of an unknown session: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
+}
