@@ -115,7 +115,7 @@ func TestFaultPartitionRounds(t *testing.T) {
 		err := w.progress(pctx, 200)
 		again := time.Since(cutAt)
 		if err == nil {
-			err = w.progress(pctx, 600)
+			err = w.progress(pctx, 300)
 		}
 		cancel()
 		attempts, acks := probe.end()
