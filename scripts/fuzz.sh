@@ -15,7 +15,7 @@ count=0
 while IFS= read -r hit; do
   file="${hit%%:*}"
   name="$(sed -E 's/.*func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"$hit")"
-  pkg="./$(dirname "$file")"
+  pkg="$(dirname "$file")"
   count=$((count + 1))
   echo "=== $pkg $name ($FUZZTIME)"
   if ! go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -parallel "$PARALLEL"; then
