@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -86,7 +87,15 @@ func (w *workload) finish(ctx context.Context, f *figures) {
 	err := harness.Poll(dctx, 100*time.Millisecond, func() (bool, error) {
 		ok, s := w.led.drained()
 		why = s
-		return ok, nil
+		if !ok {
+			return false, nil
+		}
+		// An ack whose answer was lost may not have applied: then its
+		// message comes back when the lease ends and is acked again.
+		// The queue is drained when its queue-mode backlog is empty.
+		depth, err := w.queueDepth(dctx)
+		why = fmt.Sprintf("%d messages still pending or leased in %s (%v)", depth, faultQueue, err)
+		return err == nil && depth == 0, nil
 	})
 	cancel()
 	if err != nil {
@@ -112,6 +121,20 @@ func (w *workload) finish(ctx context.Context, f *figures) {
 	if n := f.violations(); n > 0 && len(problems) == 0 {
 		t.Errorf("%d violations", n)
 	}
+}
+
+// queueDepth is the queue-mode backlog of the workload queue (pending and
+// leased messages), as a running node sees it.
+func (w *workload) queueDepth(ctx context.Context) (int, error) {
+	var d struct {
+		Depth int `json:"depth"`
+	}
+	n := w.node(0)
+	code, err := call(ctx, http.MethodGet, n.URL()+"/api/v1/resources/queues/"+faultQueue+"/depth?group=__QUEUE_MODE__", nil, &d)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("depth: %d", code)
+	}
+	return d.Depth, err
 }
 
 // partitionLog is one partition as one replica serves it: the record id
