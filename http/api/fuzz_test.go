@@ -28,7 +28,8 @@ import (
 // target of the module for a while each.
 
 // fuzzServer is a Server whose engine is a single in-process node when the
-// target needs one (encryption lookups), else none; nothing is served.
+// target needs one (encryption lookups, the clock), else none; nothing is
+// served.
 func fuzzServer(f *testing.F, withEngine bool) *Server {
 	cfg := Config{MaxBodyBytes: 1 << 20}
 	if !withEngine {
@@ -145,7 +146,7 @@ func FuzzPopQuery(f *testing.F) {
 	f.Add("batch=10&wait=true&timeout=1000&leaseSeconds=30")
 	f.Add("partitions=64&consumerGroup=g&subscriptionMode=new&autoAck=1")
 	f.Add("subscriptionFrom=2026-01-02T03:04:05.678Z&batch=10000")
-	s := fuzzServer(f, false)
+	s := fuzzServer(f, true) // subscriptionFrom=now reads the engine's clock
 	f.Fuzz(func(t *testing.T, query string) {
 		var args fasthttp.Args
 		args.Parse(query)
