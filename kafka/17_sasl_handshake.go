@@ -10,8 +10,9 @@ import (
 // SaslHandshake (key 17), v0-1, registered only when SASL is on. It picks
 // the mechanism (PLAIN only) and the flow: after v0 the client sends its
 // token as a bare size-prefixed frame (see rawSaslToken); after v1 it sends
-// SaslAuthenticate. A second handshake, or one after authentication, is
-// ILLEGAL_SASL_STATE; either refusal closes the connection, as in Kafka.
+// SaslAuthenticate. On a connection that logged in with SaslAuthenticate a
+// v1 handshake starts a re-authentication (KIP-368). Any other handshake
+// is ILLEGAL_SASL_STATE; either refusal closes the connection, as in Kafka.
 func handleSaslHandshake(_ context.Context, c *Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
@@ -19,7 +20,8 @@ func handleSaslHandshake(_ context.Context, c *Conn, kreq kmsg.Request) (kmsg.Re
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sasl != saslExpectHandshake {
+	reauth := c.sasl == saslAuthenticated && req.Version >= 1
+	if c.sasl != saslExpectHandshake && !reauth {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, ErrCloseAfterResponse
 	}

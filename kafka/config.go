@@ -15,6 +15,17 @@ import (
 const (
 	// DefaultMaxConnections is QUEEN_KAFKA_MAX_CONNECTIONS's default.
 	DefaultMaxConnections = 4096
+	// DefaultMaxConnectionsPerIP is QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP's
+	// default: a quarter of the node's connections for one address.
+	DefaultMaxConnectionsPerIP = 1024
+	// DefaultMaxUnauthenticatedConnections is
+	// QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS's default. A login takes
+	// a few round trips, so even a reconnect storm has few connections in
+	// it at once; together with maxUnauthenticatedRequestBytes it bounds
+	// what strangers can hold to 16 MiB of the request budget.
+	DefaultMaxUnauthenticatedConnections = 256
+	// DefaultLoginTimeout is QUEEN_KAFKA_LOGIN_TIMEOUT_MS's default.
+	DefaultLoginTimeout = 10 * time.Second
 	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
 	DefaultMaxRequestBytes = 100 << 20
 	// DefaultMaxInFlightPerConnection bounds pipelining per connection;
@@ -26,8 +37,11 @@ const (
 	// DefaultIdleTimeout is Kafka's connections.max.idle.ms.
 	DefaultIdleTimeout = 10 * time.Minute
 	// maxUnauthenticatedRequestBytes caps frames before SASL completes,
-	// as Kafka's sasl.server.max.receive.size does.
-	maxUnauthenticatedRequestBytes = 512 << 10
+	// as Kafka's sasl.server.max.receive.size does. Kafka's 512 KiB leaves
+	// room for OAUTHBEARER tokens; a PLAIN token here carries at most a
+	// 16 KiB broker JWT, and every byte allowed before a login is a byte a
+	// stranger may hold.
+	maxUnauthenticatedRequestBytes = 64 << 10
 	// tlsHandshakeTimeout bounds a TLS handshake.
 	tlsHandshakeTimeout = 10 * time.Second
 )
@@ -41,6 +55,10 @@ type Principal struct {
 	// caller (token claims, tenant, access level); this package never
 	// looks inside it.
 	Identity any
+	// Expires is when the credentials stop being valid (a token's expiry);
+	// zero for never. The connection must authenticate again before then
+	// (KIP-368) or it is closed.
+	Expires time.Time
 }
 
 // PlainAuthenticator checks a SASL/PLAIN user name and password. An error
@@ -56,6 +74,17 @@ type Config struct {
 	// MaxConnections bounds open connections; a connection accepted over
 	// the limit is closed at once.
 	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections from one client
+	// address; a connection over the limit is closed at once.
+	MaxConnectionsPerIP int
+	// MaxUnauthenticatedConnections bounds, with SASL on, the connections
+	// that have not logged in yet, a quarter of them from one client
+	// address; a connection over the limit is closed at once.
+	MaxUnauthenticatedConnections int
+	// LoginTimeout closes, with SASL on, a connection that has not logged
+	// in this long after it was accepted (its TLS handshake included),
+	// whatever it sends meanwhile.
+	LoginTimeout time.Duration
 	// MaxRequestBytes bounds one request frame; a larger frame closes the
 	// connection without reading it.
 	MaxRequestBytes int
@@ -87,6 +116,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for name, v := range map[string]int{
 		"MaxConnections": c.MaxConnections, "MaxRequestBytes": c.MaxRequestBytes,
+		"MaxConnectionsPerIP": c.MaxConnectionsPerIP, "MaxUnauthenticatedConnections": c.MaxUnauthenticatedConnections,
 		"MaxInFlightPerConnection": c.MaxInFlightPerConnection, "MaxBufferedRequestBytes": c.MaxBufferedRequestBytes,
 	} {
 		if v < 0 {
@@ -99,11 +129,23 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("kafka: Config.IdleTimeout is negative (%s)", c.IdleTimeout))
 	}
+	if c.LoginTimeout < 0 {
+		errs = append(errs, fmt.Errorf("kafka: Config.LoginTimeout is negative (%s)", c.LoginTimeout))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if c.MaxUnauthenticatedConnections == 0 {
+		c.MaxUnauthenticatedConnections = DefaultMaxUnauthenticatedConnections
+	}
+	if c.LoginTimeout == 0 {
+		c.LoginTimeout = DefaultLoginTimeout
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes

@@ -51,10 +51,20 @@ type Conn struct {
 	// loop alone uses it (readFrameBody).
 	lastFrame int
 
+	// ip is the client address the per-IP limit counts; unauthCounted
+	// says the connection counts among those not logged in. Both belong
+	// to the server's mutex.
+	ip            string
+	unauthCounted bool
+
 	mu            sync.Mutex
 	sasl          saslStage
 	authenticated bool
 	principal     Principal
+	// authBy is when the connection must have logged in, or logged in
+	// again, by (zero: nothing is due); authTimer closes it then.
+	authBy    time.Time
+	authTimer *time.Timer
 }
 
 // pending is one request's slot in the response order.
@@ -133,6 +143,12 @@ func (c *Conn) shutdown() {
 // serve runs the connection to its end.
 func (c *Conn) serve() {
 	defer c.shutdown()
+	defer c.stopAuthTimer()
+	if c.srv.saslEnabled {
+		c.mu.Lock()
+		c.authenticateByLocked(time.Now().Add(c.srv.cfg.LoginTimeout))
+		c.mu.Unlock()
+	}
 	if !c.handshakeTLS() {
 		return
 	}
@@ -224,44 +240,50 @@ func (c *Conn) readLoop() error {
 	}
 }
 
-// frameChunk is the first allocation for a frame body, unless the
+// firstChunk is the first allocation for a frame body, unless the
 // connection's previous frame was larger; bodies larger than that grow
-// frameGrowth-fold as their bytes arrive. Each step copies what came so far
-// and zeroes a new buffer: doubling from 256 KiB cost the broker a fifth of
-// its memmove at full produce load. A producer sends frames of similar
-// sizes, so starting at the last one's size makes growth rare, and a client
-// that stalls holds at most four times what it sent, or what it already
-// sent whole once.
+// frameGrowth-fold as their bytes arrive. Nothing is allocated, and no
+// budget taken, before the body's first byte arrives, and then no more than
+// frameGrowth times what arrived (or firstChunk): announcing frames costs a
+// client nothing, so sizes alone must not hold the node-wide budget that
+// every client needs. Each growth step copies what came so far and zeroes a
+// new buffer: doubling cost the broker a fifth of its memmove at full
+// produce load. A producer sends frames of similar sizes, so starting at
+// the last one's size makes growth rare, and a client that stalls holds at
+// most four times what it sent, or what it already sent whole once.
 const (
-	frameChunk  = 256 << 10
+	firstChunk  = 16 << 10
 	frameGrowth = 4
 )
 
 // readFrameBody reads a body of size bytes, taking budget for the buffer as
-// it grows. Growing with the bytes actually received means a client that
-// announces a large frame and stalls holds little memory and budget. On
-// success the frame holds exactly size bytes of budget, which dispatch and
-// the handler release.
+// it grows with the bytes actually received. On success the frame holds
+// exactly size bytes of budget, which dispatch and the handler release.
 func (c *Conn) readFrameBody(br *bufio.Reader, size int) ([]byte, error) {
 	var frame []byte
+	fail := func(err error) ([]byte, error) {
+		c.srv.budget.release(cap(frame))
+		return nil, fmt.Errorf("reading a %d byte frame: %w", size, err)
+	}
 	for len(frame) < size {
-		grown := min(size, max(frameGrowth*len(frame), frameChunk, c.lastFrame))
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
+			return fail(err)
+		}
+		if _, err := br.Peek(1); err != nil {
+			return fail(err)
+		}
+		arrived := len(frame) + br.Buffered()
+		grown := min(size, max(frameGrowth*arrived, firstChunk, c.lastFrame))
 		if err := c.srv.budget.acquire(c.ctx, grown-cap(frame)); err != nil {
-			c.srv.budget.release(cap(frame))
-			return nil, err
+			return fail(err)
 		}
 		next := make([]byte, len(frame), grown)
 		copy(next, frame)
 		frame = next
-		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout)); err != nil {
-			c.srv.budget.release(cap(frame))
-			return nil, err
-		}
 		n, err := io.ReadFull(br, frame[len(frame):grown])
 		frame = frame[:len(frame)+n]
 		if err != nil {
-			c.srv.budget.release(cap(frame))
-			return nil, fmt.Errorf("reading a %d byte frame: %w", size, err)
+			return fail(err)
 		}
 	}
 	c.lastFrame = size
@@ -300,7 +322,12 @@ func (c *Conn) dispatch(frame []byte) (*pending, error) {
 	size := len(frame)
 	release := func() { c.srv.budget.release(size) }
 
-	if c.saslStage() == saslExpectRawToken {
+	var stage saslStage
+	var authenticated, expired bool
+	if c.srv.saslEnabled {
+		stage, authenticated, expired = c.authState(time.Now())
+	}
+	if stage == saslExpectRawToken {
 		defer release()
 		return c.rawSaslToken(frame)
 	}
@@ -314,13 +341,19 @@ func (c *Conn) dispatch(frame []byte) (*pending, error) {
 		release()
 		return nil, fmt.Errorf("%w: %s (key %d) has no handler", errUnknownKey, KeyName(d.hdr.Key), d.hdr.Key)
 	}
-	if c.srv.saslEnabled && !c.isAuthenticated() {
+	if c.srv.saslEnabled && !authenticated {
 		switch d.hdr.Key {
 		case keyApiVersions, keySaslHandshake, keySaslAuthenticate:
 		default:
 			release()
 			return nil, fmt.Errorf("kafka: %s before SASL authentication", KeyName(d.hdr.Key))
 		}
+	}
+	if expired && d.hdr.Key != keySaslHandshake && d.hdr.Key != keySaslAuthenticate {
+		// The session timer closes the connection; a request that
+		// slipped in first is not served on expired credentials.
+		release()
+		return nil, fmt.Errorf("kafka: %s after the SASL session expired", KeyName(d.hdr.Key))
 	}
 	if !d.inWindow {
 		defer release()

@@ -160,8 +160,12 @@ func TestMetadataRequestSurvivesKmsgRoundTrip(t *testing.T) {
 func TestStalledFrameHoldsLittleBudget(t *testing.T) {
 	s := startServer(t, Config{MaxRequestBytes: 64 << 20}, nil)
 	c := dialRaw(t, s)
-	c.writeRaw(append(binary.BigEndian.AppendUint32(nil, 60<<20), make([]byte, 300<<10)...))
-	waitFor(t, "the reader to grow past its first chunk", func() bool { return s.budget.inUse() == frameGrowth*frameChunk })
+	const sent = 300 << 10
+	c.writeRaw(append(binary.BigEndian.AppendUint32(nil, 60<<20), make([]byte, sent)...))
+	waitFor(t, "the reader to take in what was sent", func() bool { return s.budget.inUse() >= sent })
+	if held := s.budget.inUse(); held > frameGrowth*sent {
+		t.Fatalf("a stalled frame holds %d bytes of budget for %d received", held, sent)
+	}
 	c.conn.Close()
 	waitFor(t, "the budget to be returned", func() bool { return s.budget.inUse() == 0 })
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // saslStage is where a connection is in the SASL exchange.
@@ -14,7 +15,8 @@ const (
 	saslExpectHandshake    saslStage = iota // nothing yet
 	saslExpectRawToken                      // SaslHandshake v0 done: the next frame is a bare PLAIN token
 	saslExpectAuthenticate                  // SaslHandshake v1 done: the next request is SaslAuthenticate
-	saslAuthenticated
+	saslAuthenticated                       // logged in with SaslAuthenticate: may authenticate again (KIP-368)
+	saslAuthenticatedRaw                    // logged in with the v0 flow, which cannot authenticate again
 )
 
 // mechanismPlain is the only mechanism queen offers.
@@ -26,11 +28,22 @@ func (c *Conn) saslStage() saslStage {
 	return c.sasl
 }
 
+// authState is the connection's SASL state, and whether an authenticated
+// session has expired (it is closed then, bar re-authentication).
+func (c *Conn) authState(now time.Time) (stage saslStage, authenticated, expired bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sasl, c.authenticated, c.authenticated && !c.authBy.IsZero() && !now.Before(c.authBy)
+}
+
 // authenticatePlain checks a PLAIN token (RFC 4616: authzid NUL user NUL
 // password) with the configured authenticator and, on success, marks the
-// connection authenticated. The error text is meant for the client; the
+// connection authenticated until the credentials expire; after (stage)
+// is the stage it reaches. On an authenticated connection it is a
+// re-authentication (KIP-368), which must name the same user, as Kafka
+// requires the same principal. The error text is meant for the client; the
 // authenticator's own error is only logged.
-func (c *Conn) authenticatePlain(ctx context.Context, token []byte) error {
+func (c *Conn) authenticatePlain(ctx context.Context, token []byte, after saslStage) error {
 	parts := bytes.Split(token, []byte{0})
 	if len(parts) != 3 {
 		return fmt.Errorf("invalid SASL/PLAIN token: expected 3 NUL-separated fields, got %d", len(parts))
@@ -50,18 +63,90 @@ func (c *Conn) authenticatePlain(ctx context.Context, token []byte) error {
 	if principal.User == "" {
 		principal.User = user
 	}
+	if !principal.Expires.IsZero() && !time.Now().Before(principal.Expires) {
+		c.log.Info("kafka SASL/PLAIN authentication refused: the credentials expired", "user", user)
+		return errors.New("the credentials expired")
+	}
 	c.mu.Lock()
-	c.sasl, c.authenticated, c.principal = saslAuthenticated, true, principal
+	if c.authenticated && c.principal.User != principal.User {
+		was := c.principal.User
+		c.mu.Unlock()
+		c.log.Info("kafka SASL/PLAIN re-authentication refused: another user", "user", principal.User, "was", was)
+		return errors.New("re-authentication must keep the user name")
+	}
+	reauth := c.authenticated
+	c.sasl, c.authenticated, c.principal = after, true, principal
+	c.authenticateByLocked(principal.Expires)
 	c.mu.Unlock()
-	c.log.Debug("kafka SASL/PLAIN authenticated", "user", principal.User)
+	c.srv.loggedIn(c)
+	c.log.Debug("kafka SASL/PLAIN authenticated", "user", principal.User, "again", reauth, "expires", principal.Expires)
 	return nil
+}
+
+// sessionLifetime is what SaslAuthenticate v1 tells the client: the time
+// its credentials have left, 0 when they never expire.
+func (c *Conn) sessionLifetime() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.principal.Expires.IsZero() {
+		return 0
+	}
+	return max(1, time.Until(c.principal.Expires).Milliseconds())
+}
+
+// authenticateByLocked (c.mu held) sets when the connection must have
+// logged in, or logged in again, by — zero for never — and arms the timer
+// that closes it then. Closing on time, rather than on the next request
+// as Kafka does, also ends sessions that only wait on long polls.
+func (c *Conn) authenticateByLocked(t time.Time) {
+	c.authBy = t
+	switch {
+	case t.IsZero():
+		if c.authTimer != nil {
+			c.authTimer.Stop()
+		}
+	case c.authTimer == nil:
+		c.authTimer = time.AfterFunc(time.Until(t), c.authDeadlinePassed)
+	default:
+		c.authTimer.Reset(time.Until(t))
+	}
+}
+
+// authDeadlinePassed closes the connection if its deadline to log in has
+// passed; a deadline moved meanwhile re-arms the timer instead.
+func (c *Conn) authDeadlinePassed() {
+	c.mu.Lock()
+	by, authenticated := c.authBy, c.authenticated
+	if by.IsZero() {
+		c.mu.Unlock()
+		return
+	}
+	if left := time.Until(by); left > 0 {
+		c.authTimer.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	if authenticated {
+		c.log.Info("kafka closing connection: its SASL session expired without re-authentication")
+	} else {
+		c.log.Info("kafka closing connection: no SASL login within the login timeout", "login_timeout", c.srv.cfg.LoginTimeout)
+	}
+	c.shutdown()
+}
+
+// stopAuthTimer disarms the deadline once the connection is over.
+func (c *Conn) stopAuthTimer() {
+	c.mu.Lock()
+	c.authenticateByLocked(time.Time{})
+	c.mu.Unlock()
 }
 
 // rawSaslToken handles the frame after a v0 SaslHandshake: a bare PLAIN
 // token, answered on success by a bare empty token (a zero size prefix). A
 // refused token closes the connection without an answer, as Kafka does.
 func (c *Conn) rawSaslToken(token []byte) (*pending, error) {
-	if err := c.authenticatePlain(c.ctx, token); err != nil {
+	if err := c.authenticatePlain(c.ctx, token, saslAuthenticatedRaw); err != nil {
 		return nil, fmt.Errorf("kafka: SASL/PLAIN (v0 flow) refused: %w", err)
 	}
 	return c.enqueueReady(&pending{frame: []byte{0, 0, 0, 0}})

@@ -133,8 +133,10 @@ func TestSASLHandshakeV1Flow(t *testing.T) {
 	if p := within(t, rec.seen); p.User != "alice" {
 		t.Fatalf("principal %+v", p)
 	}
-	// A second handshake on an authenticated connection is refused.
-	if resp := saslHandshake(c, 1, "PLAIN"); resp.ErrorCode != kerr.IllegalSaslState.Code {
+	// A second v1 handshake on an authenticated connection starts a
+	// re-authentication (KIP-368, TestReauthentication); a v0 one cannot,
+	// and is refused.
+	if resp := saslHandshake(c, 0, "PLAIN"); resp.ErrorCode != kerr.IllegalSaslState.Code {
 		t.Fatalf("second handshake: error %d", resp.ErrorCode)
 	}
 	c.expectClosed()

@@ -52,6 +52,11 @@ type Server struct {
 	closed  bool
 	ln      net.Listener
 	conns   map[*Conn]struct{}
+	perIP   map[string]int // open connections by client address
+	// unauthenticated counts, with SASL on, the connections that have not
+	// logged in (Conn.unauthCounted), in all and by client address.
+	unauthenticated      int
+	unauthenticatedPerIP map[string]int
 
 	nextConnID   atomic.Uint64
 	lastLimitLog atomic.Int64 // unix nanos of the last "over the limit" log
@@ -75,6 +80,9 @@ func NewServer(cfg Config) (*Server, error) {
 		ctx:         ctx,
 		cancel:      cancel,
 		conns:       map[*Conn]struct{}{},
+		perIP:       map[string]int{},
+
+		unauthenticatedPerIP: map[string]int{},
 	}
 	if s.saslEnabled {
 		s.handlers[keySaslHandshake] = handleSaslHandshake
@@ -225,27 +233,48 @@ func (s *Server) acceptLoop(ln net.Listener) {
 	}
 }
 
-// admit starts serving nc, or closes it when the server is closing or full.
+// admit starts serving nc, or closes it when the server is closing or one
+// of the connection limits is reached.
 func (s *Server) admit(nc net.Conn) {
+	ip := remoteIP(nc)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		_ = nc.Close()
 		return
 	}
-	if len(s.conns) >= s.cfg.MaxConnections {
+	var refused string
+	switch {
+	case len(s.conns) >= s.cfg.MaxConnections:
+		refused = "max connections reached"
+	case s.perIP[ip] >= s.cfg.MaxConnectionsPerIP:
+		refused = "max connections per IP reached"
+	case s.saslEnabled && s.unauthenticated >= s.cfg.MaxUnauthenticatedConnections:
+		refused = "max connections not logged in reached"
+	case s.saslEnabled && s.unauthenticatedPerIP[ip] >= unauthenticatedPerIP(s.cfg.MaxUnauthenticatedConnections):
+		refused = "max connections not logged in from one IP reached"
+	}
+	if refused != "" {
 		s.mu.Unlock()
 		_ = nc.Close()
 		// Rate-limited: a reconnect storm must not flood the log.
 		now := time.Now().UnixNano()
 		if last := s.lastLimitLog.Load(); now-last > int64(time.Second) && s.lastLimitLog.CompareAndSwap(last, now) {
-			s.log.Warn("kafka connection refused: max connections reached",
-				"max_connections", s.cfg.MaxConnections, "remote", nc.RemoteAddr().String())
+			s.log.Warn("kafka connection refused: "+refused, "max_connections", s.cfg.MaxConnections,
+				"max_connections_per_ip", s.cfg.MaxConnectionsPerIP,
+				"max_unauthenticated_connections", s.cfg.MaxUnauthenticatedConnections, "remote", nc.RemoteAddr().String())
 		}
 		return
 	}
 	c := newConn(s, nc)
+	c.ip = ip
 	s.conns[c] = struct{}{}
+	s.perIP[ip]++
+	if s.saslEnabled {
+		c.unauthCounted = true
+		s.unauthenticated++
+		s.unauthenticatedPerIP[ip]++
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -255,8 +284,49 @@ func (s *Server) admit(nc net.Conn) {
 	}()
 }
 
+// remoteIP is the address a connection's per-IP limit counts it under.
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
+// unauthenticatedPerIP is how many of the places for connections not
+// logged in one client address may take: a quarter, so that a single host
+// cannot lock every other client out of logging in.
+func unauthenticatedPerIP(places int) int { return max(1, places/4) }
+
+// loggedIn takes c out of the connections that have not logged in.
+func (s *Server) loggedIn(c *Conn) {
+	s.mu.Lock()
+	s.uncountUnauthenticated(c)
+	s.mu.Unlock()
+}
+
+// uncountUnauthenticated (s.mu held) takes c out of the connections not
+// logged in, once.
+func (s *Server) uncountUnauthenticated(c *Conn) {
+	if !c.unauthCounted {
+		return
+	}
+	c.unauthCounted = false
+	s.unauthenticated--
+	if s.unauthenticatedPerIP[c.ip]--; s.unauthenticatedPerIP[c.ip] <= 0 {
+		delete(s.unauthenticatedPerIP, c.ip)
+	}
+}
+
 func (s *Server) forget(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
+	s.uncountUnauthenticated(c)
 	s.mu.Unlock()
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/queen-mq/queen/crypto/nodetls"
 	"github.com/queen-mq/queen/raftgroups/clock"
 	"github.com/queen-mq/queen/raftgroups/transport"
 	"github.com/queen-mq/queen/storage"
@@ -51,6 +52,9 @@ type Config struct {
 	Dir        string
 	Groups     int
 	Token      string
+	// TLS, when set, is TLS between nodes (QUEEN_RAFT_TLS_*): every
+	// group's raft listener serves TLS only and calls to peers use it.
+	TLS *nodetls.Config
 	// Placement is the placement rule in force (tenancy.Placement.Spec),
 	// recorded in Dir at the first boot: a later boot with another rule
 	// is refused, since data placed by the old one would not be found.
@@ -214,6 +218,10 @@ type Host struct {
 	// onLeader is told of every leader change, once the engine exists
 	// (leader_epoch.go); it must not block.
 	onLeader atomic.Pointer[func(group int, leader, term uint64)]
+	// nodeRoutes serves, and nodeClient makes, node-to-node HTTP calls
+	// over group 0's raft listener (nodecall.go).
+	nodeRoutes nodeRoutes
+	nodeClient *transport.NodeClient
 }
 
 type group struct {
@@ -245,6 +253,7 @@ func Start(cfg Config) (*Host, error) {
 	h := &Host{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	h.stopped, h.cancelStop = context.WithCancel(context.Background())
 	h.clock = clock.New(clock.Config{MaxSkew: cfg.MaxClockSkew, TestOffset: cfg.ClockTestOffset, Logger: cfg.Logger})
+	h.nodeClient = transport.NewNodeClient(cfg.TLS, cfg.Token, cfg.RequestTimeout, transport.Timeouts{})
 	h.disk = &diskGuard{dir: cfg.Dir, high: cfg.DiskHighPct, low: cfg.DiskLowPct, usage: cfg.DiskUsage, log: cfg.Logger}
 	if h.disk.usage == nil {
 		h.disk.usage = statfsUsage
@@ -318,12 +327,13 @@ func (h *Host) startGroup(n int) (*group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftgroups: QUEEN_RAFT_LISTEN: %w", err)
 	}
-	tcfg := transport.Config{Token: cfg.Token, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
+	tcfg := transport.Config{Token: cfg.Token, TLS: cfg.TLS, Group: n, MaxBodyBytes: frameLimit(cfg.MaxEntryBytes), Logger: h.log}
 	if cfg.Drop != nil {
 		tcfg.Drop = func(target string) error { return cfg.Drop(n, target) }
 	}
 	if n == 0 {
 		tcfg.Clock = h.clock.NowMs // peers compare their clocks with group 0's listener
+		tcfg.Node = &h.nodeRoutes
 	}
 	g.tf = transport.NewFactory(tcfg)
 	// The raft log is tan, dragonboat's append-only log: each entry is
@@ -492,6 +502,7 @@ func (h *Host) Close() {
 	h.wg.Wait()
 	h.handOffLeadership(3 * time.Second)
 	h.closeGroups()
+	h.nodeClient.Close()
 }
 
 func (h *Host) closeGroups() {

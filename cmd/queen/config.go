@@ -173,6 +173,7 @@ func (e *env) raftConfig() raftgroups.Config {
 		ListenAddr: e.str("QUEEN_RAFT_LISTEN", "0.0.0.0:7400"),
 		Dir:        e.str("QUEEN_RAFT_DIR", "./queen-data"),
 		Token:      e.lookup("QUEEN_RAFT_TOKEN"),
+		TLS:        e.nodeTLS(),
 
 		RTTMillisecond:  uint64(e.int("QUEEN_RAFT_RTT_MS", 50, 1, 1000)),
 		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 20000, 10, 1<<24)),

@@ -38,8 +38,12 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 	k := KafkaConfig{
 		Broker: broker.Config{
 			Listener: kafka.Config{
-				Addr:           addr,
-				MaxConnections: e.int("QUEEN_KAFKA_MAX_CONNECTIONS", kafka.DefaultMaxConnections, 1, 1<<20),
+				Addr:                addr,
+				MaxConnections:      e.int("QUEEN_KAFKA_MAX_CONNECTIONS", kafka.DefaultMaxConnections, 1, 1<<20),
+				MaxConnectionsPerIP: e.int("QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP", kafka.DefaultMaxConnectionsPerIP, 1, 1<<20),
+				MaxUnauthenticatedConnections: e.int("QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS",
+					kafka.DefaultMaxUnauthenticatedConnections, 1, 1<<20),
+				LoginTimeout: e.millis("QUEEN_KAFKA_LOGIN_TIMEOUT_MS", kafka.DefaultLoginTimeout, 100*time.Millisecond, 10*time.Minute),
 			},
 			NodeID:                 int32(nodeID),
 			AdvertisedAddr:         adv,

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen/crypto/nodetls/nodetlstest"
+	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
 )
 
@@ -93,9 +95,12 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
 		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
 		// dragonboat refuses proposals over 256 MiB
-		"QUEEN_RAFT_ENTRY_MAX_BYTES":   {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
-		"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "0"},
-		"QUEEN_TEST_CLOCK_OFFSET_MS":   {"QUEEN_TEST_CLOCK_OFFSET_MS": "an hour"},
+		"QUEEN_RAFT_ENTRY_MAX_BYTES":                  {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
+		"QUEEN_RAFT_MAX_CLOCK_SKEW_MS":                {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "0"},
+		"QUEEN_TEST_CLOCK_OFFSET_MS":                  {"QUEEN_TEST_CLOCK_OFFSET_MS": "an hour"},
+		"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP":          {"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "0"},
+		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": {"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "-1"},
+		"QUEEN_KAFKA_LOGIN_TIMEOUT_MS":                {"QUEEN_KAFKA_LOGIN_TIMEOUT_MS": "10"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -104,11 +109,66 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 	}
 }
 
+// TestKafkaConnectionLimits: the limits on connections before and around
+// a login come from the environment, with defaults that hold without it.
+func TestKafkaConnectionLimits(t *testing.T) {
+	c, err := loadConfig(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Kafka.Broker.Listener
+	if l.MaxConnectionsPerIP != kafka.DefaultMaxConnectionsPerIP || l.MaxUnauthenticatedConnections != kafka.DefaultMaxUnauthenticatedConnections ||
+		l.LoginTimeout != kafka.DefaultLoginTimeout {
+		t.Fatalf("defaults: %+v", l)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "8",
+		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "16", "QUEEN_KAFKA_LOGIN_TIMEOUT_MS": "2500"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = c.Kafka.Broker.Listener
+	if l.MaxConnectionsPerIP != 8 || l.MaxUnauthenticatedConnections != 16 || l.LoginTimeout != 2500*time.Millisecond {
+		t.Fatalf("set: %+v", l)
+	}
+}
+
 func TestLoopbackOnly(t *testing.T) {
 	for addr, want := range map[string]bool{"127.0.0.1:7400": true, "localhost:7400": true, "[::1]:7400": true,
 		"0.0.0.0:7400": false, "10.0.0.1:7400": false, ":7400": false} {
 		if got := loopbackOnly(addr); got != want {
 			t.Errorf("%s: %v", addr, got)
+		}
+	}
+}
+
+func TestNodeTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := nodetlstest.NewCA(dir, "cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.Issue(dir, nodetlstest.Leaf{Name: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadConfig(lookup(nil))
+	if err != nil || c.Raft.TLS != nil {
+		t.Fatalf("unset: %v %v", c.Raft.TLS.Mode(), err)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_RAFT_TLS_CERT": cert, "QUEEN_RAFT_TLS_KEY": key, "QUEEN_RAFT_TLS_CA": ca.CertPEM}))
+	if err != nil || c.Raft.TLS.Mode() != "mutual" {
+		t.Fatalf("mutual: %v %v", c.Raft.TLS.Mode(), err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"QUEEN_RAFT_TLS_CERT": cert}, "QUEEN_RAFT_TLS_CERT: is set without QUEEN_RAFT_TLS_KEY"},
+		{map[string]string{"QUEEN_RAFT_TLS_CERT": cert, "QUEEN_RAFT_TLS_KEY": dir + "/nope.pem"}, "QUEEN_RAFT_TLS_CERT: cannot load"},
+		{map[string]string{"QUEEN_RAFT_TLS_CERT": cert, "QUEEN_RAFT_TLS_KEY": key, "QUEEN_RAFT_TLS_CA": dir + "/nope.pem"}, "QUEEN_RAFT_TLS_CA:"},
+	} {
+		if _, err := loadConfig(lookup(tc.env)); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Fatalf("%v: error %v, want %q", tc.env, err, tc.want)
 		}
 	}
 }

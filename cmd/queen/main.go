@@ -137,6 +137,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
+	logNodeTLS(log, cfg.Raft.TLS)
 	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {
@@ -158,7 +159,9 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	k := &cfg.Kafka
 	log.Info("config: kafka_facade", "addr", k.Broker.Listener.Addr, "advertised", k.Broker.AdvertisedAddr,
 		"sasl", orNone(k.SASL), "sasl_users", len(k.SASLUsers), "tls", k.TLSCert != "",
-		"max_connections", k.Broker.Listener.MaxConnections, "default_partitions", k.Broker.DefaultPartitions,
+		"max_connections", k.Broker.Listener.MaxConnections, "max_connections_per_ip", k.Broker.Listener.MaxConnectionsPerIP,
+		"max_unauthenticated_connections", k.Broker.Listener.MaxUnauthenticatedConnections,
+		"login_timeout", k.Broker.Listener.LoginTimeout, "default_partitions", k.Broker.DefaultPartitions,
 		"max_message_bytes", k.Broker.MaxMessageBytes, "max_decompressed_bytes", k.Broker.MaxDecompressedBytes,
 		"fetch_max_bytes", k.Broker.FetchMaxBytes)
 	if k.SASL != "" && k.TLSCert == "" {

@@ -3,6 +3,7 @@ package authn
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Level is the access level a route requires (spec §2.2).
@@ -134,6 +135,10 @@ type Principal struct {
 	// Roles are the roles the token's role claims name; names that match no
 	// configured role are ignored.
 	Roles RoleSet
+	// Expires is when Verify stops accepting the token: its "exp" plus
+	// ClockSkew. Zero for a token without "exp". A Kafka session lasts
+	// until then.
+	Expires time.Time
 }
 
 // Allows reports whether p may use a route of level l (see RoleSet.Allows).

@@ -45,7 +45,12 @@ func (v *Verifier) VerifyContext(ctx context.Context, token string) (Principal, 
 		return Principal{}, refuse(v.classify(tok, claims, err), err)
 	}
 	sub, _ := claims["sub"].(string)
-	return Principal{Subject: sub, Roles: v.rolesFrom(claims)}, nil
+	p := Principal{Subject: sub, Roles: v.rolesFrom(claims)}
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		// The parser accepts the token while now < exp + leeway.
+		p.Expires = exp.Time.Add(v.cfg.ClockSkew)
+	}
+	return p, nil
 }
 
 func refuse(kind, cause error) error {

@@ -229,6 +229,35 @@ func TestClockSkewAndNoExp(t *testing.T) {
 	}
 }
 
+// TestExpiresIsWhenTheTokenStopsVerifying: a principal's Expires is its
+// token's exp plus the clock skew, the last moment Verify accepts it (a
+// Kafka session lasts until then); zero without exp.
+func TestExpiresIsWhenTheTokenStopsVerifying(t *testing.T) {
+	clock := newFakeClock()
+	v := newTestVerifier(t, enabled(func(c *Config) { c.Secret = testSecret }), clock, nil)
+	hs := func(c jwt.MapClaims) string { return sign(t, jwt.SigningMethodHS256, []byte(testSecret), c, nil) }
+	exp := clock.Now().Add(time.Minute).Truncate(time.Second)
+	tok := hs(jwt.MapClaims{"exp": exp.Unix()})
+	p, err := v.Verify(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := exp.Add(DefaultClockSkew); !p.Expires.Equal(want) {
+		t.Fatalf("Expires %s, want %s", p.Expires, want)
+	}
+	clock.Advance(p.Expires.Sub(clock.Now()) - time.Millisecond)
+	if _, err := v.Verify(tok); err != nil {
+		t.Fatalf("just before Expires: %v", err)
+	}
+	clock.Advance(2 * time.Millisecond)
+	if _, err := v.Verify(tok); !errors.Is(err, ErrExpired) {
+		t.Fatalf("just after Expires: %v", err)
+	}
+	if p, err := v.Verify(hs(jwt.MapClaims{"sub": "svc"})); err != nil || !p.Expires.IsZero() {
+		t.Fatalf("no exp: Expires %s, err %v", p.Expires, err)
+	}
+}
+
 func TestHMACVariantsAndWrongSecret(t *testing.T) {
 	clock := newFakeClock()
 	for _, m := range []*jwt.SigningMethodHMAC{jwt.SigningMethodHS384, jwt.SigningMethodHS512} {

@@ -85,6 +85,7 @@ func (s *Server) writeRaftMetrics(w io.Writer) {
 		if t := host.Transport(st.Group); t != nil {
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_refused_total"+g, t.Refused())
 			metrics.WriteCounterUint64(w, "queen_raft_rpc_rejected_total"+g, t.Rejected())
+			metrics.WriteCounterUint64(w, "queen_raft_tls_refused_total"+g, t.TLSRefused())
 			metrics.WriteCounterUint64(w, "queen_raft_batches_oversized_total"+g, t.Oversized())
 		}
 	}

@@ -53,6 +53,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	tenant := b.tenantOf(c)
+	create := mayCreateTopics(c)
 	var (
 		bodies  []raftgroups.KafkaBody
 		targets []produceTarget
@@ -74,7 +75,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, inflate)
+			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, inflate, create)
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -105,12 +106,12 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 
 // checkProduce decides whether a partition may be produced to here (this
 // node leads the raft group holding it) and decodes its batches, drawing on
-// the request's decompression budget. A topic
-// that does not exist is created, with QUEEN_KAFKA_DEFAULT_PARTITIONS
-// partitions, when the name is a Kafka topic name, the partition one of
-// those, and the batches good.
+// the request's decompression budget. A topic that does not exist is
+// created, with QUEEN_KAFKA_DEFAULT_PARTITIONS partitions, when the
+// producer may create topics (create), the name is a Kafka topic name, the
+// partition one of those, and the batches good.
 func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, tenant wire.ID, topic string,
-	p *kmsg.ProduceRequestTopicPartition, inflate *records.Budget) ([]records.Batch, cachedPartition, error) {
+	p *kmsg.ProduceRequestTopicPartition, inflate *records.Budget, create bool) ([]records.Batch, cachedPartition, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return nil, cachedPartition{}, errRequiredAcks
 	}
@@ -127,7 +128,7 @@ func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, ten
 		if _, exists := b.engine.Catalog(tenant, topic); exists {
 			return nil, cachedPartition{}, wire.ErrPartitionNotFound
 		}
-		if checkTopicName(topic) != nil {
+		if !create || checkTopicName(topic) != nil {
 			return nil, cachedPartition{}, wire.ErrQueueNotFound
 		}
 	}

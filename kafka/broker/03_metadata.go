@@ -20,7 +20,8 @@ import (
 // leader epoch (docs/placement.md). Every node replicates every group, so
 // each partition lists every registered node as replica and in sync, its
 // leader first. Any node answers, from its own replicas. Unknown topics are
-// created when the client allows it (always before v4), with
+// created when the client allows it (always before v4) and may create
+// topics (TOPIC_AUTHORIZATION_FAILED otherwise), with
 // QUEEN_KAFKA_DEFAULT_PARTITIONS partitions.
 func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
@@ -48,9 +49,16 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 		}
 	}
 	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	mayCreate := len(missing) > 0 && autoCreate && mayCreateTopics(c)
 	for _, name := range missing {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
+		if autoCreate && !mayCreate {
+			// As Kafka answers a client without CREATE that asks for it.
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		err := b.autoCreate(ctx, tenant, name, autoCreate)
 		if err == nil {
 			if topic, ok := b.engine.KafkaTopic(tenant, name); ok {

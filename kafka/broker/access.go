@@ -10,62 +10,150 @@ import (
 	"github.com/queen-mq/queen/kafka"
 )
 
-// apiAccess is the access level each API key needs from a connection that
-// logged in with a broker JWT, and the Kafka error it is refused with: the
-// HTTP levels of spec §2.2 carried over (write-only may produce but not
-// fetch, read-only may fetch and consume in groups but not produce, topic
-// and group administration is admin). Keys not listed (Metadata,
-// FindCoordinator, DescribeCluster, the ACL keys) are open to any
-// authenticated connection: producers and consumers both need them.
-var apiAccess = map[kmsg.Key]struct {
-	level authn.Level
-	code  int16
-}{
-	kmsg.Produce:                 {authn.LevelWriteOnly, kerr.TopicAuthorizationFailed.Code},
-	kmsg.InitProducerID:          {authn.LevelWriteOnly, kerr.TransactionalIDAuthorizationFailed.Code},
-	kmsg.AddPartitionsToTxn:      {authn.LevelWriteOnly, kerr.TransactionalIDAuthorizationFailed.Code},
-	kmsg.AddOffsetsToTxn:         {authn.LevelWriteOnly, kerr.TransactionalIDAuthorizationFailed.Code},
-	kmsg.EndTxn:                  {authn.LevelWriteOnly, kerr.TransactionalIDAuthorizationFailed.Code},
-	kmsg.TxnOffsetCommit:         {authn.LevelWriteOnly, kerr.TransactionalIDAuthorizationFailed.Code},
-	kmsg.Fetch:                   {authn.LevelReadOnly, kerr.TopicAuthorizationFailed.Code},
-	kmsg.ListOffsets:             {authn.LevelReadOnly, kerr.TopicAuthorizationFailed.Code},
-	kmsg.DescribeConfigs:         {authn.LevelReadOnly, kerr.TopicAuthorizationFailed.Code},
-	kmsg.DescribeLogDirs:         {authn.LevelReadOnly, kerr.ClusterAuthorizationFailed.Code},
-	kmsg.OffsetCommit:            {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.OffsetFetch:             {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.JoinGroup:               {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.SyncGroup:               {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.Heartbeat:               {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.LeaveGroup:              {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.DescribeGroups:          {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.ListGroups:              {authn.LevelReadOnly, kerr.GroupAuthorizationFailed.Code},
-	kmsg.OffsetDelete:            {authn.LevelAdmin, kerr.GroupAuthorizationFailed.Code},
-	kmsg.DeleteGroups:            {authn.LevelAdmin, kerr.GroupAuthorizationFailed.Code},
-	kmsg.CreateTopics:            {authn.LevelAdmin, kerr.TopicAuthorizationFailed.Code},
-	kmsg.DeleteTopics:            {authn.LevelAdmin, kerr.TopicAuthorizationFailed.Code},
-	kmsg.CreatePartitions:        {authn.LevelAdmin, kerr.TopicAuthorizationFailed.Code},
-	kmsg.AlterConfigs:            {authn.LevelAdmin, kerr.TopicAuthorizationFailed.Code},
-	kmsg.IncrementalAlterConfigs: {authn.LevelAdmin, kerr.TopicAuthorizationFailed.Code},
+// need is one permission a request needs from a connection that logged in
+// with a broker JWT: a token role passing any one of levels grants it, and
+// the request is refused with code without it.
+type need struct {
+	levels []authn.Level
+	code   int16
+}
+
+// The HTTP levels of spec §2.2, as Kafka permissions on one kind of
+// resource (refused with that resource's authorization error).
+var (
+	// describe is Kafka's DESCRIBE, which every other operation implies:
+	// any role grants it (a producer describes what it writes, a consumer
+	// what it reads), a token with no role does not, as it passes no HTTP
+	// route but the public ones.
+	describe = []authn.Level{authn.LevelReadOnly, authn.LevelWriteOnly}
+	// readOnly reads data and group state (HTTP fetch and the GETs).
+	readOnly = []authn.Level{authn.LevelReadOnly}
+	// writeOnly appends records (HTTP push).
+	writeOnly = []authn.Level{authn.LevelWriteOnly}
+	// readWrite moves a consumer group's positions (HTTP pop and ack):
+	// committing offsets, in or out of a transaction, and group
+	// membership, which hands out partitions and commits them.
+	readWrite = []authn.Level{authn.LevelReadWrite}
+	// admin creates, deletes and alters topics and groups (HTTP DELETE of
+	// queues and groups; Kafka's CREATE, DELETE and ALTER).
+	admin = []authn.Level{authn.LevelAdmin}
+)
+
+func topic(levels []authn.Level) need { return need{levels, kerr.TopicAuthorizationFailed.Code} }
+func group(levels []authn.Level) need { return need{levels, kerr.GroupAuthorizationFailed.Code} }
+func cluster(levels []authn.Level) need {
+	return need{levels, kerr.ClusterAuthorizationFailed.Code}
+}
+func txnID(levels []authn.Level) need {
+	return need{levels, kerr.TransactionalIDAuthorizationFailed.Code}
+}
+
+// apiAccess is THE table of what each API key the broker serves needs, in
+// the order Kafka checks it (the first need missing gives the answer). It
+// lists every key: New refuses to serve a key it does not list. Automatic
+// topic creation (Metadata, Produce) needs what CreateTopics needs, as in
+// Kafka (mayCreateTopics). ApiVersions and the SASL keys are package
+// kafka's, served before any login.
+var apiAccess = map[kmsg.Key][]need{
+	kmsg.Produce:         {topic(writeOnly)},
+	kmsg.Fetch:           {topic(readOnly)},
+	kmsg.ListOffsets:     {topic(readOnly)},
+	kmsg.Metadata:        {topic(describe)},
+	kmsg.DescribeConfigs: {topic(readOnly)},
+	kmsg.DescribeLogDirs: {cluster(readOnly)},
+	kmsg.DescribeCluster: {cluster(describe)},
+
+	kmsg.FindCoordinator: {group(describe)}, // a transactional id's: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+	kmsg.OffsetFetch:     {group(readOnly)},
+	kmsg.DescribeGroups:  {group(readOnly)},
+	kmsg.ListGroups:      {group(readOnly)},
+	kmsg.OffsetCommit:    {group(readWrite)},
+	kmsg.JoinGroup:       {group(readWrite)},
+	kmsg.SyncGroup:       {group(readWrite)},
+	kmsg.Heartbeat:       {group(readWrite)},
+	kmsg.LeaveGroup:      {group(readWrite)},
+
+	kmsg.InitProducerID:     {txnID(writeOnly)}, // an idempotent producer's: CLUSTER_AUTHORIZATION_FAILED
+	kmsg.AddPartitionsToTxn: {txnID(writeOnly)},
+	kmsg.EndTxn:             {txnID(writeOnly)},
+	// Offsets committed with a transaction move the group's positions when
+	// it commits: the transactional id's permission and the group's.
+	kmsg.AddOffsetsToTxn: {txnID(writeOnly), group(readWrite)},
+	kmsg.TxnOffsetCommit: {txnID(writeOnly), group(readWrite)},
+
+	kmsg.CreateTopics:            {topic(admin)},
+	kmsg.DeleteTopics:            {topic(admin)},
+	kmsg.CreatePartitions:        {topic(admin)},
+	kmsg.AlterConfigs:            {topic(admin)},
+	kmsg.IncrementalAlterConfigs: {topic(admin)},
+	kmsg.DeleteGroups:            {group(admin)},
+	kmsg.OffsetDelete:            {group(admin)},
+	// The ACL keys answer SECURITY_DISABLED; who may ask is Kafka's
+	// (DESCRIBE, and ALTER on the cluster).
+	kmsg.DescribeACLs: {cluster(describe)},
+	kmsg.CreateACLs:   {cluster(admin)},
+	kmsg.DeleteACLs:   {cluster(admin)},
 }
 
 // guard refuses a request whose connection logged in with a broker JWT
-// whose roles do not pass the key's level, with the key's authorization
+// whose roles lack one of the key's needs, with that need's authorization
 // error for every part of the request.
 func guard(key int16, h kafka.Handler) kafka.Handler {
-	acc, limited := apiAccess[kmsg.Key(key)]
-	if !limited {
-		return h
-	}
 	return func(ctx context.Context, c *kafka.Conn, req kmsg.Request) (kmsg.Response, error) {
-		if id, ok := identityOf(c); ok && id.Principal != nil && !id.Principal.Allows(acc.level) {
-			code := acc.code
-			// An idempotent (not transactional) producer's id is a cluster
-			// permission in Kafka.
-			if r, ok := req.(*kmsg.InitProducerIDRequest); ok && (r.TransactionalID == nil || *r.TransactionalID == "") {
-				code = kerr.ClusterAuthorizationFailed.Code
+		if id, ok := identityOf(c); ok {
+			if code := refusal(key, id.Principal, req); code != 0 {
+				return kafka.ErrorResponse(req, code), nil
 			}
-			return kafka.ErrorResponse(req, code), nil
 		}
 		return h(ctx, c, req)
 	}
+}
+
+// refusal is the authorization error p gets for req (of API key key), 0
+// when p may send it. A nil p (a QUEEN_KAFKA_SASL_USERS login) is not
+// limited; a key missing from the table is refused to everyone else.
+func refusal(key int16, p *authn.Principal, req kmsg.Request) int16 {
+	if p == nil {
+		return 0
+	}
+	needs, listed := apiAccess[kmsg.Key(key)]
+	if !listed {
+		return kerr.ClusterAuthorizationFailed.Code
+	}
+	for _, n := range needs {
+		if grants(p, n.levels) {
+			continue
+		}
+		switch r := req.(type) {
+		case *kmsg.InitProducerIDRequest:
+			// An idempotent (not transactional) producer's id is a
+			// cluster permission in Kafka.
+			if r.TransactionalID == nil || *r.TransactionalID == "" {
+				return kerr.ClusterAuthorizationFailed.Code
+			}
+		case *kmsg.FindCoordinatorRequest:
+			if r.CoordinatorType == 1 {
+				return kerr.TransactionalIDAuthorizationFailed.Code
+			}
+		}
+		return n.code
+	}
+	return 0
+}
+
+func grants(p *authn.Principal, levels []authn.Level) bool {
+	for _, l := range levels {
+		if p.Allows(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayCreateTopics says whether c may create topics, by CreateTopics or
+// automatically (Metadata, Produce): Kafka's CREATE, the same need for
+// all three.
+func mayCreateTopics(c *kafka.Conn) bool {
+	id, ok := identityOf(c)
+	return !ok || refusal(int16(kmsg.CreateTopics), id.Principal, kmsg.NewPtrCreateTopicsRequest()) == 0
 }

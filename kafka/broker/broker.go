@@ -139,6 +139,9 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {
+		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
+			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
+		}
 		if err := srv.RegisterHandler(key, guard(key, h)); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
 		}

@@ -62,7 +62,8 @@ func StaticUsers(users map[string]string, tenancyOn bool) kafka.PlainAuthenticat
 
 // BrokerJWTs authenticates SASL/PLAIN logins whose password is a broker JWT
 // (spec decision 9, when JWT_ENABLED): the token's roles then limit the
-// connection as they limit HTTP requests.
+// connection as they limit HTTP requests, and the session ends when the
+// token would stop verifying unless the client logs in again (KIP-368).
 func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
 	return func(ctx context.Context, user, password string) (kafka.Principal, error) {
 		p, err := v.VerifyContext(ctx, password)
@@ -73,7 +74,7 @@ func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
 		if err != nil {
 			return kafka.Principal{}, err
 		}
-		return kafka.Principal{User: user, Identity: Identity{Tenant: tenant, Principal: &p}}, nil
+		return kafka.Principal{User: user, Identity: Identity{Tenant: tenant, Principal: &p}, Expires: p.Expires}, nil
 	}
 }
 

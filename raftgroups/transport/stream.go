@@ -60,7 +60,7 @@ type stream struct {
 func (t *Transport) openStream(ctx context.Context, target string) (*stream, error) {
 	reqCtx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, "http://"+target+streamPath, pr)
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, t.url(target, streamPath), pr)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("raft transport: request to %s: %w", target, err)
@@ -113,6 +113,7 @@ func (s *stream) run(req *http.Request, opened chan<- error) {
 	}()
 	resp, err := t.client.Do(req)
 	if err != nil {
+		t.noteSendErr(s.target, err)
 		err = fmt.Errorf("raft transport group %d: stream to %s: %w", t.cfg.Group, s.target, err)
 		opened <- err
 		s.abort(err)
@@ -125,6 +126,7 @@ func (s *stream) run(req *http.Request, opened chan<- error) {
 		t.warnRefused(s.target)
 		err = fmt.Errorf("raft transport group %d: peer %s %w (401)", t.cfg.Group, s.target, ErrRefused)
 	case resp.StatusCode != http.StatusOK:
+		t.notePlainToTLS(s.target, resp.StatusCode)
 		err = fmt.Errorf("raft transport group %d: peer %s answered %s", t.cfg.Group, s.target, resp.Status)
 	}
 	if err != nil {

@@ -23,6 +23,12 @@
 // arriving. A peer that accepts connections and then neither reads nor
 // answers fails its sends in seconds while the other peers' streams go on.
 //
+// With TLS (Config.TLS, QUEEN_RAFT_TLS_*) every listener serves TLS only
+// and every call is made over TLS; with a CA both ends present
+// certificates and verify each other's (tls.go). The token is still
+// checked, from the headers, before any body byte: TLS says the peer holds
+// a certificate of the cluster, the token that it is configured for it.
+//
 // This package knows nothing about queues or commands; it moves dragonboat's
 // bytes and nothing else.
 package transport
@@ -30,6 +36,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -46,6 +53,7 @@ import (
 	"github.com/lni/dragonboat/v4/raftio"
 	pb "github.com/lni/dragonboat/v4/raftpb"
 
+	"github.com/queen-mq/queen/crypto/nodetls"
 	"github.com/queen-mq/queen/crypto/secret"
 )
 
@@ -77,6 +85,12 @@ type Config struct {
 	// Clock, when set, answers the time route with this node's clock in
 	// unix milliseconds, which peers compare theirs with (raftgroups/clock).
 	Clock func() int64
+	// TLS, when set, makes every listener serve TLS only and every call
+	// use TLS; nil is plaintext.
+	TLS *nodetls.Config
+	// Node, when set, serves node-to-node HTTP calls under /node/v1/ on
+	// this listener (node.go); group 0's carries it.
+	Node http.Handler
 }
 
 // Timeouts bound every wait on a peer, so a peer that is black-holed
@@ -172,8 +186,12 @@ type Transport struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	refused  atomic.Uint64 // requests this node answered with 401
-	rejected atomic.Uint64 // sends a peer answered with 401
+	refused atomic.Uint64 // requests this node answered with 401
+	// tlsRefused counts connections whose TLS handshake this node's
+	// listener failed (no certificate, another CA, plaintext).
+	tlsRefused atomic.Uint64
+	scheme     string        // "http" or "https"
+	rejected   atomic.Uint64 // sends a peer answered with 401
 	// oversized counts batches not sent because they were over
 	// MaxBodyBytes (a bug in the limits: see SendMessageBatch).
 	oversized atomic.Uint64
@@ -191,13 +209,24 @@ type Transport struct {
 func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.MessageHandler, ch raftio.ChunkHandler) *Transport {
 	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token), streams: map[*stream]struct{}{}}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
-	t.client = &http.Client{Transport: &http.Transport{
+	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: cfg.Timeouts.Dial, KeepAlive: 10 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
-	}}
+	}
+	t.scheme = "http"
+	if cfg.TLS != nil {
+		t.scheme = "https"
+		ht.TLSClientConfig = cfg.TLS.Client()
+		// The handshake is a wait on the peer like any other: a peer that
+		// accepts and never answers it must fail the send, not hold it.
+		ht.TLSHandshakeTimeout = cfg.Timeouts.Open
+		// The stream is a full-duplex HTTP/1.1 request; never HTTP/2.
+		ht.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	t.client = &http.Client{Transport: ht}
 	return t
 }
 
@@ -216,7 +245,17 @@ func (t *Transport) Start() error {
 	if t.cfg.Clock != nil {
 		mux.Handle(timePath, t.guard(t.serveTime))
 	}
+	if t.cfg.Node != nil {
+		mux.Handle(nodePrefix, t.nodeGuard(t.cfg.Node))
+	}
+	// ReadHeaderTimeout also bounds a TLS handshake (net/http applies the
+	// smallest of its timeouts to it).
 	t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 2 * time.Minute}
+	if t.cfg.TLS != nil {
+		ln = tls.NewListener(ln, t.cfg.TLS.Server())
+		t.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		t.srv.ErrorLog = t.handshakeLog()
+	}
 	t.done = make(chan struct{})
 	go func() {
 		defer close(t.done)
@@ -243,6 +282,10 @@ func (t *Transport) Close() error {
 	t.client.CloseIdleConnections()
 	return nil
 }
+
+// TLSRefused counts connections this node's listener refused in the TLS
+// handshake.
+func (t *Transport) TLSRefused() uint64 { return t.tlsRefused.Load() }
 
 // Refused counts raft requests this node answered with 401.
 func (t *Transport) Refused() uint64 { return t.refused.Load() }
@@ -343,14 +386,20 @@ func (t *Transport) serveTime(w http.ResponseWriter, r *http.Request) {
 }
 
 // PeerTime asks the peer at target for its clock (unix ms). The caller
-// times the round trip.
+// times the round trip; a ctx without a deadline is bounded by
+// Timeouts.Open.
 func (t *Transport) PeerTime(ctx context.Context, target string) (int64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.cfg.Timeouts.Open)
+		defer cancel()
+	}
 	if t.cfg.Drop != nil {
 		if err := t.cfg.Drop(target); err != nil {
 			return 0, err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+timePath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url(target, timePath), nil)
 	if err != nil {
 		return 0, fmt.Errorf("raft transport: request to %s: %w", target, err)
 	}
@@ -358,6 +407,7 @@ func (t *Transport) PeerTime(ctx context.Context, target string) (int64, error) 
 	req.Header.Set(GroupHeader, strconv.Itoa(t.cfg.Group))
 	resp, err := t.client.Do(req)
 	if err != nil {
+		t.noteSendErr(target, err)
 		return 0, fmt.Errorf("raft transport group %d: time from %s: %w", t.cfg.Group, target, err)
 	}
 	defer resp.Body.Close()
@@ -425,7 +475,7 @@ func (t *Transport) post(target, path string, body []byte) error {
 	}
 	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.Timeouts.Chunk)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url(target, path), bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("raft transport: request to %s: %w", target, err)
 	}
@@ -434,6 +484,7 @@ func (t *Transport) post(target, path string, body []byte) error {
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := t.client.Do(req)
 	if err != nil {
+		t.noteSendErr(target, err)
 		if ctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("no answer within %v: %w", t.cfg.Timeouts.Chunk, err)
 		}
@@ -447,6 +498,7 @@ func (t *Transport) post(target, path string, body []byte) error {
 		t.warnRefused(target)
 		return fmt.Errorf("raft transport group %d: peer %s %w (401)", t.cfg.Group, target, ErrRefused)
 	case resp.StatusCode/100 != 2:
+		t.notePlainToTLS(target, resp.StatusCode)
 		return fmt.Errorf("raft transport group %d: peer %s answered %s", t.cfg.Group, target, resp.Status)
 	}
 	t.lastOK.Store(target, time.Now())
