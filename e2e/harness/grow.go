@@ -37,6 +37,7 @@ func (c *Cluster) AddNode(baseDir string, groups int, env map[string]string) (*N
 		Dir:       filepath.Join(baseDir, fmt.Sprintf("node%d", id)),
 		Env:       map[string]string{},
 	}
+	n.PeerRaftAddr, n.PeerHTTPAddr = n.RaftAddr, n.HTTPAddr
 	for k, v := range env {
 		n.Env[k] = v
 	}

@@ -58,8 +58,13 @@ type Node struct {
 	HTTPAddr  string // 127.0.0.1:port
 	RaftAddr  string // group 0's raft address; group N is port + N
 	KafkaAddr string
-	Dir       string
-	Env       map[string]string // extra settings, e.g. QUEEN_RAFT_TOKEN
+	// PeerRaftAddr and PeerHTTPAddr are where the node's peers reach it
+	// (QUEEN_RAFT_PEERS): its own ports, or its proxy's in a cluster
+	// started with Options.Proxied.
+	PeerRaftAddr string
+	PeerHTTPAddr string
+	Dir          string
+	Env          map[string]string // extra settings, e.g. QUEEN_RAFT_TOKEN
 
 	bin      string
 	mu       sync.Mutex
@@ -81,6 +86,9 @@ type Options struct {
 	NodeEnv map[int]map[string]string
 	// BaseDir holds the nodes' data dirs (a test's TempDir).
 	BaseDir string
+	// Proxied puts a fault proxy between every node and its peers
+	// (Cluster.Net, netfault.go).
+	Proxied bool
 }
 
 // DefaultGroups is how many raft groups a node of a cluster of nodes runs
@@ -90,6 +98,8 @@ func DefaultGroups(nodes int) int { return raftgroups.DefaultGroups(nodes, runti
 // Cluster is a set of nodes that know each other through QUEEN_RAFT_PEERS.
 type Cluster struct {
 	Nodes []*Node
+	// Net cuts and heals links between nodes (Options.Proxied only).
+	Net   *Network
 	peers string
 	// lastID is the highest node id handed out: a removed node's id is
 	// never reused (raft refuses it forever).
@@ -128,6 +138,19 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			Dir:       filepath.Join(o.BaseDir, fmt.Sprintf("node%d", i)),
 			Env:       map[string]string{},
 		}
+		n.PeerRaftAddr, n.PeerHTTPAddr = n.RaftAddr, n.HTTPAddr
+		if o.Proxied {
+			pubRaft, err := FreePortRange(ports)
+			if err != nil {
+				return nil, err
+			}
+			pubHTTP, err := FreePortRange(1)
+			if err != nil {
+				return nil, err
+			}
+			n.PeerRaftAddr = fmt.Sprintf("127.0.0.1:%d", pubRaft)
+			n.PeerHTTPAddr = fmt.Sprintf("127.0.0.1:%d", pubHTTP)
+		}
 		if o.Groups > 0 {
 			n.Env["QUEEN_RAFT_GROUPS"] = strconv.Itoa(o.Groups)
 		}
@@ -139,10 +162,17 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 		c.lastID = i
-		peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.RaftAddr, n.HTTPAddr))
+		peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.PeerRaftAddr, n.PeerHTTPAddr))
 	}
 	if o.Nodes > 1 {
 		c.peers = strings.Join(peers, ",")
+	}
+	if o.Proxied {
+		nw, err := newNetwork(c.Nodes, ports)
+		if err != nil {
+			return nil, err
+		}
+		c.Net = nw
 	}
 	return c, nil
 }
@@ -162,7 +192,12 @@ func (c *Cluster) Start(n *Node) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd != nil {
-		return fmt.Errorf("harness: node %d already running", n.ID)
+		select {
+		case <-n.exited: // it died on its own (a crash): start it again
+			n.cmd = nil
+		default:
+			return fmt.Errorf("harness: node %d already running", n.ID)
+		}
 	}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return err
@@ -256,6 +291,16 @@ func (n *Node) ExitCode() int {
 // wait.
 func (n *Node) Terminate(wait time.Duration) bool { return n.signal(syscall.SIGTERM, wait) }
 
+// Pid is the running process's id, 0 when it is not running.
+func (n *Node) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 // Running reports whether the process is alive.
 func (n *Node) Running() bool {
 	n.mu.Lock()
@@ -279,6 +324,14 @@ func (c *Cluster) StopAll() {
 		go func(n *Node) { defer wg.Done(); n.Stop() }(n)
 	}
 	wg.Wait()
+}
+
+// Close stops every node, then the proxies of a proxied cluster.
+func (c *Cluster) Close() {
+	c.StopAll()
+	if c.Net != nil {
+		c.Net.Close()
+	}
 }
 
 // URL is the node's HTTP base URL.

@@ -141,62 +141,9 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	cmd := wire.ConfigureCmd{Tenant: tenant, Config: wire.DefaultQueueConfig()}
-	if err := jsonString(top, "queue", &cmd.Queue); err != nil {
+	cmd, err := configureCommand(tenant, top)
+	if err != nil {
 		return err
-	}
-	if err := checkName("queue", cmd.Queue); err != nil {
-		return err
-	}
-	// A label given as null goes back to the one derived from the name,
-	// which is also what a queue created without labels gets.
-	cmd.Namespace, cmd.Task = wire.QueueLabels(cmd.Queue)
-	if _, cmd.SetNamespace = top["namespace"]; cmd.SetNamespace {
-		if err := jsonString(top, "namespace", &cmd.Namespace); err != nil {
-			return err
-		}
-	}
-	if _, cmd.SetTask = top["task"]; cmd.SetTask {
-		if err := jsonString(top, "task", &cmd.Task); err != nil {
-			return err
-		}
-	}
-	if len(cmd.Namespace) > nameBudget || len(cmd.Task) > nameBudget {
-		return nameTooLong("namespace and task must be at most 447 bytes")
-	}
-	var mode string
-	if err := jsonString(top, "mode", &mode); err != nil {
-		return err
-	}
-	switch mode {
-	case "", "merge":
-	case "replace":
-		cmd.Replace = true
-	default:
-		return badRequest(`mode must be "merge" or "replace"`)
-	}
-	var nested map[string]json.RawMessage
-	if raw, ok := top["options"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &nested); err != nil {
-			return badRequest("options must be an object")
-		}
-	}
-	for i := range queueOptions {
-		o := &queueOptions[i]
-		raw, ok := nested[o.name]
-		if !ok {
-			raw, ok = top[o.name]
-		}
-		switch {
-		case !ok:
-		case isNull(raw):
-			cmd.Reset |= o.bit
-		default:
-			if err := o.parse(raw, &cmd.Config); err != nil {
-				return err
-			}
-			cmd.Set |= o.bit
-		}
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
@@ -212,6 +159,68 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) error {
 		Namespace: res.Namespace, Task: res.Task, Storage: "segments", Options: optionsJSON(res.Config),
 	})
 	return nil
+}
+
+// configureCommand validates a configure body and builds its command.
+func configureCommand(tenant wire.ID, top map[string]json.RawMessage) (wire.ConfigureCmd, error) {
+	cmd := wire.ConfigureCmd{Tenant: tenant, Config: wire.DefaultQueueConfig()}
+	if err := jsonString(top, "queue", &cmd.Queue); err != nil {
+		return cmd, err
+	}
+	if err := checkName("queue", cmd.Queue); err != nil {
+		return cmd, err
+	}
+	// A label given as null goes back to the one derived from the name,
+	// which is also what a queue created without labels gets.
+	cmd.Namespace, cmd.Task = wire.QueueLabels(cmd.Queue)
+	if _, cmd.SetNamespace = top["namespace"]; cmd.SetNamespace {
+		if err := jsonString(top, "namespace", &cmd.Namespace); err != nil {
+			return cmd, err
+		}
+	}
+	if _, cmd.SetTask = top["task"]; cmd.SetTask {
+		if err := jsonString(top, "task", &cmd.Task); err != nil {
+			return cmd, err
+		}
+	}
+	if len(cmd.Namespace) > nameBudget || len(cmd.Task) > nameBudget {
+		return cmd, nameTooLong("namespace and task must be at most 447 bytes")
+	}
+	var mode string
+	if err := jsonString(top, "mode", &mode); err != nil {
+		return cmd, err
+	}
+	switch mode {
+	case "", "merge":
+	case "replace":
+		cmd.Replace = true
+	default:
+		return cmd, badRequest(`mode must be "merge" or "replace"`)
+	}
+	var nested map[string]json.RawMessage
+	if raw, ok := top["options"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &nested); err != nil {
+			return cmd, badRequest("options must be an object")
+		}
+	}
+	for i := range queueOptions {
+		o := &queueOptions[i]
+		raw, ok := nested[o.name]
+		if !ok {
+			raw, ok = top[o.name]
+		}
+		switch {
+		case !ok:
+		case isNull(raw):
+			cmd.Reset |= o.bit
+		default:
+			if err := o.parse(raw, &cmd.Config); err != nil {
+				return cmd, err
+			}
+			cmd.Set |= o.bit
+		}
+	}
+	return cmd, nil
 }
 
 // jsonString reads an optional string member (null or absent leaves dst).
