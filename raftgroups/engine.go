@@ -153,14 +153,28 @@ func (e *Engine) Leader(n int) (node, term uint64, ok bool) {
 // leader of a group as this replica sees it, or a node heard from within
 // three election timeouts (at least 2 s). Kafka's Metadata lists live
 // brokers only, and clients rely on it: franz-go keeps a dead broker as a
-// transaction coordinator until the broker leaves the list.
+// transaction coordinator until the broker leaves the list. A node that
+// hears from less than a majority of the voters cannot tell a dead peer
+// from its own isolation, so every node counts as live then: a cut-off
+// node listing only itself would capture clients that adopt its list.
 func (e *Engine) NodeLive(id uint64) bool {
 	for n := range e.host.groups {
 		if node, _, ok := e.Leader(n); ok && node == id {
 			return true
 		}
 	}
-	return e.host.HeardFrom(id, max(2*time.Second, 3*e.host.ElectionTimeout()))
+	window := max(2*time.Second, 3*e.host.ElectionTimeout())
+	if e.host.HeardFrom(id, window) {
+		return true
+	}
+	voters := e.host.voterIDs()
+	heard := 0
+	for _, v := range voters {
+		if e.host.HeardFrom(v, window) {
+			heard++
+		}
+	}
+	return heard <= len(voters)/2
 }
 
 // Leads reports whether this node leads group n.
