@@ -166,7 +166,8 @@ func TestFaultPartitionRounds(t *testing.T) {
 
 // A node that hears nothing from its peers while they still hear it (its
 // incoming raft traffic lost) must not take Kafka clients down with it.
-// In each of three rounds the leader of a group is cut that way: the
+// In each round (QUEEN_FAULT_ONEWAY_ROUNDS, 1 by default) the leader of a
+// group is cut that way: the
 // majority must lead every group within seconds, a running idempotent
 // producer writing to every partition must go on for some seconds more,
 // and a new producer whose bootstrap server is the cut node (clients list
@@ -217,7 +218,8 @@ func TestFaultOneWayCutKeepsKafkaProducing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r := 1; r <= 3; r++ {
+	rounds := faultRounds(t, "QUEEN_FAULT_ONEWAY_ROUNDS", 1)
+	for r := 1; r <= rounds; r++ {
 		g := (r - 1) % len(groups)
 		victim := c.Nodes[groupLeader(t, ctx, c, g)]
 		c.Net.IsolateOneWay(victim, false, harness.Blackhole)
