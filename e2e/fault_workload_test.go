@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/e2e/harness"
 )
@@ -62,12 +65,81 @@ type workload struct {
 	readers    sync.WaitGroup
 	producers  []*kgo.Client
 	consumers  []*kgo.Client
+	klog       *ringLog // the Kafka clients' log, shown when they misbehave
+}
+
+// ringLog keeps the last max bytes written to it.
+type ringLog struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (r *ringLog) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.b = append(r.b, p...)
+	if len(r.b) > r.max {
+		r.b = append(r.b[:0], r.b[len(r.b)-r.max/2:]...)
+	}
+	return len(p), nil
+}
+
+func (r *ringLog) tail(n int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return string(r.b[max(0, len(r.b)-n):])
+}
+
+// kafkaView is what each broker answers for the workload topic's
+// partitions (leader, epoch, error), and each node's view of its groups.
+func (w *workload) kafkaView(ctx context.Context) string {
+	return brokerViews(ctx, w.c, faultTopic) + "\n" + w.groupViews()
+}
+
+// brokerViews asks every node, as a Kafka broker, for topic's metadata:
+// the brokers it lists, and each partition's leader, epoch and error.
+func brokerViews(ctx context.Context, c *harness.Cluster, topic string) string {
+	var out []string
+	for _, n := range c.Nodes {
+		// A client seeded with this node alone, asking its seed: what
+		// this broker answers, whatever the others say.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.ClientID("fault-inspector"))
+		if err != nil {
+			out = append(out, fmt.Sprintf("broker %d: %v", n.ID, err))
+			continue
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := req.RequestWith(rctx, cl.SeedBrokers()[0])
+		cancel()
+		cl.Close()
+		if err != nil {
+			out = append(out, fmt.Sprintf("broker %d: %v", n.ID, err))
+			continue
+		}
+		var ids []int32
+		for _, b := range resp.Brokers {
+			ids = append(ids, b.NodeID)
+		}
+		v := fmt.Sprintf("broker %d lists brokers %v;", n.ID, ids)
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				v += fmt.Sprintf(" p%d leader %d epoch %d err %d", p.Partition, p.Leader, p.LeaderEpoch, p.ErrorCode)
+			}
+		}
+		out = append(out, v)
+	}
+	return strings.Join(out, "\n")
 }
 
 // startWorkload creates the topic and the queue and starts every client.
 func startWorkload(t *testing.T, ctx context.Context, c *harness.Cluster, cfg workloadConfig) *workload {
 	t.Helper()
-	w := &workload{t: t, c: c, cfg: cfg, led: newFaultLedger()}
+	w := &workload{t: t, c: c, cfg: cfg, led: newFaultLedger(), klog: &ringLog{max: 512 << 10}}
 	admin := kgoClient(t, c)
 	waitBrokers(ctx, t, admin, len(c.Nodes))
 	createTopicOn(ctx, t, admin, faultTopic, int32(cfg.KafkaPartitions))
@@ -118,7 +190,9 @@ func (w *workload) kafkaClient(name string, opts ...kgo.Opt) *kgo.Client {
 		seeds = append(seeds, n.KafkaAddr)
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(name),
-		kgo.MetadataMinAge(250 * time.Millisecond)}, opts...)...)
+		kgo.MetadataMinAge(250 * time.Millisecond),
+		kgo.WithLogger(kgo.BasicLogger(w.klog, kgo.LogLevelInfo, func() string { return name + " " + time.Now().UTC().Format("15:04:05.000 ") }))},
+		opts...)...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -293,10 +367,12 @@ func (w *workload) stopWriting(ctx context.Context) {
 	}
 	w.stopWrites()
 	w.writers.Wait()
-	for _, cl := range w.producers {
+	for i, cl := range w.producers {
 		fctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 		if err := cl.Flush(fctx); err != nil {
-			w.t.Logf("producer flush: %v (unresolved records count as failed)", err)
+			// The faults are over: a record still unresolved now is stuck.
+			w.t.Errorf("producer %d: %d records unresolved 90 s after the last fault ended (%v); they count as failed.\n%s\nclient log tail:\n%s",
+				i, cl.BufferedProduceRecords(), err, w.kafkaView(ctx), w.klog.tail(6000))
 		}
 		cancel()
 		cl.Close() // fails whatever is still buffered
@@ -323,14 +399,61 @@ func (w *workload) stop() {
 // side of a fault that should work does.
 func (w *workload) progress(ctx context.Context, n int) error {
 	k0, h0 := w.led.ackedCounts()
-	return harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) {
+	err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) {
 		k, h := w.led.ackedCounts()
 		return k >= k0+n && h >= h0+n/4, nil
 	})
+	if err != nil {
+		k, h := w.led.ackedCounts()
+		err = fmt.Errorf("kafka +%d of %d wanted, http +%d of %d: %w", k-k0, n, h-h0, n/4, err)
+	}
+	return err
 }
 
-// errNoProgress wraps a progress timeout with the counts.
+// noProgress wraps a progress timeout with the counts and every node's
+// view of its groups' leaders.
 func (w *workload) noProgress(what string, err error) error {
 	k, h := w.led.ackedCounts()
-	return fmt.Errorf("%s: writes stopped being acknowledged (kafka %d, http %d acked): %w", what, k, h, err)
+	return fmt.Errorf("%s at %s: writes stopped being acknowledged (kafka %d, http %d acked so far): %w\n%s\nKafka client log tail:\n%s",
+		what, time.Now().UTC().Format("15:04:05.000"), k, h, err, w.kafkaView(context.Background()), w.klog.tail(5000))
+}
+
+// groupViews is each node's view of its groups' leaders.
+func (w *workload) groupViews() string {
+	var views []string
+	for _, n := range w.c.Nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		groups, gerr := healthGroups(ctx, n)
+		cancel()
+		if gerr != nil {
+			views = append(views, fmt.Sprintf("node %d: %v", n.ID, gerr))
+			continue
+		}
+		v := fmt.Sprintf("node %d:", n.ID)
+		for _, g := range groups {
+			v += fmt.Sprintf(" g%d leader %d term %d (%s)", g.Group, g.Leader, g.Term, g.Role)
+		}
+		views = append(views, v)
+	}
+	return strings.Join(views, "\n")
+}
+
+// healthGroups reads the groups of a node's /health, healthy or not.
+func healthGroups(ctx context.Context, n *harness.Node) ([]groupHealth, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/health", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Groups []groupHealth `json:"groups"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return nil, fmt.Errorf("health %d: %w", resp.StatusCode, err)
+	}
+	return h.Groups, nil
 }
