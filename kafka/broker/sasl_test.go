@@ -12,7 +12,6 @@ import (
 	"github.com/queen-mq/queen/tenancy"
 )
 
-
 func testVerifier(t *testing.T) *authn.Verifier {
 	t.Helper()
 	cfg := authn.DefaultConfig()
