@@ -2,7 +2,6 @@ package harness
 
 import (
 	"fmt"
-	"path/filepath"
 )
 
 // AddNode allocates a new node (the next id, fresh ports and an empty
@@ -17,27 +16,10 @@ func (c *Cluster) AddNode(baseDir string, groups int, env map[string]string) (*N
 	}
 	c.lastID++
 	id := c.lastID
-	raftPort, err := FreePortRange(max(groups, 1))
+	n, err := newNode(id, bin, baseDir, max(groups, 1))
 	if err != nil {
 		return nil, err
 	}
-	httpPort, err := FreePortRange(1)
-	if err != nil {
-		return nil, err
-	}
-	kafkaPort, err := FreePortRange(1)
-	if err != nil {
-		return nil, err
-	}
-	n := &Node{
-		ID: id, bin: bin,
-		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", httpPort),
-		RaftAddr:  fmt.Sprintf("127.0.0.1:%d", raftPort),
-		KafkaAddr: fmt.Sprintf("127.0.0.1:%d", kafkaPort),
-		Dir:       filepath.Join(baseDir, fmt.Sprintf("node%d", id)),
-		Env:       map[string]string{},
-	}
-	n.PeerRaftAddr, n.PeerHTTPAddr = n.RaftAddr, n.HTTPAddr
 	for k, v := range env {
 		n.Env[k] = v
 	}

@@ -118,27 +118,10 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 	c := &Cluster{}
 	var peers []string
 	for i := 1; i <= o.Nodes; i++ {
-		raftPort, err := FreePortRange(ports)
+		n, err := newNode(i, bin, o.BaseDir, ports)
 		if err != nil {
 			return nil, err
 		}
-		httpPort, err := FreePortRange(1)
-		if err != nil {
-			return nil, err
-		}
-		kafkaPort, err := FreePortRange(1)
-		if err != nil {
-			return nil, err
-		}
-		n := &Node{
-			ID: i, bin: bin,
-			HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", httpPort),
-			RaftAddr:  fmt.Sprintf("127.0.0.1:%d", raftPort),
-			KafkaAddr: fmt.Sprintf("127.0.0.1:%d", kafkaPort),
-			Dir:       filepath.Join(o.BaseDir, fmt.Sprintf("node%d", i)),
-			Env:       map[string]string{},
-		}
-		n.PeerRaftAddr, n.PeerHTTPAddr = n.RaftAddr, n.HTTPAddr
 		if o.Proxied {
 			pubRaft, err := FreePortRange(ports)
 			if err != nil {
@@ -455,3 +438,31 @@ func (n *Node) Tail(size int) string { return tail(n.Log(), size) }
 
 // Grep reports whether the node's log contains s.
 func (n *Node) Grep(s string) bool { return bytes.Contains([]byte(n.Log()), []byte(s)) }
+
+// newNode allocates node id's ports (raftPorts consecutive raft ports, one
+// HTTP, one Kafka) and its data dir under baseDir; peers reach it directly
+// unless a fault proxy is put in front.
+func newNode(id int, bin, baseDir string, raftPorts int) (*Node, error) {
+	raftPort, err := FreePortRange(raftPorts)
+	if err != nil {
+		return nil, err
+	}
+	httpPort, err := FreePortRange(1)
+	if err != nil {
+		return nil, err
+	}
+	kafkaPort, err := FreePortRange(1)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		ID: id, bin: bin,
+		HTTPAddr:  fmt.Sprintf("127.0.0.1:%d", httpPort),
+		RaftAddr:  fmt.Sprintf("127.0.0.1:%d", raftPort),
+		KafkaAddr: fmt.Sprintf("127.0.0.1:%d", kafkaPort),
+		Dir:       filepath.Join(baseDir, fmt.Sprintf("node%d", id)),
+		Env:       map[string]string{},
+	}
+	n.PeerRaftAddr, n.PeerHTTPAddr = n.RaftAddr, n.HTTPAddr
+	return n, nil
+}
