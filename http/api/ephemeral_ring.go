@@ -75,6 +75,7 @@ type ring struct {
 	// whole when the membership changes, never modified in place.
 	addrs atomic.Pointer[map[uint64]string]
 	rate  *ephRate
+	token secret.Matcher // Token and AcceptTokens, hashed once
 
 	mu       sync.Mutex
 	lastSeen map[uint64]time.Time
@@ -104,6 +105,7 @@ func newRing(cfg EphemeralConfig, log *slog.Logger) *ring {
 		client: &fasthttp.Client{Name: "queen-ephemeral", ReadTimeout: 2 * time.Minute, WriteTimeout: 30 * time.Second,
 			MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true}}
 	r.setPeers(cfg.Peers)
+	r.token = secret.NewMatcher(cfg.Token, cfg.AcceptTokens...)
 	r.rate = newEphRate(cfg.Rate, cfg.Burst)
 	r.enabled.Store(true)
 	return r
@@ -471,7 +473,7 @@ func (r *ring) checkToken(ctx *fasthttp.RequestCtx) error {
 	if r.cfg.Token == "" {
 		return nil
 	}
-	if !secret.NewMatcher(r.cfg.Token, r.cfg.AcceptTokens...).Match(string(ctx.Request.Header.Peek(raftTokenHeader))) {
+	if !r.token.Match(string(ctx.Request.Header.Peek(raftTokenHeader))) {
 		ctx.SetConnectionClose()
 		return &apiError{http.StatusUnauthorized, "unauthorized", "bad raft token"}
 	}
