@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/queen-mq/queen/crypto/secret"
 	"io"
 	"net/http"
 	"testing"
@@ -172,6 +173,7 @@ func TestEphemeralRateLimit(t *testing.T) {
 func TestEphemeralPeerTokenChecked(t *testing.T) {
 	nodes := ephNodes(t, 2)
 	nodes[1].eph.cfg.Token = "other"
+	nodes[1].eph.token = secret.NewMatcher("other") // as newRing would have made it
 	startEph(t, nodes[0])
 	startEph(t, nodes[1])
 	nodes[0].eph.probe()
