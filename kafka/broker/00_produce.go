@@ -136,7 +136,7 @@ func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, ten
 	if err != nil || known {
 		return batches, part, err
 	}
-	if err := b.autoCreate(ctx, tenant, topic, true); err != nil {
+	if err := b.autoCreate(ctx, tenant, topic, true, 0); err != nil {
 		return nil, cachedPartition{}, err
 	}
 	// Any node may create the topic (a proposal); only the leader of the
