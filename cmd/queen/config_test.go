@@ -109,6 +109,7 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_HTTP_MAX_CONNS_PER_IP":                 {"QUEEN_HTTP_MAX_CONNS_PER_IP": "-1"},
 		"QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS":        {"QUEEN_MAX_PUSH_ITEMS": "500", "QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS": "100"},
 		"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST":      {"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST": "0"},
+		"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES":       {"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES": "1"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
