@@ -136,7 +136,7 @@ func (s *Server) Start() error {
 	s.advertised = advertisedVersions(s.handlers)
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
-	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil,
+	s.log.Info("boot: kafka listener started", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil,
 		"sasl", s.saslEnabled, "api_keys", len(s.advertised))
 	if s.saslEnabled && s.cfg.TLS == nil {
 		s.log.Warn("kafka SASL/PLAIN is on over plaintext: passwords cross the network in clear")
