@@ -348,7 +348,8 @@ func TestPromqlMetricNames(t *testing.T) {
 	for expr, want := range map[string][]string{
 		`histogram_quantile(0.99, sum by (le, route) (rate(queen_http_request_duration_seconds_bucket{route=~"/api/v1/push"}[5m])))`: {"queen_http_request_duration_seconds_bucket"},
 		`sum(rate(queen_kafka_produce_records_total[1m])) + sum(rate(queen_http_push_messages_total[1m]))`:                           {"queen_kafka_produce_records_total", "queen_http_push_messages_total"},
-		`max by (group) (queen_raft_term) * 1e3`: {"queen_raft_term"},
+		`max by (group) (queen_raft_term) * 1e3`:                                                     {"queen_raft_term"},
+		`max by (group) (queen_raft_commit_index) - on (group) group_right queen_raft_applied_index`: {"queen_raft_commit_index", "queen_raft_applied_index"},
 	} {
 		if got := promqlMetricNames(expr); !slices.Equal(got, want) {
 			t.Errorf("%s: %v, want %v", expr, got, want)
