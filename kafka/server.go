@@ -137,7 +137,7 @@ func (s *Server) Start() error {
 	s.advertised = advertisedVersions(s.handlers)
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
-	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil,
+	s.log.Info("boot: kafka listener started", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil,
 		"sasl", strings.Join(s.cfg.mechanisms(), ","), "api_keys", len(s.advertised))
 	if (s.cfg.Authenticate != nil || s.cfg.Bearer != nil) && s.cfg.TLS == nil {
 		// SCRAM never sends the password; PLAIN and OAUTHBEARER do send

@@ -24,7 +24,7 @@ import (
 type Config struct {
 	ServerID string
 	LogLevel slog.Level
-	LogJSON  bool
+	LogJSON  bool // LOG_FORMAT=json (or QUEEN_LOG_JSON)
 
 	HTTP          api.Config
 	Raft          raftgroups.Config
@@ -124,7 +124,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	var c Config
 	host, _ := os.Hostname()
 	c.ServerID = e.str("QUEEN_SERVER_ID", host)
-	c.LogJSON = e.bool("QUEEN_LOG_JSON", false)
+	c.LogJSON = e.logFormat()
 	c.LogLevel = e.logLevel()
 
 	port := e.int("PORT", 6632, 1, 65535)
@@ -146,6 +146,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		TimersMaxHorizon:  time.Duration(e.int("QUEEN_TIMERS_MAX_HORIZON_S", 7776000, 1, 1<<31-1)) * time.Second,
 
 		GroupLagMaxCursors: e.int("QUEEN_METRICS_GROUP_LAG_MAX_CURSORS", 200000, 1, 1<<30),
+		LagPartitionsMax:   e.int("QUEEN_METRICS_LAG_PARTITIONS_MAX", 32, 1, 1<<20),
 		PromoteMaxLag:      uint64(e.int("QUEEN_RAFT_PROMOTE_MAX_LAG", 1000, 0, 1<<40)),
 	}
 	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
@@ -165,6 +166,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
 	}
 	c.Raft = e.raftConfig()
+	c.Raft.DragonboatLogLevel = dragonboatLevel(c.LogLevel)
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.HTTP.Ephemeral = e.ephemeralConfig(c.Raft)
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1 || c.Raft.Join)

@@ -32,6 +32,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "queen: bad configuration: %v\n", err)
 		return 2
 	}
+	setupMetrics(&cfg)
 	log := newLogger(cfg)
 	slog.SetDefault(log)
 	cfg.Raft.Logger = log
@@ -169,14 +170,6 @@ func orNone(s string) string {
 	return s
 }
 
-func newLogger(cfg Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogJSON {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
-}
-
 // logConfig states each mode the node runs in, one `config: <area>` line
 // per area, secrets masked.
 func logConfig(log *slog.Logger, cfg *Config) {
@@ -207,7 +200,8 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		log.Error("config: QUEEN_RAFT_FORCE_RECOVER is set: every raft group is rebuilt as a one-voter cluster of this node " +
 			"from its own data; the other members are dropped for good. Use only when a majority is lost for good.")
 	}
-	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	log.Info("config: logging", "level", cfg.LogLevel.String(), "format", logFormatName(cfg.LogJSON),
+		"dragonboat_level", cfg.Raft.DragonboatLogLevel.String())
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {
 		log.Warn("config: QUEEN_TEST_CLOCK_OFFSET_MS is set: this node reads its wall clock that far off (a test setting)",

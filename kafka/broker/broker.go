@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
@@ -35,6 +36,9 @@ import (
 // (spec §3.6). Zero values take the defaults below.
 type Config struct {
 	Listener kafka.Config
+	// Metrics receives the facade's series (metrics.go); cmd/queen passes
+	// the set /metrics/prometheus writes. A private set when nil.
+	Metrics *metrics.Set
 	// NodeID is this node's broker id (its raft node id).
 	NodeID int32
 	// AdvertisedAddr is the host:port clients are told to reach this node
@@ -95,6 +99,9 @@ const (
 )
 
 func (c *Config) setDefaults() {
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
 	if c.DefaultPartitions <= 0 {
 		c.DefaultPartitions = 1
 	}
@@ -129,13 +136,14 @@ func (c *Config) setDefaults() {
 
 // Broker serves the engine-backed Kafka API keys on a kafka.Server.
 type Broker struct {
-	cfg    Config
-	engine *raftgroups.Engine
-	log    *slog.Logger
-	srv    *kafka.Server
-	ids    msgIDs
-	parts  partitionCache
-	groups *coordinators // consumer-group coordination (group_coordination.go)
+	cfg     Config
+	engine  *raftgroups.Engine
+	log     *slog.Logger
+	srv     *kafka.Server
+	ids     msgIDs
+	parts   partitionCache
+	groups  *coordinators // consumer-group coordination (group_coordination.go)
+	metrics *brokerMetrics
 	// inflight bounds each tenant's produce bytes in flight.
 	inflight *tenantInflight
 
@@ -159,7 +167,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel,
+	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel, metrics: newBrokerMetrics(cfg.Metrics),
 		inflight: newTenantInflight(cfg.TenantMaxInflightBytes)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
@@ -167,7 +175,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
 			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
 		}
-		if err := srv.RegisterHandler(key, guard(key, h)); err != nil {
+		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, h))); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
 		}
 	}
