@@ -50,7 +50,7 @@ func (o *KafkaOptions) Register(fs *flag.FlagSet) {
 // client's buffer: a lower Buffer shows the broker's part.
 func Kafka(o KafkaOptions, start node.Starter, w io.Writer) error {
 	if o.Size < 1 || o.Producers < 1 || o.Partitions < 1 {
-		return fmt.Errorf("size, producers and partitions must be at least 1")
+		return fmt.Errorf("%w: size, producers and partitions must be at least 1", ErrOptions)
 	}
 	seeds := strings.Split(o.Brokers, ",")
 	if o.Brokers == "" {

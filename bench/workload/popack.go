@@ -51,7 +51,7 @@ func (o *PopAckOptions) Register(fs *flag.FlagSet) {
 //     printed as p50/p99.
 func PopAck(o PopAckOptions, start node.Starter, w io.Writer) error {
 	if o.LatencyRate < 1 || o.Partitions < 1 || o.Consumers < 1 || o.Batch < 1 {
-		return fmt.Errorf("latency-rate, partitions, consumers and batch must be at least 1")
+		return fmt.Errorf("%w: latency-rate, partitions, consumers and batch must be at least 1", ErrOptions)
 	}
 	target := o.URL
 	if target == "" {

@@ -7,6 +7,7 @@ package workload
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,10 @@ import (
 	"github.com/queen-mq/queen/bench/node"
 	"github.com/queen-mq/queen/bench/stats"
 )
+
+// ErrOptions marks an error in a workload's options, found before anything
+// is started.
+var ErrOptions = errors.New("bad options")
 
 // PushOptions shape the HTTP push benchmark.
 type PushOptions struct {
@@ -44,7 +49,7 @@ func (o *PushOptions) Register(fs *flag.FlagSet) {
 // messages/s, MB/s and request latency percentiles.
 func Push(o PushOptions, start node.Starter, w io.Writer) error {
 	if o.Size < 2 || o.Clients < 1 || o.Batch < 1 || o.Partitions < 1 {
-		return fmt.Errorf("size must be at least 2, clients, batch and partitions at least 1")
+		return fmt.Errorf("%w: size must be at least 2, clients, batch and partitions at least 1", ErrOptions)
 	}
 	target := o.URL
 	if target == "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -52,6 +53,9 @@ func benchCommand(name, short string, register func(*flag.FlagSet), run func(nod
 				return serverError("cannot find this binary to start nodes from: %v", err)
 			}
 			if err := run(node.Binary(self), cmd.OutOrStdout()); err != nil {
+				if errors.Is(err, workload.ErrOptions) {
+					return usageError("bench %s: %v", name, err)
+				}
 				return serverError("bench %s: %v", name, err)
 			}
 			return nil

@@ -159,7 +159,7 @@ type popAnswer struct {
 }
 
 func newPopCommand(cf *clientFlags) *cobra.Command {
-	var partition, group string
+	var partition, group, subscription string
 	var batch, waitMs, leaseSeconds int
 	var wait, autoAck bool
 	cmd := &cobra.Command{
@@ -185,6 +185,9 @@ No message is not an error: the table says so and --json prints {"messages":[]}.
 			}
 			if group != "" {
 				q.Set("consumerGroup", group)
+			}
+			if subscription != "" {
+				q.Set("subscriptionMode", subscription)
 			}
 			if leaseSeconds > 0 {
 				q.Set("leaseSeconds", strconv.Itoa(leaseSeconds))
@@ -218,6 +221,7 @@ No message is not an error: the table says so and --json prints {"messages":[]}.
 	f := cmd.Flags()
 	f.StringVar(&partition, "partition", "", "pop this partition only")
 	f.StringVar(&group, "group", "", "consumer group (bus mode); none: queue mode")
+	f.StringVar(&subscription, "subscription", "", "where a new --group starts: all (the oldest message) or new (the server's DEFAULT_SUBSCRIPTION_MODE when unset)")
 	f.IntVar(&batch, "batch", 1, "messages at most")
 	f.BoolVar(&wait, "wait", false, "long-poll until a message arrives or --wait-ms passes")
 	f.IntVar(&waitMs, "wait-ms", 30000, "long-poll bound, ms (max 60000)")
