@@ -273,7 +273,12 @@ standard input). Exits 2 when any acknowledgment is refused.`,
 						LeaseID: m.LeaseID, ConsumerGroup: m.ConsumerGroup, Status: status, Error: errText})
 				}
 				if len(acks) == 0 {
-					return usageError("--from %s holds no messages to acknowledge", from)
+					// An empty pop piped in: nothing to do is not a failure.
+					if cf.json {
+						return writeRawJSON(cmd.OutOrStdout(), []byte("[]"))
+					}
+					_, err = io.WriteString(cmd.OutOrStdout(), "nothing to acknowledge\n")
+					return err
 				}
 			case len(args) == 0:
 				return usageError("ack needs transaction ids (with --partition-id and --lease-id) or --from")
