@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -182,6 +183,8 @@ No message is not an error: the table says so and --json prints {"messages":[]}.
 			if wait {
 				q.Set("wait", "true")
 				q.Set("timeout", strconv.Itoa(waitMs))
+				// The long poll must end on the server's side first.
+				c.http.Timeout = max(c.http.Timeout, time.Duration(waitMs)*time.Millisecond+5*time.Second)
 			}
 			if group != "" {
 				q.Set("consumerGroup", group)

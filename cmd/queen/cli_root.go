@@ -89,8 +89,13 @@ QUEEN_BROKERS). Settings of a node come from environment variables: see
 		&cobra.Command{
 			Use:   "serve",
 			Short: "Run a broker node (the same as no command); settings from the environment",
-			Args:  cobra.NoArgs,
-			RunE:  serveCommand,
+			Long: `Run a broker node: the HTTP API (PORT, 6632), the Kafka port (QUEEN_KAFKA_ADDR,
+9092) and raft (QUEEN_RAFT_LISTEN, 7400), data in QUEEN_RAFT_DIR (./queen-data).
+Every setting is an environment variable: 'queen config' lists them with their
+defaults. SIGTERM or SIGINT drains and stops the node. Exits 0 after a clean
+shutdown, 1 when the node cannot start, 2 for a configuration it refuses.`,
+			Args: cobra.NoArgs,
+			RunE: serveCommand,
 		},
 		newVersionCommand(),
 		newConfigCommand(),
