@@ -83,8 +83,20 @@ func TestCLIHelpAndVersionTouchNothing(t *testing.T) {
 			t.Fatalf("queen %v created QUEEN_RAFT_DIR (%v)", args, err)
 		}
 	}
+	// queen config reads the settings as a boot would, and still starts nothing.
+	r := cli(t, ctx, work, append(env, "QUEEN_RAFT_TOKEN=t0psecret"), "", "config")
+	if r.code != 0 || r.took > time.Second || !strings.Contains(r.stdout, raftDir) || !strings.Contains(r.stdout, "<set>") ||
+		strings.Contains(r.stdout, "t0psecret") {
+		t.Fatalf("queen config: exit %d after %v\n%s%s", r.code, r.took, r.stdout, r.stderr)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Fatalf("queen config created %v", entries[0].Name())
+	}
+	if _, err := os.Stat(raftDir); !os.IsNotExist(err) {
+		t.Fatalf("queen config created QUEEN_RAFT_DIR (%v)", err)
+	}
 	var v struct{ Version, Commit, Go string }
-	r := cli(t, ctx, work, env, "", "version", "--json")
+	r = cli(t, ctx, work, env, "", "version", "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Version != "0.1.0" || !strings.HasPrefix(v.Go, "go1.") || v.Commit == "" {
 		t.Fatalf("version --json: %v %q", err, r.stdout)
 	}

@@ -163,3 +163,14 @@ func TestJSONOrString(t *testing.T) {
 		t.Error("keyPath lost a slash")
 	}
 }
+
+// TestConfigSaysWhenABootWouldRefuse: the settings are listed, then the
+// reason a node would not start, with exit 2.
+func TestConfigSaysWhenABootWouldRefuse(t *testing.T) {
+	t.Setenv("PORT", "http")
+	var out, errOut bytes.Buffer
+	code := execute([]string{"config", "--changed"}, &out, &errOut)
+	if code != exitRefused || !strings.Contains(out.String(), "PORT") || !strings.Contains(errOut.String(), "PORT: must be a whole number") {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+}
