@@ -24,8 +24,11 @@ import (
 
 const version = "0.1.0"
 
-func main() { os.Exit(run()) }
+// main runs the command line (cli_root.go); with no command it serves.
+func main() { os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// run serves as a broker node until SIGTERM or SIGINT and returns the exit
+// code.
 func run() int {
 	cfg, err := loadConfig(os.Getenv)
 	if err != nil {
