@@ -343,6 +343,11 @@ func (e *Engine) TopicConfigs(tenant wire.ID, name string) (configs []wire.Confi
 	return e.GroupStore(e.Home(tenant, name)).TopicConfigs(tenant, name)
 }
 
+// TopicSettings is what a topic's configs make queen do, from its home.
+func (e *Engine) TopicSettings(tenant wire.ID, name string) (wire.TopicSettings, bool) {
+	return e.GroupStore(e.Home(tenant, name)).TopicSettings(tenant, name)
+}
+
 // RegisterKafkaNode records this node's advertised Kafka address in group
 // 0's node registry.
 func (e *Engine) RegisterKafkaNode(ctx context.Context, c *wire.RegisterNodeCmd) error {

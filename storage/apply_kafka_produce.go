@@ -44,7 +44,7 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 			return res
 		}
 	}
-	res.BaseOffset = p.next
+	res.BaseOffset, res.AppendMs = p.next, ctx.nowMs
 	s.appendChunk(ctx, p, c.Push.Records, heads, nil)
 	s.advance(ctx, q, p, len(heads))
 	if c.ProducerID >= 0 {

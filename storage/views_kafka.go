@@ -79,6 +79,22 @@ func (s *Store) TopicConfigs(tenant wire.ID, name string) (configs []wire.Config
 	return configs, true, true
 }
 
+// TopicSettings is what a topic's configs make queen do (ok is false when
+// there is no such queue). A queue created over HTTP has the defaults.
+func (s *Store) TopicSettings(tenant wire.ID, name string) (set wire.TopicSettings, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, name)
+	if q == nil {
+		return wire.TopicSettings{}, false
+	}
+	var configs []wire.ConfigEntry
+	if tm := s.kafka.topics[q.id]; q.kafka && tm != nil {
+		configs = tm.configs
+	}
+	return wire.ParseTopicSettings(configs), true
+}
+
 // ProducerSeq is an idempotent producer's state in one partition.
 type ProducerSeq struct {
 	Epoch   int16

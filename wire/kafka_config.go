@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// The Kafka topic configs queen accepts, with their defaults. Only
-// retention.ms changes what queen does (it maps onto the queue's retention
-// options); the others are kept and described so tools that set them work,
-// but change nothing (documented in docs/kafka.md). The table is code, not
-// data, so every replica validates and maps alike.
+// The Kafka topic configs queen accepts, with their defaults. Those
+// TopicSettings reads change what queen does (docs/kafka.md says how);
+// the others are kept and described so tools that set them work, but
+// change nothing. The table is code, not data, so every replica validates
+// and maps alike.
 type topicConfigSpec struct {
 	name  string
 	def   string
@@ -130,14 +130,14 @@ func TopicConfigDefaults() []ConfigEntry {
 
 // ApplyTopicConfigs sets the queue options the topic configs map onto:
 // retention.ms becomes both retention options (Kafka deletes old records
-// whether consumed or not), -1 turns retention off. Configs that fail
-// CheckTopicConfig are ignored.
+// whether consumed or not), -1 turns retention off, and so does a
+// cleanup.policy without delete (a compacted topic keeps its last record
+// per key however old). Configs that fail CheckTopicConfig are ignored.
 func ApplyTopicConfigs(cfg *QueueConfig, configs []ConfigEntry) {
-	ms := int64(-1)
-	for _, c := range configs {
-		if c.Name == "retention.ms" && CheckTopicConfig(c.Name, c.Value) == nil {
-			ms, _ = strconv.ParseInt(c.Value, 10, 64)
-		}
+	set := ParseTopicSettings(configs)
+	ms := set.RetentionMs
+	if !set.Delete {
+		ms = -1
 	}
 	if ms < 0 {
 		cfg.RetentionEnabled, cfg.RetentionSec, cfg.CompletedRetentionSec = false, 0, 0
@@ -155,4 +155,69 @@ func QueueTopicConfigs(cfg *QueueConfig) []ConfigEntry {
 		ms = int64(cfg.RetentionSec) * 1000
 	}
 	return []ConfigEntry{{Name: "retention.ms", Value: strconv.FormatInt(ms, 10)}}
+}
+
+// TopicSettings are the topic configs that change what queen does, parsed.
+// Zero and negative values mean what Kafka's do (-1: unbounded).
+type TopicSettings struct {
+	// MaxMessageBytes bounds one produced batch; 0 when not set (the
+	// broker's QUEEN_KAFKA_MAX_MESSAGE_BYTES applies).
+	MaxMessageBytes int
+	// LogAppendTime: the broker stamps records with their append time
+	// (message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
+	// Delete and Compact are cleanup.policy's two words.
+	Delete, Compact bool
+	RetentionMs     int64
+	RetentionBytes  int64
+	// DeleteRetentionMs is how long a tombstone outlives its record
+	// under compaction; MinCompactionLagMs how young a record stays
+	// uncompacted.
+	DeleteRetentionMs  int64
+	MinCompactionLagMs int64
+	// MinInsyncReplicas is 0 when not set.
+	MinInsyncReplicas int
+}
+
+// Cleaned reports whether the topic's log needs the leader's cleaner:
+// compaction, or a size bound on its retention.
+func (t TopicSettings) Cleaned() bool { return t.Compact || (t.Delete && t.RetentionBytes >= 0) }
+
+// ParseTopicSettings reads the settings from a topic's configs; what is not
+// set (or fails CheckTopicConfig) takes its default.
+func ParseTopicSettings(configs []ConfigEntry) TopicSettings {
+	t := TopicSettings{Delete: true, RetentionMs: -1, RetentionBytes: -1, DeleteRetentionMs: 86400000}
+	for _, c := range configs {
+		if CheckTopicConfig(c.Name, c.Value) != nil {
+			continue
+		}
+		n, _ := strconv.ParseInt(c.Value, 10, 64) // checked above when numeric
+		switch c.Name {
+		case "max.message.bytes":
+			t.MaxMessageBytes = int(n)
+		case "message.timestamp.type":
+			t.LogAppendTime = c.Value == "LogAppendTime"
+		case "cleanup.policy":
+			t.Delete, t.Compact = false, false
+			for _, p := range strings.Split(c.Value, ",") {
+				switch strings.TrimSpace(p) {
+				case "delete":
+					t.Delete = true
+				case "compact":
+					t.Compact = true
+				}
+			}
+		case "retention.ms":
+			t.RetentionMs = n
+		case "retention.bytes":
+			t.RetentionBytes = n
+		case "delete.retention.ms":
+			t.DeleteRetentionMs = n
+		case "min.compaction.lag.ms":
+			t.MinCompactionLagMs = n
+		case "min.insync.replicas":
+			t.MinInsyncReplicas = int(n)
+		}
+	}
+	return t
 }

@@ -67,6 +67,9 @@ type KafkaProduceResult struct {
 	QueueCreated bool
 	BaseOffset   uint64
 	LogStart     uint64
+	// AppendMs is the batch's append time (replicated clock) when it was
+	// appended by this command, 0 otherwise.
+	AppendMs int64
 }
 
 // Encode appends the result.
@@ -76,13 +79,14 @@ func (p KafkaProduceResult) Encode(b []byte) []byte {
 	w.Bool(p.QueueCreated)
 	w.Uvarint(p.BaseOffset)
 	w.Uvarint(p.LogStart)
+	w.Varint(p.AppendMs)
 	return w.B
 }
 
 // DecodeKafkaProduceResult decodes a produce result.
 func DecodeKafkaProduceResult(b []byte) (KafkaProduceResult, error) {
 	r := Reader{b: b}
-	p := KafkaProduceResult{Code: Code(r.U8()), QueueCreated: r.Bool(), BaseOffset: r.Uvarint(), LogStart: r.Uvarint()}
+	p := KafkaProduceResult{Code: Code(r.U8()), QueueCreated: r.Bool(), BaseOffset: r.Uvarint(), LogStart: r.Uvarint(), AppendMs: r.Varint()}
 	return p, r.Done()
 }
 

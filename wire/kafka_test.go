@@ -183,3 +183,28 @@ func TestAppendRecordLengthPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTopicSettings(t *testing.T) {
+	def := ParseTopicSettings(nil)
+	if !def.Delete || def.Compact || def.RetentionMs != -1 || def.RetentionBytes != -1 || def.MaxMessageBytes != 0 || def.Cleaned() {
+		t.Fatalf("defaults %+v", def)
+	}
+	set := ParseTopicSettings([]ConfigEntry{{"cleanup.policy", "compact, delete"}, {"max.message.bytes", "6291456"},
+		{"message.timestamp.type", "LogAppendTime"}, {"retention.bytes", "100"}, {"delete.retention.ms", "5"},
+		{"min.compaction.lag.ms", "7"}, {"max.message.bytes", "bad"}})
+	want := TopicSettings{MaxMessageBytes: 6291456, LogAppendTime: true, Delete: true, Compact: true, RetentionMs: -1,
+		RetentionBytes: 100, DeleteRetentionMs: 5, MinCompactionLagMs: 7}
+	if set != want || !set.Cleaned() {
+		t.Fatalf("got %+v", set)
+	}
+	// A compacted topic without delete keeps its records however old.
+	cfg := DefaultQueueConfig()
+	ApplyTopicConfigs(&cfg, []ConfigEntry{{"retention.ms", "1000"}, {"cleanup.policy", "compact"}})
+	if cfg.RetentionEnabled {
+		t.Fatalf("retention on a compact-only topic: %+v", cfg)
+	}
+	ApplyTopicConfigs(&cfg, []ConfigEntry{{"retention.ms", "1000"}, {"cleanup.policy", "compact,delete"}})
+	if !cfg.RetentionEnabled || cfg.RetentionSec != 1 {
+		t.Fatalf("retention of a compact,delete topic: %+v", cfg)
+	}
+}

@@ -30,6 +30,9 @@ type produceTarget struct {
 	topic  string
 	first  bool // the partition's first batch: its offset is the answer
 	staged bool // a transactional batch: its offset is given at commit
+	// appendTime: the topic's records carry their append time, which the
+	// answer reports (message.timestamp.type=LogAppendTime).
+	appendTime bool
 }
 
 // txnBatches are one partition's batches of a transactional produce.
@@ -38,7 +41,7 @@ type txnBatches struct {
 	topic     string
 	partition int32
 	part      cachedPartition
-	seal      bool
+	stored    storedForm
 	batches   []records.Batch
 }
 
@@ -77,27 +80,29 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		seal := b.engine.QueueEncrypted(tenant, t.Topic)
+		set, _ := b.engine.TopicSettings(tenant, t.Topic)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, inflate, create)
+			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, b.maxBatchBytes(set), inflate, create)
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 			case req.TransactionID != nil:
 				rp.BaseOffset = -1 // offsets are given at commit
-				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, part: part, seal: seal, batches: batches})
+				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, part: part,
+					stored: storedForm{seal: seal, appendTime: set.LogAppendTime}, batches: batches})
 			default:
 				for i := range batches {
-					body, err := b.produceBody(tenant, t.Topic, p.Partition, part.inc, seal, &batches[i])
+					body, err := b.produceBody(tenant, t.Topic, p.Partition, part.inc, storedForm{seal: seal, appendTime: set.LogAppendTime}, &batches[i])
 					if err != nil {
 						rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 						break
 					}
 					bodies = append(bodies, raftgroups.KafkaBody{Group: part.group, Body: body})
-					targets = append(targets, produceTarget{rp: rp, topic: t.Topic, first: i == 0})
+					targets = append(targets, produceTarget{rp: rp, topic: t.Topic, first: i == 0, appendTime: set.LogAppendTime})
 				}
 			}
 		}
@@ -142,14 +147,25 @@ func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
 	}
 }
 
+// maxBatchBytes is the largest batch a topic takes: its max.message.bytes
+// when set, which may exceed the broker's message.max.bytes as in Kafka
+// (the request frame, the decompression budget and the raft entry bound
+// still apply), else the broker's.
+func (b *Broker) maxBatchBytes(set wire.TopicSettings) int {
+	if set.MaxMessageBytes > 0 {
+		return set.MaxMessageBytes
+	}
+	return b.cfg.MaxMessageBytes
+}
+
 // checkProduce decides whether a partition may be produced to here (this
-// node leads the raft group holding it) and decodes its batches, drawing on
-// the request's decompression budget. A topic that does not exist is
+// node leads the raft group holding it) and decodes its batches (each at
+// most maxBytes), drawing on the request's decompression budget. A topic that does not exist is
 // created, with QUEEN_KAFKA_DEFAULT_PARTITIONS partitions, when the
 // producer may create topics (create), the name is a Kafka topic name, the
 // partition one of those, and the batches good.
 func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, tenant wire.ID, topic string,
-	p *kmsg.ProduceRequestTopicPartition, inflate *records.Budget, create bool) ([]records.Batch, cachedPartition, error) {
+	p *kmsg.ProduceRequestTopicPartition, maxBytes int, inflate *records.Budget, create bool) ([]records.Batch, cachedPartition, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		return nil, cachedPartition{}, errRequiredAcks
 	}
@@ -170,7 +186,7 @@ func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, ten
 			return nil, cachedPartition{}, wire.ErrQueueNotFound
 		}
 	}
-	batches, err := b.decodeProduced(req, p.Records, inflate)
+	batches, err := b.decodeProduced(req, p.Records, maxBytes, inflate)
 	if err != nil || known {
 		return batches, part, err
 	}
@@ -228,6 +244,9 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 		case tg.staged:
 		case rerr == nil && tg.first:
 			tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
+			if tg.appendTime && results[i].AppendMs > 0 {
+				tg.rp.LogAppendTime = results[i].AppendMs
+			}
 		case rerr != nil:
 			tg.rp.BaseOffset = -1
 			if results[i].Code == wire.CodeUnknownProducer {
@@ -244,8 +263,8 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 // produce may not carry: control batches (only a coordinator writes them),
 // empty batches, and transactional batches outside a transactional produce
 // (or the reverse).
-func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte, inflate *records.Budget) ([]records.Batch, error) {
-	batches, err := records.Decode(data, records.Limits{MaxBatchBytes: b.cfg.MaxMessageBytes, Budget: inflate})
+func (b *Broker) decodeProduced(req *kmsg.ProduceRequest, data []byte, maxBytes int, inflate *records.Budget) ([]records.Batch, error) {
+	batches, err := records.Decode(data, records.Limits{MaxBatchBytes: maxBytes, Budget: inflate})
 	if err != nil {
 		return nil, err
 	}
@@ -283,10 +302,10 @@ func (b *Broker) produceCmd(tenant wire.ID, topic string, partition int32, inc u
 
 // produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
 // so the records are converted straight into the command.
-func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, seal bool, bt *records.Batch) ([]byte, error) {
+func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, form storedForm, bt *records.Batch) ([]byte, error) {
 	cmd := b.produceCmd(tenant, topic, partition, inc, bt)
 	body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+storedSize(bt)))
-	return b.appendStored(body, bt, seal)
+	return b.appendStored(body, bt, form)
 }
 
 // stageBatches builds the commands of a transactional produce: each batch,
@@ -342,7 +361,7 @@ func (b *Broker) stagePartition(stage wire.KafkaStageCmd, info storage.TxnInfo, 
 		}
 		stage.Produce = b.produceCmd(tenant, p.topic, p.partition, p.part.inc, bt)
 		body := stage.EncodeHeader(make([]byte, 0, 128+len(p.topic)+len(stage.TxnID)+storedSize(bt)))
-		if pieces[i], err = b.appendStored(body, bt, p.seal); err != nil {
+		if pieces[i], err = b.appendStored(body, bt, p.stored); err != nil {
 			return nil, err
 		}
 	}

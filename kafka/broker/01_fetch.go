@@ -110,6 +110,7 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 		rt := &resp.Topics[ti]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		set, _ := b.engine.TopicSettings(tenant, t.Topic)
 		for pi := range t.Partitions {
 			fp := &t.Partitions[pi]
 			rp := &rt.Partitions[pi]
@@ -122,7 +123,7 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 			// (KIP-74).
 			var n int
 			var err error
-			n, scratch, err = b.fetchPartition(tenant, t.Topic, fp, rp, budget, total == 0, scratch)
+			n, scratch, err = b.fetchPartition(tenant, t.Topic, set.LogAppendTime, fp, rp, budget, total == 0, scratch)
 			total += n
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -135,9 +136,11 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 
 // fetchPartition fills rp with the records of one partition from the fetch
 // offset, within budget bytes (at least one record when force), when this
-// node leads the partition. It returns the bytes it added and the scratch
-// slice for reuse.
-func (b *Broker) fetchPartition(tenant wire.ID, topic string, fp *kmsg.FetchRequestTopicPartition,
+// node leads the partition. With appendTime (a LogAppendTime topic) each
+// batch says so and carries its chunk's append time as MaxTimestamp, which
+// Kafka readers take as every record's timestamp. It returns the bytes it
+// added and the scratch slice for reuse.
+func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime bool, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
 	p, ok := b.partition(tenant, topic, fp.Partition)
 	if !ok {
@@ -204,7 +207,11 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, fp *kmsg.FetchRequ
 			if out == nil {
 				out = make([]byte, 0, min(budget, 1<<20)+records.HeaderSize)
 			}
-			out, readErr = records.AppendBatch(out, records.NewBatchOptions(int64(first)), scratch)
+			opts := records.NewBatchOptions(int64(first))
+			if appendTime {
+				opts.TimestampType, opts.LogAppendTime = records.LogAppendTime, appendMs
+			}
+			out, readErr = records.AppendBatch(out, opts, scratch)
 		}
 		return readErr == nil && !full
 	})

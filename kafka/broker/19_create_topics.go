@@ -119,7 +119,7 @@ func (b *Broker) checkCreateTopic(t *kmsg.CreateTopicsRequestTopic, copies int) 
 		if cfg.Value == nil {
 			continue // null: the default
 		}
-		if err := wire.CheckTopicConfig(cfg.Name, *cfg.Value); err != nil {
+		if err := b.checkTopicConfig(cfg.Name, *cfg.Value); err != nil {
 			return 0, nil, err
 		}
 		configs = append(configs, wire.ConfigEntry{Name: cfg.Name, Value: *cfg.Value})

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -17,7 +18,7 @@ import (
 // options read-only. names filters (nil: all).
 func (b *Broker) describeTopic(set []wire.ConfigEntry, kafkaTopic bool, names []string) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, d := range wire.TopicConfigDefaults() {
+	for _, d := range b.topicDefaults() {
 		if names != nil && !slices.Contains(names, d.Name) {
 			continue
 		}
@@ -34,6 +35,43 @@ func (b *Broker) describeTopic(set []wire.ConfigEntry, kafkaTopic bool, names []
 	return out
 }
 
+// topicDefaults are the topic configs' defaults on this broker: Kafka's,
+// but a topic's max.message.bytes defaults to the broker's
+// message.max.bytes (QUEEN_KAFKA_MAX_MESSAGE_BYTES), as in Kafka, and its
+// min.insync.replicas to the raft quorum, which every acknowledged write
+// reached.
+func (b *Broker) topicDefaults() []wire.ConfigEntry {
+	defs := wire.TopicConfigDefaults()
+	for i := range defs {
+		switch defs[i].Name {
+		case "max.message.bytes":
+			defs[i].Value = strconv.Itoa(b.cfg.MaxMessageBytes)
+		case "min.insync.replicas":
+			defs[i].Value = strconv.Itoa(b.quorum())
+		}
+	}
+	return defs
+}
+
+// quorum is how many replicas a raft commit reaches: a majority of the
+// voters.
+func (b *Broker) quorum() int { return len(b.engine.Host().Peers())/2 + 1 }
+
+// checkTopicConfig is wire.CheckTopicConfig and what only the broker
+// knows: min.insync.replicas may not exceed the raft quorum, since no
+// commit waits for more replicas than that.
+func (b *Broker) checkTopicConfig(name, value string) error {
+	if err := wire.CheckTopicConfig(name, value); err != nil {
+		return err
+	}
+	if name == "min.insync.replicas" {
+		if n, _ := strconv.Atoi(value); n > b.quorum() {
+			return fmt.Errorf("%w: min.insync.replicas=%d exceeds the raft quorum of %d", wire.ErrInvalidConfig, n, b.quorum())
+		}
+	}
+	return nil
+}
+
 // describeBroker lists the broker settings a client may want to read; they
 // come from the environment and are read-only.
 func (b *Broker) describeBroker(names []string) []kmsg.DescribeConfigsResponseResourceConfig {
@@ -45,6 +83,7 @@ func (b *Broker) describeBroker(names []string) []kmsg.DescribeConfigsResponseRe
 		{Name: "log.dirs", Value: b.cfg.LogDir},
 		{Name: "log.retention.ms", Value: "-1"},
 		{Name: "message.max.bytes", Value: strconv.Itoa(b.cfg.MaxMessageBytes)},
+		{Name: "min.insync.replicas", Value: strconv.Itoa(b.quorum())},
 		{Name: "num.partitions", Value: strconv.Itoa(int(b.cfg.DefaultPartitions))},
 		{Name: "producer.id.expiration.ms", Value: strconv.FormatInt(b.cfg.DedupWindow.Milliseconds(), 10)},
 		{Name: "transaction.max.timeout.ms", Value: strconv.FormatInt(b.cfg.TxnMaxTimeout.Milliseconds(), 10)},
@@ -70,7 +109,7 @@ func (b *Broker) alterTopic(ctx context.Context, tenant wire.ID, name string, re
 		if op.Op == wire.ConfigDelete {
 			v = defaultOf(op.Name) // only the name must be known
 		}
-		if err := wire.CheckTopicConfig(op.Name, v); err != nil {
+		if err := b.checkTopicConfig(op.Name, v); err != nil {
 			return err
 		}
 	}

@@ -66,19 +66,28 @@ func storedSize(b *records.Batch) int {
 	return n
 }
 
+// storedForm is how a topic stores produced records: sealed (the queue is
+// encrypted, spec §5.3) and with the append time as their timestamp
+// (message.timestamp.type=LogAppendTime).
+type storedForm struct {
+	seal       bool
+	appendTime bool
+}
+
 // appendStored appends a produced batch's records in their stored form
 // (spec decision 3): the value bytes as they are, the key, the headers and
-// the producer's timestamp, each record with a fresh message id. With seal
-// (the queue is encrypted, spec §5.3) values are sealed here, before any
-// proposal.
-func (b *Broker) appendStored(dst []byte, batch *records.Batch, seal bool) ([]byte, error) {
+// the producer's timestamp, each record with a fresh message id. Values of
+// an encrypted queue are sealed here, before any proposal. A record
+// without a stored timestamp is read with its chunk's append time: so are
+// LogAppendTime batches and every record of a LogAppendTime topic.
+func (b *Broker) appendStored(dst []byte, batch *records.Batch, form storedForm) ([]byte, error) {
 	ms := time.Now().UnixMilli()
 	v := b.ids.reserve(len(batch.Records))
 	var hdrs []wire.Header
 	for i := range batch.Records {
 		r := &batch.Records[i]
 		rec := wire.Record{Flags: wire.FlagTimestamp, MsgID: b.ids.id(ms, v+uint64(i)), Timestamp: r.Timestamp, Payload: r.Value}
-		if batch.TimestampType() == records.LogAppendTime {
+		if form.appendTime || batch.TimestampType() == records.LogAppendTime {
 			rec.Flags = 0 // the append time is the record's time
 		}
 		if r.Key != nil {
@@ -87,7 +96,7 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch, seal bool) ([]by
 		}
 		if r.Value == nil {
 			rec.Flags |= wire.FlagNullValue
-		} else if seal {
+		} else if form.seal {
 			sealed, flag, err := b.engine.SealPayload(r.Value)
 			if err != nil {
 				return dst, err
