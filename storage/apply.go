@@ -203,6 +203,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeTxnBeginCmd, func(c *wire.TxnBeginCmd) wire.KafkaTxnResult { return s.applyTxnBegin(ctx, c) })
 	case wire.KindKafkaTxnEnd:
 		return run(cmd.Body, wire.DecodeTxnEndCmd, func(c *wire.TxnEndCmd) wire.KafkaTxnResult { return s.applyTxnEnd(ctx, c) })
+	case wire.KindKafkaLogClean:
+		return run(cmd.Body, wire.DecodeLogCleanCmd, func(c *wire.LogCleanCmd) wire.CountResult { return s.applyLogClean(ctx, c) })
 	case wire.KindKafkaRegisterNode:
 		return run(cmd.Body, wire.DecodeRegisterNodeCmd, func(c *wire.RegisterNodeCmd) wire.CodeResult { return s.applyRegisterNode(ctx, c) })
 	case wire.KindRegisterMember:

@@ -80,6 +80,17 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 		doneCut = ctx.nowMs - int64(q.cfg.CompletedRetentionSec)*1000
 	}
 	consumed := consumedUpTo(q, p)
+	return s.dropPrefix(ctx, q, p, budget, 0, func(m chunkMeta, end uint64) bool {
+		return m.appendMs < pendingCut || (m.appendMs < doneCut && end <= consumed)
+	})
+}
+
+// dropPrefix deletes p's chunks from its log start while old says so, with
+// their transaction-index entries, spending at most budget records (at
+// least one chunk's), and moves the log start past them, or up to at when
+// that is further. It returns the records spent and whether it stopped
+// only because old did.
+func (s *Store) dropPrefix(ctx *applyCtx, q *queueState, p *partState, budget int, at uint64, old func(m chunkMeta, end uint64) bool) (int, bool) {
 	type chunkRef struct {
 		base  uint64
 		seq   uint64
@@ -91,7 +102,7 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	for ok := ci.Seek(p.start); ok && ci.Base() < p.next; ok = ci.Next() {
 		m := ci.Meta()
-		if !(m.appendMs < pendingCut || (m.appendMs < doneCut && ci.End() <= consumed)) {
+		if !old(m, ci.End()) {
 			break
 		}
 		// Always make progress on a partition, even when one chunk holds
@@ -109,15 +120,21 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 		drop = append(drop, chunkRef{base: ci.Base(), seq: m.seq, count: m.count, body: slices.Clone(records)})
 	}
 	ctx.closeIter(ci)
-	if len(drop) == 0 || ctx.err != nil {
+	if ctx.err != nil || (len(drop) == 0 && at <= p.start) {
 		return spent, done
 	}
 	for _, c := range drop {
 		s.dropTxnIndex(ctx, p, c.base, c.body)
 		deleteChunk(ctx, p.id, c.base, c.seq)
 	}
-	last := drop[len(drop)-1]
-	p.start = max(p.start, last.base+uint64(last.count))
+	if !done {
+		at = 0 // the chunks past the budget are still there
+	}
+	if len(drop) > 0 {
+		last := drop[len(drop)-1]
+		at = max(at, last.base+uint64(last.count))
+	}
+	p.start = max(p.start, min(at, p.next))
 	ctx.markDirty(p)
 	s.moveCursorsToStart(ctx, q, p)
 	ctx.touch(q)
@@ -154,19 +171,25 @@ func (s *Store) dropTxnIndex(ctx *applyCtx, p *partState, base uint64, records [
 		if !ok {
 			return
 		}
-		h, err := wire.ParseRecordHead(body)
-		if err != nil {
-			continue
-		}
-		explicit, id := h.TxnKey()
-		k := txnKey(p.id, explicit, id)
-		if explicit {
-			if v, ok := ctx.get(k); !ok || len(v) != 16 || binary.BigEndian.Uint64(v[:8]) != off {
-				continue
-			}
-		}
-		ctx.del(k)
+		dropRecordTxnIndex(ctx, p, off, body)
 	}
+}
+
+// dropRecordTxnIndex deletes the transaction-index entry of the record at
+// off (see dropTxnIndex).
+func dropRecordTxnIndex(ctx *applyCtx, p *partState, off uint64, body []byte) {
+	h, err := wire.ParseRecordHead(body)
+	if err != nil {
+		return
+	}
+	explicit, id := h.TxnKey()
+	k := txnKey(p.id, explicit, id)
+	if explicit {
+		if v, ok := ctx.get(k); !ok || len(v) != 16 || binary.BigEndian.Uint64(v[:8]) != off {
+			return
+		}
+	}
+	ctx.del(k)
 }
 
 // moveCursorsToStart moves every cursor behind p's log start up to it. A

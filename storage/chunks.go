@@ -49,6 +49,12 @@ func decodeChunkMeta(b []byte) (chunkMeta, error) {
 // chunk sequence; the records are the concatenation of parts, written to
 // the current segment as they are (no copy in between).
 func (s *Store) putChunk(ctx *applyCtx, p *partState, base uint64, count int, parts ...[]byte) {
+	s.storeChunk(ctx, p.id, base, ctx.nowMs, count, parts...)
+}
+
+// storeChunk stores a chunk of count records at base in partition pid,
+// appended at appendMs, under the next chunk sequence.
+func (s *Store) storeChunk(ctx *applyCtx, pid, base uint64, appendMs int64, count int, parts ...[]byte) {
 	seq := s.counters.nextChunkSeq
 	s.counters.nextChunkSeq++
 	loc, err := s.segs.append(seq, parts...)
@@ -56,9 +62,9 @@ func (s *Store) putChunk(ctx *applyCtx, p *partState, base uint64, count int, pa
 		ctx.fail(err)
 		return
 	}
-	loc.pid, loc.base = p.id, base
+	loc.pid, loc.base = pid, base
 	ctx.set(blobKey(seq), loc.encode())
-	ctx.set(chunkKey(p.id, base), chunkMeta{seq: seq, appendMs: ctx.nowMs, count: count, size: loc.length}.encode())
+	ctx.set(chunkKey(pid, base), chunkMeta{seq: seq, appendMs: appendMs, count: count, size: loc.length}.encode())
 }
 
 // rewriteChunk replaces the records of an existing chunk (erasing one

@@ -35,20 +35,29 @@ func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs in
 	hwm := p.HighWatermark()
 	it := newChunkIter(s.db, s.segs, p.ID)
 	defer it.Close()
-	// chunkAt returns the append time and end of the chunk holding off.
-	chunkAt := func(off uint64) (int64, uint64, bool) {
-		if !it.SeekLE(off) {
-			return 0, 0, false
+	// chunkAt returns the append time, base and end of the chunk holding
+	// the first record at or after off: compaction leaves gaps between
+	// chunks.
+	chunkAt := func(off uint64) (int64, uint64, uint64, bool) {
+		ok := it.SeekLE(off)
+		switch {
+		case !ok:
+			ok = it.First() // off precedes every chunk
+		case it.End() <= off:
+			ok = it.Next()
 		}
-		return it.Meta().appendMs, it.End(), true
+		if !ok {
+			return 0, 0, 0, false
+		}
+		return it.Meta().appendMs, it.Base(), it.End(), true
 	}
 	lo, hi := p.LogStart(), hwm
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		at, end, ok := chunkAt(mid)
+		at, _, end, ok := chunkAt(mid)
 		switch {
 		case !ok:
-			lo = mid + 1 // removed under us by retention: look later
+			lo = hi // nothing stored at or after mid
 		case at >= ms:
 			hi = mid
 		default:
@@ -58,8 +67,11 @@ func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs in
 	if lo >= hwm {
 		return hwm, 0, false, it.err
 	}
-	at, _, ok := chunkAt(lo)
-	return lo, at, ok, it.err
+	at, base, _, ok := chunkAt(lo)
+	if !ok || base >= hwm {
+		return hwm, 0, false, it.err
+	}
+	return max(lo, base), at, true, it.err
 }
 
 // ChangedPartitions lists the partitions of a tenant's queue with a

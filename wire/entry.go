@@ -74,6 +74,11 @@ const (
 	// Kafka consumer groups (range 40..49, wire/kafka_groups.go).
 	KindDeleteOffsets Kind = 40 // drop a group's positions in named partitions
 	KindGroupMembers  Kind = 41 // GroupMembersCmd: a consumer group's membership
+
+	// KindKafkaLogClean is a Kafka topic's retention.bytes and compaction
+	// in one partition (LogCleanCmd), from the top of the Kafka range so
+	// the consumer-group kinds keep theirs.
+	KindKafkaLogClean Kind = 49
 )
 
 const (

@@ -23,12 +23,13 @@ func kafkaSamples() []Command {
 	stage := KafkaStageCmd{XID: ID{7}, Coord: 2, DeadlineMs: 99, TxnID: "tx", Produce: prod,
 		Offsets: []TxnOffset{{Group: "g", Queue: "t", PartitionIndex: 0, Offset: 9, Metadata: "m"}}}
 	reg := RegisterNodeCmd{NodeID: 2, KafkaAddr: "127.0.0.1:9092"}
+	clean := LogCleanCmd{Tenant: DefaultTenant, PartitionID: 9, StartAt: 4, Drop: []OffsetRange{{5, 7}, {9, 10}}}
 	return []Command{
 		{KindKafkaProduce, prod.Encode(nil)}, {KindKafkaInitProducer, init.Encode(nil)},
 		{KindKafkaCreateTopic, create.Encode(nil)}, {KindKafkaCreatePartitions, parts.Encode(nil)},
 		{KindKafkaDeleteTopic, del.Encode(nil)}, {KindKafkaTopicConfig, cfg.Encode(nil)},
 		{KindKafkaTxnBegin, begin.Encode(nil)}, {KindKafkaTxnEnd, end.Encode(nil)}, {KindKafkaStage, stage.Encode(nil)},
-		{KindKafkaRegisterNode, reg.Encode(nil)},
+		{KindKafkaRegisterNode, reg.Encode(nil)}, {KindKafkaLogClean, clean.Encode(nil)},
 	}
 }
 
@@ -65,6 +66,9 @@ func decodeKafka(c Command) ([]byte, error) {
 		return v.Encode(nil), err
 	case KindKafkaStage:
 		v, err := DecodeKafkaStageCmd(c.Body)
+		return v.Encode(nil), err
+	case KindKafkaLogClean:
+		v, err := DecodeLogCleanCmd(c.Body)
 		return v.Encode(nil), err
 	}
 	return nil, errors.New("not a Kafka kind")
@@ -180,6 +184,16 @@ func TestAppendRecordLengthPrefix(t *testing.T) {
 		}
 		if got, err := ParseRecord(body); err != nil || got.Timestamp != ts || len(got.Payload) != 300 {
 			t.Fatalf("ts %d: %v %+v", ts, err, got)
+		}
+	}
+}
+
+// A log-clean command's ranges must be sorted, disjoint and not empty.
+func TestLogCleanRanges(t *testing.T) {
+	for _, drop := range [][]OffsetRange{{{5, 5}}, {{5, 8}, {7, 9}}, {{9, 10}, {1, 2}}} {
+		c := LogCleanCmd{Drop: drop}
+		if _, err := DecodeLogCleanCmd(c.Encode(nil)); err == nil {
+			t.Fatalf("ranges %v decoded", drop)
 		}
 	}
 }
