@@ -348,6 +348,26 @@ func (e *Engine) TopicSettings(tenant wire.ID, name string) (wire.TopicSettings,
 	return e.GroupStore(e.Home(tenant, name)).TopicSettings(tenant, name)
 }
 
+// CleanedTopics lists the Kafka topics whose configs ask for the log
+// cleaner, from every home store on this node (each topic once: it has
+// one home).
+func (e *Engine) CleanedTopics() []storage.CleanedTopic {
+	var out []storage.CleanedTopic
+	for _, g := range e.host.groups {
+		out = append(out, g.store.CleanedTopics()...)
+	}
+	return out
+}
+
+// LogClean proposes a Kafka log clean to the raft group holding its
+// partition.
+func (e *Engine) LogClean(ctx context.Context, group int, c *wire.LogCleanCmd) (wire.CountResult, error) {
+	if group < 0 || group >= len(e.host.groups) {
+		return wire.CountResult{Code: wire.CodePartitionNotFound}, nil
+	}
+	return proposeOne(ctx, e, group, wire.KindKafkaLogClean, c.Encode(nil), wire.DecodeCountResult)
+}
+
 // RegisterKafkaNode records this node's advertised Kafka address in group
 // 0's node registry.
 func (e *Engine) RegisterKafkaNode(ctx context.Context, c *wire.RegisterNodeCmd) error {

@@ -95,6 +95,57 @@ func (s *Store) TopicSettings(tenant wire.ID, name string) (set wire.TopicSettin
 	return wire.ParseTopicSettings(configs), true
 }
 
+// CleanedTopic is a Kafka topic whose configs ask for the log cleaner
+// (wire.TopicSettings.Cleaned).
+type CleanedTopic struct {
+	Tenant     wire.ID
+	Name       string
+	Partitions int
+	Settings   wire.TopicSettings
+}
+
+// CleanedTopics lists the Kafka topics this store is the home of whose
+// configs ask for the log cleaner, in no particular order.
+func (s *Store) CleanedTopics() []CleanedTopic {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []CleanedTopic
+	for id, tm := range s.kafka.topics {
+		q := s.queuesByID[id]
+		if q == nil || !q.home || !q.kafka {
+			continue
+		}
+		if set := wire.ParseTopicSettings(tm.configs); set.Cleaned() {
+			out = append(out, CleanedTopic{Tenant: q.tenant, Name: q.name, Partitions: len(q.dir), Settings: set})
+		}
+	}
+	return out
+}
+
+// ChunkSpan is one stored chunk as the index describes it.
+type ChunkSpan struct {
+	Base, End uint64
+	AppendMs  int64
+	Size      int
+}
+
+// ChunkSpans calls f for p's chunks in offset order, from the index alone
+// (no record is read), until f returns false.
+func (s *Store) ChunkSpans(p Partition, f func(ChunkSpan) bool) error {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	ci := newChunkIter(s.db, s.segs, p.ID)
+	for ok := ci.First(); ok; ok = ci.Next() {
+		if !f(ChunkSpan{Base: ci.Base(), End: ci.End(), AppendMs: ci.Meta().appendMs, Size: ci.Meta().size}) {
+			break
+		}
+	}
+	return ci.Close()
+}
+
 // ProducerSeq is an idempotent producer's state in one partition.
 type ProducerSeq struct {
 	Epoch   int16

@@ -175,6 +175,9 @@ type TopicSettings struct {
 	// uncompacted.
 	DeleteRetentionMs  int64
 	MinCompactionLagMs int64
+	// MinCleanableDirtyRatio is the share of a log written since its last
+	// compaction that makes it due again.
+	MinCleanableDirtyRatio float64
 	// MinInsyncReplicas is 0 when not set.
 	MinInsyncReplicas int
 }
@@ -186,7 +189,7 @@ func (t TopicSettings) Cleaned() bool { return t.Compact || (t.Delete && t.Reten
 // ParseTopicSettings reads the settings from a topic's configs; what is not
 // set (or fails CheckTopicConfig) takes its default.
 func ParseTopicSettings(configs []ConfigEntry) TopicSettings {
-	t := TopicSettings{Delete: true, RetentionMs: -1, RetentionBytes: -1, DeleteRetentionMs: 86400000}
+	t := TopicSettings{Delete: true, RetentionMs: -1, RetentionBytes: -1, DeleteRetentionMs: 86400000, MinCleanableDirtyRatio: 0.5}
 	for _, c := range configs {
 		if CheckTopicConfig(c.Name, c.Value) != nil {
 			continue
@@ -217,6 +220,8 @@ func ParseTopicSettings(configs []ConfigEntry) TopicSettings {
 			t.MinCompactionLagMs = n
 		case "min.insync.replicas":
 			t.MinInsyncReplicas = int(n)
+		case "min.cleanable.dirty.ratio":
+			t.MinCleanableDirtyRatio, _ = strconv.ParseFloat(c.Value, 64)
 		}
 	}
 	return t

@@ -207,7 +207,7 @@ func TestParseTopicSettings(t *testing.T) {
 		{"message.timestamp.type", "LogAppendTime"}, {"retention.bytes", "100"}, {"delete.retention.ms", "5"},
 		{"min.compaction.lag.ms", "7"}, {"max.message.bytes", "bad"}})
 	want := TopicSettings{MaxMessageBytes: 6291456, LogAppendTime: true, Delete: true, Compact: true, RetentionMs: -1,
-		RetentionBytes: 100, DeleteRetentionMs: 5, MinCompactionLagMs: 7}
+		RetentionBytes: 100, DeleteRetentionMs: 5, MinCompactionLagMs: 7, MinCleanableDirtyRatio: 0.5}
 	if set != want || !set.Cleaned() {
 		t.Fatalf("got %+v", set)
 	}

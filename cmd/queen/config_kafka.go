@@ -70,6 +70,7 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 			MaxDecompressedBytes:   e.int("QUEEN_KAFKA_MAX_DECOMPRESSED_BYTES", broker.DefaultMaxDecompressedBytes, 1<<20, 1<<30),
 			FetchMaxBytes:          e.int("QUEEN_KAFKA_FETCH_MAX_BYTES", broker.DefaultFetchMaxBytes, 1<<10, 1<<30),
 			TxnMaxTimeout:          e.millis("QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", broker.DefaultTxnMaxTimeout, time.Second, 24*time.Hour),
+			LogCleanerInterval:     e.millis("QUEEN_KAFKA_LOG_CLEANER_INTERVAL_MS", broker.DefaultLogCleanerInterval, 10*time.Millisecond, time.Hour),
 		},
 		TLSCert:        e.str("QUEEN_KAFKA_TLS_CERT", ""),
 		TLSKey:         e.str("QUEEN_KAFKA_TLS_KEY", ""),

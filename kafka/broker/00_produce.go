@@ -87,6 +87,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, b.maxBatchBytes(set), inflate, create)
+			if err == nil && set.Compact && !allKeyed(batches) {
+				// As Kafka: compaction keeps the last record per key, and
+				// a record without one has none.
+				err = fmt.Errorf("%w: a compacted topic takes only records with a key", errBadBatch)
+			}
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -114,6 +119,18 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		b.propose(ctx, c, tenant, req, bodies, targets)
 	}
 	return resp, nil
+}
+
+// allKeyed reports whether every record of batches has a key.
+func allKeyed(batches []records.Batch) bool {
+	for i := range batches {
+		for j := range batches[i].Records {
+			if batches[i].Records[j].Key == nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // produceBytes is what a produce request's record batches hold.

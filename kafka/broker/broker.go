@@ -86,6 +86,11 @@ type Config struct {
 	TxnMaxTimeout time.Duration
 	// LogDir is what DescribeLogDirs names as the one log directory.
 	LogDir string
+	// LogCleanerInterval is how often the leader of each raft group looks
+	// at the Kafka topics it leads partitions of for retention.bytes and
+	// compaction (QUEEN_KAFKA_LOG_CLEANER_INTERVAL_MS, Kafka's
+	// log.cleaner.backoff.ms).
+	LogCleanerInterval time.Duration
 }
 
 // Defaults for the zero values of Config.
@@ -96,6 +101,7 @@ const (
 	DefaultMaxDecompressedBytes = records.DefaultMaxDecompressedBytes
 	DefaultTxnMaxTimeout        = 15 * time.Minute
 	DefaultDedupWindow          = 900 * time.Second
+	DefaultLogCleanerInterval   = 15 * time.Second
 )
 
 func (c *Config) setDefaults() {
@@ -131,6 +137,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TxnMaxTimeout <= 0 {
 		c.TxnMaxTimeout = DefaultTxnMaxTimeout
+	}
+	if c.LogCleanerInterval <= 0 {
+		c.LogCleanerInterval = DefaultLogCleanerInterval
 	}
 }
 
@@ -220,14 +229,15 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 }
 
 // Start listens for Kafka clients, registers this node's advertised address
-// and starts the transaction timeout reaper.
+// and starts the transaction timeout reaper and the log cleaner.
 func (b *Broker) Start() error {
 	if err := b.srv.Start(); err != nil {
 		return err
 	}
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go b.registerNode()
 	go b.reapTxns()
+	go b.cleanLogs()
 	return nil
 }
 

@@ -1,0 +1,120 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// waitFor polls cond until it holds or testWait passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// storedValues reads partition 0 of topic from its log start as key=value
+// (tombstones as key=null), with the offsets.
+func storedValues(t *testing.T, n *testNode, topic string) []string {
+	t.Helper()
+	p, ok := n.engine.PartitionAt(wire.DefaultTenant, topic, 0)
+	if !ok {
+		t.Fatalf("no partition %s/0", topic)
+	}
+	var out []string
+	if _, err := p.Store().Read(p, p.LogStart(), func(off uint64, _ int64, body []byte) bool {
+		rec, err := wire.ParseRecord(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := string(rec.Payload)
+		if rec.Flags&wire.FlagNullValue != 0 {
+			v = "null"
+		}
+		out = append(out, fmt.Sprintf("%d:%s=%s", off, rec.Key, v))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A compacted topic keeps the last record per key at its offset, drops
+// tombstones once delete.retention.ms passed, and refuses records without
+// a key, as Kafka does.
+func TestCompactionKeepsLastRecordPerKey(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.LogCleanerInterval = 20 * time.Millisecond })
+	cl := n.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Any write makes the log due again, whenever the cleaner's passes
+	// fall between the produces.
+	if code := createTopicWith(t, cl, "kv", map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "0",
+		"min.cleanable.dirty.ratio": "0.01"}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	produce := func(key string, value []byte) {
+		t.Helper()
+		if err := cl.ProduceSync(ctxFor(t), &kgo.Record{Topic: "kv", Key: []byte(key), Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 3 {
+		for _, k := range []string{"a", "b", "c"} {
+			produce(k, []byte(fmt.Sprintf("%s%d", k, round)))
+		}
+	}
+	produce("c", nil) // offset 9: a tombstone
+	produce("a", []byte("a3"))
+	want := "[7:b=b2 10:a=a3]"
+	waitFor(t, "compaction to "+want, func() bool { return fmt.Sprint(storedValues(t, n, "kv")) == want })
+	// A consumer from the start reads across the gaps.
+	cons := n.client(kgo.ConsumeTopics("kv"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for _, r := range consume(t, cons, 2) {
+		got = append(got, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, r.Value))
+	}
+	if fmt.Sprint(got) != want {
+		t.Fatalf("consumed %v, want %s", got, want)
+	}
+	if err := cl.ProduceSync(ctxFor(t), &kgo.Record{Topic: "kv", Value: []byte("no key")}).FirstErr(); err == nil {
+		t.Fatal("a record without a key was taken by a compacted topic")
+	}
+	if hwm(n, "kv", 0) != 11 {
+		t.Fatalf("high-water mark %d after compaction, want 11", hwm(n, "kv", 0))
+	}
+}
+
+// retention.bytes moves the log start over the oldest chunks while what
+// remains still holds that many bytes, and keeps the last chunk.
+func TestRetentionBytes(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.LogCleanerInterval = 20 * time.Millisecond })
+	cl := n.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if code := createTopicWith(t, cl, "sized", map[string]string{"retention.bytes": "3000"}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	for i := range 10 {
+		r := &kgo.Record{Topic: "sized", Value: make([]byte, 1000), Key: []byte(fmt.Sprint(i))}
+		if err := cl.ProduceSync(ctxFor(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := n.engine.PartitionAt(wire.DefaultTenant, "sized", 0)
+	// Each record is a chunk of a little over 1000 bytes: three stay.
+	waitFor(t, "the log start to reach 7", func() bool { return p.LogStart() == 7 })
+	if got := len(storedValues(t, n, "sized")); got != 3 {
+		t.Fatalf("%d records left", got)
+	}
+	if code := setTopicConfig(t, cl, "sized", "retention.bytes", "0"); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	waitFor(t, "the log start to reach 9", func() bool { return p.LogStart() == 9 })
+}
