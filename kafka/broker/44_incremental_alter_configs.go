@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -11,7 +13,8 @@ import (
 )
 
 // handleIncrementalAlterConfigs sets or deletes (back to the default) a
-// Kafka topic's configs. APPEND and SUBTRACT (list configs) are refused.
+// Kafka topic's configs, and appends to or subtracts from its list configs
+// (cleanup.policy and the throttled replica lists), as Kafka does.
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
@@ -33,6 +36,12 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, c *kafka.Con
 					ops = append(ops, wire.ConfigOp{Op: wire.ConfigSet, Name: cfg.Name, Value: *cfg.Value})
 				case kmsg.IncrementalAlterConfigOpDelete:
 					ops = append(ops, wire.ConfigOp{Op: wire.ConfigDelete, Name: cfg.Name})
+				case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+					v, err := b.editListConfig(tenant, r.ResourceName, cfg)
+					if err != nil {
+						return err
+					}
+					ops = append(ops, wire.ConfigOp{Op: wire.ConfigSet, Name: cfg.Name, Value: v})
 				default:
 					return fmt.Errorf("%w: %s of %s", errUnsupportedOp, cfg.Op, cfg.Name)
 				}
@@ -43,4 +52,47 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, c *kafka.Con
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp, nil
+}
+
+// listConfigs are the topic configs whose value is a comma-separated list.
+var listConfigs = []string{"cleanup.policy", "follower.replication.throttled.replicas", "leader.replication.throttled.replicas"}
+
+// editListConfig is a list config's value after an APPEND (the items not
+// in it yet added) or a SUBTRACT (the items removed) on what the topic has
+// now. Other configs refuse both, as in Kafka.
+func (b *Broker) editListConfig(tenant wire.ID, topic string, cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) (string, error) {
+	if !slices.Contains(listConfigs, cfg.Name) {
+		return "", fmt.Errorf("%w: %s of %s, which is not a list", errUnsupportedOp, cfg.Op, cfg.Name)
+	}
+	if cfg.Value == nil {
+		return "", fmt.Errorf("%w: %s of %s with null", wire.ErrInvalidConfig, cfg.Op, cfg.Name)
+	}
+	current := defaultOf(cfg.Name)
+	set, _, _ := b.engine.TopicConfigs(tenant, topic)
+	for _, e := range set {
+		if e.Name == cfg.Name {
+			current = e.Value
+		}
+	}
+	items := splitList(current)
+	for _, item := range splitList(*cfg.Value) {
+		switch i := slices.Index(items, item); {
+		case cfg.Op == kmsg.IncrementalAlterConfigOpAppend && i < 0:
+			items = append(items, item)
+		case cfg.Op == kmsg.IncrementalAlterConfigOpSubtract && i >= 0:
+			items = slices.Delete(items, i, i+1)
+		}
+	}
+	return strings.Join(items, ","), nil
+}
+
+// splitList splits a list config's value, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

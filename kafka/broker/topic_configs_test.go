@@ -147,3 +147,45 @@ func TestLogAppendTime(t *testing.T) {
 		t.Fatalf("produce answered LogAppendTime %d", at)
 	}
 }
+
+// cleanup.policy is a list: IncrementalAlterConfigs appends to it and
+// subtracts from it; a config that is not a list refuses both.
+func TestCleanupPolicyAppendSubtract(t *testing.T) {
+	n := startNode(t, nil)
+	cl := n.client()
+	if code := createTopicWith(t, cl, "lists", nil); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	edit := func(name string, op kmsg.IncrementalAlterConfigOp, value string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "lists"
+		res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: name, Op: op, Value: kmsg.StringPtr(value)}}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctxFor(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Resources[0].ErrorCode
+	}
+	for _, step := range []struct {
+		op   kmsg.IncrementalAlterConfigOp
+		item string
+		want string
+	}{{kmsg.IncrementalAlterConfigOpAppend, "compact", "delete,compact"}, {kmsg.IncrementalAlterConfigOpAppend, "delete", "delete,compact"},
+		{kmsg.IncrementalAlterConfigOpSubtract, "delete", "compact"}} {
+		if code := edit("cleanup.policy", step.op, step.item); code != 0 {
+			t.Fatalf("%v %s: %v", step.op, step.item, kerr.ErrorForCode(code))
+		}
+		if v := describeConfig(t, cl, "lists", "cleanup.policy"); *v.Value != step.want {
+			t.Fatalf("after %v %s: %s, want %s", step.op, step.item, *v.Value, step.want)
+		}
+	}
+	if code := edit("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, "compact"); code != kerr.InvalidConfig.Code {
+		t.Fatalf("an empty cleanup.policy: %v", kerr.ErrorForCode(code))
+	}
+	if code := edit("retention.ms", kmsg.IncrementalAlterConfigOpAppend, "5"); code != kerr.InvalidConfig.Code {
+		t.Fatalf("APPEND to retention.ms: %v", kerr.ErrorForCode(code))
+	}
+}
