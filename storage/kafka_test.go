@@ -430,10 +430,11 @@ func FuzzApplyKafka(f *testing.F) {
 	ini := wire.InitProducerCmd{Tenant: wire.DefaultTenant, Transactional: true, TxnID: "x"}
 	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "x", ProducerID: 1}
 	cfg := wire.TopicConfigCmd{Tenant: wire.DefaultTenant, Name: "t", Ops: []wire.ConfigOp{{Name: "retention.ms", Value: "1"}}}
+	clean := wire.LogCleanCmd{Tenant: wire.DefaultTenant, PartitionID: 1, StartAt: 1, Drop: []wire.OffsetRange{{From: 0, To: 1}}}
 	f.Add(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindAlloc, Body: alloc.Encode(nil)}, {Kind: wire.KindKafkaProduce, Body: prod.Encode(nil)},
 		{Kind: wire.KindKafkaInitProducer, Body: ini.Encode(nil)}, {Kind: wire.KindKafkaTxnBegin, Body: begin.Encode(nil)},
 		{Kind: wire.KindKafkaStage, Body: stage.Encode(nil)}, {Kind: wire.KindXDecide, Body: decide.Encode(nil)},
 		{Kind: wire.KindXResolve, Body: resolve.Encode(nil)}, {Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)},
-		{Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}}))
+		{Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}, {Kind: wire.KindKafkaLogClean, Body: clean.Encode(nil)}}))
 	fuzzApply(f)
 }
