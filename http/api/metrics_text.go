@@ -73,11 +73,12 @@ var familyHelp = map[string]string{
 	"queen_http_pop_messages_total":       "Messages delivered by HTTP pops on this node.",
 	"queen_http_pop_bytes_total":          "Response body bytes of HTTP pops that delivered messages on this node.",
 	// Kafka facade
-	"queen_kafka_request_duration_seconds": "Time to handle a Kafka request, by API (a fetch counts its wait).",
-	"queen_kafka_produce_records_total":    "Records of produce requests accepted on this node.",
-	"queen_kafka_produce_bytes_total":      "Record batch bytes of produce requests accepted on this node.",
-	"queen_kafka_fetch_records_total":      "Records returned by fetches on this node (control records excluded).",
-	"queen_kafka_fetch_bytes_total":        "Record batch bytes returned by fetches on this node.",
+	"queen_kafka_request_duration_seconds":  "Time to handle a Kafka request, by API (a fetch counts its wait).",
+	"queen_kafka_produce_records_total":     "Records of produce requests accepted on this node.",
+	"queen_kafka_produce_bytes_total":       "Record batch bytes of produce requests accepted on this node.",
+	"queen_kafka_fetch_records_total":       "Records returned by fetches on this node (control records excluded).",
+	"queen_kafka_fetch_bytes_total":         "Record batch bytes returned by fetches on this node.",
+	"queen_kafka_log_cleaner_offsets_total": "Offsets the Kafka log cleaner emptied by this node's proposals, by reason (retention_bytes, compaction).",
 	// Raft groups
 	"queen_raft_leader_id":                 "Node id of the group's leader, 0 while none is known.",
 	"queen_raft_is_leader":                 "1 when this node leads the group.",

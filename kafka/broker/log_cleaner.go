@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
@@ -89,7 +91,7 @@ func (b *Broker) cleanPartition(ctx context.Context, tenant wire.ID, part cached
 	if set.Delete && set.RetentionBytes >= 0 {
 		at, err := sizeCut(store, part.Partition, set.RetentionBytes)
 		if err == nil && at > part.LogStart() {
-			err = b.proposeClean(ctx, part.group, &wire.LogCleanCmd{Tenant: tenant, PartitionID: part.ID, StartAt: at})
+			err = b.proposeClean(ctx, part.group, &wire.LogCleanCmd{Tenant: tenant, PartitionID: part.ID, StartAt: at}, b.metrics.cleanedByRetention)
 		}
 		if err != nil {
 			return err
@@ -109,7 +111,7 @@ func (b *Broker) cleanPartition(ctx context.Context, tenant wire.ID, part cached
 		return err
 	}
 	for _, drop := range plan.cmds {
-		if err := b.proposeClean(ctx, part.group, &wire.LogCleanCmd{Tenant: tenant, PartitionID: part.ID, Drop: drop}); err != nil {
+		if err := b.proposeClean(ctx, part.group, &wire.LogCleanCmd{Tenant: tenant, PartitionID: part.ID, Drop: drop}, b.metrics.cleanedByCompaction); err != nil {
 			return err
 		}
 	}
@@ -117,12 +119,16 @@ func (b *Broker) cleanPartition(ctx context.Context, tenant wire.ID, part cached
 	return nil
 }
 
-func (b *Broker) proposeClean(ctx context.Context, group int, c *wire.LogCleanCmd) error {
+// proposeClean proposes c and counts the offsets it emptied in cleaned.
+func (b *Broker) proposeClean(ctx context.Context, group int, c *wire.LogCleanCmd, cleaned *metrics.Counter) error {
 	cctx, cancel := context.WithTimeout(ctx, adminWait)
 	defer cancel()
 	res, err := b.engine.LogClean(cctx, group, c)
 	if err == nil {
 		err = res.Code.Err()
+	}
+	if err == nil {
+		cleaned.Add(int(res.N))
 	}
 	return err
 }

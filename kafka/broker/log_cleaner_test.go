@@ -91,6 +91,9 @@ func TestCompactionKeepsLastRecordPerKey(t *testing.T) {
 	if hwm(n, "kv", 0) != 11 {
 		t.Fatalf("high-water mark %d after compaction, want 11", hwm(n, "kv", 0))
 	}
+	if got := n.broker.metrics.cleanedByCompaction.Get(); got != 9 {
+		t.Fatalf("the cleaner counts %d offsets compacted, want 9", got)
+	}
 }
 
 // retention.bytes moves the log start over the oldest chunks while what

@@ -22,15 +22,20 @@ type brokerMetrics struct {
 	set                          *metrics.Set
 	produceRecords, produceBytes *metrics.Counter
 	fetchRecords, fetchBytes     *metrics.Counter
+	// cleanedByRetention and cleanedByCompaction count the offsets the log
+	// cleaner's commands emptied on this node's proposals.
+	cleanedByRetention, cleanedByCompaction *metrics.Counter
 }
 
 func newBrokerMetrics(set *metrics.Set) *brokerMetrics {
 	return &brokerMetrics{
-		set:            set,
-		produceRecords: set.GetOrCreateCounter("queen_kafka_produce_records_total"),
-		produceBytes:   set.GetOrCreateCounter("queen_kafka_produce_bytes_total"),
-		fetchRecords:   set.GetOrCreateCounter("queen_kafka_fetch_records_total"),
-		fetchBytes:     set.GetOrCreateCounter("queen_kafka_fetch_bytes_total"),
+		set:                 set,
+		produceRecords:      set.GetOrCreateCounter("queen_kafka_produce_records_total"),
+		produceBytes:        set.GetOrCreateCounter("queen_kafka_produce_bytes_total"),
+		fetchRecords:        set.GetOrCreateCounter("queen_kafka_fetch_records_total"),
+		fetchBytes:          set.GetOrCreateCounter("queen_kafka_fetch_bytes_total"),
+		cleanedByRetention:  set.GetOrCreateCounter(`queen_kafka_log_cleaner_offsets_total{reason="retention_bytes"}`),
+		cleanedByCompaction: set.GetOrCreateCounter(`queen_kafka_log_cleaner_offsets_total{reason="compaction"}`),
 	}
 }
 
