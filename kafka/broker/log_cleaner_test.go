@@ -121,3 +121,39 @@ func TestRetentionBytes(t *testing.T) {
 	}
 	waitFor(t, "the log start to reach 9", func() bool { return p.LogStart() == 9 })
 }
+
+// min.compaction.lag.ms keeps young records out of compaction, and a
+// tombstone stays until delete.retention.ms passed. The passes run here
+// one by one (the background cleaner waits an hour).
+func TestCompactionLagAndTombstoneRetention(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.LogCleanerInterval = time.Hour })
+	cl := n.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if code := createTopicWith(t, cl, "lagged", map[string]string{"cleanup.policy": "compact",
+		"min.compaction.lag.ms": "3600000", "delete.retention.ms": "2000", "min.cleanable.dirty.ratio": "0.01"}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	for _, r := range []*kgo.Record{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("a"), Value: []byte("2")},
+		{Key: []byte("b"), Value: []byte("1")}, {Key: []byte("b")}} {
+		r.Topic = "lagged"
+		if err := cl.ProduceSync(ctxFor(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cleaned := map[uint64]cleanState{}
+	n.broker.cleanOnce(ctxFor(t), cleaned)
+	if got := fmt.Sprint(storedValues(t, n, "lagged")); got != "[0:a=1 1:a=2 2:b=1 3:b=null]" {
+		t.Fatalf("records younger than min.compaction.lag.ms compacted: %s", got)
+	}
+	if code := setTopicConfig(t, cl, "lagged", "min.compaction.lag.ms", "0"); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	n.broker.cleanOnce(ctxFor(t), cleaned)
+	// The tombstone was appended moments ago: it stays for now.
+	if got := fmt.Sprint(storedValues(t, n, "lagged")); got != "[1:a=2 3:b=null]" {
+		t.Fatalf("after compaction: %s", got)
+	}
+	waitFor(t, "the tombstone to go", func() bool {
+		n.broker.cleanOnce(ctxFor(t), cleaned)
+		return fmt.Sprint(storedValues(t, n, "lagged")) == "[1:a=2]"
+	})
+}
