@@ -31,7 +31,8 @@ func (s *Store) applyCreateTopic(ctx *applyCtx, c *wire.CreateTopicCmd) wire.All
 	for range c.Partitions {
 		s.addDirEntry(ctx, q, "")
 	}
-	tm := &topicMeta{configs: configs, createReq: c.ReqID}
+	tm := &topicMeta{createReq: c.ReqID}
+	tm.setConfigs(configs)
 	s.kafka.topics[q.id] = tm
 	ctx.set(topicKey(q.id), tm.encode())
 	ctx.touch(q)
@@ -129,7 +130,7 @@ func (s *Store) applyTopicConfig(ctx *applyCtx, c *wire.TopicConfigCmd) wire.Cod
 		configs = append(configs, wire.ConfigEntry{Name: name, Value: v})
 	}
 	sortConfigs(configs)
-	tm.configs = configs
+	tm.setConfigs(configs)
 	s.kafka.topics[q.id] = tm
 	ctx.set(topicKey(q.id), tm.encode())
 	wire.ApplyTopicConfigs(&q.cfg, configs)

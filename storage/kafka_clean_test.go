@@ -96,3 +96,38 @@ func TestLogCleanDropsListedOffsets(t *testing.T) {
 		t.Fatalf("after the log start moved: %s", got)
 	}
 }
+
+// A topic's settings are parsed from its configs when they are set and
+// when the store opens, and CleanedTopics lists the topics whose configs
+// ask for the log cleaner.
+func TestTopicSettingsAcrossReopen(t *testing.T) {
+	h := newHarness(t)
+	for name, configs := range map[string][]wire.ConfigEntry{"kept": nil,
+		"compacted": {{Name: "cleanup.policy", Value: "compact"}, {Name: "max.message.bytes", Value: "6291456"}}} {
+		create := wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: name, Partitions: 2, ReqID: wire.ID{byte(len(name))}, Place: testPlace, Configs: configs}
+		if c := h.code(wire.KindKafkaCreateTopic, create.Encode(nil)); c != wire.CodeOK {
+			t.Fatal(c)
+		}
+	}
+	for _, reopen := range []bool{false, true} {
+		if reopen {
+			h.s.Close()
+			h.open()
+		}
+		set, ok := h.s.TopicSettings(wire.DefaultTenant, "compacted")
+		if !ok || !set.Compact || set.Delete || set.MaxMessageBytes != 6291456 {
+			t.Fatalf("reopened %v: %+v", reopen, set)
+		}
+		cleaned := h.s.CleanedTopics()
+		if len(cleaned) != 1 || cleaned[0].Name != "compacted" || cleaned[0].Partitions != 2 {
+			t.Fatalf("reopened %v: cleaned topics %+v", reopen, cleaned)
+		}
+	}
+	cfg := wire.TopicConfigCmd{Tenant: wire.DefaultTenant, Name: "kept", Ops: []wire.ConfigOp{{Op: wire.ConfigSet, Name: "retention.bytes", Value: "10"}}}
+	if c := h.code(wire.KindKafkaTopicConfig, cfg.Encode(nil)); c != wire.CodeOK {
+		t.Fatal(c)
+	}
+	if set, _ := h.s.TopicSettings(wire.DefaultTenant, "kept"); set.RetentionBytes != 10 || len(h.s.CleanedTopics()) != 2 {
+		t.Fatalf("after a config change: %+v", set)
+	}
+}

@@ -182,10 +182,17 @@ func decodeTxnState(b []byte) (*txnState, error) {
 }
 
 // topicMeta is what Kafka remembers of a topic it created: the configs set
-// on it (sorted by name) and the request that created it.
+// on it (sorted by name), what they make queen do (parsed once: produce and
+// fetch read it), and the request that created it.
 type topicMeta struct {
 	configs   []wire.ConfigEntry
+	settings  wire.TopicSettings
 	createReq wire.ID
+}
+
+// setConfigs replaces the topic's configs (sorted by name).
+func (t *topicMeta) setConfigs(configs []wire.ConfigEntry) {
+	t.configs, t.settings = configs, wire.ParseTopicSettings(configs)
 }
 
 func (t *topicMeta) encode() []byte {
@@ -204,9 +211,11 @@ func decodeTopicMeta(b []byte) (*topicMeta, error) {
 	t := &topicMeta{}
 	copy(t.createReq[:], r.Fixed(16))
 	n := r.Count(wire.MaxTopicConfigs, 2)
+	var configs []wire.ConfigEntry
 	for range n {
-		t.configs = append(t.configs, wire.ConfigEntry{Name: r.String(), Value: r.String()})
+		configs = append(configs, wire.ConfigEntry{Name: r.String(), Value: r.String()})
 	}
+	t.setConfigs(configs)
 	return t, r.Done()
 }
 

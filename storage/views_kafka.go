@@ -88,11 +88,10 @@ func (s *Store) TopicSettings(tenant wire.ID, name string) (set wire.TopicSettin
 	if q == nil {
 		return wire.TopicSettings{}, false
 	}
-	var configs []wire.ConfigEntry
 	if tm := s.kafka.topics[q.id]; q.kafka && tm != nil {
-		configs = tm.configs
+		return tm.settings, true
 	}
-	return wire.ParseTopicSettings(configs), true
+	return wire.ParseTopicSettings(nil), true
 }
 
 // CleanedTopic is a Kafka topic whose configs ask for the log cleaner
@@ -115,8 +114,8 @@ func (s *Store) CleanedTopics() []CleanedTopic {
 		if q == nil || !q.home || !q.kafka {
 			continue
 		}
-		if set := wire.ParseTopicSettings(tm.configs); set.Cleaned() {
-			out = append(out, CleanedTopic{Tenant: q.tenant, Name: q.name, Partitions: len(q.dir), Settings: set})
+		if tm.settings.Cleaned() {
+			out = append(out, CleanedTopic{Tenant: q.tenant, Name: q.name, Partitions: len(q.dir), Settings: tm.settings})
 		}
 	}
 	return out
