@@ -12,8 +12,8 @@ import (
 func TestSealedFieldsRoundTrip(t *testing.T) {
 	in := Record{Flags: FlagKey | FlagHeaders | FlagTimestamp | FlagTrace | FlagSub | FlagTxnID | FlagJSON,
 		MsgID: ID{1, 2, 3}, TxnID: []byte("txn-1"), Key: []byte("k"), Timestamp: -5,
-		Headers:     []Header{{Key: "h1", Value: []byte("v1")}, {Key: "nil"}},
-		TraceID:     []byte("trace"), ProducerSub: []byte("sub"), Payload: []byte(`{"a":1}`)}
+		Headers: []Header{{Key: "h1", Value: []byte("v1")}, {Key: "nil"}},
+		TraceID: []byte("trace"), ProducerSub: []byte("sub"), Payload: []byte(`{"a":1}`)}
 	fields := AppendSealedFields(nil, &in)
 	if len(fields) != SealedFieldsLen(&in) {
 		t.Fatalf("SealedFieldsLen %d, wrote %d", SealedFieldsLen(&in), len(fields))
