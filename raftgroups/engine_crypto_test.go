@@ -3,9 +3,6 @@ package raftgroups_test
 import (
 	"bytes"
 	"context"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -15,45 +12,6 @@ import (
 	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/wire"
 )
-
-const testKeyHex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-
-// startEncrypted starts a node holding the test key and answers its engine
-// and data dir.
-func startEncrypted(t *testing.T) (*raftgroups.Engine, string) {
-	t.Helper()
-	var dir string
-	_, e := raftgroupstest.StartWith(t, func(c *raftgroups.Config) { dir = c.Dir })
-	k, err := envelope.ParseKey(testKeyHex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetPayloadKey(k)
-	return e, dir
-}
-
-// filesContaining lists the files under dir holding needle.
-func filesContaining(t *testing.T, dir string, needle []byte) []string {
-	t.Helper()
-	var hits []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, needle) {
-			hits = append(hits, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hits
-}
 
 // readBack reads a partition's stored records, as stored.
 func readBack(t *testing.T, e *raftgroups.Engine, queue string) []wire.Record {
@@ -82,7 +40,7 @@ func readBack(t *testing.T, e *raftgroups.Engine, queue string) []wire.Record {
 // and payload are nowhere in the node's files (raft logs, store, segments),
 // and OpenRecord gives the record back as it was pushed.
 func TestPushToEncryptedQueueSealsEveryField(t *testing.T) {
-	e, dir := startEncrypted(t)
+	host, e, dir := raftgroupstest.StartKeyed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := e.Configure(ctx, &wire.ConfigureCmd{Tenant: wire.DefaultTenant, Queue: "vault",
@@ -100,17 +58,6 @@ func TestPushToEncryptedQueueSealsEveryField(t *testing.T) {
 	if err != nil || outs[0].Err != nil || outs[0].Code != wire.CodeOK {
 		t.Fatalf("push: %v %+v", err, outs)
 	}
-	for _, m := range []string{"KEY-MARKER", "HDRNAME-MARKER", "HDRVAL-MARKER", "TRACE-MARKER", "SUB-MARKER", "PAYLOAD-MARKER"} {
-		if hits := filesContaining(t, dir, []byte(m)); len(hits) != 0 {
-			t.Errorf("%s in clear on disk: %v", m, hits)
-		}
-	}
-	// The transaction id stays in clear (dedup and acks look it up in
-	// the state machine, docs/security.md): the scan does find what is
-	// on disk.
-	if hits := filesContaining(t, dir, []byte("txn-visible")); len(hits) == 0 {
-		t.Error("the scan finds nothing, so its silence above means nothing")
-	}
 	recs := readBack(t, e, "vault")
 	if len(recs) != 1 || recs[0].Flags&(wire.FlagEncrypted|wire.FlagSealed) != wire.FlagEncrypted|wire.FlagSealed {
 		t.Fatalf("stored: %+v", recs)
@@ -124,13 +71,26 @@ func TestPushToEncryptedQueueSealsEveryField(t *testing.T) {
 	if err != nil || outs[0].Code != wire.CodeOK || len(outs[0].Dups) != 1 {
 		t.Fatalf("repeated push: %v %+v", err, outs)
 	}
+	// Closed, every store has flushed what it holds.
+	host.Close()
+	for _, m := range []string{"KEY-MARKER", "HDRNAME-MARKER", "HDRVAL-MARKER", "TRACE-MARKER", "SUB-MARKER", "PAYLOAD-MARKER"} {
+		if hits := raftgroupstest.FilesContaining(t, dir, []byte(m)); len(hits) != 0 {
+			t.Errorf("%s in clear on disk: %v", m, hits)
+		}
+	}
+	// The transaction id stays in clear (dedup and acks look it up in
+	// the state machine, docs/security.md): the scan does find what is
+	// on disk.
+	if hits := raftgroupstest.FilesContaining(t, dir, []byte("txn-visible")); len(hits) == 0 {
+		t.Error("the scan finds nothing, so its silence above means nothing")
+	}
 }
 
 // Records stored before every field was sealed (payload only, FlagEncrypted
 // without FlagSealed) still open: data written by the earlier release reads.
 func TestPayloadOnlySealedRecordStillOpens(t *testing.T) {
-	e, _ := startEncrypted(t)
-	k, _ := envelope.ParseKey(testKeyHex)
+	_, e, _ := raftgroupstest.StartKeyed(t)
+	k, _ := envelope.ParseKey(raftgroupstest.KeyHex)
 	sealed, err := k.Seal([]byte(`{"old":true}`))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
+)
+
+// In an encrypted queue the trace id, a consumer's error text (kept in the
+// DLQ row) and trace data are sealed as well as the payload: none of them
+// is in the node's files, and every read — pop, the message view, the DLQ
+// listing, the traces — answers them in clear. Only the transaction id
+// stays readable (docs/security.md).
+func TestEncryptedQueueSealsTraceErrorAndTraceData(t *testing.T) {
+	host, engine, dir := raftgroupstest.StartKeyed(t)
+	n := serveEngine(t, engine, nil)
+	if code := postJSON(t, n.url+"/api/v1/configure", map[string]any{"queue": "vault",
+		"options": map[string]any{"encryptionEnabled": true}}, nil); code != 200 {
+		t.Fatalf("configure: %d", code)
+	}
+	const (
+		payloadMark = "PAYLOAD-MARK-51c0"
+		traceIDMark = "TRACEID-MARK-51c0"
+		errMark     = "ERRTEXT-MARK-51c0"
+		dataMark    = "TRACEDATA-MARK-51c0"
+	)
+	if code := postJSON(t, n.url+"/api/v1/push", map[string]any{"items": []map[string]any{{"queue": "vault",
+		"payload": map[string]any{"p": payloadMark}, "transactionId": "tx-1", "traceId": traceIDMark}}}, nil); code != 201 {
+		t.Fatalf("push: %d", code)
+	}
+	var pa popAnswer
+	if code := getJSON(t, n.url+"/api/v1/pop/queue/vault?batch=10", &pa); code != 200 || len(pa.Messages) != 1 {
+		t.Fatalf("pop: %d %+v", code, pa)
+	}
+	m := pa.Messages[0]
+	if !strings.Contains(string(m.Data), payloadMark) || m.TraceID == nil || *m.TraceID != traceIDMark || m.TransactionID != "tx-1" {
+		t.Fatalf("popped: %+v", m)
+	}
+	if code := postJSON(t, n.url+"/api/v1/traces", map[string]any{"transactionId": "tx-1", "partitionId": m.PartitionID,
+		"data": map[string]any{"note": dataMark}}, nil); code != 201 {
+		t.Fatalf("trace: %d", code)
+	}
+	var acks []ackAnswer
+	if code := postJSON(t, n.url+"/api/v1/ack", map[string]any{"transactionId": "tx-1", "partitionId": m.PartitionID,
+		"leaseId": *m.LeaseID, "status": "dlq", "error": errMark}, &acks); code != 200 || len(acks) != 1 || !acks[0].DLQ {
+		t.Fatalf("ack: %d %+v", code, acks)
+	}
+
+	var dlq struct{ Messages []dlqMessage }
+	if code := getJSON(t, n.url+"/api/v1/dlq?queue=vault", &dlq); code != 200 || len(dlq.Messages) != 1 {
+		t.Fatalf("dlq: %d %+v", code, dlq)
+	}
+	d := dlq.Messages[0]
+	data, _ := json.Marshal(d.Data)
+	if d.ErrorMessage == nil || *d.ErrorMessage != errMark || !strings.Contains(string(data), payloadMark) ||
+		d.TraceID == nil || *d.TraceID != traceIDMark {
+		t.Fatalf("dlq row: %+v (data %s)", d, data)
+	}
+	var traces struct {
+		Traces []traceAnswer `json:"traces"`
+	}
+	if code := getJSON(t, n.url+"/api/v1/traces/"+m.PartitionID+"/tx-1", &traces); code != 200 || len(traces.Traces) != 1 ||
+		!strings.Contains(string(traces.Traces[0].Data), dataMark) {
+		t.Fatalf("traces: %d %+v", code, traces)
+	}
+	var msg map[string]any
+	if code := getJSON(t, n.url+"/api/v1/messages/"+m.PartitionID+"/"+url.PathEscape("tx-1"), &msg); code != 200 ||
+		msg["traceId"] != traceIDMark || msg["errorMessage"] != errMark || msg["isEncrypted"] != true {
+		t.Fatalf("message: %d %v", code, msg)
+	}
+	// Closed, every store has flushed what it holds.
+	host.Close()
+	for _, mark := range []string{payloadMark, traceIDMark, errMark, dataMark} {
+		if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
+			t.Errorf("%s in clear on disk: %v", mark, hits)
+		}
+	}
+
+}
