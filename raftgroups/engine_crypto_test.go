@@ -20,17 +20,19 @@ func readBack(t *testing.T, e *raftgroups.Engine, queue string) []wire.Record {
 	if !ok {
 		t.Fatal("partition missing")
 	}
-	var out []wire.Record
+	var bodies [][]byte // parsed after the read: a test stopped inside it would leak its iterator
 	err := p.Store().ReadRange(p, p.LogStart(), p.HighWatermark(), func(_ uint64, _ int64, body []byte) bool {
-		rec, err := wire.ParseRecord(bytes.Clone(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, rec)
+		bodies = append(bodies, bytes.Clone(body))
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	out := make([]wire.Record, len(bodies))
+	for i, b := range bodies {
+		if out[i], err = wire.ParseRecord(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }
