@@ -100,6 +100,11 @@ func TestEncryptedQueuesKeepEveryUserFieldOffDisk(t *testing.T) {
 			t.Fatalf("kafka record %d: key %q value %q headers %v", i, r.Key, r.Value, r.Headers)
 		}
 	}
+	// The topic's records over HTTP too (values as JSON strings).
+	recs, _, err := fetchAll(ctx, n.URL(), "ktopic", "0")
+	if err != nil || len(recs) != 3 || string(recs[1].Payload) != `"`+mark("VALUE")+`"` {
+		t.Fatalf("http fetch of the topic: %v %d %+v", err, len(recs), recs)
+	}
 	var dlq struct {
 		Messages []struct {
 			ErrorMessage string          `json:"errorMessage"`

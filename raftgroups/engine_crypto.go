@@ -149,7 +149,7 @@ func (e *Engine) OpenText(text []byte) []byte {
 // the state machine refused with CodeSealRequired. Records sealed already
 // are kept as they are.
 func (e *Engine) sealPushRecords(c *wire.PushCmd) error {
-	out := make([]byte, 0, len(c.Records)+c.Count*envelope.SealedLen(0))
+	out := make([]byte, 0, envelope.SealedLen(len(c.Records))+c.Count*(envelope.SealedLen(0)+32))
 	it := wire.NewRecordIter(c.Records)
 	for {
 		body, _, ok := it.Next()
