@@ -2,6 +2,7 @@ package raftgroups
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/storage"
@@ -174,10 +175,10 @@ func (e *Engine) sealPushRecords(c *wire.PushCmd) error {
 
 // sealAckErrors seals the error texts of ack items whose partition belongs
 // to an encrypted queue: they are kept with the lease, as the cursor's last
-// error and in the DLQ row. The caller's items are not changed: a sealed
-// copy is returned when one needed sealing.
-func (e *Engine) sealAckErrors(tenant wire.ID, items []wire.AckItem) ([]wire.AckItem, error) {
-	out := items
+// error and in the DLQ row. The caller's items are not changed: when one
+// needed sealing, a sealed copy is returned and changed is true.
+func (e *Engine) sealAckErrors(tenant wire.ID, items []wire.AckItem) (out []wire.AckItem, changed bool, err error) {
+	out = items
 	for i := range items {
 		it := &items[i]
 		if it.Error == "" || !e.partitionEncrypted(tenant, it.PartitionID) {
@@ -185,14 +186,14 @@ func (e *Engine) sealAckErrors(tenant wire.ID, items []wire.AckItem) ([]wire.Ack
 		}
 		sealed, err := e.SealText([]byte(it.Error))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if &out[0] == &items[0] {
-			out = append([]wire.AckItem(nil), items...)
+		if !changed {
+			out, changed = slices.Clone(items), true
 		}
 		out[i].Error = string(sealed)
 	}
-	return out, nil
+	return out, changed, nil
 }
 
 // openDLQRows opens the rows' error texts (sealed by sealAckErrors).

@@ -34,7 +34,7 @@ func (e *Engine) AckGroups(ctx context.Context, tenant wire.ID, cmds []wire.AckC
 	out := make([]wire.AckResult, len(cmds))
 	for ci := range cmds {
 		c := &cmds[ci]
-		items, err := e.sealAckErrors(tenant, c.Items)
+		items, _, err := e.sealAckErrors(tenant, c.Items)
 		if err != nil {
 			return nil, err
 		}

@@ -164,11 +164,11 @@ func (e *Engine) planTxn(ctx context.Context, c *wire.TxnCmd) ([]*txnPart, wire.
 			if g >= len(e.host.groups) {
 				return nil, wire.TxnFailure(wire.CodePartitionNotFound, -1, i, 0), nil
 			}
-			sealed, err := e.sealAckErrors(c.Tenant, ack.Items)
+			sealed, changed, err := e.sealAckErrors(c.Tenant, ack.Items)
 			if err != nil {
 				return nil, wire.TxnResult{}, err
 			}
-			if &sealed[0] != &ack.Items[0] {
+			if changed {
 				ack.Items = sealed
 				op.Body = ack.Encode(nil)
 			}

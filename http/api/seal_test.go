@@ -80,3 +80,52 @@ func TestEncryptedQueueSealsTraceErrorAndTraceData(t *testing.T) {
 	}
 
 }
+
+// A transaction seals as a push and an ack do: its pushed payload and
+// trace id, and its ack's error text, are not in the node's files, and
+// read back in clear.
+func TestEncryptedQueueSealsTransactionPushAndAckError(t *testing.T) {
+	host, engine, dir := raftgroupstest.StartKeyed(t)
+	n := serveEngine(t, engine, nil)
+	if code := postJSON(t, n.url+"/api/v1/configure", map[string]any{"queue": "vault",
+		"options": map[string]any{"encryptionEnabled": true}}, nil); code != 200 {
+		t.Fatalf("configure: %d", code)
+	}
+	const (
+		payloadMark = "TXPAYLOAD-MARK-2b7e"
+		traceIDMark = "TXTRACE-MARK-2b7e"
+		errMark     = "TXERR-MARK-2b7e"
+	)
+	if code := postJSON(t, n.url+"/api/v1/push", map[string]any{"items": []map[string]any{{"queue": "vault",
+		"payload": "first", "transactionId": "tx-a"}}}, nil); code != 201 {
+		t.Fatalf("push: %d", code)
+	}
+	var pa popAnswer
+	if code := getJSON(t, n.url+"/api/v1/pop/queue/vault?batch=1", &pa); code != 200 || len(pa.Messages) != 1 {
+		t.Fatalf("pop: %d %+v", code, pa)
+	}
+	m := pa.Messages[0]
+	var ans struct{ Success bool }
+	if code := postJSON(t, n.url+"/api/v1/transaction", map[string]any{"operations": []map[string]any{
+		{"type": "ack", "transactionId": "tx-a", "partitionId": m.PartitionID, "leaseId": *m.LeaseID, "status": "dlq", "error": errMark},
+		{"type": "push", "items": []map[string]any{{"queue": "vault", "payload": map[string]any{"p": payloadMark},
+			"transactionId": "tx-b", "traceId": traceIDMark}}},
+	}}, &ans); code != 200 || !ans.Success {
+		t.Fatalf("transaction: %d %+v", code, ans)
+	}
+	if code := getJSON(t, n.url+"/api/v1/pop/queue/vault?batch=1", &pa); code != 200 || len(pa.Messages) != 1 ||
+		!strings.Contains(string(pa.Messages[0].Data), payloadMark) || *pa.Messages[0].TraceID != traceIDMark {
+		t.Fatalf("pop of the transaction's push: %d %+v", code, pa)
+	}
+	var dlq struct{ Messages []dlqMessage }
+	if code := getJSON(t, n.url+"/api/v1/dlq?queue=vault", &dlq); code != 200 || len(dlq.Messages) != 1 ||
+		dlq.Messages[0].ErrorMessage == nil || *dlq.Messages[0].ErrorMessage != errMark {
+		t.Fatalf("dlq: %d %+v", code, dlq)
+	}
+	host.Close()
+	for _, mark := range []string{payloadMark, traceIDMark, errMark} {
+		if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
+			t.Errorf("%s in clear on disk: %v", mark, hits)
+		}
+	}
+}
