@@ -1,10 +1,12 @@
 package api
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 )
@@ -127,5 +129,41 @@ func TestEncryptedQueueSealsTransactionPushAndAckError(t *testing.T) {
 		if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
 			t.Errorf("%s in clear on disk: %v", mark, hits)
 		}
+	}
+}
+
+// A timer scheduled into an encrypted queue keeps its payload sealed while
+// it waits and in the record it fires, which pops in clear.
+func TestEncryptedQueueSealsTimerPayloads(t *testing.T) {
+	host, engine, dir := raftgroupstest.StartKeyed(t)
+	n := serveEngine(t, engine, nil)
+	if code := postJSON(t, n.url+"/api/v1/configure", map[string]any{"queue": "vault",
+		"options": map[string]any{"encryptionEnabled": true}}, nil); code != 200 {
+		t.Fatalf("configure: %d", code)
+	}
+	const mark = "TIMER-MARK-83a1"
+	payload := base64.StdEncoding.EncodeToString([]byte(`{"t":"` + mark + `"}`))
+	if code := postJSON(t, n.url+"/api/v1/timers", map[string]any{"operations": []map[string]any{{"op": "schedule",
+		"queue": "vault", "timerKey": "k1", "delayMs": 0, "payload": payload}}}, nil); code != 200 {
+		t.Fatalf("schedule: %d", code)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	var pa popAnswer
+	for {
+		pa = popAnswer{}
+		if code := getJSON(t, n.url+"/api/v1/pop/queue/vault?batch=1", &pa); code == 200 && len(pa.Messages) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the timer did not fire")
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the fire, bounded by the deadline
+	}
+	if !strings.Contains(string(pa.Messages[0].Data), mark) {
+		t.Fatalf("fired: %s", pa.Messages[0].Data)
+	}
+	host.Close()
+	if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
+		t.Errorf("%s in clear on disk: %v", mark, hits)
 	}
 }
