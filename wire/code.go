@@ -28,7 +28,8 @@ const (
 	CodeNotFound          Code = 14 // generic lookup miss (groups, DLQ rows, ...)
 	CodeConflict          Code = 15 // a precondition on state did not hold
 	CodeUnknownProducer   Code = 16 // a producer sequence past 0 from a producer with no state
-	CodeSealRequired      Code = 17 // unsealed records for a queue whose options now ask for encryption
+	CodeSequenceAhead     Code = 17 // a producer sequence past the next one: an earlier batch is still on its way
+	CodeSealRequired      Code = 18 // unsealed records for a queue whose options now ask for encryption
 )
 
 // Sentinel errors, one per non-OK code.
@@ -49,6 +50,7 @@ var (
 	ErrNotFound          = errors.New("not found")
 	ErrConflict          = errors.New("conflict")
 	ErrUnknownProducer   = errors.New("no state for the producer: it expired or never produced here")
+	ErrSequenceAhead     = errors.New("sequence ahead of the producer's next: an earlier batch has not landed yet; retry")
 	ErrSealRequired      = errors.New("the queue's encryption was just turned on: the records must be sealed; retry")
 	ErrUnknownCode       = errors.New("unknown outcome code")
 )
@@ -71,6 +73,7 @@ var codeErrors = [...]error{
 	CodeNotFound:          ErrNotFound,
 	CodeConflict:          ErrConflict,
 	CodeUnknownProducer:   ErrUnknownProducer,
+	CodeSequenceAhead:     ErrSequenceAhead,
 	CodeSealRequired:      ErrSealRequired,
 }
 

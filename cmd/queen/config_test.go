@@ -94,6 +94,7 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_KAFKA_ADVERTISED_ADDR": {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
 		"QUEEN_KAFKA_TLS_CERT":        {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
 		"QUEEN_KAFKA_SASL":            {"QUEEN_KAFKA_SASL": "scram"},
+		"QUEEN_KAFKA_SASL_USERS":      {"QUEEN_KAFKA_SASL": "plain,scram-sha-512"},
 		"QUEEN_TENANCY_HEADER":        {"QUEEN_TENANCY_HEADER": "true"},
 		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
 		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
@@ -109,6 +110,7 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_HTTP_MAX_CONNS_PER_IP":                 {"QUEEN_HTTP_MAX_CONNS_PER_IP": "-1"},
 		"QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS":        {"QUEEN_MAX_PUSH_ITEMS": "500", "QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS": "100"},
 		"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST":      {"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST": "0"},
+		"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES":       {"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES": "1"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -305,5 +307,17 @@ func TestMembershipSettings(t *testing.T) {
 	_, err = loadConfig(lookup(map[string]string{"QUEEN_RAFT_JOIN": "true", "QUEEN_RAFT_FORCE_RECOVER": "true"}))
 	if err == nil || !strings.Contains(err.Error(), "QUEEN_RAFT_FORCE_RECOVER") {
 		t.Fatalf("join with force recover: %v", err)
+	}
+}
+
+// TestKafkaSASLMechanisms: QUEEN_KAFKA_SASL lists mechanisms; OAUTHBEARER
+// tokens are broker JWTs, so it needs JWT_ENABLED.
+func TestKafkaSASLMechanisms(t *testing.T) {
+	cfg, err := loadConfig(lookup(map[string]string{"QUEEN_KAFKA_SASL": "plain, scram-sha-256", "QUEEN_KAFKA_SASL_USERS": "u:p"}))
+	if err != nil || !cfg.Kafka.SASLPlain || !cfg.Kafka.SASLScram || cfg.Kafka.SASLBearer || cfg.Kafka.SASL != "plain,scram-sha-256" {
+		t.Fatalf("%v %+v", err, cfg.Kafka)
+	}
+	if _, err := loadConfig(lookup(map[string]string{"QUEEN_KAFKA_SASL": "oauthbearer"})); err == nil || !strings.Contains(err.Error(), "JWT_ENABLED") {
+		t.Fatalf("OAUTHBEARER without broker JWT: %v", err)
 	}
 }

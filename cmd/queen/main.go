@@ -78,14 +78,11 @@ func run() int {
 		log.Error("boot: http listener", "err", err)
 		return 1
 	}
-	if cfg.Kafka.SASL == "plain" {
-		// Decision 9: with broker JWT on, the SASL password is a token and
-		// its roles limit the connection; otherwise the static user table.
-		if verifier.Enabled() {
-			cfg.Kafka.Broker.Listener.Authenticate = broker.BrokerJWTs(verifier, cfg.HTTP.TenancyHeader)
-		} else {
-			cfg.Kafka.Broker.Listener.Authenticate = broker.StaticUsers(cfg.Kafka.SASLUsers, cfg.HTTP.TenancyHeader)
-		}
+	if err := setKafkaAuth(&cfg.Kafka, verifier, cfg.HTTP.TenancyHeader); err != nil {
+		_ = srv.Shutdown(context.Background())
+		host.Close()
+		log.Error("boot: kafka SASL", "err", err)
+		return 1
 	}
 	kb, err := broker.New(cfg.Kafka.Broker, engine, log)
 	if err == nil {
@@ -242,8 +239,8 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		log.Warn("config: QUEEN_KAFKA_ALLOW_ANONYMOUS=true: the Kafka port accepts unauthenticated clients "+
 			"(produce, fetch, DeleteTopics) while JWT_ENABLED=true protects HTTP", "addr", k.Broker.Listener.Addr)
 	}
-	if k.SASL != "" && k.TLSCert == "" {
-		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
+	if (k.SASLPlain || k.SASLBearer) && k.TLSCert == "" {
+		log.Warn("config: SASL/PLAIN or OAUTHBEARER on a plaintext Kafka listener sends passwords and tokens in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}
 	if cfg.Raft.Token == "" && !loopbackOnly(cfg.Raft.ListenAddr) {
 		log.Warn("config: the raft listener is reachable beyond loopback and QUEEN_RAFT_TOKEN is unset: "+

@@ -51,6 +51,10 @@ type Config struct {
 	// (QUEEN_KAFKA_MAX_TENANT_PARTITIONS); see partition_caps.go.
 	MaxPartitionsPerRequest int
 	MaxTenantPartitions     int
+	// TenantMaxInflightBytes bounds one tenant's produce record bytes in
+	// flight on the node, in tenancy mode (tenant_inflight.go,
+	// QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES).
+	TenantMaxInflightBytes int
 	// DedupWindow is how long idempotent-producer sequences are remembered
 	// (QUEEN_KAFKA_DEDUP_WINDOW_SECONDS).
 	DedupWindow time.Duration
@@ -103,6 +107,9 @@ func (c *Config) setDefaults() {
 	if c.MaxTenantPartitions <= 0 {
 		c.MaxTenantPartitions = DefaultMaxTenantPartitions
 	}
+	if c.TenantMaxInflightBytes <= 0 {
+		c.TenantMaxInflightBytes = DefaultTenantMaxInflightBytes
+	}
 	if c.DedupWindow <= 0 {
 		c.DedupWindow = DefaultDedupWindow
 	}
@@ -129,6 +136,8 @@ type Broker struct {
 	ids    msgIDs
 	parts  partitionCache
 	groups *coordinators // consumer-group coordination (group_coordination.go)
+	// inflight bounds each tenant's produce bytes in flight.
+	inflight *tenantInflight
 
 	// ctx ends with Close: the broker's own goroutines (node registration,
 	// the transaction reaper) stop on it.
@@ -150,7 +159,8 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel}
+	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel,
+		inflight: newTenantInflight(cfg.TenantMaxInflightBytes)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {

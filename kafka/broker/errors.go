@@ -52,6 +52,8 @@ func errorCode(err error) int16 {
 		// Retriable, nothing was stored: the retry is sealed, this
 		// node's replica now having the configure the refusal met.
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, wire.ErrSequenceAhead):
+		return kerr.NotEnoughReplicas.Code // retriable: nothing was written, an earlier batch is on its way
 	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code // may or may not have been written
 	case errors.Is(err, raftgroups.ErrTooLarge):
