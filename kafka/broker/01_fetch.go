@@ -193,7 +193,7 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, fp *kmsg.FetchRequ
 				readErr = err
 				return false
 			}
-			b.engine.OpenPayload(&rec)
+			b.engine.OpenRecord(&rec)
 			if len(scratch) == 0 {
 				first = off
 			}

@@ -69,8 +69,8 @@ func storedSize(b *records.Batch) int {
 // appendStored appends a produced batch's records in their stored form
 // (spec decision 3): the value bytes as they are, the key, the headers and
 // the producer's timestamp, each record with a fresh message id. With seal
-// (the queue is encrypted, spec §5.3) values are sealed here, before any
-// proposal.
+// (the queue is encrypted, spec §5.3) each record is sealed whole here
+// (value, key, headers, timestamp), before any proposal.
 func (b *Broker) appendStored(dst []byte, batch *records.Batch, seal bool) ([]byte, error) {
 	ms := time.Now().UnixMilli()
 	v := b.ids.reserve(len(batch.Records))
@@ -87,12 +87,6 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch, seal bool) ([]by
 		}
 		if r.Value == nil {
 			rec.Flags |= wire.FlagNullValue
-		} else if seal {
-			sealed, flag, err := b.engine.SealPayload(r.Value)
-			if err != nil {
-				return dst, err
-			}
-			rec.Payload, rec.Flags = sealed, rec.Flags|flag
 		}
 		if len(r.Headers) > 0 {
 			rec.Flags |= wire.FlagHeaders
@@ -101,6 +95,11 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch, seal bool) ([]by
 				hdrs = append(hdrs, wire.Header{Key: h.Key, Value: h.Value})
 			}
 			rec.Headers = hdrs
+		}
+		if seal {
+			if err := b.engine.SealRecord(&rec); err != nil {
+				return dst, err
+			}
 		}
 		dst = wire.AppendRecord(dst, &rec)
 	}
