@@ -69,7 +69,6 @@ func (h *Host) Promote(ctx context.Context, ids []uint64, force bool, maxLag uin
 	if err := h.readViews(ctx); err != nil {
 		return err
 	}
-	regs := h.groups[0].store.MemberHTTPAddrs()
 	for _, id := range ids {
 		for _, g := range h.groups {
 			v := g.view.Load()
@@ -82,7 +81,7 @@ func (h *Host) Promote(ctx context.Context, ids []uint64, force bool, maxLag uin
 		if force {
 			continue
 		}
-		lag, err := h.memberLag(ctx, id, h.httpAddr(id, regs))
+		lag, err := h.memberLag(ctx, id)
 		if err != nil {
 			return fmt.Errorf("%w: node %d: %v", ErrLearnerBehind, id, err)
 		}
@@ -209,12 +208,11 @@ func (h *Host) SetVoters(ctx context.Context, voters []uint64, force bool, maxLa
 }
 
 // checkLiveMajority refuses a voter set of which fewer than a majority
-// answer on their HTTP door: the groups could not commit afterwards.
+// answer over the node channel: the groups could not commit afterwards.
 func (h *Host) checkLiveMajority(ctx context.Context, voters []uint64) error {
-	regs := h.groups[0].store.MemberHTTPAddrs()
 	live := 0
 	for _, id := range voters {
-		if _, err := h.memberLag(ctx, id, h.httpAddr(id, regs)); err == nil {
+		if _, err := h.memberLag(ctx, id); err == nil {
 			live++
 		}
 	}

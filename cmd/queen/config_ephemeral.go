@@ -9,8 +9,9 @@ import (
 )
 
 // ephemeralConfig reads the ephemeral queues' variables (spec §8.3). The
-// peers and the token are the raft ones: every voter holds ephemeral
-// partitions and the hand-over calls carry QUEEN_RAFT_TOKEN (spec §4.2).
+// peers are the raft ones: every voter holds ephemeral partitions, and the
+// calls between them go over the node channel, which carries
+// QUEEN_RAFT_TOKEN (spec §4.2) and TLS between nodes.
 func (e *env) ephemeralConfig(r raftgroups.Config) api.EphemeralConfig {
 	c := api.EphemeralConfig{
 		Store: ephemeral.Config{
@@ -25,15 +26,13 @@ func (e *env) ephemeralConfig(r raftgroups.Config) api.EphemeralConfig {
 			ImplicitIdle: time.Duration(e.int("QUEEN_EPHEMERAL_IMPLICIT_IDLE_S", 300, 1, 1<<31-1)) * time.Second,
 		},
 		NodeID:          r.NodeID,
-		Token:           r.Token,
-		AcceptTokens:    r.AcceptTokens,
 		MemberTTL:       e.millis("QUEEN_EPHEMERAL_MEMBER_TTL_MS", 4*time.Second, 200*time.Millisecond, 10*time.Minute),
 		HandoverTimeout: 15 * time.Second,
 		Rate:            e.int("QUEEN_EPHEMERAL_RATE", 5000, 0, 1<<30),
 		Burst:           e.int("QUEEN_EPHEMERAL_BURST", 10000, 1, 1<<30),
 	}
 	for _, p := range r.Peers {
-		c.Peers = append(c.Peers, api.EphemeralPeer{ID: p.ID, HTTPAddr: p.HTTPAddr})
+		c.Peers = append(c.Peers, p.ID)
 	}
 	return c
 }

@@ -65,10 +65,10 @@ func run() int {
 		log.Info("encryption service initialized (AES-256-GCM)")
 	}
 	// Ephemeral queues follow the membership, not only QUEEN_RAFT_PEERS.
-	cfg.HTTP.Ephemeral.PeersFunc = func() []api.EphemeralPeer {
-		var out []api.EphemeralPeer
+	cfg.HTTP.Ephemeral.PeersFunc = func() []uint64 {
+		var out []uint64
 		for _, p := range host.Peers() {
-			out = append(out, api.EphemeralPeer{ID: p.ID, HTTPAddr: p.HTTPAddr})
+			out = append(out, p.ID)
 		}
 		return out
 	}

@@ -14,25 +14,29 @@ import (
 	"github.com/queen-mq/queen/crypto/authn"
 )
 
-// routeMetrics are one route's request counters and latency histogram.
+// routeMetrics are one route's request counters and latency histogram,
+// named family_requests_total and family_request_duration_seconds:
+// queen_http for the broker port, queen_node for the node routes peers call.
 type routeMetrics struct {
 	set      *metrics.Set
+	family   string
 	label    string
 	duration *metrics.Histogram
 }
 
-func newRouteMetrics(set *metrics.Set, rt route) *routeMetrics {
+func newRouteMetrics(set *metrics.Set, family string, rt route) *routeMetrics {
 	label := fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)
 	return &routeMetrics{
 		set:      set,
+		family:   family,
 		label:    label,
-		duration: set.NewHistogram(`queen_http_request_duration_seconds{` + label + `}`),
+		duration: set.NewHistogram(family + `_request_duration_seconds{` + label + `}`),
 	}
 }
 
 func (m *routeMetrics) observe(status int, start time.Time) {
 	m.duration.UpdateDuration(start)
-	m.set.GetOrCreateCounter(`queen_http_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
+	m.set.GetOrCreateCounter(m.family + `_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
 }
 
 // metricsPrometheus is GET /metrics/prometheus: request metrics, raft state
