@@ -125,7 +125,30 @@ func ephCluster(t *testing.T, env map[string]string) *harness.Cluster {
 	for k, v := range env {
 		base[k] = v
 	}
-	return startCluster(t, harness.Options{Nodes: 3, Env: base})
+	c := startCluster(t, harness.Options{Nodes: 3, Env: base})
+	// The tenancy header makes QUEEN_EPHEMERAL_REQUIRE_GRANT default on:
+	// the operator grants both tenants on one node, and every node knows
+	// once raft applied it.
+	ctx := deadline(t, time.Minute)
+	for _, tenant := range []string{tenantA, tenantB} {
+		grant := map[string]any{"tenant": tenant, "kind": "ephemeral"}
+		if code, _, b := ephCall(ctx, t, "POST", c.Nodes[0].URL()+"/api/v1/system/quota", "", grant, nil); code != 200 {
+			t.Fatalf("grant %s: %d %s", tenant, code, b)
+		}
+		err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+			for _, n := range c.Nodes {
+				var q struct{ Granted bool }
+				if code, _, _ := ephCall(ctx, t, "GET", n.URL()+"/api/v1/system/quota?kind=ephemeral&tenant="+tenant, "", nil, &q); code != 200 || !q.Granted {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("the grant of %s never reached every node: %v", tenant, err)
+		}
+	}
+	return c
 }
 
 // Push, pop and ack on three nodes through any node: every partition lives

@@ -12,7 +12,9 @@ import (
 // peers are the raft ones: every voter holds ephemeral partitions, and the
 // calls between them go over the node channel, which carries
 // QUEEN_RAFT_TOKEN (spec §4.2) and TLS between nodes.
-func (e *env) ephemeralConfig(r raftgroups.Config) api.EphemeralConfig {
+// QUEEN_EPHEMERAL_REQUIRE_GRANT defaults to the tenancy header flag (spec
+// §5.4): behind a proxy, a tenant needs an operator's grant.
+func (e *env) ephemeralConfig(r raftgroups.Config, tenancyHeader bool) api.EphemeralConfig {
 	c := api.EphemeralConfig{
 		Store: ephemeral.Config{
 			MaxBytes: int64(e.int("QUEEN_EPHEMERAL_MAX_BYTES", 256<<20, 1<<10, 1<<40)),
@@ -30,6 +32,7 @@ func (e *env) ephemeralConfig(r raftgroups.Config) api.EphemeralConfig {
 		HandoverTimeout: 15 * time.Second,
 		Rate:            e.int("QUEEN_EPHEMERAL_RATE", 5000, 0, 1<<30),
 		Burst:           e.int("QUEEN_EPHEMERAL_BURST", 10000, 1, 1<<30),
+		RequireGrant:    e.bool("QUEEN_EPHEMERAL_REQUIRE_GRANT", tenancyHeader),
 	}
 	for _, p := range r.Peers {
 		c.Peers = append(c.Peers, p.ID)

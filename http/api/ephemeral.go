@@ -53,6 +53,9 @@ func (s *Server) ephBegin(ctx *fasthttp.RequestCtx) (ephReq, error) {
 		if !s.eph.enabled.Load() {
 			return ephReq{}, errEphDisabled
 		}
+		if s.eph.cfg.RequireGrant && !s.ephGranted(tenant) {
+			return ephReq{}, errEphNotGranted
+		}
 	}
 	return ephReq{tenant: tenant, hops: hops, forwarded: fwd}, nil
 }
@@ -601,8 +604,9 @@ func (s *Server) ephSystemGet(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// ephSystemSet flips the switch on every node: here at once, on the
-// live peers by an immediate probe, on the rest when they next probe.
+// ephSystemSet flips the switch on every node: in raft first, so it
+// survives restarts, then here at once, on the live peers by an immediate
+// probe, on the rest when they next probe or read it from raft.
 func (s *Server) ephSystemSet(ctx *fasthttp.RequestCtx) error {
 	var body struct {
 		Enabled *bool `json:"enabled"`
@@ -613,7 +617,17 @@ func (s *Server) ephSystemSet(ctx *fasthttp.RequestCtx) error {
 	if body.Enabled == nil {
 		return badRequest("enabled (true or false) is required")
 	}
-	s.eph.setSwitch(*body.Enabled)
+	sw := ephSwitch{Enabled: *body.Enabled, Stamp: time.Now().UnixNano()}
+	if s.engine != nil {
+		b, _ := json.Marshal(sw)
+		c, cancel := s.requestCtx(s.cfg.RequestTimeout)
+		err := s.systemPut(c, ephSwitchKey, b)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	s.eph.setSwitch(sw.Enabled, sw.Stamp)
 	return s.ephSystemGet(ctx)
 }
 

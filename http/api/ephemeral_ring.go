@@ -40,6 +40,9 @@ type EphemeralConfig struct {
 	// Rate and Burst limit each tenant's pushed messages per node
 	// (QUEEN_EPHEMERAL_RATE, _BURST); Rate 0 is no limit.
 	Rate, Burst int
+	// RequireGrant admits only tenants an operator granted ephemeral
+	// queues (QUEEN_EPHEMERAL_REQUIRE_GRANT; system_settings.go).
+	RequireGrant bool
 }
 
 // Headers of relayed ephemeral requests. A request a peer relayed over the
@@ -74,6 +77,10 @@ type ring struct {
 	leaving   atomic.Bool
 	enabled   atomic.Bool
 	switchVer atomic.Int64 // the system switch's stamp: the newest wins
+	// stored, when set, reads the switch as raft keeps it (durable across
+	// restarts); it is merged like a peer's gossip, the newest stamp
+	// winning.
+	stored func() (ephSwitch, bool)
 
 	stop chan struct{}
 	done chan struct{}
@@ -198,15 +205,26 @@ func (r *ring) mergeSwitch(enabled bool, ver int64) {
 }
 
 // setSwitch flips the system switch here and tells the peers at once.
-func (r *ring) setSwitch(enabled bool) {
-	r.mergeSwitch(enabled, time.Now().UnixNano())
+func (r *ring) setSwitch(enabled bool, stamp int64) {
+	r.mergeSwitch(enabled, stamp)
 	r.probe()
+}
+
+// mergeStored merges the durable switch, if there is one.
+func (r *ring) mergeStored() {
+	if r.stored == nil {
+		return
+	}
+	if sw, ok := r.stored(); ok {
+		r.mergeSwitch(sw.Enabled, sw.Stamp)
+	}
 }
 
 // start probes the peers once, so the first requests are routed with a
 // known live set, then runs the loop.
 func (r *ring) start() {
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	r.mergeStored()
 	r.probe()
 	go r.loop()
 }
@@ -228,6 +246,9 @@ func (r *ring) loop() {
 			// not in QUEEN_RAFT_PEERS.
 			r.setPeers(r.cfg.PeersFunc())
 		}
+		// A restarted node, or one that missed the gossip, takes the
+		// switch from raft.
+		r.mergeStored()
 		r.probe()
 		now := time.Now()
 		r.store.Sweep(now)

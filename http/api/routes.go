@@ -125,6 +125,8 @@ func (s *Server) routes() []route {
 		{get, "/api/v1/ephemeral/queues/{queue}/depth", authn.LevelReadOnly, s.ephDepth},
 		{get, "/api/v1/system/ephemeral", authn.LevelAdmin, s.ephSystemGet},
 		{post, "/api/v1/system/ephemeral", authn.LevelAdmin, s.ephSystemSet},
+		{get, "/api/v1/system/quota", authn.LevelAdmin, s.quotaGet},
+		{post, "/api/v1/system/quota", authn.LevelAdmin, s.quotaSet},
 	}
 }
 

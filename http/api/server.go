@@ -133,6 +133,9 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	s.metrics.NewGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.eph = newRing(cfg.Ephemeral, s.node, log)
+	if engine != nil {
+		s.eph.stored = s.storedEphSwitch
+	}
 	r := router.New()
 	r.HandleMethodNotAllowed = false // an unknown method+path is an unknown route: 404
 	r.RedirectTrailingSlash = false
