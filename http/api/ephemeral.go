@@ -94,7 +94,7 @@ func (rq ephReq) relayHeader() http.Header {
 // ephCall runs the client's request, with body, on peer id's node route of
 // the same path and query, on behalf of rq's tenant.
 func (s *Server) ephCall(ctx *fasthttp.RequestCtx, id uint64, rq ephReq, body []byte) (int, []byte, error) {
-	route := relayedRoute(string(ctx.Path()))
+	route := relayedRoute(string(ctx.URI().PathOriginal()))
 	if q := ctx.URI().QueryString(); len(q) > 0 {
 		route += "?" + string(q)
 	}

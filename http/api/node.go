@@ -46,7 +46,9 @@ func fromPeer(ctx *fasthttp.RequestCtx) bool {
 var relayedPrefixes = []string{"/api/v1/system/raft/", "/api/v1/"}
 
 // relayedRoute is the node route of a public path a peer relays, or "";
-// a node route's path (a relayed request relayed on) is its own.
+// a node route's path (a relayed request relayed on) is its own. path is
+// as the client sent it (escaped), as the router matches it, so the peer
+// sees the same path arguments.
 func relayedRoute(path string) string {
 	if rest, ok := strings.CutPrefix(path, raftgroups.NodePath("")); ok {
 		return rest
@@ -195,7 +197,7 @@ func callPeer(ctx context.Context, link NodeLink, id uint64, method, route strin
 // path and query, with header, and copies the answer's status, content
 // type, the headers in keep and body to the client.
 func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, timeout time.Duration, keep ...string) (int, error) {
-	route := relayedRoute(string(ctx.Path()))
+	route := relayedRoute(string(ctx.URI().PathOriginal()))
 	if q := ctx.URI().QueryString(); len(q) > 0 {
 		route += "?" + string(q)
 	}
