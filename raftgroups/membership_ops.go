@@ -197,11 +197,26 @@ func (h *Host) SetVoters(ctx context.Context, voters []uint64, force bool, maxLa
 			return err
 		}
 	}
+	// This node goes last: once it has left group 0 it can read and change
+	// no group's membership any more, and the leader serving the request
+	// may be one of the voters to remove.
+	var leave []uint64
+	self := false
 	for _, id := range h.voterIDs() {
-		if !want[id] {
-			if err := h.Remove(ctx, id, true); err != nil { // the live majority was checked above
-				return err
-			}
+		switch {
+		case want[id]:
+		case id == h.cfg.NodeID:
+			self = true
+		default:
+			leave = append(leave, id)
+		}
+	}
+	if self {
+		leave = append(leave, h.cfg.NodeID)
+	}
+	for _, id := range leave {
+		if err := h.Remove(ctx, id, true); err != nil { // the live majority was checked above
+			return err
 		}
 	}
 	return nil
