@@ -28,22 +28,27 @@ type figures struct {
 
 	Lost, Duplicated, Reordered, Phantom, Misplaced, Diverged int
 	Unconsumed, Undelivered, AckedTwice, MinorityAcks         int
+	// ProducerResets counts the times a broker answer made an idempotent
+	// producer give up its sequence (OUT_OF_ORDER_SEQUENCE_NUMBER or
+	// UNKNOWN_PRODUCER_ID): clients take that as data loss, and a
+	// committed batch is never lost here, so it is always a broker fault.
+	ProducerResets int
 }
 
 func (f *figures) violations() int {
 	return f.Lost + f.Duplicated + f.Reordered + f.Phantom + f.Misplaced + f.Diverged +
-		f.Unconsumed + f.Undelivered + f.AckedTwice + f.MinorityAcks
+		f.Unconsumed + f.Undelivered + f.AckedTwice + f.MinorityAcks + f.ProducerResets
 }
 
 func (f *figures) String() string {
 	return fmt.Sprintf("FAULT-FIGURES fault=%s rounds=%d kafka_sent=%d kafka_acked=%d kafka_failed=%d kafka_consumed=%d "+
 		"http_sent=%d http_acked=%d http_unknown=%d http_delivered=%d http_redelivered=%d http_consumer_acks=%d "+
 		"checked=%d lost=%d duplicated=%d reordered=%d phantom=%d misplaced=%d diverged=%d "+
-		"unconsumed=%d undelivered=%d acked_twice=%d minority_acks=%d",
+		"unconsumed=%d undelivered=%d acked_twice=%d minority_acks=%d producer_resets=%d",
 		f.Fault, f.Rounds, f.KafkaSent, f.KafkaAcked, f.KafkaFailed, f.KafkaConsumed,
 		f.HTTPSent, f.HTTPAcked, f.HTTPUnknown, f.HTTPDelivered, f.HTTPRedelivered, f.HTTPConsumerAcks,
 		f.Checked, f.Lost, f.Duplicated, f.Reordered, f.Phantom, f.Misplaced, f.Diverged,
-		f.Unconsumed, f.Undelivered, f.AckedTwice, f.MinorityAcks)
+		f.Unconsumed, f.Undelivered, f.AckedTwice, f.MinorityAcks, f.ProducerResets)
 }
 
 // faultRounds reads a round count from the environment (the long run sets
@@ -102,6 +107,9 @@ func (w *workload) finish(ctx context.Context, f *figures) {
 		t.Errorf("consumers did not drain: %s", why)
 	}
 	w.stop()
+	if f.ProducerResets = w.klog.producerResets(); f.ProducerResets > 0 {
+		t.Errorf("%d idempotent producer resets (%q in the client log):\n%s", f.ProducerResets, producerResetLine, w.klog.tail(4000))
+	}
 	w.checkLogs(ctx, f)
 	w.countConsumption(f)
 

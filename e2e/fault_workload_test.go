@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -70,19 +71,33 @@ type workload struct {
 
 // ringLog keeps the last max bytes written to it.
 type ringLog struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
+	mu     sync.Mutex
+	max    int
+	b      []byte
+	resets int // producerResetLine lines, over the whole run
 }
+
+// producerResetLine is what franz-go logs when a produce answer makes it
+// drop its producer id and sequences.
+const producerResetLine = "failing the producer ID"
 
 func (r *ringLog) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if bytes.Contains(p, []byte(producerResetLine)) {
+		r.resets++
+	}
 	r.b = append(r.b, p...)
 	if len(r.b) > r.max {
 		r.b = append(r.b[:0], r.b[len(r.b)-r.max/2:]...)
 	}
 	return len(p), nil
+}
+
+func (r *ringLog) producerResets() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.resets
 }
 
 func (r *ringLog) tail(n int) string {

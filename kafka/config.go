@@ -66,6 +66,15 @@ type Principal struct {
 // SASL_AUTHENTICATION_FAILED without the error's text, which is logged.
 type PlainAuthenticator func(ctx context.Context, user, password string) (Principal, error)
 
+// ScramCredentials looks up the SCRAM credential of a user for a
+// mechanism, SCRAM-SHA-256 or SCRAM-SHA-512, and the principal its login
+// acts as. An error refuses the login as wrong credentials would.
+type ScramCredentials func(ctx context.Context, mechanism, user string) (ScramCredential, Principal, error)
+
+// BearerAuthenticator checks an OAUTHBEARER token (RFC 7628). An error
+// refuses the login; its text is logged, not sent.
+type BearerAuthenticator func(ctx context.Context, token string) (Principal, error)
+
 // Config configures a Server. The zero value of each field picks its default.
 type Config struct {
 	// Addr is the listen address, host:port (":9092"; "127.0.0.1:0" for a
@@ -100,10 +109,13 @@ type Config struct {
 	IdleTimeout time.Duration
 	// TLS, when set, makes the listener speak TLS only.
 	TLS *tls.Config
-	// Authenticate, when set, turns on SASL/PLAIN: until a connection
-	// authenticates it may only send ApiVersions, SaslHandshake and
-	// SaslAuthenticate.
+	// Authenticate, when set, offers SASL/PLAIN; Scram SCRAM-SHA-256 and
+	// SCRAM-SHA-512; Bearer OAUTHBEARER. With any of them set SASL is on:
+	// until a connection authenticates it may only send ApiVersions,
+	// SaslHandshake and SaslAuthenticate.
 	Authenticate PlainAuthenticator
+	Scram        ScramCredentials
+	Bearer       BearerAuthenticator
 	// Logger receives connection-level events; nil discards them.
 	Logger *slog.Logger
 }

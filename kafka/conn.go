@@ -60,6 +60,8 @@ type Conn struct {
 
 	mu            sync.Mutex
 	sasl          saslStage
+	mechanism     string      // chosen by the last SaslHandshake
+	scram         *scramLogin // a SCRAM exchange under way (sasl_scram.go)
 	authenticated bool
 	principal     Principal
 	// authBy is when the connection must have logged in, or logged in

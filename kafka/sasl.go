@@ -25,8 +25,28 @@ const (
 	maxLoggedError = 256
 )
 
-// mechanismPlain is the only mechanism queen offers.
-const mechanismPlain = "PLAIN"
+// The SASL mechanisms queen offers, as SaslHandshake names them.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+	MechanismOAuthBearer = "OAUTHBEARER"
+)
+
+// mechanisms lists the mechanisms c turns on, in the order offered.
+func (c Config) mechanisms() []string {
+	var out []string
+	if c.Authenticate != nil {
+		out = append(out, MechanismPlain)
+	}
+	if c.Scram != nil {
+		out = append(out, MechanismScramSHA256, MechanismScramSHA512)
+	}
+	if c.Bearer != nil {
+		out = append(out, MechanismOAuthBearer)
+	}
+	return out
+}
 
 func (c *Conn) saslStage() saslStage {
 	c.mu.Lock()
@@ -43,12 +63,9 @@ func (c *Conn) authState(now time.Time) (stage saslStage, authenticated, expired
 }
 
 // authenticatePlain checks a PLAIN token (RFC 4616: authzid NUL user NUL
-// password) with the configured authenticator and, on success, marks the
-// connection authenticated until the credentials expire; after (stage)
-// is the stage it reaches. On an authenticated connection it is a
-// re-authentication (KIP-368), which must name the same user, as Kafka
-// requires the same principal. The error text is meant for the client; the
-// authenticator's own error is only logged.
+// password) with the configured authenticator and, on success, logs the
+// connection in (see login); after is the stage it reaches. The error text
+// is meant for the client; the authenticator's own error is only logged.
 func (c *Conn) authenticatePlain(ctx context.Context, token []byte, after saslStage) error {
 	parts := bytes.Split(token, []byte{0})
 	if len(parts) != 3 {
@@ -63,27 +80,39 @@ func (c *Conn) authenticatePlain(ctx context.Context, token []byte, after saslSt
 	}
 	principal, err := c.srv.cfg.Authenticate(ctx, user, password)
 	if err != nil {
-		// The user name is the client's choice, up to the pre-login frame
-		// cap, and refusals come as fast as it can reconnect: log a bounded
-		// prefix, at most one line a second.
-		if ok, held := c.srv.refusals.pass(time.Now()); ok {
-			c.log.Info("kafka SASL/PLAIN authentication refused", "user", clip(user, maxLoggedName),
-				"err", clip(err.Error(), maxLoggedError), "refusals_not_logged", held)
-		}
+		c.refused(MechanismPlain, user, err)
 		return errors.New("invalid username or password")
 	}
 	if principal.User == "" {
 		principal.User = user
 	}
+	return c.login(MechanismPlain, principal, after)
+}
+
+// refused logs a refused login. The user name is the client's choice, up
+// to the pre-login frame cap, and refusals come as fast as it can
+// reconnect: a bounded prefix is logged, at most one line a second.
+func (c *Conn) refused(mechanism, user string, err error) {
+	if ok, held := c.srv.refusals.pass(time.Now()); ok {
+		c.log.Info("kafka SASL authentication refused", "mechanism", mechanism, "user", clip(user, maxLoggedName),
+			"err", clip(err.Error(), maxLoggedError), "refusals_not_logged", held)
+	}
+}
+
+// login marks the connection authenticated as principal until its
+// credentials expire, at stage after. On an authenticated connection it is
+// a re-authentication (KIP-368), which must name the same user, as Kafka
+// requires the same principal.
+func (c *Conn) login(mechanism string, principal Principal, after saslStage) error {
 	if !principal.Expires.IsZero() && !time.Now().Before(principal.Expires) {
-		c.log.Info("kafka SASL/PLAIN authentication refused: the credentials expired", "user", user)
+		c.log.Info("kafka SASL authentication refused: the credentials expired", "mechanism", mechanism, "user", principal.User)
 		return errors.New("the credentials expired")
 	}
 	c.mu.Lock()
 	if c.authenticated && c.principal.User != principal.User {
 		was := c.principal.User
 		c.mu.Unlock()
-		c.log.Info("kafka SASL/PLAIN re-authentication refused: another user", "user", principal.User, "was", was)
+		c.log.Info("kafka SASL re-authentication refused: another user", "mechanism", mechanism, "user", principal.User, "was", was)
 		return errors.New("re-authentication must keep the user name")
 	}
 	reauth := c.authenticated
@@ -91,7 +120,7 @@ func (c *Conn) authenticatePlain(ctx context.Context, token []byte, after saslSt
 	c.authenticateByLocked(principal.Expires)
 	c.mu.Unlock()
 	c.srv.loggedIn(c)
-	c.log.Debug("kafka SASL/PLAIN authenticated", "user", principal.User, "again", reauth, "expires", principal.Expires)
+	c.log.Debug("kafka SASL authenticated", "mechanism", mechanism, "user", principal.User, "again", reauth, "expires", principal.Expires)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,7 @@ func NewServer(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		handlers:    map[int16]Handler{keyApiVersions: handleApiVersions},
 		budget:      newByteBudget(cfg.MaxBufferedRequestBytes),
-		saslEnabled: cfg.Authenticate != nil,
+		saslEnabled: len(cfg.mechanisms()) > 0,
 		ctx:         ctx,
 		cancel:      cancel,
 		conns:       map[*Conn]struct{}{},
@@ -136,10 +137,12 @@ func (s *Server) Start() error {
 	s.advertised = advertisedVersions(s.handlers)
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
-	s.log.Info("kafka listener started", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil,
-		"sasl", s.saslEnabled, "api_keys", len(s.advertised))
-	if s.saslEnabled && s.cfg.TLS == nil {
-		s.log.Warn("kafka SASL/PLAIN is on over plaintext: passwords cross the network in clear")
+	s.log.Info("boot: kafka listener started", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil,
+		"sasl", strings.Join(s.cfg.mechanisms(), ","), "api_keys", len(s.advertised))
+	if (s.cfg.Authenticate != nil || s.cfg.Bearer != nil) && s.cfg.TLS == nil {
+		// SCRAM never sends the password; PLAIN and OAUTHBEARER do send
+		// what logs in.
+		s.log.Warn("kafka SASL/PLAIN or OAUTHBEARER is on over plaintext: passwords and tokens cross the network in clear")
 	}
 	return nil
 }

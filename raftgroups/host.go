@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/plugin/tan"
@@ -114,6 +115,14 @@ type Config struct {
 	RelocateEvery time.Duration
 
 	Logger *slog.Logger
+	// DragonboatLogLevel is the least level of dragonboat's own lines that
+	// reach Logger (logger.go maps dragonboat's levels first): cmd/queen
+	// sets WARN unless LOG_LEVEL=debug, so a healthy node does not narrate
+	// its elections.
+	DragonboatLogLevel slog.Level
+	// Metrics receives each group's series (metrics.go); cmd/queen passes
+	// the set /metrics/prometheus writes. A private set when nil.
+	Metrics *metrics.Set
 	// CrashAt names a fault point where this process kills itself with
 	// SIGKILL (QUEEN_FAULT_CRASH_AT), so end-to-end tests can stop a real
 	// node between two steps of a protocol. Empty in production.
@@ -148,6 +157,9 @@ func DefaultGroups(nodes, cpus int) int {
 }
 
 func (c *Config) setDefaults() {
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
 	if c.Groups <= 0 {
 		c.Groups = 1
 	}
@@ -210,13 +222,14 @@ func (c *Config) setDefaults() {
 
 // Host runs this node's replica of every raft group.
 type Host struct {
-	cfg    Config
-	log    *slog.Logger
-	groups []*group
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	closed atomic.Bool
-	disk   *diskGuard
+	cfg     Config
+	diskUse diskUseCache
+	log     *slog.Logger
+	groups  []*group
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+	disk    *diskGuard
 	// clock stamps every entry this node proposes and is the "now" it
 	// compares replicated times with (clocksync.go).
 	clock *clock.Clock
@@ -247,6 +260,10 @@ type group struct {
 	// seeded from Peers at boot, refreshed every second and after changes.
 	view     atomic.Pointer[memberView]
 	quorumAt atomic.Int64 // unix ms of the last completed ReadIndex
+	metrics  *groupMetrics
+	// hadLeader is set once this replica has seen a leader: until then a
+	// "no leader" update is the election every boot runs, not news.
+	hadLeader atomic.Bool
 }
 
 // Start opens every group's store and NodeHost and joins (or bootstraps)
@@ -257,7 +274,7 @@ func Start(cfg Config) (*Host, error) {
 	if err := checkPeers(&cfg); err != nil {
 		return nil, err
 	}
-	installDragonboatLogger(cfg.Logger)
+	installDragonboatLogger(cfg.Logger, cfg.DragonboatLogLevel)
 	if _, err := os.Stat("dragonboat-soft-settings.json"); err == nil {
 		cfg.Logger.Warn("raft: dragonboat-soft-settings.json in the working directory overrides raft defaults; remove it")
 	}
@@ -331,7 +348,7 @@ func GroupDir(dir string, n int) string {
 func (h *Host) startGroup(n int) (*group, error) {
 	cfg := &h.cfg
 	dir := GroupDir(cfg.Dir, n)
-	g := &group{n: n, shardID: uint64(n + 1)}
+	g := &group{n: n, shardID: uint64(n + 1), metrics: newGroupMetrics(cfg.Metrics, n)}
 	seed := &memberView{voters: map[uint64]string{}, learners: map[uint64]string{}, removed: map[uint64]bool{}}
 	var self string
 	for _, p := range cfg.Peers {
@@ -374,7 +391,8 @@ func (h *Host) startGroup(n int) (*group, error) {
 		ListenAddress:       listen,
 		MaxSendQueueSize:    128 << 20,
 		MaxReceiveQueueSize: 128 << 20,
-		RaftEventListener:   leaderLogger{log: h.log, group: n, host: h},
+		RaftEventListener:   leaderLogger{log: h.log, group: g, host: h},
+		SystemEventListener: snapshotCounter{m: g.metrics},
 		Expert: config.ExpertConfig{
 			TransportFactory: g.tf,
 			LogDBFactory:     tan.Factory,
@@ -427,8 +445,9 @@ func (h *Host) startGroup(n int) (*group, error) {
 		return nil, fmt.Errorf("raftgroups: group %d start replica: %w", n, err)
 	}
 	g.prop = newProposer(nh, g.shardID, n, cfg, h.disk, h.clock.NowMs)
+	g.prop.latency = g.metrics.proposal
 	g.prop.start()
-	h.log.Info("raft: group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh && !join,
+	h.log.Info("boot: raft group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh && !join,
 		"join", join, "members", len(members), "applied", g.store.Applied())
 	return g, nil
 }
@@ -564,13 +583,19 @@ func (h *Host) closeGroups() {
 // calls it from one goroutine per NodeHost, so nothing in it may block.
 type leaderLogger struct {
 	log   *slog.Logger
-	group int
+	group *group
 	host  *Host
 }
 
 func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {
-	l.log.Info("raft: leader changed", "group", l.group, "leader", info.LeaderID, "term", info.Term)
+	level := slog.LevelInfo
+	if info.LeaderID != 0 {
+		l.group.hadLeader.Store(true)
+	} else if !l.group.hadLeader.Load() {
+		level = slog.LevelDebug // the boot election, not a lost leader
+	}
+	l.log.Log(context.Background(), level, "raft: leader changed", "group", l.group.n, "leader", info.LeaderID, "term", info.Term)
 	if f := l.host.onLeader.Load(); f != nil {
-		(*f)(l.group, info.LeaderID, info.Term)
+		(*f)(l.group.n, info.LeaderID, info.Term)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/client"
 
@@ -53,6 +54,7 @@ type proposer struct {
 	attemptTimeout time.Duration
 	requestTimeout time.Duration
 	disk           *diskGuard
+	latency        *metrics.PrometheusHistogram // stamp to result of each committed entry; nil in tests
 	stop           chan struct{}
 	wg             sync.WaitGroup
 }
@@ -181,7 +183,7 @@ func (p *proposer) run() {
 		go func() {
 			defer p.wg.Done()
 			defer func() { <-p.slots }()
-			p.propose(batch, cmds, data, retryDeadline(stamp, p.requestTimeout), rs, err)
+			p.propose(batch, cmds, data, stamp, retryDeadline(stamp, p.requestTimeout), rs, err)
 		}()
 	}
 }
@@ -215,9 +217,12 @@ func (p *proposer) gather(first *request) ([]*request, int) {
 // request of the batch. Retrying is safe because the state machine
 // recognises the attempts of one proposal in either order (see
 // storage/retries.go).
-func (p *proposer) propose(batch []*request, cmds []wire.Command, data []byte, deadline time.Time, first *dragonboat.RequestState, firstErr error) {
+func (p *proposer) propose(batch []*request, cmds []wire.Command, data []byte, stamp, deadline time.Time, first *dragonboat.RequestState, firstErr error) {
 	results, err := p.proposeEntry(data, deadline, first, firstErr)
 	putEntryBuf(data)
+	if err == nil && p.latency != nil {
+		p.latency.UpdateDuration(stamp)
+	}
 	if err == nil && len(results) != len(cmds) {
 		err = fmt.Errorf("raftgroups: group %d answered %d results for %d commands", p.group, len(results), len(cmds))
 	}

@@ -1,7 +1,9 @@
 package raftgroups
 
 import (
+	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,5 +35,22 @@ func TestGroupSnapshotsByVolume(t *testing.T) {
 	}
 	if b, _ := st.SinceSync(); b >= 2*(64<<10) {
 		t.Fatalf("%d bytes applied since the last snapshot", b)
+	}
+	// The snapshots and the proposals show in the group's metrics.
+	g := c.hosts[0].groups[0]
+	for g.metrics.snapshots.Get() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("queen_raft_snapshots_total did not count the snapshot")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var buf bytes.Buffer
+	c.hosts[0].cfg.Metrics.WritePrometheus(&buf)
+	if !regexp.MustCompile(`(?m)^queen_raft_proposal_duration_seconds_count\{group="0"\} [1-9]`).Match(buf.Bytes()) {
+		t.Fatalf("no proposal latency counted:\n%s", buf.String())
+	}
+	du, err := c.hosts[0].DiskUse()
+	if err != nil || du.DirBytes == 0 || du.FSSizeBytes < du.FSAvailBytes || du.FSAvailBytes == 0 {
+		t.Fatalf("disk use %+v, %v", du, err)
 	}
 }

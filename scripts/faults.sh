@@ -15,7 +15,7 @@ go test ./e2e -run "$run" -count=1 -v -timeout "$timeout" 2>&1 | tee "$log" | gr
 status=${PIPESTATUS[0]}
 
 echo
-cols="fault rounds kafka_acked http_acked checked lost duplicated reordered phantom misplaced diverged unconsumed undelivered acked_twice minority_acks"
+cols="fault rounds kafka_acked http_acked checked lost duplicated reordered phantom misplaced diverged unconsumed undelivered acked_twice minority_acks producer_resets"
 fmt='%-10s %6s %11s %10s %9s %5s %10s %9s %7s %9s %8s %10s %11s %11s %13s\n'
 # shellcheck disable=SC2086
 printf "$fmt" $cols

@@ -59,6 +59,14 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 // CodeUnknownProducer for a producer without state (Kafka's
 // UNKNOWN_PRODUCER_ID: its state expired, nothing says records were lost)
 // and CodeOutOfOrder for a new epoch.
+//
+// A batch past the next sequence of a known producer is CodeSequenceAhead,
+// retriable, not Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER: a committed batch is
+// never lost here, so a gap means an earlier batch is still on its way. It
+// happens when a client pipelines and the proposals of a group are retried
+// across a leadership change, in any order; clients treat out-of-order as
+// data loss and reset their producer, while a retriable answer makes them
+// resend the batch, which lands after its predecessor.
 func (s *Store) checkSequence(ctx *applyCtx, p *partState, producer int64, epoch int16, seq int32, count int) (wire.Code, uint64) {
 	st := s.kafka.producer(p.id, producer, ctx.nowMs)
 	last := wire.NextSeq(seq, count-1)
@@ -79,11 +87,21 @@ func (s *Store) checkSequence(ctx *applyCtx, p *partState, producer int64, epoch
 		if at, ok := st.find(seq, last); ok {
 			return wire.CodeDuplicate, at
 		}
-		if seq != wire.NextSeq(st.lastSeq, 1) {
+		if next := wire.NextSeq(st.lastSeq, 1); seq != next {
+			if seqAhead(seq, next) {
+				return wire.CodeSequenceAhead, 0
+			}
 			return wire.CodeOutOfOrder, 0
 		}
 	}
 	return wire.CodeOK, 0
+}
+
+// seqAhead reports whether seq comes after next in the producer's wrapping
+// sequence space (within half of it), rather than before.
+func seqAhead(seq, next int32) bool {
+	d := (int64(seq) - int64(next) + 1<<31) % (1 << 31)
+	return d > 0 && d < 1<<30
 }
 
 // recordBatch remembers a producer's batch stored at offset (stagedOffset:

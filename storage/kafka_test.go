@@ -84,8 +84,16 @@ func TestKafkaIdempotentSequences(t *testing.T) {
 	if r := h.produce(h.produceCmd("t", 0, pid, 0, 5, 2)); r.Code != wire.CodeOK || r.BaseOffset != 5 {
 		t.Fatalf("%+v", r)
 	}
-	if r := h.produce(h.produceCmd("t", 0, pid, 0, 9, 1)); r.Code != wire.CodeOutOfOrder {
+	// A batch past the next sequence: an earlier batch of the producer is
+	// still on its way (a proposal retried across a leadership change lands
+	// after a later one). Refused retriably, nothing stored; once the
+	// missing batch lands the later one is accepted in order.
+	if r := h.produce(h.produceCmd("t", 0, pid, 0, 9, 1)); r.Code != wire.CodeSequenceAhead {
 		t.Fatalf("gap: %+v", r)
+	}
+	// A sequence behind what is remembered can never become valid.
+	if r := h.produce(h.produceCmd("t", 0, pid, 0, 3, 1)); r.Code != wire.CodeOutOfOrder {
+		t.Fatalf("behind: %+v", r)
 	}
 	if r := h.produce(h.produceCmd("t", 0, 43, 0, 3, 1)); r.Code != wire.CodeUnknownProducer || r.LogStart != 0 {
 		t.Fatalf("unknown producer mid-stream: %+v", r)
@@ -116,6 +124,32 @@ func TestKafkaIdempotentSequences(t *testing.T) {
 	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
 	if _, ok := h.s.KafkaProducer(p, pid); ok || h.s.TickDue(h.now) {
 		t.Fatal("expired state not swept")
+	}
+}
+
+// Batches of one producer applied out of order, as when the proposals of a
+// pipelining client are retried across a leadership change: the later
+// batch is refused retriably, changes nothing, and is accepted once its
+// predecessor has landed, with the offsets of the producer's order.
+func TestKafkaSequenceAheadThenInOrder(t *testing.T) {
+	h := newHarness(t)
+	const pid = 7
+	if r := h.produce(h.produceCmd("t", 0, pid, 0, 0, 2)); r.Code != wire.CodeOK {
+		t.Fatalf("%+v", r)
+	}
+	later := h.produceCmd("t", 0, pid, 0, 3, 1)
+	if r := h.produce(later); r.Code != wire.CodeSequenceAhead {
+		t.Fatalf("ahead: %+v", r)
+	}
+	if r := h.produce(h.produceCmd("t", 0, pid, 0, 2, 1)); r.Code != wire.CodeOK || r.BaseOffset != 2 {
+		t.Fatalf("the missing batch: %+v", r)
+	}
+	if r := h.produce(later); r.Code != wire.CodeOK || r.BaseOffset != 3 {
+		t.Fatalf("the later batch after its predecessor: %+v", r)
+	}
+	// A new epoch must still start at 0.
+	if r := h.produce(h.produceCmd("t", 0, pid, 1, 4, 1)); r.Code != wire.CodeOutOfOrder {
+		t.Fatalf("new epoch past 0: %+v", r)
 	}
 }
 

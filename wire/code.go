@@ -28,6 +28,7 @@ const (
 	CodeNotFound          Code = 14 // generic lookup miss (groups, DLQ rows, ...)
 	CodeConflict          Code = 15 // a precondition on state did not hold
 	CodeUnknownProducer   Code = 16 // a producer sequence past 0 from a producer with no state
+	CodeSequenceAhead     Code = 17 // a producer sequence past the next one: an earlier batch is still on its way
 )
 
 // Sentinel errors, one per non-OK code.
@@ -48,6 +49,7 @@ var (
 	ErrNotFound          = errors.New("not found")
 	ErrConflict          = errors.New("conflict")
 	ErrUnknownProducer   = errors.New("no state for the producer: it expired or never produced here")
+	ErrSequenceAhead     = errors.New("sequence ahead of the producer's next: an earlier batch has not landed yet; retry")
 	ErrUnknownCode       = errors.New("unknown outcome code")
 )
 
@@ -69,6 +71,7 @@ var codeErrors = [...]error{
 	CodeNotFound:          ErrNotFound,
 	CodeConflict:          ErrConflict,
 	CodeUnknownProducer:   ErrUnknownProducer,
+	CodeSequenceAhead:     ErrSequenceAhead,
 }
 
 // Err returns the sentinel error for c, nil for CodeOK.

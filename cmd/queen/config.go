@@ -24,7 +24,7 @@ import (
 type Config struct {
 	ServerID string
 	LogLevel slog.Level
-	LogJSON  bool
+	LogJSON  bool // LOG_FORMAT=json (or QUEEN_LOG_JSON)
 
 	HTTP          api.Config
 	Raft          raftgroups.Config
@@ -49,10 +49,44 @@ type Config struct {
 
 // env reads variables through a lookup function, remembering the first
 // error so a whole config can be read and checked once. Every error names
-// its variable.
+// its variable. It also records every variable it is asked for, with the
+// default the reading code gave, in the order read: `queen config` lists
+// the settings from that record, so the list is the code that reads them.
 type env struct {
-	lookup func(string) string
-	err    error
+	get  func(string) string
+	err  error
+	read []readVar
+	seen map[string]int
+}
+
+// readVar is one variable the config read and the default it was read with
+// ("" when the code gives none).
+type readVar struct {
+	Name    string
+	Default string
+}
+
+// lookup reads one variable, recording that it is read.
+func (e *env) lookup(name string) string {
+	e.note(name, "", false)
+	return e.get(name)
+}
+
+// note records name; withDefault replaces a default recorded by a plain
+// lookup of the same variable.
+func (e *env) note(name, def string, withDefault bool) {
+	if e.seen == nil {
+		e.seen = map[string]int{}
+	}
+	i, ok := e.seen[name]
+	if !ok {
+		e.seen[name] = len(e.read)
+		e.read = append(e.read, readVar{Name: name, Default: def})
+		return
+	}
+	if withDefault {
+		e.read[i].Default = def
+	}
 }
 
 func (e *env) fail(name, format string, args ...any) {
@@ -78,6 +112,7 @@ func (e *env) tokenList(name string) []string {
 }
 
 func (e *env) str(name, def string) string {
+	e.note(name, def, true)
 	if v := strings.TrimSpace(e.lookup(name)); v != "" {
 		return v
 	}
@@ -85,6 +120,7 @@ func (e *env) str(name, def string) string {
 }
 
 func (e *env) int(name string, def, min, max int) int {
+	e.note(name, strconv.Itoa(def), true)
 	v := strings.TrimSpace(e.lookup(name))
 	if v == "" {
 		return def
@@ -100,6 +136,7 @@ func (e *env) int(name string, def, min, max int) int {
 // bool accepts true/false, 1/0, yes/no, on/off (spec §5.2); anything else
 // stops the boot.
 func (e *env) bool(name string, def bool) bool {
+	e.note(name, strconv.FormatBool(def), true)
 	switch strings.ToLower(strings.TrimSpace(e.lookup(name))) {
 	case "":
 		return def
@@ -120,11 +157,15 @@ func (e *env) millis(name string, def time.Duration, min, max time.Duration) tim
 // loadConfig reads the whole configuration. The first bad variable stops
 // the boot with one line naming it.
 func loadConfig(lookup func(string) string) (Config, error) {
-	e := &env{lookup: lookup}
+	return readConfig(&env{get: lookup})
+}
+
+// readConfig reads the whole configuration through e.
+func readConfig(e *env) (Config, error) {
 	var c Config
 	host, _ := os.Hostname()
 	c.ServerID = e.str("QUEEN_SERVER_ID", host)
-	c.LogJSON = e.bool("QUEEN_LOG_JSON", false)
+	c.LogJSON = e.logFormat()
 	c.LogLevel = e.logLevel()
 
 	port := e.int("PORT", 6632, 1, 65535)
@@ -146,6 +187,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		TimersMaxHorizon:  time.Duration(e.int("QUEEN_TIMERS_MAX_HORIZON_S", 7776000, 1, 1<<31-1)) * time.Second,
 
 		GroupLagMaxCursors: e.int("QUEEN_METRICS_GROUP_LAG_MAX_CURSORS", 200000, 1, 1<<30),
+		LagPartitionsMax:   e.int("QUEEN_METRICS_LAG_PARTITIONS_MAX", 32, 1, 1<<20),
 		PromoteMaxLag:      uint64(e.int("QUEEN_RAFT_PROMOTE_MAX_LAG", 1000, 0, 1<<40)),
 	}
 	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
@@ -165,6 +207,7 @@ func loadConfig(lookup func(string) string) (Config, error) {
 		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
 	}
 	c.Raft = e.raftConfig()
+	c.Raft.DragonboatLogLevel = dragonboatLevel(c.LogLevel)
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.HTTP.Ephemeral = e.ephemeralConfig(c.Raft, c.HTTP.TenancyHeader)
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1 || c.Raft.Join)

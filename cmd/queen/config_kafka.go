@@ -6,17 +6,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/broker"
 )
 
 // KafkaConfig is the Kafka facade's part of Config.
 type KafkaConfig struct {
-	Broker    broker.Config
-	SASL      string // "" or "plain"
-	SASLUsers map[string]string
-	TLSCert   string
-	TLSKey    string
+	Broker broker.Config
+	// SASL lists the mechanisms QUEEN_KAFKA_SASL turns on, as given
+	// ("plain,scram-sha-256"); "" for none. SCRAM turns on both hashes.
+	SASL       string
+	SASLPlain  bool
+	SASLScram  bool
+	SASLBearer bool
+	SASLUsers  map[string]string
+	TLSCert    string
+	TLSKey     string
 	// AllowAnonymous (QUEEN_KAFKA_ALLOW_ANONYMOUS) says an unauthenticated
 	// Kafka port is intended while JWT_ENABLED protects HTTP.
 	AllowAnonymous bool
@@ -55,6 +61,7 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 			MaxPartitionsPerRequest: e.int("QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST",
 				broker.DefaultMaxPartitionsPerRequest, 1, 1<<30),
 			MaxTenantPartitions:    e.int("QUEEN_KAFKA_MAX_TENANT_PARTITIONS", broker.DefaultMaxTenantPartitions, 1, 1<<30),
+			TenantMaxInflightBytes: e.int("QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES", broker.DefaultTenantMaxInflightBytes, 1<<10, 1<<40),
 			DedupWindow:            time.Duration(e.int("QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", 900, 1, 1<<30)) * time.Second,
 			GroupMinSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", 6*time.Second, time.Millisecond, time.Hour),
 			GroupMaxSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", 300*time.Second, time.Millisecond, time.Hour),
@@ -68,13 +75,28 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 		TLSKey:         e.str("QUEEN_KAFKA_TLS_KEY", ""),
 		AllowAnonymous: e.bool("QUEEN_KAFKA_ALLOW_ANONYMOUS", false),
 	}
-	switch m := strings.ToLower(e.str("QUEEN_KAFKA_SASL", "")); m {
-	case "", "none", "off":
-	case "plain":
-		k.SASL = "plain"
+	var mechanisms []string
+	for _, m := range strings.Split(strings.ToLower(e.str("QUEEN_KAFKA_SASL", "")), ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "", "none", "off":
+			continue
+		case "plain":
+			k.SASLPlain = true
+		case "scram-sha-256", "scram-sha-512":
+			k.SASLScram = true
+		case "oauthbearer":
+			k.SASLBearer = true
+		default:
+			e.fail("QUEEN_KAFKA_SASL", "must be a comma-separated list of plain, scram-sha-256, scram-sha-512 and oauthbearer, or unset; got %q", m)
+		}
+		mechanisms = append(mechanisms, m)
+	}
+	k.SASL = strings.Join(mechanisms, ",")
+	if k.SASLPlain || k.SASLScram {
 		k.SASLUsers = e.users("QUEEN_KAFKA_SASL_USERS")
-	default:
-		e.fail("QUEEN_KAFKA_SASL", "must be plain or unset, got %q", m)
+	}
+	if k.SASLScram && len(k.SASLUsers) == 0 {
+		e.fail("QUEEN_KAFKA_SASL_USERS", "is empty: SCRAM logs in the users it lists (user:password,...)")
 	}
 	if (k.TLSCert == "") != (k.TLSKey == "") {
 		e.fail("QUEEN_KAFKA_TLS_CERT", "and QUEEN_KAFKA_TLS_KEY must be set together")
@@ -95,9 +117,12 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 // does not lead an operator to expect. QUEEN_KAFKA_ALLOW_ANONYMOUS=true
 // says it is intended (logConfig then warns at every boot).
 func (e *env) checkKafkaAuth(jwtOn bool, k *KafkaConfig) {
+	if k.SASLBearer && !jwtOn {
+		e.fail("QUEEN_KAFKA_SASL", "oauthbearer needs JWT_ENABLED=true: its tokens are broker JWTs")
+	}
 	if jwtOn && k.SASL == "" && !k.AllowAnonymous {
 		e.fail("QUEEN_KAFKA_SASL", "is unset while JWT_ENABLED=true: the Kafka port (%s) would accept anyone; "+
-			"set QUEEN_KAFKA_SASL=plain (the password is then a broker JWT), or QUEEN_KAFKA_ALLOW_ANONYMOUS=true "+
+			"set QUEEN_KAFKA_SASL=plain (the password is then a broker JWT) or oauthbearer, or QUEEN_KAFKA_ALLOW_ANONYMOUS=true "+
 			"if an unauthenticated Kafka port is intended", k.Broker.Listener.Addr)
 	}
 }
@@ -117,4 +142,30 @@ func (e *env) users(name string) map[string]string {
 		out[strings.TrimSpace(u)] = p
 	}
 	return out
+}
+
+// setKafkaAuth installs the SASL mechanisms k turns on. PLAIN (decision
+// 9): with broker JWT on the password is a token whose roles limit the
+// connection, otherwise the static user table. SCRAM: the static users,
+// kept salted and hashed. OAUTHBEARER: broker JWTs.
+func setKafkaAuth(k *KafkaConfig, verifier *authn.Verifier, tenancyOn bool) error {
+	l := &k.Broker.Listener
+	if k.SASLPlain {
+		if verifier.Enabled() {
+			l.Authenticate = broker.BrokerJWTs(verifier, tenancyOn)
+		} else {
+			l.Authenticate = broker.StaticUsers(k.SASLUsers, tenancyOn)
+		}
+	}
+	if k.SASLScram {
+		lookup, err := broker.ScramUsers(k.SASLUsers, tenancyOn)
+		if err != nil {
+			return err
+		}
+		l.Scram = lookup
+	}
+	if k.SASLBearer {
+		l.Bearer = broker.BearerJWTs(verifier, tenancyOn)
+	}
+	return nil
 }

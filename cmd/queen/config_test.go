@@ -83,21 +83,24 @@ func TestClockSettings(t *testing.T) {
 
 func TestBadConfigNamesTheVariable(t *testing.T) {
 	for name, env := range map[string]map[string]string{
-		"PORT":                        {"PORT": "http"},
-		"QUEEN_RAFT_GROUPS":           {"QUEEN_RAFT_GROUPS": "65"},
-		"QUEEN_RAFT_TOKEN_ACCEPT":     {"QUEEN_RAFT_TOKEN_ACCEPT": "old"},
-		"QUEEN_RAFT_PEERS":            {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
-		"QUEEN_LOG_JSON":              {"QUEEN_LOG_JSON": "maybe"},
-		"QUEEN_RAFT_LISTEN":           {"QUEEN_RAFT_LISTEN": "7400"},
-		"LOG_LEVEL":                   {"LOG_LEVEL": "loud"},
-		"QUEEN_TENANT_GROUPS":         {"QUEEN_TENANT_GROUPS": "x=1"},
-		"QUEEN_KAFKA_ADVERTISED_ADDR": {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
-		"QUEEN_KAFKA_TLS_CERT":        {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
-		"QUEEN_KAFKA_SASL":            {"QUEEN_KAFKA_SASL": "scram"},
-		"QUEEN_TENANCY_HEADER":        {"QUEEN_TENANCY_HEADER": "true"},
-		"JWT_ENABLED":                 {"JWT_ENABLED": "sometimes"},
-		"QUEEN_RAFT_DISK_HIGH_PCT":    {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
-		"QUEEN_RAFT_DISK_LOW_PCT":     {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
+		"PORT":                             {"PORT": "http"},
+		"QUEEN_RAFT_GROUPS":                {"QUEEN_RAFT_GROUPS": "65"},
+		"QUEEN_RAFT_TOKEN_ACCEPT":          {"QUEEN_RAFT_TOKEN_ACCEPT": "old"},
+		"QUEEN_RAFT_PEERS":                 {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632", "QUEEN_RAFT_NODE_ID": "2"},
+		"QUEEN_LOG_JSON":                   {"QUEEN_LOG_JSON": "maybe"},
+		"QUEEN_RAFT_LISTEN":                {"QUEEN_RAFT_LISTEN": "7400"},
+		"LOG_LEVEL":                        {"LOG_LEVEL": "loud"},
+		"LOG_FORMAT":                       {"LOG_FORMAT": "logfmt"},
+		"QUEEN_METRICS_LAG_PARTITIONS_MAX": {"QUEEN_METRICS_LAG_PARTITIONS_MAX": "0"},
+		"QUEEN_TENANT_GROUPS":              {"QUEEN_TENANT_GROUPS": "x=1"},
+		"QUEEN_KAFKA_ADVERTISED_ADDR":      {"QUEEN_RAFT_PEERS": "1=h1:7400/h1:6632,2=h2:7400/h2:6632"},
+		"QUEEN_KAFKA_TLS_CERT":             {"QUEEN_KAFKA_TLS_CERT": "/nonexistent.pem"},
+		"QUEEN_KAFKA_SASL":                 {"QUEEN_KAFKA_SASL": "scram"},
+		"QUEEN_KAFKA_SASL_USERS":           {"QUEEN_KAFKA_SASL": "plain,scram-sha-512"},
+		"QUEEN_TENANCY_HEADER":             {"QUEEN_TENANCY_HEADER": "true"},
+		"JWT_ENABLED":                      {"JWT_ENABLED": "sometimes"},
+		"QUEEN_RAFT_DISK_HIGH_PCT":         {"QUEEN_RAFT_DISK_HIGH_PCT": "101"},
+		"QUEEN_RAFT_DISK_LOW_PCT":          {"QUEEN_RAFT_DISK_HIGH_PCT": "70", "QUEEN_RAFT_DISK_LOW_PCT": "75"},
 		// dragonboat refuses proposals over 256 MiB
 		"QUEEN_RAFT_ENTRY_MAX_BYTES":                  {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
 		"QUEEN_RAFT_MAX_CLOCK_SKEW_MS":                {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "0"},
@@ -109,6 +112,7 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_HTTP_MAX_CONNS_PER_IP":                 {"QUEEN_HTTP_MAX_CONNS_PER_IP": "-1"},
 		"QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS":        {"QUEEN_MAX_PUSH_ITEMS": "500", "QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS": "100"},
 		"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST":      {"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST": "0"},
+		"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES":       {"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES": "1"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -321,5 +325,69 @@ func TestMembershipSettings(t *testing.T) {
 	_, err = loadConfig(lookup(map[string]string{"QUEEN_RAFT_JOIN": "true", "QUEEN_RAFT_FORCE_RECOVER": "true"}))
 	if err == nil || !strings.Contains(err.Error(), "QUEEN_RAFT_FORCE_RECOVER") {
 		t.Fatalf("join with force recover: %v", err)
+	}
+}
+
+// TestKafkaSASLMechanisms: QUEEN_KAFKA_SASL lists mechanisms; OAUTHBEARER
+// tokens are broker JWTs, so it needs JWT_ENABLED.
+func TestKafkaSASLMechanisms(t *testing.T) {
+	cfg, err := loadConfig(lookup(map[string]string{"QUEEN_KAFKA_SASL": "plain, scram-sha-256", "QUEEN_KAFKA_SASL_USERS": "u:p"}))
+	if err != nil || !cfg.Kafka.SASLPlain || !cfg.Kafka.SASLScram || cfg.Kafka.SASLBearer || cfg.Kafka.SASL != "plain,scram-sha-256" {
+		t.Fatalf("%v %+v", err, cfg.Kafka)
+	}
+	if _, err := loadConfig(lookup(map[string]string{"QUEEN_KAFKA_SASL": "oauthbearer"})); err == nil || !strings.Contains(err.Error(), "JWT_ENABLED") {
+		t.Fatalf("OAUTHBEARER without broker JWT: %v", err)
+	}
+}
+
+// TestLogSettings: LOG_FORMAT picks the handler, QUEEN_LOG_JSON stays its
+// alias, and dragonboat's own lines stay at WARN unless the node logs at
+// debug.
+func TestLogSettings(t *testing.T) {
+	for _, c := range []struct {
+		env        map[string]string
+		json       bool
+		level      slog.Level
+		dragonboat slog.Level
+	}{
+		{nil, false, slog.LevelInfo, slog.LevelWarn},
+		{map[string]string{"LOG_FORMAT": "json"}, true, slog.LevelInfo, slog.LevelWarn},
+		{map[string]string{"LOG_FORMAT": "TEXT"}, false, slog.LevelInfo, slog.LevelWarn},
+		{map[string]string{"QUEEN_LOG_JSON": "true"}, true, slog.LevelInfo, slog.LevelWarn},
+		{map[string]string{"QUEEN_LOG_JSON": "true", "LOG_FORMAT": "json"}, true, slog.LevelInfo, slog.LevelWarn},
+		{map[string]string{"LOG_LEVEL": "debug"}, false, slog.LevelDebug, slog.LevelDebug},
+		{map[string]string{"LOG_LEVEL": "error"}, false, slog.LevelError, slog.LevelError},
+		{map[string]string{"RUST_LOG": "warn"}, false, slog.LevelWarn, slog.LevelWarn},
+	} {
+		cfg, err := loadConfig(lookup(c.env))
+		if err != nil {
+			t.Fatalf("%v: %v", c.env, err)
+		}
+		if cfg.LogJSON != c.json || cfg.LogLevel != c.level || cfg.Raft.DragonboatLogLevel != c.dragonboat {
+			t.Errorf("%v: json %v level %v dragonboat %v, want %v %v %v", c.env, cfg.LogJSON, cfg.LogLevel,
+				cfg.Raft.DragonboatLogLevel, c.json, c.level, c.dragonboat)
+		}
+	}
+	// LOG_FORMAT and its older spelling disagree: neither wins silently.
+	if _, err := loadConfig(lookup(map[string]string{"LOG_FORMAT": "text", "QUEEN_LOG_JSON": "true"})); err == nil ||
+		!strings.Contains(err.Error(), "LOG_FORMAT") || !strings.Contains(err.Error(), "QUEEN_LOG_JSON") {
+		t.Errorf("contradicting log formats: %v", err)
+	}
+	cfg, err := loadConfig(lookup(nil))
+	if err != nil || cfg.HTTP.LagPartitionsMax != 32 {
+		t.Fatalf("lag partitions default %d, %v", cfg.HTTP.LagPartitionsMax, err)
+	}
+}
+
+// TestOneMetricsSetForTheNode: the HTTP API writes the set the raft groups
+// and the Kafka facade add their series to.
+func TestOneMetricsSetForTheNode(t *testing.T) {
+	cfg, err := loadConfig(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setupMetrics(&cfg)
+	if cfg.HTTP.Metrics == nil || cfg.Raft.Metrics != cfg.HTTP.Metrics || cfg.Kafka.Broker.Metrics != cfg.HTTP.Metrics {
+		t.Fatal("the packages do not share one metrics set")
 	}
 }

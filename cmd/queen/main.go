@@ -24,14 +24,18 @@ import (
 
 const version = "0.1.0"
 
-func main() { os.Exit(run()) }
+// main runs the command line (cli_root.go); with no command it serves.
+func main() { os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// run serves as a broker node until SIGTERM or SIGINT and returns the exit
+// code.
 func run() int {
 	cfg, err := loadConfig(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "queen: bad configuration: %v\n", err)
 		return 2
 	}
+	setupMetrics(&cfg)
 	log := newLogger(cfg)
 	slog.SetDefault(log)
 	cfg.Raft.Logger = log
@@ -78,14 +82,11 @@ func run() int {
 		log.Error("boot: http listener", "err", err)
 		return 1
 	}
-	if cfg.Kafka.SASL == "plain" {
-		// Decision 9: with broker JWT on, the SASL password is a token and
-		// its roles limit the connection; otherwise the static user table.
-		if verifier.Enabled() {
-			cfg.Kafka.Broker.Listener.Authenticate = broker.BrokerJWTs(verifier, cfg.HTTP.TenancyHeader)
-		} else {
-			cfg.Kafka.Broker.Listener.Authenticate = broker.StaticUsers(cfg.Kafka.SASLUsers, cfg.HTTP.TenancyHeader)
-		}
+	if err := setKafkaAuth(&cfg.Kafka, verifier, cfg.HTTP.TenancyHeader); err != nil {
+		_ = srv.Shutdown(context.Background())
+		host.Close()
+		log.Error("boot: kafka SASL", "err", err)
+		return 1
 	}
 	kb, err := broker.New(cfg.Kafka.Broker, engine, log)
 	if err == nil {
@@ -172,14 +173,6 @@ func orNone(s string) string {
 	return s
 }
 
-func newLogger(cfg Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogJSON {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
-}
-
 // logConfig states each mode the node runs in, one `config: <area>` line
 // per area, secrets masked.
 func logConfig(log *slog.Logger, cfg *Config) {
@@ -210,7 +203,8 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		log.Error("config: QUEEN_RAFT_FORCE_RECOVER is set: every raft group is rebuilt as a one-voter cluster of this node " +
 			"from its own data; the other members are dropped for good. Use only when a majority is lost for good.")
 	}
-	log.Info("config: logging", "level", cfg.LogLevel.String(), "json", cfg.LogJSON)
+	log.Info("config: logging", "level", cfg.LogLevel.String(), "format", logFormatName(cfg.LogJSON),
+		"dragonboat_level", cfg.Raft.DragonboatLogLevel.String())
 	log.Info("config: clock", "max_skew_ms", cfg.Raft.MaxClockSkew.Milliseconds(), "test_offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	if cfg.Raft.ClockTestOffset != 0 {
 		log.Warn("config: QUEEN_TEST_CLOCK_OFFSET_MS is set: this node reads its wall clock that far off (a test setting)",
@@ -242,8 +236,8 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		log.Warn("config: QUEEN_KAFKA_ALLOW_ANONYMOUS=true: the Kafka port accepts unauthenticated clients "+
 			"(produce, fetch, DeleteTopics) while JWT_ENABLED=true protects HTTP", "addr", k.Broker.Listener.Addr)
 	}
-	if k.SASL != "" && k.TLSCert == "" {
-		log.Warn("config: SASL/PLAIN on a plaintext Kafka listener sends passwords in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
+	if (k.SASLPlain || k.SASLBearer) && k.TLSCert == "" {
+		log.Warn("config: SASL/PLAIN or OAUTHBEARER on a plaintext Kafka listener sends passwords and tokens in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}
 	if cfg.Raft.Token == "" && !loopbackOnly(cfg.Raft.ListenAddr) {
 		log.Warn("config: the raft listener is reachable beyond loopback and QUEEN_RAFT_TOKEN is unset: "+

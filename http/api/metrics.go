@@ -3,101 +3,206 @@ package api
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"github.com/queen-mq/queen/crypto/authn"
+	"github.com/queen-mq/queen/raftgroups"
 )
+
+// GET /metrics/prometheus in the Prometheus text format: every family with
+// its HELP and TYPE lines (docs/metrics.md lists them). Counters, gauges
+// and histograms updated as things happen live in the shared metrics.Set
+// (this package's, the raft groups' and the Kafka broker's); what is read
+// from state at scrape time (raft status, queues, consumer lag, disk) is
+// written here, family by family. cmd/queen turns on the library's
+// metadata (metrics.ExposeMetadata) for the set's families; the hand-written
+// ones always carry theirs.
 
 // routeMetrics are one route's request counters and latency histogram,
 // named family_requests_total and family_request_duration_seconds:
 // queen_http for the broker port, queen_node for the node routes peers call.
+// The histogram is made at the route's first request, so the scrape does
+// not carry a score of empty buckets for each of the routes never called.
 type routeMetrics struct {
 	set      *metrics.Set
 	family   string
 	label    string
-	duration *metrics.Histogram
+	duration atomic.Pointer[metrics.PrometheusHistogram]
 }
 
 func newRouteMetrics(set *metrics.Set, family string, rt route) *routeMetrics {
-	label := fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)
-	return &routeMetrics{
-		set:      set,
-		family:   family,
-		label:    label,
-		duration: set.NewHistogram(family + `_request_duration_seconds{` + label + `}`),
-	}
+	return &routeMetrics{set: set, family: family, label: fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)}
 }
 
 func (m *routeMetrics) observe(status int, start time.Time) {
-	m.duration.UpdateDuration(start)
+	h := m.duration.Load()
+	if h == nil {
+		h = m.set.GetOrCreatePrometheusHistogramExt(m.family+`_request_duration_seconds{`+m.label+`}`, raftgroups.LatencyBuckets)
+		m.duration.Store(h)
+	}
+	h.UpdateDuration(start)
 	m.set.GetOrCreateCounter(m.family + `_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
 }
 
-// metricsPrometheus is GET /metrics/prometheus: request metrics, raft state
-// per group and process metrics, in the Prometheus text format, and the
-// per-queue families. Those name tenants: in tenancy mode with broker JWT
-// on they are served to admin tokens only, since a tenant id is half of a
-// Kafka login (the token is the other half).
-func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
-	var buf bytes.Buffer
-	s.metrics.WritePrometheus(&buf)
-	s.writeRaftMetrics(&buf)
-	if !s.cfg.TenancyHeader || s.callerAllows(ctx, authn.LevelAdmin) {
-		s.writeQueueMetrics(&buf)
+// trafficMetrics count the messages and bytes the HTTP data plane moved on
+// this node: pushes accepted and pops answered with messages.
+type trafficMetrics struct {
+	pushMessages, pushBytes *metrics.Counter
+	popMessages, popBytes   *metrics.Counter
+}
+
+func newTrafficMetrics(set *metrics.Set) *trafficMetrics {
+	return &trafficMetrics{
+		pushMessages: set.GetOrCreateCounter("queen_http_push_messages_total"),
+		pushBytes:    set.GetOrCreateCounter("queen_http_push_bytes_total"),
+		popMessages:  set.GetOrCreateCounter("queen_http_pop_messages_total"),
+		popBytes:     set.GetOrCreateCounter("queen_http_pop_bytes_total"),
 	}
-	metrics.WriteProcessMetrics(&buf)
+}
+
+// pushed counts a push's queued messages (not its errors or duplicates)
+// and its body bytes.
+func (t *trafficMetrics) pushed(answers []pushAnswer, bodyBytes int) {
+	queued := 0
+	for i := range answers {
+		if answers[i].Status == "queued" {
+			queued++
+		}
+	}
+	if queued > 0 {
+		t.pushMessages.Add(queued)
+		t.pushBytes.Add(bodyBytes)
+	}
+}
+
+// popped counts a pop's delivered messages and its response bytes.
+func (t *trafficMetrics) popped(messages, bodyBytes int) {
+	if messages > 0 {
+		t.popMessages.Add(messages)
+		t.popBytes.Add(bodyBytes)
+	}
+}
+
+// metricsPrometheus is GET /metrics/prometheus: the shared set, raft state
+// per group, disk use, process metrics and the per-queue families. Those
+// name tenants: in tenancy mode with broker JWT on they are served to admin
+// tokens only, since a tenant id is half of a Kafka login (the token is
+// the other half).
+func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
+	var set bytes.Buffer
+	s.metrics.WritePrometheus(&set)
+	metrics.WriteProcessMetrics(&set)
+	var buf bytes.Buffer
+	addHelp(&buf, set.Bytes())
+	p := promText{b: &buf}
+	s.writeNodeMetrics(p)
+	s.writeRaftMetrics(p)
+	if !s.cfg.TenancyHeader || s.callerAllows(ctx, authn.LevelAdmin) {
+		s.writeQueueMetrics(p)
+	}
 	ctx.SetStatusCode(http.StatusOK)
 	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
 	ctx.SetBody(buf.Bytes())
 	return nil
 }
 
-func (s *Server) writeRaftMetrics(w io.Writer) {
+// writeNodeMetrics writes this node's storage, clock and disk families.
+func (s *Server) writeNodeMetrics(p promText) {
 	host := s.engine.Host()
-	full := uint64(0)
-	if host.StorageFull() {
-		full = 1
-	}
-	metrics.WriteGaugeUint64(w, "queen_storage_full", full)
+	p.family("queen_storage_full", "gauge")
+	p.value("queen_storage_full", "", boolValue(host.StorageFull()))
 	// This node's clock (raftgroups/clock): how far it runs from the
 	// local wall clock, the cluster's median at the last comparison, how
 	// often it took the cluster's time and ignored a wall-clock jump.
 	cs := host.ClockStats()
-	synced := uint64(0)
-	if cs.Synced {
-		synced = 1
+	p.family("queen_clock_synced", "gauge")
+	p.value("queen_clock_synced", "", boolValue(cs.Synced))
+	p.family("queen_clock_wall_offset_seconds", "gauge")
+	p.float("queen_clock_wall_offset_seconds", "", float64(cs.WallOffset)/1000)
+	p.family("queen_clock_cluster_offset_seconds", "gauge")
+	p.float("queen_clock_cluster_offset_seconds", "", float64(cs.ClusterOffset)/1000)
+	p.family("queen_clock_corrections_total", "counter")
+	p.value("queen_clock_corrections_total", "", cs.Corrections)
+	p.family("queen_clock_steps_ignored_total", "counter")
+	p.value("queen_clock_steps_ignored_total", "", cs.Steps)
+	du, err := host.DiskUse()
+	if err != nil {
+		s.log.Warn("metrics: cannot measure the data dir", "err", err)
+		return
 	}
-	metrics.WriteGaugeUint64(w, "queen_clock_synced", synced)
-	metrics.WriteGaugeFloat64(w, "queen_clock_wall_offset_ms", float64(cs.WallOffset))
-	metrics.WriteGaugeFloat64(w, "queen_clock_cluster_offset_ms", float64(cs.ClusterOffset))
-	metrics.WriteCounterUint64(w, "queen_clock_corrections_total", cs.Corrections)
-	metrics.WriteCounterUint64(w, "queen_clock_steps_ignored_total", cs.Steps)
-	for _, st := range host.Status() {
-		g := fmt.Sprintf(`{group="%d"}`, st.Group)
-		isLeader := uint64(0)
-		if st.IsLeader {
-			isLeader = 1
-		}
-		metrics.WriteGaugeUint64(w, "queen_raft_leader_id"+g, st.LeaderID)
-		metrics.WriteGaugeUint64(w, "queen_raft_is_leader"+g, isLeader)
-		metrics.WriteGaugeUint64(w, "queen_raft_term"+g, st.Term)
-		metrics.WriteGaugeUint64(w, "queen_raft_applied_index"+g, st.Applied)
-		metrics.WriteGaugeUint64(w, "queen_raft_commit_index"+g, st.Commit)
-		files, bytes := host.SegmentStats(st.Group)
-		metrics.WriteGaugeUint64(w, "queen_storage_segment_files"+g, uint64(files))
-		metrics.WriteGaugeUint64(w, "queen_storage_segment_bytes"+g, uint64(bytes))
-		metrics.WriteCounterUint64(w, "queen_storage_corrupt_chunks_total"+g, host.CorruptChunks(st.Group))
-		if t := host.Transport(st.Group); t != nil {
-			metrics.WriteCounterUint64(w, "queen_raft_rpc_refused_total"+g, t.Refused())
-			metrics.WriteCounterUint64(w, "queen_raft_rpc_rejected_total"+g, t.Rejected())
-			metrics.WriteCounterUint64(w, "queen_raft_tls_refused_total"+g, t.TLSRefused())
-			metrics.WriteCounterUint64(w, "queen_raft_batches_oversized_total"+g, t.Oversized())
+	p.family("queen_data_dir_bytes", "gauge")
+	p.value("queen_data_dir_bytes", "", du.DirBytes)
+	p.family("queen_data_dir_filesystem_size_bytes", "gauge")
+	p.value("queen_data_dir_filesystem_size_bytes", "", du.FSSizeBytes)
+	p.family("queen_data_dir_filesystem_available_bytes", "gauge")
+	p.value("queen_data_dir_filesystem_available_bytes", "", du.FSAvailBytes)
+}
+
+// writeRaftMetrics writes each group's raft and store state, one family
+// at a time (a family's samples must follow its TYPE line together).
+func (s *Server) writeRaftMetrics(p promText) {
+	host := s.engine.Host()
+	status := host.Status()
+	labels := make([]string, len(status))
+	for i, st := range status {
+		labels[i] = fmt.Sprintf(`{group="%d"}`, st.Group)
+	}
+	perGroup := func(name, typ string, value func(st *raftgroups.GroupStatus) uint64) {
+		p.family(name, typ)
+		for i := range status {
+			p.value(name, labels[i], value(&status[i]))
 		}
 	}
+	perGroup("queen_raft_leader_id", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.LeaderID })
+	perGroup("queen_raft_is_leader", "gauge", func(st *raftgroups.GroupStatus) uint64 { return boolValue(st.IsLeader) })
+	perGroup("queen_raft_term", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Term })
+	perGroup("queen_raft_applied_index", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Applied })
+	perGroup("queen_raft_commit_index", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Commit })
+	perGroup("queen_raft_apply_lag_entries", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Commit - min(st.Applied, st.Commit) })
+	perGroup("queen_storage_segment_files", "gauge", func(st *raftgroups.GroupStatus) uint64 {
+		files, _ := host.SegmentStats(st.Group)
+		return uint64(files)
+	})
+	perGroup("queen_storage_segment_bytes", "gauge", func(st *raftgroups.GroupStatus) uint64 {
+		_, n := host.SegmentStats(st.Group)
+		return uint64(n)
+	})
+	perGroup("queen_storage_corrupt_chunks_total", "counter", func(st *raftgroups.GroupStatus) uint64 { return host.CorruptChunks(st.Group) })
+	for _, f := range []struct {
+		name  string
+		value func(t transportCounters) uint64
+	}{
+		{"queen_raft_rpc_refused_total", transportCounters.Refused},
+		{"queen_raft_rpc_rejected_total", transportCounters.Rejected},
+		{"queen_raft_tls_refused_total", transportCounters.TLSRefused},
+		{"queen_raft_batches_oversized_total", transportCounters.Oversized},
+	} {
+		p.family(f.name, "counter")
+		for i := range status {
+			if t := host.Transport(status[i].Group); t != nil {
+				p.value(f.name, labels[i], f.value(t))
+			}
+		}
+	}
+}
+
+// transportCounters are the refusals a group's raft transport counts.
+type transportCounters interface {
+	Refused() uint64
+	Rejected() uint64
+	TLSRefused() uint64
+	Oversized() uint64
+}
+
+func boolValue(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -2,12 +2,10 @@ package api
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"runtime"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"github.com/queen-mq/queen/storage"
@@ -38,46 +36,106 @@ func appended(q *storage.QueueView) uint64 {
 	return n
 }
 
-// writeQueueMetrics writes the per-queue and per-group families.
-func (s *Server) writeQueueMetrics(w io.Writer) {
+// defaultLagPartitionsMax is QUEEN_METRICS_LAG_PARTITIONS_MAX's default:
+// a Kafka topic's partitions each get a lag series, a queue partitioned
+// per customer (thousands of partitions) gets the per-queue sum only.
+const defaultLagPartitionsMax = 32
+
+// queueSeries is one queue's samples, gathered once per scrape so each
+// family can be written whole.
+type queueSeries struct {
+	labels string // {tenant,queue}
+	q      *storage.QueueView
+	counts messageCounts
+	groups []string          // groups with a cursor, in first-seen order
+	lag    map[string]uint64 // by group, all partitions
+	parts  []partitionLag    // nil when the queue has too many partitions
+}
+
+type partitionLag struct {
+	labels string // {tenant,queue,partition,group}
+	lag    uint64
+}
+
+// writeQueueMetrics writes the per-queue and consumer-group families. A
+// Kafka group's committed offset is its Queen cursor, so the lag families
+// cover HTTP and Kafka groups alike. The cursors walked per scrape are
+// capped (GroupLagMaxCursors); a queue over LagPartitionsMax partitions
+// gets its lag per queue only, so a queue partitioned per key cannot add
+// a series per key and group.
+func (s *Server) writeQueueMetrics(p promText) {
 	budget := s.cfg.GroupLagMaxCursors
 	if budget <= 0 {
 		budget = defaultGroupLagMaxCursors
 	}
-	truncated := uint64(0)
-	for _, q := range s.allQueues() {
-		l := fmt.Sprintf(`{tenant="%s",queue=%q}`, q.Tenant, q.Name)
-		c := queueCounts(&q)
-		metrics.WriteCounterUint64(w, "queen_queue_messages_in_total"+l, appended(&q))
-		metrics.WriteCounterUint64(w, "queen_queue_messages_out_total"+l, q.Activity.Popped)
-		metrics.WriteCounterUint64(w, "queen_queue_messages_completed_total"+l, q.Activity.Completed)
-		metrics.WriteCounterUint64(w, "queen_queue_messages_failed_total"+l, q.Activity.Failed)
-		metrics.WriteCounterUint64(w, "queen_queue_messages_dead_lettered_total"+l, q.Activity.DLQ)
-		metrics.WriteGaugeUint64(w, "queen_queue_depth"+l, c.Pending+c.Processing)
-		metrics.WriteGaugeUint64(w, "queen_queue_messages_retained"+l, c.Total)
-		metrics.WriteGaugeUint64(w, "queen_queue_dlq_messages"+l, c.DeadLetter)
-		metrics.WriteGaugeUint64(w, "queen_queue_partitions"+l, uint64(len(q.Partitions)))
-		lag := map[string]uint64{}
-		var groups []string
-		for _, p := range q.Partitions {
-			for _, cur := range p.Cursors {
+	partsMax := s.cfg.LagPartitionsMax
+	if partsMax <= 0 {
+		partsMax = defaultLagPartitionsMax
+	}
+	truncated, collapsed := false, uint64(0)
+	queues := s.allQueues()
+	series := make([]queueSeries, len(queues))
+	for i := range queues {
+		q := &queues[i]
+		qs := &series[i]
+		qs.q, qs.counts, qs.lag = q, queueCounts(q), map[string]uint64{}
+		qs.labels = fmt.Sprintf(`{tenant="%s",queue=%q}`, q.Tenant, q.Name)
+		perPartition := len(q.Partitions) <= partsMax
+		if !perPartition {
+			collapsed++
+		}
+		for pi := range q.Partitions {
+			part := &q.Partitions[pi]
+			for _, cur := range part.Cursors {
 				if budget == 0 {
-					truncated = 1
+					truncated = true
 					break
 				}
 				budget--
-				if _, ok := lag[cur.Group]; !ok {
-					groups = append(groups, cur.Group)
+				if _, ok := qs.lag[cur.Group]; !ok {
+					qs.groups = append(qs.groups, cur.Group)
 				}
-				lag[cur.Group] += min(cur.Backlog(p.HighWatermark), p.Retained())
+				lag := min(cur.Backlog(part.HighWatermark), part.Retained())
+				qs.lag[cur.Group] += lag
+				if perPartition {
+					qs.parts = append(qs.parts, partitionLag{lag: lag,
+						labels: fmt.Sprintf(`{tenant="%s",queue=%q,partition=%q,group=%q}`, q.Tenant, q.Name, part.Name, cur.Group)})
+				}
 			}
 		}
-		for _, g := range groups {
-			gl := fmt.Sprintf(`{tenant="%s",queue=%q,group=%q}`, q.Tenant, q.Name, g)
-			metrics.WriteGaugeUint64(w, "queen_consumer_group_lag_messages"+gl, lag[g])
+	}
+	perQueue := func(name, typ string, value func(qs *queueSeries) uint64) {
+		p.family(name, typ)
+		for i := range series {
+			p.value(name, series[i].labels, value(&series[i]))
 		}
 	}
-	metrics.WriteGaugeUint64(w, "queen_consumer_group_lag_truncated", truncated)
+	perQueue("queen_queue_messages_in_total", "counter", func(qs *queueSeries) uint64 { return appended(qs.q) })
+	perQueue("queen_queue_messages_out_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Activity.Popped })
+	perQueue("queen_queue_messages_completed_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Activity.Completed })
+	perQueue("queen_queue_messages_failed_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Activity.Failed })
+	perQueue("queen_queue_messages_dead_lettered_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Activity.DLQ })
+	perQueue("queen_queue_depth", "gauge", func(qs *queueSeries) uint64 { return qs.counts.Pending + qs.counts.Processing })
+	perQueue("queen_queue_messages_retained", "gauge", func(qs *queueSeries) uint64 { return qs.counts.Total })
+	perQueue("queen_queue_dlq_messages", "gauge", func(qs *queueSeries) uint64 { return qs.counts.DeadLetter })
+	perQueue("queen_queue_partitions", "gauge", func(qs *queueSeries) uint64 { return uint64(len(qs.q.Partitions)) })
+	p.family("queen_consumer_group_lag_messages", "gauge")
+	for i := range series {
+		qs := &series[i]
+		for _, g := range qs.groups {
+			p.value("queen_consumer_group_lag_messages", fmt.Sprintf(`{tenant="%s",queue=%q,group=%q}`, qs.q.Tenant, qs.q.Name, g), qs.lag[g])
+		}
+	}
+	p.family("queen_consumer_group_partition_lag_messages", "gauge")
+	for i := range series {
+		for _, pl := range series[i].parts {
+			p.value("queen_consumer_group_partition_lag_messages", pl.labels, pl.lag)
+		}
+	}
+	p.family("queen_consumer_group_lag_truncated", "gauge")
+	p.value("queen_consumer_group_lag_truncated", "", boolValue(truncated))
+	p.family("queen_consumer_group_lag_collapsed_queues", "gauge")
+	p.value("queen_consumer_group_lag_collapsed_queues", "", collapsed)
 }
 
 // metricsJSON is GET /metrics: uptime, request and message totals with

@@ -298,5 +298,6 @@ func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue strin
 		}
 	}
 	writeJSON(ctx, http.StatusOK, ans)
+	s.traffic.popped(len(ans.Messages), len(ctx.Response.Body()))
 	return nil
 }

@@ -66,7 +66,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(ctx, http.StatusCreated, pushAnswers(req.Items, placed, ids, results))
+	answers := pushAnswers(req.Items, placed, ids, results)
+	s.traffic.pushed(answers, len(ctx.PostBody()))
+	writeJSON(ctx, http.StatusCreated, answers)
 	return nil
 }
 

@@ -54,6 +54,13 @@ type Config struct {
 	// GroupLagMaxCursors caps the cursors the consumer-group lag metrics
 	// walk per scrape (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
 	GroupLagMaxCursors int
+	// LagPartitionsMax is the most partitions a queue may have and still
+	// get a lag series per partition (QUEEN_METRICS_LAG_PARTITIONS_MAX);
+	// a larger queue gets the per-queue sum only (metrics_views.go).
+	LagPartitionsMax int
+	// Metrics is the set /metrics/prometheus writes, shared with the raft
+	// groups and the Kafka broker by cmd/queen. A private set when nil.
+	Metrics *metrics.Set
 	// Ephemeral configures the RAM-class queues (ephemeral_ring.go).
 	Ephemeral EphemeralConfig
 	// PromoteMaxLag is how many entries a learner may trail by and still
@@ -80,6 +87,7 @@ type Server struct {
 	cancelBase context.CancelFunc
 	started    time.Time
 	metrics    *metrics.Set
+	traffic    *trafficMetrics
 	requests   atomic.Uint64 // requests answered, for GET /metrics
 	gates      probeGates    // long-poll probe slots (longpoll.go)
 	parked     atomic.Int64  // pops parked right now
@@ -124,13 +132,17 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	}
 	// One push of the largest size must always fit.
 	cfg.TenantMaxInflightPushItems = max(cfg.TenantMaxInflightPushItems, cfg.MaxPushItems)
-	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: metrics.NewSet(), node: cfg.Node}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
+	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: cfg.Metrics, traffic: newTrafficMetrics(cfg.Metrics),
+		node: cfg.Node}
 	if s.node == nil && engine != nil {
 		s.node = engine.Host()
 	}
 	s.pushing.limit = cfg.TenantMaxInflightPushItems
 	s.bodies.limit = int64(cfg.MaxBufferedBytes)
-	s.metrics.NewGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
+	s.metrics.GetOrCreateGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.eph = newRing(cfg.Ephemeral, s.node, log)
 	if engine != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
@@ -53,6 +54,12 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	tenant := b.tenantOf(c)
+	held := produceBytes(req)
+	if !b.inflight.acquire(tenant, held) {
+		refuseProduce(resp, req)
+		return resp, nil
+	}
+	defer b.inflight.release(tenant, held)
 	create := mayCreateTopics(c)
 	var (
 		bodies  []raftgroups.KafkaBody
@@ -104,6 +111,37 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	return resp, nil
 }
 
+// produceBytes is what a produce request's record batches hold.
+func produceBytes(req *kmsg.ProduceRequest) int {
+	n := 0
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			n += len(p.Records)
+		}
+	}
+	return n
+}
+
+// refuseProduce answers every partition of req NOT_ENOUGH_REPLICAS
+// (retriable: nothing was written) with a throttle, for a tenant over its
+// in-flight bytes.
+func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
+	resp.ThrottleMillis = produceThrottleMs
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for ti, t := range req.Topics {
+		rt := &resp.Topics[ti]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for pi, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.NotEnoughReplicas.Code
+			msg := "the tenant's produce requests in flight hold QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES; retry"
+			rp.ErrorMessage = &msg
+			rt.Partitions[pi] = rp
+		}
+	}
+}
+
 // checkProduce decides whether a partition may be produced to here (this
 // node leads the raft group holding it) and decodes its batches, drawing on
 // the request's decompression budget. A topic that does not exist is
@@ -136,7 +174,7 @@ func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, ten
 	if err != nil || known {
 		return batches, part, err
 	}
-	if err := b.autoCreate(ctx, tenant, topic, true); err != nil {
+	if err := b.autoCreate(ctx, tenant, topic, true, 0); err != nil {
 		return nil, cachedPartition{}, err
 	}
 	// Any node may create the topic (a proposal); only the leader of the

@@ -50,6 +50,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	}
 	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	mayCreate := len(missing) > 0 && autoCreate && mayCreateTopics(c)
+	created := 0 // partitions this request has added, for the request's cap
 	for _, name := range missing {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
@@ -59,10 +60,11 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		err := b.autoCreate(ctx, tenant, name, autoCreate)
+		err := b.autoCreate(ctx, tenant, name, autoCreate, created)
 		if err == nil {
 			if topic, ok := b.engine.KafkaTopic(tenant, name); ok {
 				topics = append(topics, topic)
+				created += int(b.cfg.DefaultPartitions)
 				continue
 			}
 			err = wire.ErrQueueNotFound
@@ -147,14 +149,18 @@ func brokerIDs(brokers []kmsg.MetadataResponseBroker) []int32 {
 }
 
 // autoCreate creates a topic a client asked about (Metadata) or produced
-// to, when allowed; a topic that appeared meanwhile is as good as created.
-// CreateTopic rather than the engine's EnsureQueue: that would grow a topic
-// created meanwhile with fewer partitions.
-func (b *Broker) autoCreate(ctx context.Context, tenant wire.ID, name string, allowed bool) error {
+// to, when allowed and within the partition caps (inRequest: partitions the
+// request has already created); a topic that appeared meanwhile is as good
+// as created. CreateTopic rather than the engine's EnsureQueue: that would
+// grow a topic created meanwhile with fewer partitions.
+func (b *Broker) autoCreate(ctx context.Context, tenant wire.ID, name string, allowed bool, inRequest int) error {
 	if !allowed {
 		return wire.ErrQueueNotFound
 	}
 	if err := checkTopicName(name); err != nil {
+		return err
+	}
+	if err := b.checkNewPartitions(tenant, inRequest, int(b.cfg.DefaultPartitions)); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

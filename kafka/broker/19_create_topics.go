@@ -55,7 +55,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kms
 			added += int(c.n)
 		}
 	}
-	if err := b.checkNewPartitions(tenant, added); err != nil {
+	if err := b.checkNewPartitions(tenant, 0, added); err != nil {
 		for i := range checks {
 			if checks[i].err == nil {
 				checks[i].err = err

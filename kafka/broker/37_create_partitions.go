@@ -37,7 +37,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq
 			added += int(t.Count) - topic.Partitions
 		}
 	}
-	if err := b.checkNewPartitions(tenant, added); err != nil {
+	if err := b.checkNewPartitions(tenant, 0, added); err != nil {
 		for i := range checks {
 			if checks[i] == nil {
 				checks[i] = err

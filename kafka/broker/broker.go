@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
@@ -35,6 +36,9 @@ import (
 // (spec §3.6). Zero values take the defaults below.
 type Config struct {
 	Listener kafka.Config
+	// Metrics receives the facade's series (metrics.go); cmd/queen passes
+	// the set /metrics/prometheus writes. A private set when nil.
+	Metrics *metrics.Set
 	// NodeID is this node's broker id (its raft node id).
 	NodeID int32
 	// AdvertisedAddr is the host:port clients are told to reach this node
@@ -51,6 +55,10 @@ type Config struct {
 	// (QUEEN_KAFKA_MAX_TENANT_PARTITIONS); see partition_caps.go.
 	MaxPartitionsPerRequest int
 	MaxTenantPartitions     int
+	// TenantMaxInflightBytes bounds one tenant's produce record bytes in
+	// flight on the node, in tenancy mode (tenant_inflight.go,
+	// QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES).
+	TenantMaxInflightBytes int
 	// DedupWindow is how long idempotent-producer sequences are remembered
 	// (QUEEN_KAFKA_DEDUP_WINDOW_SECONDS).
 	DedupWindow time.Duration
@@ -91,6 +99,9 @@ const (
 )
 
 func (c *Config) setDefaults() {
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
 	if c.DefaultPartitions <= 0 {
 		c.DefaultPartitions = 1
 	}
@@ -102,6 +113,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxTenantPartitions <= 0 {
 		c.MaxTenantPartitions = DefaultMaxTenantPartitions
+	}
+	if c.TenantMaxInflightBytes <= 0 {
+		c.TenantMaxInflightBytes = DefaultTenantMaxInflightBytes
 	}
 	if c.DedupWindow <= 0 {
 		c.DedupWindow = DefaultDedupWindow
@@ -122,13 +136,16 @@ func (c *Config) setDefaults() {
 
 // Broker serves the engine-backed Kafka API keys on a kafka.Server.
 type Broker struct {
-	cfg    Config
-	engine *raftgroups.Engine
-	log    *slog.Logger
-	srv    *kafka.Server
-	ids    msgIDs
-	parts  partitionCache
-	groups *coordinators // consumer-group coordination (group_coordination.go)
+	cfg     Config
+	engine  *raftgroups.Engine
+	log     *slog.Logger
+	srv     *kafka.Server
+	ids     msgIDs
+	parts   partitionCache
+	groups  *coordinators // consumer-group coordination (group_coordination.go)
+	metrics *brokerMetrics
+	// inflight bounds each tenant's produce bytes in flight.
+	inflight *tenantInflight
 
 	// ctx ends with Close: the broker's own goroutines (node registration,
 	// the transaction reaper) stop on it.
@@ -150,14 +167,15 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel}
+	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel, metrics: newBrokerMetrics(cfg.Metrics),
+		inflight: newTenantInflight(cfg.TenantMaxInflightBytes)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {
 		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
 			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
 		}
-		if err := srv.RegisterHandler(key, guard(key, h)); err != nil {
+		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, h))); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -79,5 +80,43 @@ func TestPartitionCapsPerRequestAndTenant(t *testing.T) {
 	}
 	if topic, _ := n.engine.KafkaTopic(wire.DefaultTenant, "b"); topic.Partitions != 2 {
 		t.Fatalf("the refused growth changed b to %d partitions", topic.Partitions)
+	}
+}
+
+// TestAutoCreatedTopicsCountAgainstTheCaps: a Metadata or a produce that
+// creates topics by naming them adds partitions as CreateTopics does, so
+// the same caps apply (before, any client allowed to create topics could
+// pass both by asking for many new names).
+func TestAutoCreatedTopicsCountAgainstTheCaps(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.DefaultPartitions, c.MaxPartitionsPerRequest, c.MaxTenantPartitions = 4, 10, 14 })
+	cl := n.client()
+	codes := func(resp *kmsg.MetadataResponse) map[string]int16 {
+		out := map[string]int16{}
+		for _, rt := range resp.Topics {
+			out[*rt.Topic] = rt.ErrorCode
+		}
+		return out
+	}
+	// 12 partitions in one request: the third topic is over the request cap.
+	if got := codes(metadata(t, cl, true, "m1", "m2", "m3")); got["m1"] != 0 || got["m2"] != 0 || got["m3"] != kerr.PolicyViolation.Code {
+		t.Fatalf("three topics of 4 partitions in one Metadata: %v", got)
+	}
+	if got := codes(metadata(t, cl, true, "m4")); got["m4"] != 0 {
+		t.Fatalf("12 partitions in all: %v", got)
+	}
+	if got := codes(metadata(t, cl, true, "m5")); got["m5"] != kerr.PolicyViolation.Code {
+		t.Fatalf("16 partitions in all: %v", got)
+	}
+	rec, err := records.AppendBatch(nil, records.NewBatchOptions(0), []records.Record{{Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rawProduce(t, cl, "m6", rec, -1); p.ErrorCode != kerr.PolicyViolation.Code {
+		t.Fatalf("a produce creating a topic past the tenant cap: error %d", p.ErrorCode)
+	}
+	for _, name := range []string{"m3", "m5", "m6"} {
+		if _, ok := n.engine.KafkaTopic(wire.DefaultTenant, name); ok {
+			t.Fatalf("refused topic %s exists", name)
+		}
 	}
 }

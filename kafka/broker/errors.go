@@ -48,6 +48,8 @@ func errorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, raftgroups.ErrOverloaded):
 		return kerr.NotEnoughReplicas.Code // retriable: nothing was proposed
+	case errors.Is(err, wire.ErrSequenceAhead):
+		return kerr.NotEnoughReplicas.Code // retriable: nothing was written, an earlier batch is on its way
 	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code // may or may not have been written
 	case errors.Is(err, raftgroups.ErrTooLarge):

@@ -22,14 +22,16 @@ const (
 // cap does not lift with time).
 var errPartitionBudget = errors.New("kafka: partition cap")
 
-// checkNewPartitions refuses adding added partitions in one request to the
-// tenant's Kafka topics when that goes over either cap. The tenant count
-// is read before the proposals, so concurrent requests may together pass
-// the tenant cap by at most one request's worth.
-func (b *Broker) checkNewPartitions(tenant wire.ID, added int) error {
-	if added > b.cfg.MaxPartitionsPerRequest {
+// checkNewPartitions refuses adding added partitions to the tenant's Kafka
+// topics when that goes over either cap; inRequest are those the same
+// request has already added (a Metadata auto-creating topic after topic),
+// which count toward the request's cap and are already in the tenant's.
+// The tenant count is read before the proposals, so concurrent requests
+// may together pass the tenant cap by at most one request's worth.
+func (b *Broker) checkNewPartitions(tenant wire.ID, inRequest, added int) error {
+	if inRequest+added > b.cfg.MaxPartitionsPerRequest {
 		return fmt.Errorf("%w: one request may create at most %d partitions (QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST), this one %d",
-			errPartitionBudget, b.cfg.MaxPartitionsPerRequest, added)
+			errPartitionBudget, b.cfg.MaxPartitionsPerRequest, inRequest+added)
 	}
 	held := 0
 	for _, t := range b.engine.KafkaTopics(tenant) {

@@ -58,6 +58,12 @@ func TestProduceConsumeEveryCodec(t *testing.T) {
 // rawProduce sends one produce of records to topic/partition 0.
 func rawProduce(t *testing.T, cl *kgo.Client, topic string, records []byte, acks int16) *kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	return &rawProduceResponse(t, cl, topic, records, acks).Topics[0].Partitions[0]
+}
+
+// rawProduceResponse is rawProduce's whole response.
+func rawProduceResponse(t *testing.T, cl *kgo.Client, topic string, records []byte, acks int16) *kmsg.ProduceResponse {
+	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
@@ -70,7 +76,7 @@ func rawProduce(t *testing.T, cl *kgo.Client, topic string, records []byte, acks
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &resp.Topics[0].Partitions[0]
+	return resp
 }
 
 func TestProduceBadInput(t *testing.T) {

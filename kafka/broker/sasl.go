@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 
@@ -12,8 +13,8 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// ErrBadCredentials refuses a SASL/PLAIN login.
-var ErrBadCredentials = errors.New("kafka: bad SASL/PLAIN credentials")
+// ErrBadCredentials refuses a SASL login.
+var ErrBadCredentials = errors.New("kafka: bad SASL credentials")
 
 // Identity is what a SASL/PLAIN login resolves to (kafka.Principal's
 // Identity): the tenant the connection acts for and, when the password was a
@@ -85,18 +86,29 @@ func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
 			return kafka.Principal{}, err
 		}
 		if tenancyOn {
-			claimed, err := tenancy.Parse(p.Tenant)
-			switch {
-			case p.Tenant == "":
-				return kafka.Principal{}, fmt.Errorf("%w: the token names no tenant", ErrBadCredentials)
-			case err != nil:
-				return kafka.Principal{}, fmt.Errorf("%w: the token's tenant claim: %w", ErrBadCredentials, err)
-			case claimed != tenant:
+			claimed, err := tokenTenant(&p)
+			if err != nil {
+				return kafka.Principal{}, err
+			}
+			if claimed != tenant {
 				return kafka.Principal{}, fmt.Errorf("%w: the token is for another tenant than the user name", ErrBadCredentials)
 			}
 		}
 		return kafka.Principal{User: user, Identity: Identity{Tenant: tenant, Principal: &p}, Expires: p.Expires}, nil
 	}
+}
+
+// tokenTenant is the tenant a broker JWT's tenant claim names, which it
+// must carry in tenancy mode.
+func tokenTenant(p *authn.Principal) (wire.ID, error) {
+	if p.Tenant == "" {
+		return wire.ID{}, fmt.Errorf("%w: the token names no tenant", ErrBadCredentials)
+	}
+	id, err := tenancy.Parse(p.Tenant)
+	if err != nil {
+		return wire.ID{}, fmt.Errorf("%w: the token's tenant claim: %w", ErrBadCredentials, err)
+	}
+	return id, nil
 }
 
 // identityOf is a connection's login identity, if it has one.
@@ -107,4 +119,62 @@ func identityOf(c *kafka.Conn) (Identity, bool) {
 	}
 	id, ok := p.Identity.(Identity)
 	return id, ok
+}
+
+// ScramIterations is the PBKDF2 iteration count of the SCRAM credentials
+// derived at boot: Kafka's default and minimum.
+const ScramIterations = 4096
+
+// ScramUsers derives SCRAM-SHA-256 and SCRAM-SHA-512 credentials for the
+// static users (QUEEN_KAFKA_SASL_USERS), each with its own random salt,
+// once at boot: what SCRAM keeps is salted and hashed, never a password.
+// In tenancy mode a user name is the tenant's UUID, as for PLAIN.
+func ScramUsers(users map[string]string, tenancyOn bool) (kafka.ScramCredentials, error) {
+	stored := map[string]map[string]kafka.ScramCredential{}
+	for _, mech := range []string{kafka.MechanismScramSHA256, kafka.MechanismScramSHA512} {
+		stored[mech] = map[string]kafka.ScramCredential{}
+		for user, password := range users {
+			salt := make([]byte, 24)
+			if _, err := rand.Read(salt); err != nil {
+				return nil, err
+			}
+			cred, err := kafka.NewScramCredential(mech, password, salt, ScramIterations)
+			if err != nil {
+				return nil, err
+			}
+			stored[mech][user] = cred
+		}
+	}
+	return func(_ context.Context, mechanism, user string) (kafka.ScramCredential, kafka.Principal, error) {
+		creds, ok := stored[mechanism][user]
+		if !ok {
+			return kafka.ScramCredential{}, kafka.Principal{}, ErrBadCredentials
+		}
+		tenant, err := loginTenant(user, tenancyOn)
+		if err != nil {
+			return kafka.ScramCredential{}, kafka.Principal{}, err
+		}
+		return creds, kafka.Principal{User: user, Identity: Identity{Tenant: tenant}}, nil
+	}, nil
+}
+
+// BearerJWTs authenticates OAUTHBEARER logins whose token is a broker JWT:
+// as with BrokerJWTs its roles limit the connection and the session ends
+// with the token. The principal is the token's subject. In tenancy mode
+// the tenant is the token's tenant claim, which it must carry: there is no
+// user name beside it.
+func BearerJWTs(v *authn.Verifier, tenancyOn bool) kafka.BearerAuthenticator {
+	return func(ctx context.Context, token string) (kafka.Principal, error) {
+		p, err := v.VerifyContext(ctx, token)
+		if err != nil {
+			return kafka.Principal{}, fmt.Errorf("%w: %w", ErrBadCredentials, err)
+		}
+		tenant := wire.DefaultTenant
+		if tenancyOn {
+			if tenant, err = tokenTenant(&p); err != nil {
+				return kafka.Principal{}, err
+			}
+		}
+		return kafka.Principal{User: p.Subject, Identity: Identity{Tenant: tenant, Principal: &p}, Expires: p.Expires}, nil
+	}
 }

@@ -3,13 +3,16 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/queen-mq/queen/crypto/authn"
+	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/wire"
 )
 
 func testVerifier(t *testing.T) *authn.Verifier {
@@ -66,4 +69,61 @@ func TestJWTLoginIsBoundToTheTokensTenant(t *testing.T) {
 	if _, err := BrokerJWTs(testVerifier(t), false)(ctx, "svc", signed(t, jwt.MapClaims{"role": "admin"})); err != nil {
 		t.Fatalf("no tenancy: %v", err)
 	}
+}
+
+// TestScramUsersKeepOnlySaltedHashes: SCRAM credentials are derived at
+// boot with a random salt per user and mechanism, and in tenancy mode a
+// user must be a tenant as for PLAIN.
+func TestScramUsersKeepOnlySaltedHashes(t *testing.T) {
+	const tenant = "7c3a1f9e-2b4d-4e8a-9f1c-0d2e3f4a5b6c"
+	lookup, err := ScramUsers(map[string]string{tenant: "pw-one", "acme": "pw-two"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, p, err := lookup(ctx, kafka.MechanismScramSHA256, tenant)
+	if err != nil || p.Identity.(Identity).Tenant != mustTenant(t, tenant) {
+		t.Fatalf("%v %+v", err, p)
+	}
+	b, _, err := lookup(ctx, kafka.MechanismScramSHA512, tenant)
+	if err != nil || string(a.Salt) == string(b.Salt) || a.Iterations != ScramIterations ||
+		strings.Contains(string(a.StoredKey)+string(a.ServerKey)+string(a.Salt), "pw-one") {
+		t.Fatalf("credentials: %v, salts equal %v, iterations %d", err, string(a.Salt) == string(b.Salt), a.Iterations)
+	}
+	if _, _, err := lookup(ctx, kafka.MechanismScramSHA256, "acme"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("a user that is not a tenant in tenancy mode: %v", err)
+	}
+	if _, _, err := lookup(ctx, kafka.MechanismScramSHA256, "nobody"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("unknown user: %v", err)
+	}
+}
+
+// TestBearerJWTsTakeTheTenantFromTheToken: an OAUTHBEARER login has no
+// user name; in tenancy mode the token's tenant claim is the tenant.
+func TestBearerJWTsTakeTheTenantFromTheToken(t *testing.T) {
+	const a = "7c3a1f9e-2b4d-4e8a-9f1c-0d2e3f4a5b6c"
+	auth := BearerJWTs(testVerifier(t), true)
+	ctx := context.Background()
+	p, err := auth(ctx, signed(t, jwt.MapClaims{"sub": "svc", "role": "admin", "tenant": a}))
+	if err != nil || p.User != "svc" || p.Identity.(Identity).Tenant != mustTenant(t, a) || p.Expires.IsZero() {
+		t.Fatalf("%v %+v", err, p)
+	}
+	for name, tok := range map[string]string{
+		"no tenant claim": signed(t, jwt.MapClaims{"sub": "svc", "role": "admin"}),
+		"not a UUID":      signed(t, jwt.MapClaims{"sub": "svc", "role": "admin", "tenant": "acme"}),
+		"not a JWT":       "forged",
+	} {
+		if _, err := auth(ctx, tok); !errors.Is(err, ErrBadCredentials) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func mustTenant(t *testing.T, s string) wire.ID {
+	t.Helper()
+	id, err := tenancy.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -258,13 +258,14 @@ func TestTransactionProtocolEdges(t *testing.T) {
 	if x.produce("edges", "a", "b") != 0 || x.produce("edges", "c") != 0 {
 		t.Fatal("staging refused")
 	}
-	// A retried batch is staged once; a gap is refused.
+	// A retried batch is staged once; a batch past a gap is refused
+	// retriably (an earlier one may still be on its way).
 	x.seqs["edges/0"] = 0
 	if code := x.produce("edges", "a", "b"); code != 0 {
 		t.Fatalf("retried batch: %d", code)
 	}
 	x.seqs["edges/0"] = 9
-	if code := x.produce("edges", "z"); code != kerr.OutOfOrderSequenceNumber.Code {
+	if code := x.produce("edges", "z"); code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("gap: %d", code)
 	}
 	if hwm(n, "edges", 0) != 0 {
@@ -486,7 +487,8 @@ func TestIdempotentRetryGetsTheOriginalOffset(t *testing.T) {
 		code int16
 		off  int64
 	}{
-		{first, 0, 0}, {batch(2, "c"), 0, 2}, {first, 0, 0}, {batch(5, "x"), kerr.OutOfOrderSequenceNumber.Code, -1},
+		{first, 0, 0}, {batch(2, "c"), 0, 2}, {first, 0, 0}, {batch(5, "x"), kerr.NotEnoughReplicas.Code, -1},
+		{batch(1, "y"), kerr.OutOfOrderSequenceNumber.Code, -1}, // behind, never a remembered batch
 	} {
 		p := rawProduce(t, cl, "idem", c.data, -1)
 		if p.ErrorCode != c.code || (c.code == 0 && p.BaseOffset != c.off) {

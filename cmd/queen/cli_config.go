@@ -1,0 +1,108 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/queen-mq/queen/crypto/secret"
+)
+
+// setting is one row of `queen config`.
+type setting struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Default string `json:"default"`
+	Set     bool   `json:"set"`
+	Secret  bool   `json:"secret"`
+	Doc     string `json:"doc"`
+}
+
+// settingsProbe turns on the modes in which readConfig reads a variable
+// only then (SASL users, the trusted proxy), so one pass reads them all.
+var settingsProbe = map[string]string{
+	"QUEEN_KAFKA_SASL":       "plain",
+	"QUEEN_TENANCY_HEADER":   "true",
+	"QUEEN_KV_TRUSTED_PROXY": "1",
+}
+
+// readSettings is every variable readConfig reads, in the order it reads
+// them, with the defaults the code gives: found by running it.
+func readSettings() []readVar {
+	e := &env{get: func(name string) string { return settingsProbe[name] }}
+	_, _ = readConfig(e) // the probe's own values may not combine; only the record matters
+	return e.read
+}
+
+// describeSettings is the settings with their values in this environment,
+// secrets masked fully: neither characters nor length.
+func describeSettings(lookup func(string) string) []setting {
+	var out []setting
+	for _, r := range readSettings() {
+		d := settingDocs[r.Name]
+		s := setting{Name: r.Name, Default: r.Default, Secret: d.secret, Doc: d.doc}
+		raw := lookup(r.Name)
+		s.Set = strings.TrimSpace(raw) != ""
+		s.Value = s.Default
+		if s.Set {
+			s.Value = raw
+		}
+		if s.Secret {
+			s.Value, s.Default = secret.Mask(s.Value), secret.Mask(s.Default)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func newConfigCommand() *cobra.Command {
+	var asJSON, changed bool
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Print every setting: environment variable, value, default and what it does",
+		Long: `Print every environment variable a node reads, its value in this environment
+(secrets shown only as <set> or <unset>), its default and one line of doc, then
+check the whole configuration as 'queen serve' would: exit 2 if it would refuse
+to start, with the reason. Nothing is opened or started.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			all := describeSettings(os.Getenv)
+			var shown []setting
+			for _, s := range all {
+				if s.Set || !changed {
+					shown = append(shown, s)
+				}
+			}
+			out := cmd.OutOrStdout()
+			var err error
+			if asJSON {
+				err = writeJSONValue(out, shown)
+			} else {
+				tw := newTable(out)
+				row(tw, "VARIABLE", "VALUE", "DEFAULT", "DESCRIPTION")
+				for _, s := range shown {
+					v := s.Value
+					if !s.Set && !s.Secret {
+						v = "(default)"
+					}
+					row(tw, s.Name, oneLine(v), oneLine(s.Default), s.Doc)
+				}
+				err = tw.Flush()
+			}
+			if err != nil {
+				return err
+			}
+			if _, cerr := loadConfig(os.Getenv); cerr != nil {
+				return &cliError{code: exitRefused, msg: "the node would refuse this configuration: " + cerr.Error()}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&changed, "changed", false, "only the variables set in this environment")
+	return cmd
+}
+
+// oneLine keeps a table row on one line.
+func oneLine(s string) string { return strings.NewReplacer("\n", `\n`, "\t", " ").Replace(s) }

@@ -1,0 +1,71 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+)
+
+// authenticateBearer checks an OAUTHBEARER initial response (RFC 7628
+// §3.1, as Kafka's KIP-255 clients send it): a GS2 header, then
+// 0x01-separated key=value pairs of which auth carries "Bearer <token>",
+// ended by two 0x01. The token goes to the configured authenticator.
+func (c *Conn) authenticateBearer(ctx context.Context, msg []byte) error {
+	token, authzid, err := parseBearer(msg)
+	if err != nil {
+		return err
+	}
+	principal, err := c.srv.cfg.Bearer(ctx, token)
+	if err != nil {
+		c.refused(MechanismOAuthBearer, authzid, err)
+		return errors.New("invalid token")
+	}
+	if authzid != "" && principal.User != "" && authzid != principal.User {
+		c.refused(MechanismOAuthBearer, authzid, errors.New("the authorization id is not the token's subject"))
+		return errors.New("the authorization id must be empty or the token's subject")
+	}
+	return c.login(MechanismOAuthBearer, principal, saslAuthenticated)
+}
+
+// parseBearer returns the token and authorization id of an OAUTHBEARER
+// initial response.
+func parseBearer(msg []byte) (token, authzid string, err error) {
+	bad := func(why string) (string, string, error) {
+		return "", "", errors.New("invalid SASL/OAUTHBEARER message: " + why)
+	}
+	header, rest, ok := bytes.Cut(msg, []byte{1})
+	if !ok || !bytes.HasSuffix(rest, []byte{1, 1}) {
+		return bad("expected a GS2 header and 0x01-separated pairs ending in two 0x01")
+	}
+	// gs2-header: a channel binding flag ("n" or "y": none is used), an
+	// optional "a=authzid", and nothing else.
+	fields := strings.Split(string(header), ",")
+	if len(fields) != 3 || (fields[0] != "n" && fields[0] != "y") || fields[2] != "" {
+		return bad("malformed GS2 header")
+	}
+	if fields[1] != "" {
+		if !strings.HasPrefix(fields[1], "a=") {
+			return bad("malformed GS2 header")
+		}
+		authzid = fields[1][2:]
+	}
+	for _, kv := range bytes.Split(rest[:len(rest)-2], []byte{1}) {
+		key, value, ok := bytes.Cut(kv, []byte("="))
+		if !ok {
+			return bad("a pair without '='")
+		}
+		if string(key) != "auth" {
+			continue // extensions (KIP-342) are accepted and ignored
+		}
+		scheme, tok, ok := strings.Cut(string(value), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+			return bad(`auth must be "Bearer <token>"`)
+		}
+		token = tok
+	}
+	if token == "" {
+		return bad("no auth pair")
+	}
+	return token, authzid, nil
+}
