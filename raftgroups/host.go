@@ -285,6 +285,7 @@ func Start(cfg Config) (*Host, error) {
 	h.stopped, h.cancelStop = context.WithCancel(context.Background())
 	h.clock = clock.New(clock.Config{MaxSkew: cfg.MaxClockSkew, TestOffset: cfg.ClockTestOffset, Logger: cfg.Logger})
 	h.nodeClient = transport.NewNodeClient(cfg.TLS, cfg.Token, cfg.RequestTimeout, transport.Timeouts{})
+	h.nodeRoutes.host = h
 	h.disk = &diskGuard{dir: cfg.Dir, high: cfg.DiskHighPct, low: cfg.DiskLowPct, usage: cfg.DiskUsage, log: cfg.Logger}
 	if h.disk.usage == nil {
 		h.disk.usage = statfsUsage
