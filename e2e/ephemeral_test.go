@@ -125,13 +125,36 @@ func ephCluster(t *testing.T, env map[string]string) *harness.Cluster {
 	for k, v := range env {
 		base[k] = v
 	}
-	return startCluster(t, harness.Options{Nodes: 3, Env: base})
+	c := startCluster(t, harness.Options{Nodes: 3, Env: base})
+	// The tenancy header makes QUEEN_EPHEMERAL_REQUIRE_GRANT default on:
+	// the operator grants both tenants on one node, and every node knows
+	// once raft applied it.
+	ctx := deadline(t, time.Minute)
+	for _, tenant := range []string{tenantA, tenantB} {
+		grant := map[string]any{"tenant": tenant, "kind": "ephemeral"}
+		if code, _, b := ephCall(ctx, t, "POST", c.Nodes[0].URL()+"/api/v1/system/quota", "", grant, nil); code != 200 {
+			t.Fatalf("grant %s: %d %s", tenant, code, b)
+		}
+		err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+			for _, n := range c.Nodes {
+				var q struct{ Granted bool }
+				if code, _, _ := ephCall(ctx, t, "GET", n.URL()+"/api/v1/system/quota?kind=ephemeral&tenant="+tenant, "", nil, &q); code != 200 || !q.Granted {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("the grant of %s never reached every node: %v", tenant, err)
+		}
+	}
+	return c
 }
 
 // Push, pop and ack on three nodes through any node: every partition lives
 // on one owner, the others relay with the tenant kept (another tenant sees
 // nothing), acks settle, listings gather all nodes, bad input is a 400
-// that changes nothing, a forged node call is a 401, and the memory caps
+// that changes nothing, a forged node call is refused, and the memory caps
 // answer reject/dropOldest over HTTP.
 func TestEphemeralThreeNodes(t *testing.T) {
 	c := ephCluster(t, map[string]string{"QUEEN_EPHEMERAL_MAX_BYTES": "262144"})
@@ -225,12 +248,19 @@ func TestEphemeralThreeNodes(t *testing.T) {
 	if code, _, b := ephCall(ctx, t, "GET", url(1, "/api/v1/ephemeral/queues/eq/depth"), tenantA, nil, &depth); code != 200 || depth.Depth != 0 {
 		t.Fatalf("bad input changed the queue: %d %s", code, b)
 	}
-	req, _ := http.NewRequestWithContext(ctx, "POST", url(0, "/api/v1/ephemeral/_adopt"), strings.NewReader(`{"dumps":[]}`))
-	req.Header.Set("x-queen-raft-token", "wrong")
-	if resp, err := httpClient.Do(req); err != nil || resp.StatusCode != 401 {
-		t.Fatalf("forged _adopt: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
+	// The hand-over route is not on the broker port; on the node channel
+	// (the raft listener) a wrong token is refused.
+	for _, forged := range []struct {
+		url  string
+		want int
+	}{{url(0, "/api/v1/ephemeral/_adopt"), 404}, {"http://" + c.Nodes[0].RaftAddr + "/node/v1/ephemeral/_adopt", 401}} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", forged.url, strings.NewReader(`{"dumps":[]}`))
+		req.Header.Set("x-queen-raft-token", "wrong")
+		if resp, err := httpClient.Do(req); err != nil || resp.StatusCode != forged.want {
+			t.Fatalf("forged _adopt at %s: %v %v", forged.url, resp, err)
+		} else {
+			resp.Body.Close()
+		}
 	}
 
 	// reject: the queue's maxLength, then the node's 256 KiB.

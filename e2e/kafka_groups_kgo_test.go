@@ -224,24 +224,23 @@ func TestKafkaCommittedOffsetsSurviveAClientRestart(t *testing.T) {
 	}
 }
 
-// TestKafkaConsumerGroupSurvivesALeaderKill runs two franz-go members on a
-// 3-node cluster and SIGKILLs the group's coordinator (the leader of the raft
-// group its id hashes to): the members find the new one, rebuild the group
-// there, and go on consuming from the committed offsets.
-func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
-	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
-	ctx := deadline(t, 3*time.Minute)
+// startSettledPair pushes 20 orders over 4 partitions, starts two franz-go
+// members m0 and m1 of group on every node's Kafka port, and waits until
+// they share the partitions and have consumed everything. delivered counts
+// the distinct records the pair consumed.
+func startSettledPair(ctx context.Context, t *testing.T, c *harness.Cluster, group string) (members []*groupConsumer, own *ownership, delivered func() int) {
+	t.Helper()
 	pushOrders(ctx, t, c.Nodes[0].URL(), 4)
 	var seeds []string
 	for _, n := range c.Nodes {
 		seeds = append(seeds, n.KafkaAddr)
 	}
-	own := &ownership{owner: map[int32]string{}}
-	members := []*groupConsumer{
-		startGroupConsumerOf(t, seeds, "failover", "m0", own, kgo.CooperativeStickyBalancer()),
-		startGroupConsumerOf(t, seeds, "failover", "m1", own, kgo.CooperativeStickyBalancer()),
+	own = &ownership{owner: map[int32]string{}}
+	members = []*groupConsumer{
+		startGroupConsumerOf(t, seeds, group, "m0", own, kgo.CooperativeStickyBalancer()),
+		startGroupConsumerOf(t, seeds, group, "m1", own, kgo.CooperativeStickyBalancer()),
 	}
-	delivered := func() int {
+	delivered = func() int {
 		all := map[string]bool{}
 		for _, m := range members {
 			for k := range m.delivered() {
@@ -253,8 +252,19 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
 		return own.settled(4, "m0", "m1") && delivered() == 20, nil
 	}); err != nil {
-		t.Fatalf("before the kill: %v delivered %d: %v", own, delivered(), err)
+		t.Fatalf("group %s did not settle: %v delivered %d: %v", group, own, delivered(), err)
 	}
+	return members, own, delivered
+}
+
+// TestKafkaConsumerGroupSurvivesALeaderKill runs two franz-go members on a
+// 3-node cluster and SIGKILLs the group's coordinator (the leader of the raft
+// group its id hashes to): the members find the new one, rebuild the group
+// there, and go on consuming from the committed offsets.
+func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
+	ctx := deadline(t, 3*time.Minute)
+	_, own, delivered := startSettledPair(ctx, t, c, "failover")
 	coord := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), "failover")
 	var survivor *harness.Node
 	for _, n := range c.Nodes {

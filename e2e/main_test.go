@@ -36,6 +36,24 @@ func TestMain(m *testing.M) {
 // stopped when the test ends (and their logs shown if it failed).
 func startCluster(t *testing.T, o harness.Options) *harness.Cluster {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, err := tryStartCluster(t, o)
+		if err == nil {
+			return c
+		}
+		// Free ports are found by binding and releasing them, so another
+		// process on the machine can take one before the node binds it;
+		// such a start is retried on fresh ports.
+		if attempt == 3 || !portTaken(c) {
+			t.Fatal(err)
+		}
+		t.Logf("a port was taken before a node bound it; starting again on fresh ports: %v", err)
+		c.StopAll()
+	}
+}
+
+func tryStartCluster(t *testing.T, o harness.Options) (*harness.Cluster, error) {
+	t.Helper()
 	o.BaseDir = t.TempDir()
 	c, err := harness.NewCluster(queenBin, o)
 	if err != nil {
@@ -50,14 +68,21 @@ func startCluster(t *testing.T, o harness.Options) *harness.Cluster {
 		c.StopAll()
 	})
 	if err := c.StartAll(); err != nil {
-		t.Fatal(err)
+		return c, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := c.WaitAllHealthy(ctx); err != nil {
-		t.Fatal(err)
+	return c, c.WaitAllHealthy(ctx)
+}
+
+// portTaken reports whether a node of c failed to bind one of its ports.
+func portTaken(c *harness.Cluster) bool {
+	for _, n := range c.Nodes {
+		if n.Grep("address already in use") {
+			return true
+		}
 	}
-	return c
+	return false
 }
 
 func deadline(t *testing.T, d time.Duration) context.Context {

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/queen-mq/queen/e2e/harness"
 )
 
@@ -17,30 +15,7 @@ import (
 func TestKafkaConsumerGroupKeepsItsGenerationWhenItsCoordinatorRestarts(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
 	ctx := deadline(t, 2*time.Minute)
-	pushOrders(ctx, t, c.Nodes[0].URL(), 4)
-	var seeds []string
-	for _, n := range c.Nodes {
-		seeds = append(seeds, n.KafkaAddr)
-	}
-	own := &ownership{owner: map[int32]string{}}
-	members := []*groupConsumer{
-		startGroupConsumerOf(t, seeds, "keep", "m0", own, kgo.CooperativeStickyBalancer()),
-		startGroupConsumerOf(t, seeds, "keep", "m1", own, kgo.CooperativeStickyBalancer()),
-	}
-	delivered := func() int {
-		all := map[string]bool{}
-		for _, m := range members {
-			for k := range m.delivered() {
-				all[k] = true
-			}
-		}
-		return len(all)
-	}
-	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		return own.settled(4, "m0", "m1") && delivered() == 20, nil
-	}); err != nil {
-		t.Fatalf("before the restart: %v delivered %d: %v", own, delivered(), err)
-	}
+	members, own, delivered := startSettledPair(ctx, t, c, "keep")
 	type membership struct {
 		id  string
 		gen int32

@@ -44,7 +44,7 @@ func startKcatLoad(ctx context.Context, t *testing.T, brokers, topic string) *kc
 	}
 	l.stdin = stdin
 	l.consumer = exec.CommandContext(ctx, "kcat", "-b", brokers, "-G", "roll-kcat-group", topic,
-		"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=3000", "-X", "heartbeat.interval.ms=300",
+		"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=10000", "-X", "heartbeat.interval.ms=500",
 		"-f", "%s\n", "-q", "-u") // -u: a line per record as it arrives, not when a buffer fills
 	l.consumer.Stderr = errs
 	out, err := l.consumer.StdoutPipe()

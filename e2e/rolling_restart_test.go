@@ -331,11 +331,14 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		k, _ := kSeen.check(wantK)
 		h, _ := hSeen.check(wantH)
 		var c int
+		var kcatLog string
 		if kl != nil {
 			c, _ = kl.seen.check(wantC)
+			kcatLog = kl.stderrString()
+			kcatLog = kcatLog[max(0, len(kcatLog)-3000):]
 		}
-		t.Fatalf("consumed %d of %d Kafka records, %d of %d HTTP messages, %d of %d kcat records: %v",
-			k, len(wantK), h, len(wantH), c, len(wantC), err)
+		t.Fatalf("consumed %d of %d Kafka records, %d of %d HTTP messages, %d of %d kcat records: %v\nkcat's diagnostics:\n%s",
+			k, len(wantK), h, len(wantH), c, len(wantC), err, kcatLog)
 	}
 	stopConsume()
 	wg.Wait()

@@ -34,9 +34,13 @@ func (e *Engine) AckGroups(ctx context.Context, tenant wire.ID, cmds []wire.AckC
 	out := make([]wire.AckResult, len(cmds))
 	for ci := range cmds {
 		c := &cmds[ci]
+		items, _, err := e.sealAckErrors(tenant, c.Items)
+		if err != nil {
+			return nil, err
+		}
 		out[ci] = wire.AckResult{Code: wire.CodeOK, Items: make([]wire.AckOutcome, len(c.Items))}
 		local := map[int]int{} // group → index of this command's part there
-		for ii, it := range c.Items {
+		for ii, it := range items {
 			g := wire.GroupOfID(it.PartitionID)
 			if g >= len(e.host.groups) {
 				out[ci].Items[ii].Code = wire.CodePartitionNotFound
@@ -424,6 +428,15 @@ func (e *Engine) Trace(ctx context.Context, c *wire.TraceCmd) (wire.TraceResult,
 	g := wire.GroupOfID(c.PartitionID)
 	if g >= len(e.host.groups) {
 		g = e.KVGroup(c.Tenant)
+	}
+	if e.partitionEncrypted(c.Tenant, c.PartitionID) {
+		sealed, err := e.SealText(c.Data)
+		if err != nil {
+			return wire.TraceResult{}, err
+		}
+		cc := *c
+		cc.Data = sealed
+		c = &cc
 	}
 	return proposeOne(ctx, e, g, wire.KindTrace, c.Encode(nil), wire.DecodeTraceResult)
 }

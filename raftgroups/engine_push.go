@@ -30,9 +30,10 @@ func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) 
 	for i := range todo {
 		todo[i] = i
 	}
+	var mustSeal []bool // commands the state machine refused unsealed
 	for attempt := 0; len(todo) > 0; attempt++ {
 		fresh := attempt > 0
-		batches := e.placePushes(ctx, tenant, cmds, todo, fresh, out)
+		batches := e.placePushes(ctx, tenant, cmds, todo, fresh, mustSeal, out)
 		todo = todo[:0]
 		groups := make([]int, 0, len(batches))
 		for g := range batches {
@@ -60,7 +61,16 @@ func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) 
 			break
 		}
 		for i := range out {
-			if out[i].Err == nil && staleShard(out[i].Code) {
+			if out[i].Err != nil {
+				continue
+			}
+			if out[i].Code == wire.CodeSealRequired {
+				if mustSeal == nil {
+					mustSeal = make([]bool, len(cmds))
+				}
+				mustSeal[i] = true
+				todo = append(todo, i)
+			} else if staleShard(out[i].Code) {
 				todo = append(todo, i)
 			}
 		}
@@ -81,9 +91,10 @@ type groupBatch struct {
 }
 
 // placePushes resolves the partitions of the commands in todo, queue by
-// queue, and lays them out per group. A queue that cannot be resolved
-// fails its commands' outcomes.
-func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd, todo []int, fresh bool, out []PushOutcome) map[int]*groupBatch {
+// queue, and lays them out per group, sealing the records of encrypted
+// queues (and of the commands in mustSeal). A queue that cannot be
+// resolved fails its commands' outcomes.
+func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd, todo []int, fresh bool, mustSeal []bool, out []PushOutcome) map[int]*groupBatch {
 	type queueReq struct {
 		names []string
 		seen  map[string]bool
@@ -135,6 +146,13 @@ func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.Pu
 			c := cmds[i]
 			d := byName[c.Partition]
 			c.PartitionIndex, c.Inc = int32(d.Index), r.cat.Inc
+			c.Flags |= e.PushFlags()
+			if (mustSeal != nil && mustSeal[i]) || e.QueueEncryptedIn(tenant, c.Queue, int(d.Group)) {
+				if err := e.sealPushRecords(&c); err != nil {
+					out[i].Err = err
+					continue
+				}
+			}
 			b := batchFor(batches, int(d.Group))
 			b.cmds = append(b.cmds, wire.Command{Kind: wire.KindPush, Body: c.Encode(nil)})
 			b.items = append(b.items, i)

@@ -138,6 +138,12 @@ func (e *Engine) planTxn(ctx context.Context, c *wire.TxnCmd) ([]*txnPart, wire.
 		case wire.TxnOpPush:
 			pc := pushes[i]
 			d, _ := e.DirByIndex(c.Tenant, pc.Queue, uint32(pc.PartitionIndex))
+			pc.Flags |= e.PushFlags()
+			if e.QueueEncryptedIn(c.Tenant, pc.Queue, int(d.Group)) {
+				if err := e.sealPushRecords(&pc); err != nil {
+					return nil, wire.TxnResult{}, err
+				}
+			}
 			p := part(int(d.Group))
 			p.cmd.Ops = append(p.cmd.Ops, wire.TxnOp{Kind: op.Kind, Body: pc.Encode(nil)})
 			p.ops = append(p.ops, i)
@@ -157,6 +163,14 @@ func (e *Engine) planTxn(ctx context.Context, c *wire.TxnCmd) ([]*txnPart, wire.
 			}
 			if g >= len(e.host.groups) {
 				return nil, wire.TxnFailure(wire.CodePartitionNotFound, -1, i, 0), nil
+			}
+			sealed, changed, err := e.sealAckErrors(c.Tenant, ack.Items)
+			if err != nil {
+				return nil, wire.TxnResult{}, err
+			}
+			if changed {
+				ack.Items = sealed
+				op.Body = ack.Encode(nil)
 			}
 			p := part(g)
 			p.cmd.Ops = append(p.cmd.Ops, op)

@@ -190,6 +190,7 @@ func (e *Engine) DLQ(tenant wire.ID, f storage.DLQFilter, skip, limit int) ([]st
 	if len(all) > limit {
 		all = all[:limit]
 	}
+	e.openDLQRows(all)
 	return all, total, nil
 }
 
@@ -199,7 +200,13 @@ func (e *Engine) DLQRowByID(tenant wire.ID, id uint64) (storage.DLQRow, bool, er
 	if g >= len(e.host.groups) {
 		return storage.DLQRow{}, false, nil
 	}
-	return e.GroupStore(g).DLQRowByID(tenant, id)
+	row, ok, err := e.GroupStore(g).DLQRowByID(tenant, id)
+	if ok {
+		rows := []storage.DLQRow{row}
+		e.openDLQRows(rows)
+		row = rows[0]
+	}
+	return row, ok, err
 }
 
 // MessageByTxn finds a message by partition id and transaction id.
@@ -227,7 +234,9 @@ func (e *Engine) TracesOf(tenant wire.ID, pid uint64, txn string) ([]storage.Tra
 	if g >= len(e.host.groups) {
 		return nil, nil
 	}
-	return e.GroupStore(g).TracesOf(tenant, pid, txn)
+	evs, err := e.GroupStore(g).TracesOf(tenant, pid, txn)
+	e.openTraces(evs)
+	return evs, err
 }
 
 // TracesByName merges the newest trace events with a name over every group
@@ -244,7 +253,9 @@ func (e *Engine) TracesByName(tenant wire.ID, name string, limit int) ([]storage
 	}
 	// Stable: a store's events of one millisecond keep its newest-first order.
 	slices.SortStableFunc(out, func(a, b storage.TraceEvent) int { return cmp.Compare(b.CreatedMs, a.CreatedMs) })
-	return out[:min(len(out), limit)], nil
+	out = out[:min(len(out), limit)]
+	e.openTraces(out)
+	return out, nil
 }
 
 // TraceNames merges the trace names in use over every group.

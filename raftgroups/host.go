@@ -285,6 +285,7 @@ func Start(cfg Config) (*Host, error) {
 	h.stopped, h.cancelStop = context.WithCancel(context.Background())
 	h.clock = clock.New(clock.Config{MaxSkew: cfg.MaxClockSkew, TestOffset: cfg.ClockTestOffset, Logger: cfg.Logger})
 	h.nodeClient = transport.NewNodeClient(cfg.TLS, cfg.Token, cfg.RequestTimeout, transport.Timeouts{})
+	h.nodeRoutes.host = h
 	h.disk = &diskGuard{dir: cfg.Dir, high: cfg.DiskHighPct, low: cfg.DiskLowPct, usage: cfg.DiskUsage, log: cfg.Logger}
 	if h.disk.usage == nil {
 		h.disk.usage = statfsUsage
@@ -587,13 +588,14 @@ type leaderLogger struct {
 }
 
 func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {
-	level := slog.LevelInfo
-	if info.LeaderID != 0 {
-		l.group.hadLeader.Store(true)
-	} else if !l.group.hadLeader.Load() {
+	level, msg := slog.LevelInfo, "raft: leader changed"
+	switch {
+	case info.LeaderID != 0 && !l.group.hadLeader.Swap(true):
+		msg = "boot: raft group has a leader" // its first since this node started
+	case info.LeaderID == 0 && !l.group.hadLeader.Load():
 		level = slog.LevelDebug // the boot election, not a lost leader
 	}
-	l.log.Log(context.Background(), level, "raft: leader changed", "group", l.group.n, "leader", info.LeaderID, "term", info.Term)
+	l.log.Log(context.Background(), level, msg, "group", l.group.n, "leader", info.LeaderID, "term", info.Term)
 	if f := l.host.onLeader.Load(); f != nil {
 		(*f)(l.group.n, info.LeaderID, info.Term)
 	}

@@ -2,12 +2,10 @@ package raftgroups
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"slices"
 	"time"
 
@@ -239,7 +237,7 @@ func (h *Host) Membership(ctx context.Context) MembershipView {
 		_, st.Voter = v0.voters[id]
 		st.Raft = h.groups[0].addr(id)
 		st.HTTP = h.httpAddr(id, regs)
-		lag, err := h.memberLag(ctx, id, st.HTTP)
+		lag, err := h.memberLag(ctx, id)
 		st.Live = err == nil
 		st.Lag = lag
 		if err != nil {
@@ -250,11 +248,11 @@ func (h *Host) Membership(ctx context.Context) MembershipView {
 	return ans
 }
 
-// memberLag asks node id's HTTP door for its applied index per group
-// (/health) and returns the most any group trails this node's commit by.
+// memberLag asks node id over the node channel for its applied index per
+// group and returns the most any group trails this node's commit by.
 // Dragonboat does not expose a follower's progress, so the member itself is
 // asked; an unreachable member is an error, never "caught up".
-func (h *Host) memberLag(ctx context.Context, id uint64, httpAddr string) (uint64, error) {
+func (h *Host) memberLag(ctx context.Context, id uint64) (uint64, error) {
 	local := h.Status()
 	if id == h.cfg.NodeID {
 		var lag uint64
@@ -263,35 +261,18 @@ func (h *Host) memberLag(ctx context.Context, id uint64, httpAddr string) (uint6
 		}
 		return lag, nil
 	}
-	if httpAddr == "" {
-		return 0, fmt.Errorf("node %d has no known HTTP address", id)
-	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/health", nil)
+	groups, err := h.peerApplied(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("node %d unreachable: %w", id, err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Groups []struct {
-			Group   int    `json:"group"`
-			Applied uint64 `json:"applied"`
-		} `json:"groups"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&body); err != nil {
-		return 0, fmt.Errorf("node %d health: %w", id, err)
-	}
-	if len(body.Groups) != len(local) {
-		return 0, fmt.Errorf("node %d runs %d groups, this node %d", id, len(body.Groups), len(local))
+	if len(groups) != len(local) {
+		return 0, fmt.Errorf("node %d runs %d groups, this node %d", id, len(groups), len(local))
 	}
 	var lag uint64
 	for i, st := range local {
-		a := body.Groups[i].Applied
+		a := groups[i].Applied
 		if st.Commit > a {
 			lag = max(lag, st.Commit-a)
 		}
@@ -403,13 +384,12 @@ func (h *Host) registerSelfLoop() {
 	}
 }
 
-// LeaderHTTPAddr is the HTTP address of group 0's leader, where membership
-// requests are served; "" when this node leads, no leader is known, or its
-// address is not.
-func (h *Host) LeaderHTTPAddr() string {
+// MembershipLeader is group 0's leader, where membership requests are
+// served; 0 when this node leads or no leader is known.
+func (h *Host) MembershipLeader() uint64 {
 	l, _, ok, err := h.groups[0].nh.GetLeaderID(h.groups[0].shardID)
 	if err != nil || !ok || l == h.cfg.NodeID {
-		return ""
+		return 0
 	}
-	return h.httpAddr(l, h.groups[0].store.MemberHTTPAddrs())
+	return l
 }

@@ -69,7 +69,6 @@ func (h *Host) Promote(ctx context.Context, ids []uint64, force bool, maxLag uin
 	if err := h.readViews(ctx); err != nil {
 		return err
 	}
-	regs := h.groups[0].store.MemberHTTPAddrs()
 	for _, id := range ids {
 		for _, g := range h.groups {
 			v := g.view.Load()
@@ -82,7 +81,7 @@ func (h *Host) Promote(ctx context.Context, ids []uint64, force bool, maxLag uin
 		if force {
 			continue
 		}
-		lag, err := h.memberLag(ctx, id, h.httpAddr(id, regs))
+		lag, err := h.memberLag(ctx, id)
 		if err != nil {
 			return fmt.Errorf("%w: node %d: %v", ErrLearnerBehind, id, err)
 		}
@@ -198,23 +197,37 @@ func (h *Host) SetVoters(ctx context.Context, voters []uint64, force bool, maxLa
 			return err
 		}
 	}
+	// This node goes last: once it has left group 0 it can read and change
+	// no group's membership any more, and the leader serving the request
+	// may be one of the voters to remove.
+	var leave []uint64
+	self := false
 	for _, id := range h.voterIDs() {
-		if !want[id] {
-			if err := h.Remove(ctx, id, true); err != nil { // the live majority was checked above
-				return err
-			}
+		switch {
+		case want[id]:
+		case id == h.cfg.NodeID:
+			self = true
+		default:
+			leave = append(leave, id)
+		}
+	}
+	if self {
+		leave = append(leave, h.cfg.NodeID)
+	}
+	for _, id := range leave {
+		if err := h.Remove(ctx, id, true); err != nil { // the live majority was checked above
+			return err
 		}
 	}
 	return nil
 }
 
 // checkLiveMajority refuses a voter set of which fewer than a majority
-// answer on their HTTP door: the groups could not commit afterwards.
+// answer over the node channel: the groups could not commit afterwards.
 func (h *Host) checkLiveMajority(ctx context.Context, voters []uint64) error {
-	regs := h.groups[0].store.MemberHTTPAddrs()
 	live := 0
 	for _, id := range voters {
-		if _, err := h.memberLag(ctx, id, h.httpAddr(id, regs)); err == nil {
+		if _, err := h.memberLag(ctx, id); err == nil {
 			live++
 		}
 	}

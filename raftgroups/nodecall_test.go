@@ -33,26 +33,31 @@ func TestCallPeerOverTLS(t *testing.T) {
 	c.waitReady()
 	c.hosts[1].SetNodeHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		_, _ = io.WriteString(w, r.URL.Path+" "+string(b)+" tls="+boolStr(r.TLS != nil && len(r.TLS.PeerCertificates) > 0))
+		_, _ = io.WriteString(w, r.URL.Path+"?"+r.URL.RawQuery+" "+r.Header.Get("X-Extra")+" "+string(b)+" tls="+boolStr(r.TLS != nil && len(r.TLS.PeerCertificates) > 0))
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := c.hosts[0].CallPeer(ctx, 2, http.MethodPost, "echo", strings.NewReader("hi"))
+	resp, err := c.hosts[0].CallPeer(ctx, 2, http.MethodPost, "echo?x=1", http.Header{"X-Extra": {"e"}}, strings.NewReader("hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || string(b) != "/node/v1/echo hi tls=true" {
+	if resp.StatusCode != 200 || string(b) != "/node/v1/echo?x=1 e hi tls=true" {
 		t.Fatalf("call: %d %q", resp.StatusCode, b)
 	}
-	if _, err := c.hosts[0].CallPeer(ctx, 9, http.MethodGet, "echo", nil); err != ErrUnknownPeer {
+	// The applied indexes a membership leader measures lag with are served
+	// by the host itself, over the same channel.
+	if lag, err := c.hosts[0].memberLag(ctx, 2); err != nil || lag > 1000 {
+		t.Fatalf("lag of node 2 over the node channel: %d %v", lag, err)
+	}
+	if _, err := c.hosts[0].CallPeer(ctx, 9, http.MethodGet, "echo", nil, nil); err != ErrUnknownPeer {
 		t.Fatalf("unknown peer: %v", err)
 	}
 	addr := c.peers[1].RaftAddr
 	wrong := transport.NewNodeClient(tc, "guess", time.Second, transport.Timeouts{})
 	defer wrong.Close()
-	resp, err = wrong.Do(ctx, addr, http.MethodGet, "echo", nil)
+	resp, err = wrong.Do(ctx, addr, http.MethodGet, "echo", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +67,7 @@ func TestCallPeerOverTLS(t *testing.T) {
 	}
 	plain := transport.NewNodeClient(nil, "node-token", time.Second, transport.Timeouts{})
 	defer plain.Close()
-	if resp, err := plain.Do(ctx, addr, http.MethodGet, "echo", nil); err == nil {
+	if resp, err := plain.Do(ctx, addr, http.MethodGet, "echo", nil, nil); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("plaintext call answered %d", resp.StatusCode)

@@ -28,6 +28,10 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 		return res
 	}
 	res.LogStart = p.start
+	if mustSeal(q, &c.Push, heads) {
+		res.Code = wire.CodeSealRequired
+		return res
+	}
 	if c.ProducerID >= 0 {
 		code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, len(heads))
 		if code == wire.CodeDuplicate {

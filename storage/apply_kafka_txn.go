@@ -173,6 +173,9 @@ func (s *Store) applyKafkaStage(ctx *applyCtx, c *wire.KafkaStageCmd, body []byt
 		if code != wire.CodeOK {
 			return wire.KafkaProduceResult{Code: code}
 		}
+		if mustSeal(q, &prod.Push, heads) {
+			return wire.KafkaProduceResult{Code: wire.CodeSealRequired}
+		}
 		code, _ = s.checkSequence(ctx, p, prod.ProducerID, prod.Epoch, prod.BaseSeq, len(heads))
 		if code != wire.CodeOK {
 			return wire.KafkaProduceResult{Code: code} // a duplicate is a batch staged already

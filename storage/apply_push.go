@@ -28,6 +28,10 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 		res.Code = code
 		return res
 	}
+	if mustSeal(q, c, heads) {
+		res.Code = wire.CodeSealRequired
+		return res
+	}
 	res.PartitionID, res.PartitionIndex, res.BaseOffset = p.id, p.index, p.next
 
 	index := c.Flags&wire.PushIndexTxn != 0
@@ -93,6 +97,26 @@ func pushHeads(c *wire.PushCmd) ([]pushHead, bool) {
 		heads = append(heads, pushHead{head: h, framed: framed})
 	}
 	return heads, it.Err() == nil && len(heads) == c.Count
+}
+
+// mustSeal reports a push that carries unsealed records to a queue whose
+// options ask for encryption, from a proposer that holds the key
+// (PushKeyHeld) and so should have sealed them. The proposer decides from
+// its replica's view of the options, which may lag a configure; the state
+// machine decides from this group's copy, in log order with the configure
+// that changed it, so every replica stores the same thing and no record
+// pushed after encryption was turned on here is stored in clear. The
+// proposer seals and retries on CodeSealRequired.
+func mustSeal(q *queueState, c *wire.PushCmd, heads []pushHead) bool {
+	if c.Flags&wire.PushKeyHeld == 0 || !q.cfg.EncryptionEnabled {
+		return false
+	}
+	for i := range heads {
+		if heads[i].head.Flags&wire.FlagEncrypted == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pushTarget is the partition a push names, by index or by name.

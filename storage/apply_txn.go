@@ -244,6 +244,9 @@ func (s *Store) checkTxnPush(ctx *applyCtx, tenant wire.ID, op *txnOp, chk *txnC
 	if code != wire.CodeOK {
 		return code, -1
 	}
+	if mustSeal(q, c, op.heads) {
+		return wire.CodeSealRequired, -1
+	}
 	if c.Flags&wire.PushIndexTxn == 0 {
 		return wire.CodeOK, -1
 	}

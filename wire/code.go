@@ -29,6 +29,7 @@ const (
 	CodeConflict          Code = 15 // a precondition on state did not hold
 	CodeUnknownProducer   Code = 16 // a producer sequence past 0 from a producer with no state
 	CodeSequenceAhead     Code = 17 // a producer sequence past the next one: an earlier batch is still on its way
+	CodeSealRequired      Code = 18 // unsealed records for a queue whose options now ask for encryption
 )
 
 // Sentinel errors, one per non-OK code.
@@ -50,6 +51,7 @@ var (
 	ErrConflict          = errors.New("conflict")
 	ErrUnknownProducer   = errors.New("no state for the producer: it expired or never produced here")
 	ErrSequenceAhead     = errors.New("sequence ahead of the producer's next: an earlier batch has not landed yet; retry")
+	ErrSealRequired      = errors.New("the queue's encryption was just turned on: the records must be sealed; retry")
 	ErrUnknownCode       = errors.New("unknown outcome code")
 )
 
@@ -72,6 +74,7 @@ var codeErrors = [...]error{
 	CodeConflict:          ErrConflict,
 	CodeUnknownProducer:   ErrUnknownProducer,
 	CodeSequenceAhead:     ErrSequenceAhead,
+	CodeSealRequired:      ErrSealRequired,
 }
 
 // Err returns the sentinel error for c, nil for CodeOK.

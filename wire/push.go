@@ -5,6 +5,12 @@ const (
 	// PushIndexTxn records every message's transaction id so it can be
 	// acknowledged and deduplicated by id; Kafka produce skips it.
 	PushIndexTxn uint8 = 1 << 2
+	// PushKeyHeld says the proposer holds the encryption key, so the state
+	// machine refuses (CodeSealRequired) records it did not seal for a
+	// queue whose options say encryptionEnabled. Without it (no key on the
+	// proposer, or an entry written before the check) the records are
+	// stored as they are, as the spec asks of a node without a key.
+	PushKeyHeld uint8 = 1 << 3
 )
 
 // PushCmd appends records to one partition of one queue. Records are already

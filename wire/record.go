@@ -11,7 +11,17 @@ const (
 	FlagSub       uint64 = 1 << 6 // the producer's JWT subject is present
 	FlagTxnID     uint64 = 1 << 7 // an explicit transaction id (else the message id)
 	FlagEncrypted uint64 = 1 << 8 // payload is an encryption envelope
+	// FlagSealed (always with FlagEncrypted): the record's key, headers,
+	// producer timestamp, trace id, producer subject and payload are sealed
+	// together, the payload being the envelope of their encoding
+	// (AppendSealedFields). Without it, FlagEncrypted seals only the
+	// payload (records written before every field was sealed).
+	FlagSealed uint64 = 1 << 9
 )
+
+// sealedOuter are the flags a sealed record keeps in clear: what the state
+// machine needs (the transaction id, for dedup and acks) and the marks.
+const sealedOuter = FlagTxnID | FlagEncrypted | FlagSealed
 
 // Header is one Kafka record header. A nil Value is a null header value.
 type Header struct {
@@ -45,12 +55,35 @@ const (
 // once, in place (payloads are most of the bytes a broker moves).
 func AppendRecord(b []byte, r *Record) []byte {
 	w := Writer{B: b}
-	w.Uvarint(uint64(recordBodyLen(r)))
+	n := uvarintLen(r.Flags) + len(r.MsgID) + fieldsLen(r)
+	if r.Flags&FlagTxnID != 0 {
+		n += uvarintLen(uint64(len(r.TxnID))) + len(r.TxnID)
+	}
+	w.Uvarint(uint64(n))
 	w.Uvarint(r.Flags)
 	w.Fixed(r.MsgID[:])
 	if r.Flags&FlagTxnID != 0 {
 		w.Bytes(r.TxnID)
 	}
+	appendFields(&w, r)
+	return w.B
+}
+
+// AppendSealedFields appends what a sealed record seals: r's flags (but
+// the clear ones) and every field after the transaction id, as
+// AppendRecord lays them out. ParseSealedFields reads it back.
+func AppendSealedFields(b []byte, r *Record) []byte {
+	w := Writer{B: b}
+	w.Uvarint(r.Flags &^ sealedOuter)
+	appendFields(&w, r)
+	return w.B
+}
+
+// SealedFieldsLen is the length AppendSealedFields appends for r.
+func SealedFieldsLen(r *Record) int { return uvarintLen(r.Flags&^sealedOuter) + fieldsLen(r) }
+
+// appendFields writes the optional fields the flags name, then the payload.
+func appendFields(w *Writer, r *Record) {
 	if r.Flags&FlagKey != 0 {
 		w.Bytes(r.Key)
 	}
@@ -76,16 +109,12 @@ func AppendRecord(b []byte, r *Record) []byte {
 		w.Bytes(r.ProducerSub)
 	}
 	w.Bytes(r.Payload)
-	return w.B
 }
 
-// recordBodyLen is the size of r's encoding after its length prefix.
-func recordBodyLen(r *Record) int {
+// fieldsLen is the size appendFields writes for r.
+func fieldsLen(r *Record) int {
 	bytesLen := func(b []byte) int { return uvarintLen(uint64(len(b))) + len(b) }
-	n := uvarintLen(r.Flags) + len(r.MsgID)
-	if r.Flags&FlagTxnID != 0 {
-		n += bytesLen(r.TxnID)
-	}
+	n := 0
 	if r.Flags&FlagKey != 0 {
 		n += bytesLen(r.Key)
 	}
@@ -121,6 +150,30 @@ func ParseRecord(b []byte) (Record, error) {
 	if rec.Flags&FlagTxnID != 0 {
 		rec.TxnID = r.Bytes()
 	}
+	if err := parseFields(&r, &rec); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// ParseSealedFields decodes what AppendSealedFields wrote into rec, which
+// holds a sealed record: its fields and flags become the plaintext
+// record's, keeping its message and transaction ids. Byte slices alias b.
+func ParseSealedFields(b []byte, rec *Record) error {
+	r := Reader{b: b}
+	inner := *rec
+	inner.Flags = r.Uvarint()&^sealedOuter | rec.Flags&FlagTxnID
+	if err := parseFields(&r, &inner); err != nil {
+		return err
+	}
+	*rec = inner
+	return nil
+}
+
+// parseFields reads the optional fields rec.Flags names, then the payload,
+// and checks nothing follows.
+func parseFields(r *Reader, rec *Record) error {
+	rec.Key, rec.Headers, rec.Timestamp, rec.TraceID, rec.ProducerSub = nil, nil, 0, nil, nil
 	if rec.Flags&FlagKey != 0 {
 		rec.Key = r.Bytes()
 		if rec.Key == nil {
@@ -151,10 +204,7 @@ func ParseRecord(b []byte) (Record, error) {
 		rec.ProducerSub = r.Bytes()
 	}
 	rec.Payload = r.Bytes()
-	if err := r.Done(); err != nil {
-		return Record{}, err
-	}
-	return rec, nil
+	return r.Done()
 }
 
 // RecordHead is the part of a record the state machine needs to apply a

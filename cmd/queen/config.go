@@ -209,7 +209,7 @@ func readConfig(e *env) (Config, error) {
 	c.Raft = e.raftConfig()
 	c.Raft.DragonboatLogLevel = dragonboatLevel(c.LogLevel)
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
-	c.HTTP.Ephemeral = e.ephemeralConfig(c.Raft)
+	c.HTTP.Ephemeral = e.ephemeralConfig(c.Raft, c.HTTP.TenancyHeader)
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1 || c.Raft.Join)
 	c.Kafka.Broker.LogDir = c.Raft.Dir
 	e.checkKafkaAuth(c.Auth.Enabled, &c.Kafka)

@@ -97,6 +97,7 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_EPHEMERAL_MEMBER_TTL_MS":    {doc: "a node not heard from for this long leaves the ephemeral ring"},
 	"QUEEN_EPHEMERAL_RATE":             {doc: "ephemeral pushes per second per tenant (0: no limit)"},
 	"QUEEN_EPHEMERAL_BURST":            {doc: "ephemeral push burst per tenant"},
+	"QUEEN_EPHEMERAL_REQUIRE_GRANT":    {doc: "a tenant needs an operator's grant (POST /api/v1/system/quota) to use ephemeral queues; default: QUEEN_TENANCY_HEADER"},
 
 	// Kafka facade (spec §3.6).
 	"QUEEN_KAFKA_ADDR":                            {doc: "Kafka listener"},

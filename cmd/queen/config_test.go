@@ -265,7 +265,7 @@ func TestPprofTokenIsRequired(t *testing.T) {
 }
 
 // The ephemeral variables have the spec's §8.3 defaults, take the raft
-// peers and token, and stop the boot when out of range.
+// peers, and stop the boot when out of range.
 func TestEphemeralConfig(t *testing.T) {
 	c, err := loadConfig(lookup(nil))
 	if err != nil {
@@ -285,9 +285,25 @@ func TestEphemeralConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	e = c.HTTP.Ephemeral
-	if e.NodeID != 2 || e.Token != "tk" || len(e.Peers) != 2 || e.Peers[1].HTTPAddr != "127.0.0.1:6633" ||
+	if e.NodeID != 2 || len(e.Peers) != 2 || e.Peers[1] != 2 ||
 		e.Store.MaxBytes != 1<<20 || e.MemberTTL != time.Second {
 		t.Fatalf("set %+v", e)
+	}
+	if e.RequireGrant {
+		t.Fatal("a grant is required without the tenancy header")
+	}
+	// QUEEN_EPHEMERAL_REQUIRE_GRANT follows QUEEN_TENANCY_HEADER unless set.
+	tenancy := map[string]string{"QUEEN_TENANCY_HEADER": "true", "QUEEN_KV_TRUSTED_PROXY": "1"}
+	if c, err = loadConfig(lookup(tenancy)); err != nil || !c.HTTP.Ephemeral.RequireGrant {
+		t.Fatalf("tenancy header without a grant requirement: %v", err)
+	}
+	tenancy["QUEEN_EPHEMERAL_REQUIRE_GRANT"] = "false"
+	if c, err = loadConfig(lookup(tenancy)); err != nil || c.HTTP.Ephemeral.RequireGrant {
+		t.Fatalf("QUEEN_EPHEMERAL_REQUIRE_GRANT=false not taken: %v", err)
+	}
+	if _, err := loadConfig(lookup(map[string]string{"QUEEN_EPHEMERAL_REQUIRE_GRANT": "maybe"})); err == nil ||
+		!strings.Contains(err.Error(), "QUEEN_EPHEMERAL_REQUIRE_GRANT") {
+		t.Fatalf("a bad QUEEN_EPHEMERAL_REQUIRE_GRANT: %v", err)
 	}
 	for _, bad := range []string{"QUEEN_EPHEMERAL_MAX_BYTES", "QUEEN_EPHEMERAL_LEASE_S", "QUEEN_EPHEMERAL_MEMBER_TTL_MS"} {
 		if _, err := loadConfig(lookup(map[string]string{bad: "0"})); err == nil || !strings.Contains(err.Error(), bad) {

@@ -69,10 +69,10 @@ func run() int {
 		log.Info("encryption service initialized (AES-256-GCM)")
 	}
 	// Ephemeral queues follow the membership, not only QUEEN_RAFT_PEERS.
-	cfg.HTTP.Ephemeral.PeersFunc = func() []api.EphemeralPeer {
-		var out []api.EphemeralPeer
+	cfg.HTTP.Ephemeral.PeersFunc = func() []uint64 {
+		var out []uint64
 		for _, p := range host.Peers() {
-			out = append(out, api.EphemeralPeer{ID: p.ID, HTTPAddr: p.HTTPAddr})
+			out = append(out, p.ID)
 		}
 		return out
 	}
@@ -196,7 +196,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	log.Info("config: ephemeral", "max_bytes", ec.Store.MaxBytes, "queue_max_bytes", ec.Store.Defaults.MaxBytes,
 		"queue_max_length", ec.Store.Defaults.MaxLength, "lease_s", int(ec.Store.Defaults.Lease/time.Second),
 		"retry_limit", ec.Store.Defaults.RetryLimit, "implicit_idle_s", int(ec.Store.ImplicitIdle/time.Second),
-		"member_ttl_ms", ec.MemberTTL.Milliseconds(), "rate", ec.Rate, "burst", ec.Burst)
+		"member_ttl_ms", ec.MemberTTL.Milliseconds(), "rate", ec.Rate, "burst", ec.Burst, "require_grant", ec.RequireGrant)
 	log.Info("config: membership", "join", cfg.Raft.Join, "promote_max_lag", cfg.HTTP.PromoteMaxLag,
 		"force_recover", cfg.Raft.ForceRecover)
 	if cfg.Raft.ForceRecover {

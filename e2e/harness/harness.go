@@ -89,6 +89,10 @@ type Options struct {
 	// Proxied puts a fault proxy between every node and its peers
 	// (Cluster.Net, netfault.go).
 	Proxied bool
+	// PeersWithoutHTTP lists only raft addresses in QUEEN_RAFT_PEERS, so
+	// no node knows where another's broker port is: whatever works
+	// between nodes then goes over the node channel.
+	PeersWithoutHTTP bool
 }
 
 // DefaultGroups is how many raft groups a node of a cluster of nodes runs
@@ -145,7 +149,11 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 		c.lastID = i
-		peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.PeerRaftAddr, n.PeerHTTPAddr))
+		if o.PeersWithoutHTTP {
+			peers = append(peers, fmt.Sprintf("%d=%s", i, n.PeerRaftAddr))
+		} else {
+			peers = append(peers, fmt.Sprintf("%d=%s/%s", i, n.PeerRaftAddr, n.PeerHTTPAddr))
+		}
 	}
 	if o.Nodes > 1 {
 		c.peers = strings.Join(peers, ",")

@@ -32,11 +32,13 @@ type dlqMessage struct {
 	DLQTimestamp  string  `json:"dlqTimestamp"`
 }
 
-func dlqJSON(r *storage.DLQRow) (dlqMessage, error) {
+// dlqJSON renders a row, its record opened (the engine opened its error).
+func (s *Server) dlqJSON(r *storage.DLQRow) (dlqMessage, error) {
 	rec, err := wire.ParseRecord(r.Record)
 	if err != nil {
 		return dlqMessage{}, err
 	}
+	s.engine.OpenRecord(&rec)
 	v := viewOf(&rec)
 	m := dlqMessage{ID: strconv.FormatUint(r.ID, 10), MessageID: rec.MsgID.String(), TransactionID: txnIDOf(&rec),
 		PartitionID: pidString(r.PartitionID), Queue: r.Queue, Partition: r.Partition, Offset: r.Offset,
@@ -64,7 +66,7 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx) error {
 	}
 	out := make([]dlqMessage, 0, len(rows))
 	for i := range rows {
-		m, err := dlqJSON(&rows[i])
+		m, err := s.dlqJSON(&rows[i])
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queen-mq/queen/storage/ephemeral"
+	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -51,6 +53,9 @@ func (s *Server) ephBegin(ctx *fasthttp.RequestCtx) (ephReq, error) {
 		if !s.eph.enabled.Load() {
 			return ephReq{}, errEphDisabled
 		}
+		if s.eph.cfg.RequireGrant && !s.ephGranted(tenant) {
+			return ephReq{}, errEphNotGranted
+		}
 	}
 	return ephReq{tenant: tenant, hops: hops, forwarded: fwd}, nil
 }
@@ -71,10 +76,34 @@ func (s *Server) ephRoute(ctx *fasthttp.RequestCtx, rq ephReq, k ephemeral.Key, 
 		}
 		o = s.eph.owner(k, time.Now())
 	}
-	if o == 0 || o == self {
+	if o == 0 || o == self || rq.hops >= maxHops || !s.eph.peerSet()[o] {
 		return errUnrouted
 	}
-	return s.eph.forward(ctx, o, rq.tenant, rq.hops, timeout)
+	if _, err := s.relay(ctx, o, rq.relayHeader(), timeout, "Retry-After", ephNodeHeader); err != nil {
+		return errUnrouted
+	}
+	return nil
+}
+
+// relayHeader is what a relayed request carries: the tenant this node
+// resolved and one more hop.
+func (rq ephReq) relayHeader() http.Header {
+	return http.Header{tenancy.Header: {rq.tenant.String()}, hopsHeader: {strconv.Itoa(rq.hops + 1)}}
+}
+
+// ephCall runs the client's request, with body, on peer id's node route of
+// the same path and query, on behalf of rq's tenant.
+func (s *Server) ephCall(ctx *fasthttp.RequestCtx, id uint64, rq ephReq, body []byte) (int, []byte, error) {
+	route := relayedRoute(string(ctx.URI().PathOriginal()))
+	if q := ctx.URI().QueryString(); len(q) > 0 {
+		route += "?" + string(q)
+	}
+	c, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
+	defer cancel()
+	h := rq.relayHeader()
+	h.Set("Content-Type", "application/json")
+	ans, err := callPeer(c, s.node, id, string(ctx.Method()), route, h, body, int64(s.cfg.MaxBodyBytes)+1<<20)
+	return ans.status, ans.body, err
 }
 
 type ephPushReq struct {
@@ -294,8 +323,7 @@ func (s *Server) ephAckPartition(ctx *fasthttp.RequestCtx, rq ephReq, k ephemera
 		}
 		o = s.eph.owner(k, time.Now())
 	}
-	addr, ok := s.eph.peerAddrs()[o]
-	if !ok || rq.hops >= maxHops {
+	if o == 0 || o == self || !s.eph.peerSet()[o] || rq.hops >= maxHops {
 		return errUnrouted
 	}
 	sub := ephAckReq{Queue: k.Queue, Group: body.Group, Partition: k.Partition}
@@ -303,7 +331,7 @@ func (s *Server) ephAckPartition(ctx *fasthttp.RequestCtx, rq ephReq, k ephemera
 		sub.Acks = append(sub.Acks, body.Acks[i])
 	}
 	b, _ := json.Marshal(sub)
-	status, resp, err := s.eph.callAs(ctx, addr, http.MethodPost, "/api/v1/ephemeral/ack", rq, b, s.cfg.RequestTimeout)
+	status, resp, err := s.ephCall(ctx, o, rq, b)
 	if err != nil {
 		return errUnrouted
 	}
@@ -317,17 +345,11 @@ func (s *Server) ephAckPartition(ctx *fasthttp.RequestCtx, rq ephReq, k ephemera
 	return nil
 }
 
-// callAs makes a node-to-node call on behalf of the client: its
-// Authorization goes along so the peer checks the same credentials.
-func (r *ring) callAs(ctx *fasthttp.RequestCtx, addr, method, uri string, rq ephReq, body []byte, timeout time.Duration) (int, []byte, error) {
-	return r.callHops(addr, method, uri, rq.tenant, ctx.Request.Header.Peek("Authorization"), rq.hops+1, body, timeout)
-}
-
 // fanout runs a queue-wide request on every other live node and returns
 // their 200 answers; a node that cannot be reached or fails makes it a
 // 503, since the request then took effect on only some nodes (every
 // queue-wide request is idempotent: retry it).
-func (s *Server) fanout(ctx *fasthttp.RequestCtx, rq ephReq, method string, body []byte) ([][]byte, error) {
+func (s *Server) fanout(ctx *fasthttp.RequestCtx, rq ephReq, body []byte) ([][]byte, error) {
 	if rq.forwarded {
 		return nil, nil
 	}
@@ -336,7 +358,7 @@ func (s *Server) fanout(ctx *fasthttp.RequestCtx, rq ephReq, method string, body
 		if id == s.eph.cfg.NodeID {
 			continue
 		}
-		status, resp, err := s.eph.callAs(ctx, s.eph.peerAddrs()[id], method, string(ctx.RequestURI()), rq, body, s.cfg.RequestTimeout)
+		status, resp, err := s.ephCall(ctx, id, rq, body)
 		switch {
 		case err != nil || status >= 500:
 			return nil, &apiError{http.StatusServiceUnavailable, "retry", "ephemeral node " + strconv.FormatUint(id, 10) + " did not answer; the request may have applied on some nodes only"}
@@ -424,7 +446,7 @@ func (s *Server) ephConfigure(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	full, _ := json.Marshal(map[string]any{"queue": body.Queue, "options": optionsBody(o)})
-	if _, err := s.fanout(ctx, rq, http.MethodPost, full); err != nil {
+	if _, err := s.fanout(ctx, rq, full); err != nil {
 		return err
 	}
 	if err := s.eph.store.Configure(t, body.Queue, o, time.Now()); err != nil {
@@ -472,7 +494,7 @@ func (s *Server) ephEverywhere(ctx *fasthttp.RequestCtx, rq ephReq, queue string
 	} else if !errors.Is(err, ephemeral.ErrNotFound) {
 		return storeError(err)
 	}
-	answers, err := s.fanout(ctx, rq, string(ctx.Method()), body)
+	answers, err := s.fanout(ctx, rq, body)
 	if err != nil {
 		return err
 	}
@@ -513,7 +535,7 @@ func (s *Server) ephGather(ctx *fasthttp.RequestCtx, rq ephReq, only string) ([]
 	for _, q := range s.eph.store.Queues(rq.tenant.String(), time.Now()) {
 		add(ephQueueView{q.Name, q.Messages, q.Bytes, q.Leased, q.Partitions})
 	}
-	answers, err := s.fanout(ctx, rq, http.MethodGet, nil)
+	answers, err := s.fanout(ctx, rq, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -582,8 +604,9 @@ func (s *Server) ephSystemGet(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// ephSystemSet flips the switch on every node: here at once, on the
-// live peers by an immediate probe, on the rest when they next probe.
+// ephSystemSet flips the switch on every node: in raft first, so it
+// survives restarts, then here at once, on the live peers by an immediate
+// probe, on the rest when they next probe or read it from raft.
 func (s *Server) ephSystemSet(ctx *fasthttp.RequestCtx) error {
 	var body struct {
 		Enabled *bool `json:"enabled"`
@@ -594,16 +617,24 @@ func (s *Server) ephSystemSet(ctx *fasthttp.RequestCtx) error {
 	if body.Enabled == nil {
 		return badRequest("enabled (true or false) is required")
 	}
-	s.eph.setSwitch(*body.Enabled)
+	sw := ephSwitch{Enabled: *body.Enabled, Stamp: time.Now().UnixNano()}
+	if s.engine != nil {
+		b, _ := json.Marshal(sw)
+		c, cancel := s.requestCtx(s.cfg.RequestTimeout)
+		err := s.systemPut(c, ephSwitchKey, b)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	s.eph.setSwitch(sw.Enabled, sw.Stamp)
 	return s.ephSystemGet(ctx)
 }
 
-// Node-to-node routes: the raft token, never a JWT (spec §2.3 78-80).
+// Node-to-node routes (spec §2.3 78-80), served on the node channel only
+// (node.go): the raft token, never a JWT.
 
 func (s *Server) ephReady(ctx *fasthttp.RequestCtx) error {
-	if err := s.eph.checkToken(ctx); err != nil {
-		return err
-	}
 	var m readyMsg
 	if err := readJSON(ctx, &m); err != nil {
 		return err
@@ -618,9 +649,6 @@ func (s *Server) ephLeaving(ctx *fasthttp.RequestCtx) error {
 }
 
 func (s *Server) ephAdopt(ctx *fasthttp.RequestCtx) error {
-	if err := s.eph.checkToken(ctx); err != nil {
-		return err
-	}
 	var req adoptReq
 	if err := readJSON(ctx, &req); err != nil {
 		return err

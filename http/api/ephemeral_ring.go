@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/queen-mq/queen/crypto/secret"
 	"github.com/queen-mq/queen/storage/ephemeral"
 	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
@@ -27,14 +25,13 @@ import (
 type EphemeralConfig struct {
 	Store  ephemeral.Config
 	NodeID uint64
-	Peers  []EphemeralPeer // every node, this one included; none: a single node
-	// Token is QUEEN_RAFT_TOKEN: node-to-node calls carry it (spec §4.2).
-	Token string
+	// Peers are the ids of every node, this one included; none: a single
+	// node. Calls to them go over the node channel (node.go), which
+	// carries the raft token and TLS between nodes.
+	Peers []uint64
 	// PeersFunc, when set, is the cluster's current membership, read
 	// every probe; Peers is only the boot-time list.
-	PeersFunc func() []EphemeralPeer
-	// AcceptTokens are accepted besides Token while it is rotated.
-	AcceptTokens []string
+	PeersFunc func() []uint64
 	// MemberTTL is how long a peer counts as live after it last answered
 	// (QUEEN_EPHEMERAL_MEMBER_TTL_MS).
 	MemberTTL time.Duration
@@ -43,23 +40,19 @@ type EphemeralConfig struct {
 	// Rate and Burst limit each tenant's pushed messages per node
 	// (QUEEN_EPHEMERAL_RATE, _BURST); Rate 0 is no limit.
 	Rate, Burst int
+	// RequireGrant admits only tenants an operator granted ephemeral
+	// queues (QUEEN_EPHEMERAL_REQUIRE_GRANT; system_settings.go).
+	RequireGrant bool
 }
 
-// EphemeralPeer is a node's id and HTTP address.
-type EphemeralPeer struct {
-	ID       uint64
-	HTTPAddr string
-}
-
-// Headers of node-to-node ephemeral calls. A request that carries hopsHeader
-// was forwarded by a peer: it is answered from this node's store alone, and
-// its tenant is the one the first node resolved (x-queen-tenant), trusted
-// only with the raft token. Queen loses the tenant on a forward (spec
-// §6.12); carrying it is the fix.
+// Headers of relayed ephemeral requests. A request a peer relayed over the
+// node channel is answered from this node's store alone; its tenant is the
+// one the first node resolved (x-queen-tenant), trusted because the node
+// channel checked the raft token, and hopsHeader counts the relays. Queen
+// loses the tenant on a forward (spec §6.12); carrying it is the fix.
 const (
-	raftTokenHeader = "x-queen-raft-token"
-	hopsHeader      = "x-queen-ephemeral-hops"
-	maxHops         = 3
+	hopsHeader = "x-queen-ephemeral-hops"
+	maxHops    = 3
 )
 
 // ring decides which live node owns each ephemeral partition (rendezvous
@@ -67,15 +60,14 @@ const (
 // peers, and moves partitions to their owner when it changes. It owns one
 // goroutine (loop), started by Server.Start and stopped by leave.
 type ring struct {
-	cfg    EphemeralConfig
-	store  *ephemeral.Store
-	log    *slog.Logger
-	client *fasthttp.Client
-	// addrs maps every peer (not this node) to its HTTP address; replaced
-	// whole when the membership changes, never modified in place.
-	addrs atomic.Pointer[map[uint64]string]
+	cfg   EphemeralConfig
+	store *ephemeral.Store
+	log   *slog.Logger
+	link  NodeLink // calls to the peers
+	// peers is every peer (not this node); replaced whole when the
+	// membership changes, never modified in place.
+	peers atomic.Pointer[map[uint64]bool]
 	rate  *ephRate
-	token secret.Matcher // Token and AcceptTokens, hashed once
 
 	mu       sync.Mutex
 	lastSeen map[uint64]time.Time
@@ -85,12 +77,16 @@ type ring struct {
 	leaving   atomic.Bool
 	enabled   atomic.Bool
 	switchVer atomic.Int64 // the system switch's stamp: the newest wins
+	// stored, when set, reads the switch as raft keeps it (durable across
+	// restarts); it is merged like a peer's gossip, the newest stamp
+	// winning.
+	stored func() (ephSwitch, bool)
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newRing(cfg EphemeralConfig, log *slog.Logger) *ring {
+func newRing(cfg EphemeralConfig, link NodeLink, log *slog.Logger) *ring {
 	if cfg.MemberTTL <= 0 {
 		cfg.MemberTTL = 4 * time.Second
 	}
@@ -100,30 +96,27 @@ func newRing(cfg EphemeralConfig, log *slog.Logger) *ring {
 	if cfg.Store.MaxBytes == 0 {
 		cfg.Store = ephemeral.DefaultConfig()
 	}
-	r := &ring{cfg: cfg, store: ephemeral.New(cfg.Store), log: log,
-		lastSeen: map[uint64]time.Time{}, departed: map[uint64]bool{}, refused: map[uint64]bool{},
-		client: &fasthttp.Client{Name: "queen-ephemeral", ReadTimeout: 2 * time.Minute, WriteTimeout: 30 * time.Second,
-			MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true}}
+	r := &ring{cfg: cfg, store: ephemeral.New(cfg.Store), log: log, link: link,
+		lastSeen: map[uint64]time.Time{}, departed: map[uint64]bool{}, refused: map[uint64]bool{}}
 	r.setPeers(cfg.Peers)
-	r.token = secret.NewMatcher(cfg.Token, cfg.AcceptTokens...)
 	r.rate = newEphRate(cfg.Rate, cfg.Burst)
 	r.enabled.Store(true)
 	return r
 }
 
 // setPeers replaces the peer list (this node is left out).
-func (r *ring) setPeers(peers []EphemeralPeer) {
-	m := map[uint64]string{}
-	for _, p := range peers {
-		if p.ID != r.cfg.NodeID && p.HTTPAddr != "" {
-			m[p.ID] = p.HTTPAddr
+func (r *ring) setPeers(peers []uint64) {
+	m := map[uint64]bool{}
+	for _, id := range peers {
+		if id != r.cfg.NodeID {
+			m[id] = true
 		}
 	}
-	r.addrs.Store(&m)
+	r.peers.Store(&m)
 }
 
-// peerAddrs is the current peer list; the caller must not modify it.
-func (r *ring) peerAddrs() map[uint64]string { return *r.addrs.Load() }
+// peerSet is the current peer set; the caller must not modify it.
+func (r *ring) peerSet() map[uint64]bool { return *r.peers.Load() }
 
 // live is the set of nodes that may own partitions now: this node unless
 // it is leaving, and every peer heard from within MemberTTL that has not
@@ -135,7 +128,7 @@ func (r *ring) live(now time.Time) []uint64 {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id := range r.peerAddrs() {
+	for id := range r.peerSet() {
 		if seen, ok := r.lastSeen[id]; ok && now.Sub(seen) < r.cfg.MemberTTL && !r.departed[id] {
 			out = append(out, id)
 		}
@@ -193,7 +186,7 @@ func (r *ring) readyMsg() readyMsg {
 
 // heard records a peer's message.
 func (r *ring) heard(m readyMsg, now time.Time) {
-	if _, ok := r.peerAddrs()[m.Node]; ok {
+	if r.peerSet()[m.Node] {
 		r.mu.Lock()
 		r.lastSeen[m.Node] = now
 		r.departed[m.Node] = m.Leaving
@@ -212,15 +205,26 @@ func (r *ring) mergeSwitch(enabled bool, ver int64) {
 }
 
 // setSwitch flips the system switch here and tells the peers at once.
-func (r *ring) setSwitch(enabled bool) {
-	r.mergeSwitch(enabled, time.Now().UnixNano())
+func (r *ring) setSwitch(enabled bool, stamp int64) {
+	r.mergeSwitch(enabled, stamp)
 	r.probe()
+}
+
+// mergeStored merges the durable switch, if there is one.
+func (r *ring) mergeStored() {
+	if r.stored == nil {
+		return
+	}
+	if sw, ok := r.stored(); ok {
+		r.mergeSwitch(sw.Enabled, sw.Stamp)
+	}
 }
 
 // start probes the peers once, so the first requests are routed with a
 // known live set, then runs the loop.
 func (r *ring) start() {
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	r.mergeStored()
 	r.probe()
 	go r.loop()
 }
@@ -242,6 +246,9 @@ func (r *ring) loop() {
 			// not in QUEEN_RAFT_PEERS.
 			r.setPeers(r.cfg.PeersFunc())
 		}
+		// A restarted node, or one that missed the gossip, takes the
+		// switch from raft.
+		r.mergeStored()
 		r.probe()
 		now := time.Now()
 		r.store.Sweep(now)
@@ -253,11 +260,11 @@ func (r *ring) loop() {
 func (r *ring) probe() {
 	body, _ := json.Marshal(r.readyMsg())
 	var wg sync.WaitGroup
-	for id, addr := range r.peerAddrs() {
+	for id := range r.peerSet() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			status, resp, err := r.call(addr, http.MethodPost, "/api/v1/ephemeral/_ready", wire.DefaultTenant, body, time.Second)
+			status, resp, err := r.call(id, "ephemeral/_ready", body, time.Second)
 			if status == http.StatusUnauthorized && r.refusedOnce(id) {
 				r.log.Warn("ephemeral: peer refused this node's QUEEN_RAFT_TOKEN; it cannot own partitions with this node", "peer", id)
 			}
@@ -312,8 +319,7 @@ func (r *ring) send(dumps []ephemeral.Dump, now time.Time, ctx context.Context) 
 		byOwner[o] = append(byOwner[o], d)
 	}
 	for o, ds := range byOwner {
-		addr, ok := r.peerAddrs()[o]
-		if !ok {
+		if !r.peerSet()[o] {
 			failed = append(failed, ds...)
 			continue
 		}
@@ -322,7 +328,7 @@ func (r *ring) send(dumps []ephemeral.Dump, now time.Time, ctx context.Context) 
 		if dl, ok := ctx.Deadline(); ok {
 			timeout = min(timeout, time.Until(dl))
 		}
-		status, resp, err := r.call(addr, http.MethodPost, "/api/v1/ephemeral/_adopt", wire.DefaultTenant, body, timeout)
+		status, resp, err := r.call(o, "ephemeral/_adopt", body, timeout)
 		var ans adoptAnswer
 		if err != nil || status != http.StatusOK || json.Unmarshal(resp, &ans) != nil {
 			r.log.Warn("ephemeral: hand-over refused or unreachable", "to", o, "status", status, "err", err)
@@ -361,8 +367,8 @@ func (r *ring) leave(ctx context.Context) {
 	<-r.done
 	r.leaving.Store(true)
 	body, _ := json.Marshal(r.readyMsg())
-	for _, addr := range r.peerAddrs() {
-		_, _, _ = r.call(addr, http.MethodPost, "/api/v1/ephemeral/_leaving", wire.DefaultTenant, body, time.Second)
+	for id := range r.peerSet() {
+		_, _, _ = r.call(id, "ephemeral/_leaving", body, time.Second)
 	}
 	r.store.Seal()
 	dumps := r.store.Take(func(ephemeral.Key) bool { return true })
@@ -372,7 +378,7 @@ func (r *ring) leave(ctx context.Context) {
 	}
 	delivered := 0
 	// A single node has nowhere to send them: no point waiting.
-	for len(dumps) > 0 && len(r.peerAddrs()) > 0 && ctx.Err() == nil {
+	for len(dumps) > 0 && len(r.peerSet()) > 0 && ctx.Err() == nil {
 		var n int
 		n, dumps = r.send(dumps, time.Now(), ctx)
 		delivered += n
@@ -386,98 +392,33 @@ func (r *ring) leave(ctx context.Context) {
 	r.log.Info("shutdown: ephemeral rings handed over", "rings", parts, "delivered", delivered, "lost", total-delivered)
 }
 
-// call makes one node-to-node request of the ring's own.
-func (r *ring) call(addr, method, uri string, tenant wire.ID, body []byte, timeout time.Duration) (int, []byte, error) {
-	return r.callHops(addr, method, uri, tenant, nil, 1, body, timeout)
-}
-
-// callHops makes one node-to-node request with the raft token, the tenant
-// and, for a client's request, its Authorization.
-func (r *ring) callHops(addr, method, uri string, tenant wire.ID, auth []byte, hops int, body []byte, timeout time.Duration) (int, []byte, error) {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + addr + uri)
-	req.Header.SetMethod(method)
-	req.Header.Set(raftTokenHeader, r.cfg.Token)
-	req.Header.Set(tenancy.Header, tenant.String())
-	req.Header.Set(hopsHeader, strconv.Itoa(hops))
-	if len(auth) > 0 {
-		req.Header.SetBytesV("Authorization", auth)
-	}
-	if body != nil {
-		req.Header.SetContentType("application/json")
-		req.SetBody(body)
-	}
-	if err := r.client.DoTimeout(req, resp, timeout); err != nil {
-		return 0, nil, err
-	}
-	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
-}
-
-// forward relays a client's request to the owner and its answer back.
-func (r *ring) forward(ctx *fasthttp.RequestCtx, owner uint64, tenant wire.ID, hops int, timeout time.Duration) error {
-	addr, ok := r.peerAddrs()[owner]
-	if !ok || hops >= maxHops {
-		return errUnrouted
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	ctx.Request.CopyTo(req)
-	req.SetRequestURI("http://" + addr + string(ctx.RequestURI()))
-	req.Header.Set(raftTokenHeader, r.cfg.Token)
-	req.Header.Set(tenancy.Header, tenant.String())
-	req.Header.Set(hopsHeader, strconv.Itoa(hops+1))
-	if err := r.client.DoTimeout(req, resp, timeout); err != nil {
-		return fmt.Errorf("%w: node %d: %v", errUnrouted, owner, err)
-	}
-	ctx.SetStatusCode(resp.StatusCode())
-	ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
-	for _, h := range []string{"Retry-After", ephNodeHeader} {
-		if v := resp.Header.Peek(h); len(v) > 0 {
-			ctx.Response.Header.SetBytesV(h, v)
-		}
-	}
-	ctx.SetBody(resp.Body())
-	return nil
+// call POSTs one of the ring's own node routes (_ready, _leaving, _adopt)
+// to peer id.
+func (r *ring) call(id uint64, route string, body []byte, timeout time.Duration) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ans, err := callPeer(ctx, r.link, id, http.MethodPost, route, http.Header{"Content-Type": {"application/json"}}, body, 1<<20)
+	return ans.status, ans.body, err
 }
 
 var errUnrouted = &apiError{http.StatusServiceUnavailable, "retry", "the ephemeral partition's owner cannot be reached"}
 
-// peerTenant says whether a request was forwarded by a peer and, if so,
-// checks its raft token (401 when wrong, spec §4.2) and answers the tenant
-// it carries and its hop count.
+// peerTenant says whether a peer relayed the request over the node channel
+// and, if so, answers the tenant it carries and its hop count. On the
+// broker port the headers mean nothing: a client cannot pose as a peer.
 func (r *ring) peerTenant(ctx *fasthttp.RequestCtx) (tenant wire.ID, hops int, forwarded bool, err error) {
-	h := ctx.Request.Header.Peek(hopsHeader)
-	if len(h) == 0 {
+	if !fromPeer(ctx) {
 		return tenant, 0, false, nil
 	}
-	if err := r.checkToken(ctx); err != nil {
-		return tenant, 0, true, err
-	}
-	hops, perr := strconv.Atoi(string(h))
+	hops, perr := strconv.Atoi(string(ctx.Request.Header.Peek(hopsHeader)))
 	if perr != nil || hops < 1 {
 		return tenant, 0, true, badRequest(hopsHeader + " must be a positive number")
 	}
 	tenant, err = tenancy.Parse(string(ctx.Request.Header.Peek(tenancy.Header)))
 	if err != nil {
-		return tenant, hops, true, badRequest("forwarded request with a bad tenant")
+		return tenant, hops, true, badRequest("relayed request with a bad tenant")
 	}
 	return tenant, hops, true, nil
-}
-
-// checkToken compares the raft token in constant time. Unset on this node,
-// every caller passes, as on the raft port (spec §4.2).
-func (r *ring) checkToken(ctx *fasthttp.RequestCtx) error {
-	if r.cfg.Token == "" {
-		return nil
-	}
-	if !r.token.Match(string(ctx.Request.Header.Peek(raftTokenHeader))) {
-		ctx.SetConnectionClose()
-		return &apiError{http.StatusUnauthorized, "unauthorized", "bad raft token"}
-	}
-	return nil
 }
 
 // storeError maps the engine's errors.

@@ -5,31 +5,34 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/queen-mq/queen/crypto/secret"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/storage/ephemeral"
 )
 
 // ephNodes builds n ephemeral-only servers (no raft engine: the ephemeral
-// routes never touch it) that know each other; none is started.
+// routes never touch it) that know each other over a testNet; none is
+// started.
 func ephNodes(t *testing.T, n int) []*Server {
-	addrs := make([]string, n)
-	var peers []EphemeralPeer
-	for i := range addrs {
-		addrs[i] = raftgroupstest.FreeAddr(t)
-		peers = append(peers, EphemeralPeer{ID: uint64(i + 1), HTTPAddr: addrs[i]})
+	var peers []uint64
+	for i := 0; i < n; i++ {
+		peers = append(peers, uint64(i+1))
 	}
+	net := newTestNet(t)
 	out := make([]*Server, n)
 	for i := range out {
-		out[i] = New(Config{Addr: addrs[i], MaxBodyBytes: 1 << 20, Ephemeral: EphemeralConfig{
-			Store: ephemeral.DefaultConfig(), NodeID: uint64(i + 1), Peers: peers, Token: "tok",
-			MemberTTL: 400 * time.Millisecond, HandoverTimeout: 5 * time.Second,
-		}}, nil, raftgroupstest.Quiet)
+		out[i] = New(Config{Addr: raftgroupstest.FreeAddr(t), MaxBodyBytes: 1 << 20, Node: net.link(uint64(i + 1)),
+			Ephemeral: EphemeralConfig{
+				Store: ephemeral.DefaultConfig(), NodeID: uint64(i + 1), Peers: peers,
+				MemberTTL: 400 * time.Millisecond, HandoverTimeout: 5 * time.Second,
+			}}, nil, raftgroupstest.Quiet)
 	}
 	return out
 }
@@ -98,6 +101,7 @@ func TestEphemeralRebalanceOnLiveness(t *testing.T) {
 	close(b.eph.stop)
 	<-b.eph.done
 	b.eph.stop = nil // so Shutdown does not hand over
+	b.node.(*testLink).down()
 	if err := b.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -167,31 +171,90 @@ func TestEphemeralRateLimit(t *testing.T) {
 	}
 }
 
-// A peer with another raft token is never live here, and a relayed
-// request with a wrong token is a 401 before anything is read: nobody
-// without the token can pick a tenant by posing as a peer.
-func TestEphemeralPeerTokenChecked(t *testing.T) {
-	nodes := ephNodes(t, 2)
-	nodes[1].eph.cfg.Token = "other"
-	nodes[1].eph.token = secret.NewMatcher("other") // as newRing would have made it
+// On the broker port the relay headers mean nothing and the peer-only
+// routes do not exist: a client cannot pose as a peer to pick a tenant or
+// hand messages over. Only the node channel (token and TLS checked by the
+// raft transport) serves them.
+func TestEphemeralPeerRoutesNotOnBrokerPort(t *testing.T) {
+	nodes := ephNodes(t, 1)
 	startEph(t, nodes[0])
-	startEph(t, nodes[1])
-	nodes[0].eph.probe()
-	nodes[1].eph.probe()
-	if l := nodes[0].eph.live(time.Now()); len(l) != 1 {
-		t.Fatalf("node 1 sees %v live", l)
-	}
 	req, _ := http.NewRequest("POST", "http://"+nodes[0].Addr()+"/api/v1/ephemeral/push",
 		bytes.NewReader([]byte(`{"queue":"q","messages":[{"payload":1}]}`)))
 	req.Header.Set(hopsHeader, "1")
-	req.Header.Set(raftTokenHeader, "wrong")
 	req.Header.Set("x-queen-tenant", "11111111-1111-4111-8111-111111111111")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 401 || nodes[0].eph.store.Stats().Messages != 0 {
-		t.Fatalf("forged relay: %d, %d messages stored", resp.StatusCode, nodes[0].eph.store.Stats().Messages)
+	const defaultTenant = "00000000-0000-0000-0000-000000000001"
+	if resp.StatusCode != 201 || len(nodes[0].eph.store.Queues(defaultTenant, time.Now())) != 1 {
+		t.Fatalf("push with relay headers on the broker port: %d, not stored under the default tenant", resp.StatusCode)
 	}
+	for _, route := range []string{"_adopt", "_ready", "_leaving"} {
+		if code, _ := ephPost(t, nodes[0], "/api/v1/ephemeral/"+route, map[string]any{"dumps": []any{}}); code != 404 {
+			t.Fatalf("%s on the broker port: %d", route, code)
+		}
+	}
+}
+
+// testNet stands in for the node channel between servers without raft:
+// each server's node handler listens on a loopback server of its own.
+type testNet struct {
+	t     *testing.T
+	mu    sync.Mutex
+	nodes map[uint64]*httptest.Server
+}
+
+func newTestNet(t *testing.T) *testNet {
+	n := &testNet{t: t, nodes: map[uint64]*httptest.Server{}}
+	t.Cleanup(func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for _, s := range n.nodes {
+			s.Close()
+		}
+	})
+	return n
+}
+
+func (n *testNet) link(id uint64) *testLink { return &testLink{net: n, id: id} }
+
+type testLink struct {
+	net *testNet
+	id  uint64
+}
+
+func (l *testLink) SetNodeHandler(h http.Handler) {
+	l.net.mu.Lock()
+	defer l.net.mu.Unlock()
+	l.net.nodes[l.id] = httptest.NewServer(h)
+}
+
+// down closes this node's listener, as if it crashed.
+func (l *testLink) down() {
+	l.net.mu.Lock()
+	s := l.net.nodes[l.id]
+	delete(l.net.nodes, l.id)
+	l.net.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+}
+
+func (l *testLink) CallPeer(ctx context.Context, id uint64, method, route string, header http.Header, body io.Reader) (*http.Response, error) {
+	l.net.mu.Lock()
+	s := l.net.nodes[id]
+	l.net.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("node %d is not listening", id)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.URL+raftgroups.NodePath(route), body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	return s.Client().Do(req)
 }

@@ -42,7 +42,7 @@ func errorStatus(err error) (status int, code string, retry bool) {
 		return http.StatusServiceUnavailable, "outcome_unknown", true
 	case errors.Is(err, raftgroups.ErrNoLeader):
 		return http.StatusServiceUnavailable, "no_leader", true
-	case errors.Is(err, raftgroups.ErrClosed):
+	case errors.Is(err, raftgroups.ErrClosed), errors.Is(err, wire.ErrSealRequired):
 		return http.StatusServiceUnavailable, "retry", true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable, "timeout", true

@@ -178,7 +178,7 @@ func (s *Server) readFetch(tenant wire.ID, entries []fetchEntry) ([]fetchAnswerE
 				rerr = err
 				return false
 			}
-			s.engine.OpenPayload(&rec)
+			s.engine.OpenRecord(&rec)
 			size += len(body)
 			v := viewOf(&rec)
 			r := fetchRecord{Offset: off, TransactionID: txnIDOf(&rec), TS: isoMillis(appendMs),

@@ -133,7 +133,7 @@ func FuzzPushBody(f *testing.F) {
 		if len(req.Items) == 0 {
 			return // the handler refuses it before building anything
 		}
-		cmds, placed, ids, err := buildPushCommands(tenant, req.Items, "fuzz-sub", s.engine)
+		cmds, placed, ids, err := buildPushCommands(tenant, req.Items, "fuzz-sub")
 		if err != nil {
 			clientError(t, err)
 			return

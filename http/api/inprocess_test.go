@@ -41,6 +41,12 @@ func startNodeWith(t *testing.T, adjust func(*raftgroups.Config)) *node {
 func startNodeConfig(t *testing.T, adjust func(*raftgroups.Config), edit func(*Config)) *node {
 	t.Helper()
 	_, engine := raftgroupstest.StartWith(t, adjust)
+	return serveEngine(t, engine, edit)
+}
+
+// serveEngine starts the HTTP API over engine, stopped when the test ends.
+func serveEngine(t *testing.T, engine *raftgroups.Engine, edit func(*Config)) *node {
+	t.Helper()
 	cfg := Config{Addr: raftgroupstest.FreeAddr(t), MaxBodyBytes: 1 << 20}
 	if edit != nil {
 		edit(&cfg)

@@ -17,39 +17,27 @@ import (
 // group of the cluster. They are cluster-wide, so a request scoped to a
 // tenant (the x-queen-tenant header a proxy sets for tenant credentials)
 // is refused outright, and JWT needs the admin level. A change may be sent
-// to any node: it is forwarded to group 0's leader over HTTP, whose commit
-// index is the reference for the promote lag check and whose membership view
-// is current; when the leader cannot be reached it is served here, and
-// dragonboat forwards the config changes to the leader itself.
+// to any node: it is relayed over the node channel (node.go) to group 0's
+// leader, whose commit index is the reference for the promote lag check
+// and whose membership view is current; when the leader cannot be reached
+// it is served here, and dragonboat forwards the config changes to the
+// leader itself.
 
-// forwardedHeader marks a membership request forwarded by a peer, so it is
-// served where it lands instead of bouncing during a leader change.
-const forwardedHeader = "x-queen-forwarded"
-
-// forward sends a membership request to group 0's leader and copies its
-// answer; false means serve it here.
+// forward relays a membership request to group 0's leader and copies its
+// answer; false means serve it here. A request a peer relayed is served
+// where it lands, so it never bounces during a leader change.
 func (s *Server) forward(ctx *fasthttp.RequestCtx, timeout time.Duration) bool {
-	if len(ctx.Request.Header.Peek(forwardedHeader)) > 0 {
+	if fromPeer(ctx) {
 		return false
 	}
-	addr := s.engine.Host().LeaderHTTPAddr()
-	if addr == "" {
+	leader := s.engine.Host().MembershipLeader()
+	if leader == 0 {
 		return false
 	}
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseResponse(resp)
-	ctx.Request.CopyTo(req)
-	req.URI().SetScheme("http")
-	req.URI().SetHost(addr)
-	req.SetHost(addr)
-	req.Header.Set(forwardedHeader, "1")
-	if err := s.fwd.DoTimeout(req, resp, timeout+5*time.Second); err != nil {
-		s.log.Warn("http: membership request not forwarded to the leader; serving it here", "leader", addr, "err", err)
+	if _, err := s.relay(ctx, leader, nil, timeout+5*time.Second); err != nil {
+		s.log.Warn("http: membership request not forwarded to the leader; serving it here", "leader", leader, "err", err)
 		return false
 	}
-	resp.CopyTo(&ctx.Response)
 	return true
 }
 

@@ -158,6 +158,7 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 		if err != nil {
 			return err
 		}
+		s.engine.OpenRecord(&rec)
 		var lease *string
 		if qm := m.p.Cursor(wire.QueueModeGroup); qm != nil && qst == "processing" {
 			lease = isoOrNil(qm.LeaseExpiresMs)
@@ -230,6 +231,8 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	encrypted := rec.Flags&wire.FlagEncrypted != 0
+	s.engine.OpenRecord(&rec)
 	dead, _, err := tv.dlq(storage.DLQFilter{PartitionID: p.ID, Offset: int64(m.Offset)}, 0, 1)
 	if err != nil {
 		return err
@@ -255,7 +258,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx) error {
 		"id": rec.MsgID.String(), "transactionId": txnIDOf(&rec), "partitionId": pidString(p.ID),
 		"queuePath": q.Name + "/" + p.Name, "queue": q.Name, "partition": p.Name, "offset": m.Offset,
 		"namespace": optLabel(q.Namespace), "task": optLabel(q.Task), "status": status,
-		"payload": v.value, "data": v.value, "isEncrypted": rec.Flags&wire.FlagEncrypted != 0,
+		"payload": v.value, "data": v.value, "isEncrypted": encrypted,
 		"traceId": optString(rec.TraceID), "producerSub": optString(rec.ProducerSub), "createdAt": isoMillis(m.AppendMs),
 		"errorMessage": errMsg, "retryCount": retries, "leaseExpiresAt": lease,
 		"queueConfig": map[string]any{"leaseTime": q.Config.LeaseTimeSec, "retryLimit": q.Config.RetryLimit,

@@ -24,27 +24,30 @@ import (
 // metadata (metrics.ExposeMetadata) for the set's families; the hand-written
 // ones always carry theirs.
 
-// routeMetrics are one route's request counters and latency histogram.
+// routeMetrics are one route's request counters and latency histogram,
+// named family_requests_total and family_request_duration_seconds:
+// queen_http for the broker port, queen_node for the node routes peers call.
 // The histogram is made at the route's first request, so the scrape does
 // not carry a score of empty buckets for each of the routes never called.
 type routeMetrics struct {
 	set      *metrics.Set
+	family   string
 	label    string
 	duration atomic.Pointer[metrics.PrometheusHistogram]
 }
 
-func newRouteMetrics(set *metrics.Set, rt route) *routeMetrics {
-	return &routeMetrics{set: set, label: fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)}
+func newRouteMetrics(set *metrics.Set, family string, rt route) *routeMetrics {
+	return &routeMetrics{set: set, family: family, label: fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)}
 }
 
 func (m *routeMetrics) observe(status int, start time.Time) {
 	h := m.duration.Load()
 	if h == nil {
-		h = m.set.GetOrCreatePrometheusHistogramExt(`queen_http_request_duration_seconds{`+m.label+`}`, raftgroups.LatencyBuckets)
+		h = m.set.GetOrCreatePrometheusHistogramExt(m.family+`_request_duration_seconds{`+m.label+`}`, raftgroups.LatencyBuckets)
 		m.duration.Store(h)
 	}
 	h.UpdateDuration(start)
-	m.set.GetOrCreateCounter(`queen_http_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
+	m.set.GetOrCreateCounter(m.family + `_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
 }
 
 // trafficMetrics count the messages and bytes the HTTP data plane moved on

@@ -278,7 +278,7 @@ func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue strin
 				rerr = err
 				return false
 			}
-			s.engine.OpenPayload(&rec)
+			s.engine.OpenRecord(&rec)
 			m := popMessage{
 				ID: rec.MsgID.String(), TransactionID: txnIDOf(&rec), TraceID: optString(rec.TraceID),
 				ProducerSub: optString(rec.ProducerSub), CreatedAt: isoMillis(appendMs), PartitionID: pid,

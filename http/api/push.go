@@ -56,7 +56,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	defer release()
-	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, producerSub(ctx), s.engine)
+	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, producerSub(ctx))
 	if err != nil {
 		return err
 	}
@@ -116,20 +116,13 @@ func pushError(res *raftgroups.PushOutcome) error {
 // itemPlace says where an item went: which command, which record in it.
 type itemPlace struct{ cmd, rec int }
 
-// payloadSealer seals payloads of encrypted queues (raftgroups.Engine).
-type payloadSealer interface {
-	QueueEncrypted(tenant wire.ID, queue string) bool
-	SealPayload(payload []byte) ([]byte, uint64, error)
-}
-
 // buildPushCommands validates every item and groups them by queue and
-// partition in first-appearance order, sealing the payloads of encrypted
-// queues and recording the producer's JWT subject. Nothing is proposed if
-// any item is invalid.
-func buildPushCommands(tenant wire.ID, items []pushItem, sub string, sealer payloadSealer) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
+// partition in first-appearance order, recording the producer's JWT
+// subject. The engine seals the records of encrypted queues. Nothing is
+// proposed if any item is invalid.
+func buildPushCommands(tenant wire.ID, items []pushItem, sub string) ([]wire.PushCmd, []itemPlace, []wire.ID, error) {
 	type key struct{ queue, partition string }
 	byKey := map[key]int{}
-	encrypted := map[string]bool{}
 	var cmds []wire.PushCmd
 	placed := make([]itemPlace, len(items))
 	ids := make([]wire.ID, len(items))
@@ -148,11 +141,6 @@ func buildPushCommands(tenant wire.ID, items []pushItem, sub string, sealer payl
 		if len(payload) == 0 {
 			payload = []byte("null")
 		}
-		enc, known := encrypted[it.Queue]
-		if !known {
-			enc = sealer.QueueEncrypted(tenant, it.Queue)
-			encrypted[it.Queue] = enc
-		}
 		k := key{it.Queue, it.Partition}
 		ci, ok := byKey[k]
 		if !ok {
@@ -169,13 +157,6 @@ func buildPushCommands(tenant wire.ID, items []pushItem, sub string, sealer payl
 		}
 		ids[i] = wire.ID(id)
 		rec := wire.Record{Flags: wire.FlagJSON, MsgID: ids[i], Payload: payload}
-		if enc {
-			sealed, flag, err := sealer.SealPayload(payload)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			rec.Payload, rec.Flags = sealed, rec.Flags|flag
-		}
 		if it.TransactionID != "" {
 			rec.Flags |= wire.FlagTxnID
 			rec.TxnID = []byte(it.TransactionID)

@@ -113,7 +113,8 @@ func (s *Server) routes() []route {
 		{post, "/api/v1/partitions/changed", authn.LevelReadOnly, s.partitionsChanged},
 
 		// Ephemeral queues, spec §2.3 routes 70-84. The node-to-node routes
-		// are public to JWT and check the raft token themselves.
+		// 78-80 (_adopt, _leaving, _ready) are served on the node channel
+		// only (node.go).
 		{post, "/api/v1/ephemeral/push", authn.LevelWriteOnly, s.ephPush},
 		{get, "/api/v1/ephemeral/pop", authn.LevelReadWrite, s.ephPop},
 		{post, "/api/v1/ephemeral/ack", authn.LevelReadWrite, s.ephAckHandler},
@@ -122,11 +123,10 @@ func (s *Server) routes() []route {
 		{del, "/api/v1/ephemeral/queue/{queue}", authn.LevelReadWrite, s.ephDelete},
 		{get, "/api/v1/ephemeral/queues", authn.LevelReadOnly, s.ephQueues},
 		{get, "/api/v1/ephemeral/queues/{queue}/depth", authn.LevelReadOnly, s.ephDepth},
-		{post, "/api/v1/ephemeral/_adopt", authn.LevelPublic, s.ephAdopt},
-		{post, "/api/v1/ephemeral/_leaving", authn.LevelPublic, s.ephLeaving},
-		{post, "/api/v1/ephemeral/_ready", authn.LevelPublic, s.ephReady},
 		{get, "/api/v1/system/ephemeral", authn.LevelAdmin, s.ephSystemGet},
 		{post, "/api/v1/system/ephemeral", authn.LevelAdmin, s.ephSystemSet},
+		{get, "/api/v1/system/quota", authn.LevelAdmin, s.quotaGet},
+		{post, "/api/v1/system/quota", authn.LevelAdmin, s.quotaSet},
 	}
 }
 
@@ -134,7 +134,7 @@ func (s *Server) routes() []route {
 // error envelope, a panic becomes a 500 for that request only, and every
 // request is counted and timed per route.
 func (s *Server) wrap(rt route) fasthttp.RequestHandler {
-	m := newRouteMetrics(s.metrics, rt)
+	m := newRouteMetrics(s.metrics, "queen_http", rt)
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		defer func() {

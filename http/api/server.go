@@ -66,6 +66,9 @@ type Config struct {
 	// PromoteMaxLag is how many entries a learner may trail by and still
 	// be promoted (QUEEN_RAFT_PROMOTE_MAX_LAG).
 	PromoteMaxLag uint64
+	// Node carries calls between nodes (node.go); nil: the engine's raft
+	// host.
+	Node NodeLink
 }
 
 // Server serves the HTTP API.
@@ -73,8 +76,8 @@ type Server struct {
 	cfg    Config
 	engine *raftgroups.Engine
 	log    *slog.Logger
-	// fwd forwards membership requests to the leader (membership.go).
-	fwd  *fasthttp.Client
+	// node makes and serves calls between nodes (node.go).
+	node NodeLink
 	srv  *fasthttp.Server
 	ln   net.Listener
 	done chan struct{}
@@ -133,12 +136,18 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 		cfg.Metrics = metrics.NewSet()
 	}
 	s := &Server{cfg: cfg, engine: engine, log: log, started: time.Now(), metrics: cfg.Metrics, traffic: newTrafficMetrics(cfg.Metrics),
-		fwd: &fasthttp.Client{NoDefaultUserAgentHeader: true, MaxConnsPerHost: 16}}
+		node: cfg.Node}
+	if s.node == nil && engine != nil {
+		s.node = engine.Host()
+	}
 	s.pushing.limit = cfg.TenantMaxInflightPushItems
 	s.bodies.limit = int64(cfg.MaxBufferedBytes)
 	s.metrics.GetOrCreateGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
 	s.base, s.cancelBase = context.WithCancel(context.Background())
-	s.eph = newRing(cfg.Ephemeral, log)
+	s.eph = newRing(cfg.Ephemeral, s.node, log)
+	if engine != nil {
+		s.eph.stored = s.storedEphSwitch
+	}
 	r := router.New()
 	r.HandleMethodNotAllowed = false // an unknown method+path is an unknown route: 404
 	r.RedirectTrailingSlash = false
@@ -174,6 +183,9 @@ func (s *Server) Start() error {
 		return fmt.Errorf("http: listen %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
+	if s.node != nil {
+		s.node.SetNodeHandler(s.nodeHandler())
+	}
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)

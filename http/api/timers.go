@@ -104,9 +104,13 @@ func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.Time
 		}
 		var flags uint64
 		if payload != nil && s.engine.QueueEncrypted(tenant, r.Queue) {
-			if payload, flags, err = s.engine.SealPayload(payload); err != nil {
+			// Sealed as the record the timer fires, which is the
+			// payload alone (its ids are made when it fires).
+			rec := wire.Record{Payload: payload}
+			if err := s.engine.SealRecord(&rec); err != nil {
 				return cmd, err
 			}
+			payload, flags = rec.Payload, rec.Flags
 		}
 		cmd.Ops = append(cmd.Ops, wire.TimerOp{Op: op, Queue: r.Queue, Partition: r.Partition, TimerKey: r.TimerKey,
 			DelayMs: r.DelayMs, Payload: payload, PayloadFlags: flags, Txn: r.Txn})

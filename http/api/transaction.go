@@ -177,7 +177,7 @@ func (s *Server) planTxn(tenant wire.ID, sub string, req *txnRequest) (*txnPlan,
 			if len(op.Items) == 0 {
 				return nil, &txnFault{badRequest("a push operation needs items"), op.Type, i, ""}
 			}
-			cmds, placed, ids, err := buildPushCommands(tenant, op.Items, sub, s.engine)
+			cmds, placed, ids, err := buildPushCommands(tenant, op.Items, sub)
 			if err != nil {
 				return nil, &txnFault{err, op.Type, i, ""}
 			}

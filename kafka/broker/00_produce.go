@@ -79,7 +79,6 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt := &resp.Topics[ti]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
-		seal := b.engine.QueueEncrypted(tenant, t.Topic)
 		set, _ := b.engine.TopicSettings(tenant, t.Topic)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
@@ -92,6 +91,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 				// a record without one has none.
 				err = fmt.Errorf("%w: a compacted topic takes only records with a key", errBadBatch)
 			}
+			// The group the batch goes to is the one whose copy of the
+			// options the state machine checks (CodeSealRequired).
+			seal := err == nil && b.engine.QueueEncryptedIn(tenant, t.Topic, part.group)
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -310,7 +312,8 @@ func produceWait(req *kmsg.ProduceRequest) time.Duration {
 // the incarnation of the topic the partition was resolved in.
 func (b *Broker) produceCmd(tenant wire.ID, topic string, partition int32, inc uint64, bt *records.Batch) wire.KafkaProduceCmd {
 	cmd := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, StateTTLMs: uint32(b.cfg.DedupWindow.Milliseconds()),
-		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Inc: inc, Count: len(bt.Records)}}
+		Push: wire.PushCmd{Tenant: tenant, Queue: topic, PartitionIndex: partition, Inc: inc, Count: len(bt.Records),
+			Flags: b.engine.PushFlags()}}
 	if bt.ProducerID >= 0 {
 		cmd.ProducerID, cmd.Epoch, cmd.BaseSeq = bt.ProducerID, bt.ProducerEpoch, bt.BaseSequence
 	}

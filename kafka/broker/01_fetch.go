@@ -196,7 +196,7 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime bool, f
 				readErr = err
 				return false
 			}
-			b.engine.OpenPayload(&rec)
+			b.engine.OpenRecord(&rec)
 			if len(scratch) == 0 {
 				first = off
 			}

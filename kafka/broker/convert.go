@@ -76,10 +76,11 @@ type storedForm struct {
 
 // appendStored appends a produced batch's records in their stored form
 // (spec decision 3): the value bytes as they are, the key, the headers and
-// the producer's timestamp, each record with a fresh message id. Values of
-// an encrypted queue are sealed here, before any proposal. A record
-// without a stored timestamp is read with its chunk's append time: so are
-// LogAppendTime batches and every record of a LogAppendTime topic.
+// the producer's timestamp, each record with a fresh message id. Records
+// of an encrypted queue are sealed whole here (value, key, headers,
+// timestamp), before any proposal. A record without a stored timestamp is
+// read with its chunk's append time: so are LogAppendTime batches and every
+// record of a LogAppendTime topic.
 func (b *Broker) appendStored(dst []byte, batch *records.Batch, form storedForm) ([]byte, error) {
 	ms := time.Now().UnixMilli()
 	v := b.ids.reserve(len(batch.Records))
@@ -96,12 +97,6 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch, form storedForm)
 		}
 		if r.Value == nil {
 			rec.Flags |= wire.FlagNullValue
-		} else if form.seal {
-			sealed, flag, err := b.engine.SealPayload(r.Value)
-			if err != nil {
-				return dst, err
-			}
-			rec.Payload, rec.Flags = sealed, rec.Flags|flag
 		}
 		if len(r.Headers) > 0 {
 			rec.Flags |= wire.FlagHeaders
@@ -110,6 +105,11 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch, form storedForm)
 				hdrs = append(hdrs, wire.Header{Key: h.Key, Value: h.Value})
 			}
 			rec.Headers = hdrs
+		}
+		if form.seal {
+			if err := b.engine.SealRecord(&rec); err != nil {
+				return dst, err
+			}
 		}
 		dst = wire.AppendRecord(dst, &rec)
 	}

@@ -48,6 +48,10 @@ func errorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, raftgroups.ErrOverloaded):
 		return kerr.NotEnoughReplicas.Code // retriable: nothing was proposed
+	case errors.Is(err, wire.ErrSealRequired):
+		// Retriable, nothing was stored: the retry is sealed, this
+		// node's replica now having the configure the refusal met.
+		return kerr.NotEnoughReplicas.Code
 	case errors.Is(err, wire.ErrSequenceAhead):
 		return kerr.NotEnoughReplicas.Code // retriable: nothing was written, an earlier batch is on its way
 	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):

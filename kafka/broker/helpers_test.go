@@ -35,6 +35,12 @@ var quiet = raftgroupstest.Quiet
 func startNode(t *testing.T, edit func(*Config)) *testNode {
 	t.Helper()
 	h, e := raftgroupstest.Start(t)
+	return serveBroker(t, h, e, edit)
+}
+
+// serveBroker starts a broker over a started node's engine.
+func serveBroker(t *testing.T, h *raftgroups.Host, e *raftgroups.Engine, edit func(*Config)) *testNode {
+	t.Helper()
 	addr := freeAddr(t)
 	cfg := Config{Listener: kafka.Config{Addr: addr}, NodeID: 1, AdvertisedAddr: addr, LogDir: "/data"}
 	if edit != nil {

@@ -106,7 +106,7 @@ func (b *Broker) cleanPartition(ctx context.Context, tenant wire.ID, part cached
 	if due, err := compactionDue(store, part.Partition, set, *st, now); !due || err != nil {
 		return err
 	}
-	plan, err := planCompaction(store, part.Partition, set, now)
+	plan, err := planCompaction(store, part.Partition, set, now, b.engine.OpenRecord)
 	if err != nil {
 		return err
 	}
@@ -205,8 +205,9 @@ type compactionPlan struct {
 // the last offset of every key, then which records to drop: those a later
 // record of their key supersedes, and tombstones (null values) kept
 // delete.retention.ms past their append. Records without a key (pushed over
-// HTTP) stay.
-func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSettings, now int64) (compactionPlan, error) {
+// HTTP) stay. open turns a record of an encrypted topic into its plaintext:
+// its key and whether it is a tombstone are sealed with it.
+func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSettings, now int64, open func(*wire.Record)) (compactionPlan, error) {
 	plan := compactionPlan{end: p.HighWatermark()}
 	if set.MinCompactionLagMs > 0 {
 		lagCut := now - set.MinCompactionLagMs
@@ -223,7 +224,7 @@ func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSet
 	start := p.LogStart()
 	last := map[string]uint64{}
 	keyBytes := 0
-	err := eachStored(store, p, start, plan.end, func(_ storedChunk, off uint64, rec *wire.Record) bool {
+	err := eachStored(store, p, start, plan.end, open, func(_ storedChunk, off uint64, rec *wire.Record) bool {
 		if rec.Flags&wire.FlagKey == 0 {
 			return true
 		}
@@ -252,7 +253,7 @@ func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSet
 		cur, curBytes = nil, 0
 	}
 	tombstoneHorizon := now - set.DeleteRetentionMs
-	err = eachStored(store, p, start, plan.end, func(c storedChunk, off uint64, rec *wire.Record) bool {
+	err = eachStored(store, p, start, plan.end, open, func(c storedChunk, off uint64, rec *wire.Record) bool {
 		if c.base != chunk {
 			chunk, charged = c.base, false
 		}
@@ -302,9 +303,9 @@ type storedChunk struct {
 	size     int
 }
 
-// eachStored calls f for the records of p in [from, to) until it returns
-// false. The record's slices are only valid during the call.
-func eachStored(store *storage.Store, p storage.Partition, from, to uint64, f func(storedChunk, uint64, *wire.Record) bool) error {
+// eachStored calls f for the records of p in [from, to), opened, until it
+// returns false. The record's slices are only valid during the call.
+func eachStored(store *storage.Store, p storage.Partition, from, to uint64, open func(*wire.Record), f func(storedChunk, uint64, *wire.Record) bool) error {
 	var ferr error
 	_, err := store.ReadChunks(p, from, func(base uint64, appendMs int64, recs []byte) bool {
 		c := storedChunk{base: base, appendMs: appendMs, size: len(recs)}
@@ -323,6 +324,7 @@ func eachStored(store *storage.Store, p storage.Partition, from, to uint64, f fu
 				ferr = err
 				return false
 			}
+			open(&rec)
 			if !f(c, off, &rec) {
 				return false
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -37,6 +38,7 @@ func storedValues(t *testing.T, n *testNode, topic string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		n.engine.OpenRecord(&rec)
 		v := string(rec.Payload)
 		if rec.Flags&wire.FlagNullValue != 0 {
 			v = "null"
@@ -156,4 +158,30 @@ func TestCompactionLagAndTombstoneRetention(t *testing.T) {
 		n.broker.cleanOnce(ctxFor(t), cleaned)
 		return fmt.Sprint(storedValues(t, n, "lagged")) == "[1:a=2]"
 	})
+}
+
+// An encrypted topic seals each record whole, its key and whether it is a
+// tombstone included: compaction reads them opened.
+func TestCompactionOfAnEncryptedTopic(t *testing.T) {
+	h, e, _ := raftgroupstest.StartKeyed(t)
+	n := serveBroker(t, h, e, func(c *Config) { c.LogCleanerInterval = time.Hour })
+	cl := n.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if code := createTopicWith(t, cl, "sealed", map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "0"}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if _, err := e.Configure(ctxFor(t), &wire.ConfigureCmd{Tenant: wire.DefaultTenant, Queue: "sealed",
+		Set: wire.OptEncryptionEnabled, Config: wire.QueueConfig{EncryptionEnabled: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*kgo.Record{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("1")},
+		{Key: []byte("a"), Value: []byte("2")}, {Key: []byte("b")}, {Key: []byte("c"), Value: []byte("1")}} {
+		r.Topic = "sealed"
+		if err := cl.ProduceSync(ctxFor(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.broker.cleanOnce(ctxFor(t), map[uint64]cleanState{})
+	if got := fmt.Sprint(storedValues(t, n, "sealed")); got != "[2:a=2 4:c=1]" {
+		t.Fatalf("after compaction: %s", got)
+	}
 }

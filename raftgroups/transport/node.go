@@ -52,18 +52,19 @@ type NodeClient struct {
 
 // NewNodeClient returns a client for node-to-node calls. A call whose
 // context has no deadline gets timeout (10 s when zero); connecting and
-// the TLS handshake are bounded by to's Dial and Open.
+// the TLS handshake are bounded by to's Dial and Open. The wait for the
+// answer is bounded by the context alone: a relayed long-poll pop answers
+// after its own wait, which may be longer than timeout.
 func NewNodeClient(tc *nodetls.Config, token string, timeout time.Duration, to Timeouts) *NodeClient {
 	to.setDefaults()
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	ht := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: to.Dial, KeepAlive: 10 * time.Second}).DialContext,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   to.Open,
-		ResponseHeaderTimeout: timeout,
+		DialContext:         (&net.Dialer{Timeout: to.Dial, KeepAlive: 10 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: to.Open,
 	}
 	c := &NodeClient{token: token, scheme: "http", timeout: timeout, client: &http.Client{Transport: ht}}
 	if tc != nil {
@@ -73,10 +74,11 @@ func NewNodeClient(tc *nodetls.Config, token string, timeout time.Duration, to T
 	return c
 }
 
-// Do calls route (see NodePath) on the peer whose group 0 raft address is
-// target. The caller closes the answer's body. A 401 means the peer
-// refused this node's token.
-func (c *NodeClient) Do(ctx context.Context, target, method, route string, body io.Reader) (*http.Response, error) {
+// Do calls route (see NodePath; it may end in a query) on the peer whose
+// group 0 raft address is target, with header's fields besides the token.
+// The caller closes the answer's body. A 401 means the peer refused this
+// node's token.
+func (c *NodeClient) Do(ctx context.Context, target, method, route string, header http.Header, body io.Reader) (*http.Response, error) {
 	cancel := context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -85,6 +87,9 @@ func (c *NodeClient) Do(ctx context.Context, target, method, route string, body 
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("node call %s %s: %w", target, route, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	req.Header.Set(TokenHeader, c.token)
 	resp, err := c.client.Do(req)

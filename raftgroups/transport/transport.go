@@ -561,7 +561,14 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 	if err := d.rc.SetReadDeadline(time.Now().Add(d.timeout)); err != nil {
 		return 0, err
 	}
-	return d.r.Read(p)
+	n, err := d.r.Read(p)
+	if err == io.EOF {
+		// The body is in: lift the deadline, or net/http's read behind a
+		// handler that answers later (a relayed long poll) would hit it
+		// and cancel the request.
+		_ = d.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 func (d *deadlineReader) Close() error { return d.r.Close() }
