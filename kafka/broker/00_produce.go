@@ -179,10 +179,10 @@ func (b *Broker) maxBatchBytes(set wire.TopicSettings) int {
 
 // checkProduce decides whether a partition may be produced to here (this
 // node leads the raft group holding it) and decodes its batches (each at
-// most maxBytes), drawing on the request's decompression budget. A topic that does not exist is
-// created, with QUEEN_KAFKA_DEFAULT_PARTITIONS partitions, when the
-// producer may create topics (create), the name is a Kafka topic name, the
-// partition one of those, and the batches good.
+// most maxBytes), drawing on the request's decompression budget. A topic
+// that does not exist is created, with QUEEN_KAFKA_DEFAULT_PARTITIONS
+// partitions, when the producer may create topics (create), the name is a
+// Kafka topic name, the partition one of those, and the batches good.
 func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, tenant wire.ID, topic string,
 	p *kmsg.ProduceRequestTopicPartition, maxBytes int, inflate *records.Budget, create bool) ([]records.Batch, cachedPartition, error) {
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
