@@ -158,6 +158,10 @@ func TestKafkaCompactedTopicKeepsLastValuePerKey(t *testing.T) {
 	waitBrokers(ctx, t, admin, 3)
 	createTopicWithConfigs(ctx, t, admin, "accounts", map[string]string{"cleanup.policy": "compact",
 		"delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"})
+	// On three nodes a write is acknowledged once two replicas have it.
+	if isr := describeTopicConfig(ctx, t, admin, "accounts", "min.insync.replicas"); *isr.Value != "2" {
+		t.Fatalf("min.insync.replicas described as %s on three nodes", *isr.Value)
+	}
 	prod := kgoClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("accounts"))
 	const keys, rounds = 10, 8
 	offset := 0
