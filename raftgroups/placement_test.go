@@ -79,6 +79,36 @@ func TestQueueSpreadsOverGroupsAndPopsFindEveryPartition(t *testing.T) {
 	}
 }
 
+// An auto-ack pop gathers partitions across groups up to MaxPartitions,
+// each a distinct partition, consuming each message once.
+func TestAutoAckPopSpansGroupsUpToItsPartitions(t *testing.T) {
+	c := newTestCluster(t, 1, 3)
+	c.waitReady()
+	e := c.engines[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 12; i++ {
+		pushTo(ctx, t, e, "sparse", fmt.Sprintf("p%02d", i), `1`)
+	}
+	seen := map[uint64]bool{}
+	for _, want := range []int{5, 5, 2} {
+		res, err := e.Pop(ctx, &wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "sparse", Group: "g", Batch: 100,
+			SubMode: wire.SubAll, CommitOnDelivery: true, MaxPartitions: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Claims) != want {
+			t.Fatalf("pop answered %d claims, want %d: %+v", len(res.Claims), want, res.Claims)
+		}
+		for _, cl := range res.Claims {
+			if seen[cl.PartitionID] {
+				t.Fatalf("partition %d delivered twice", cl.PartitionID)
+			}
+			seen[cl.PartitionID] = true
+		}
+	}
+}
+
 // Options changed at a queue's home reach every group holding its
 // partitions; a delete drops them everywhere.
 func TestConfigureAndDeleteReachEveryGroup(t *testing.T) {
