@@ -260,3 +260,21 @@ func TestAllQueuesLetsApplyInBetween(t *testing.T) {
 		t.Fatalf("the store's lock was held across the whole copy of %d queues (%d checks): the apply loop waits for all of it", n, calls)
 	}
 }
+
+// A DLQ listing resumed after a row lists the older rows only, skips
+// within them, and still counts every matching row in total.
+func TestDLQAfterResumesOlderRows(t *testing.T) {
+	h := newHarness(t)
+	for range 4 {
+		h.deadLetterOne("q", "p", "g")
+	}
+	all, _, err := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1}, 0, 10)
+	if err != nil || len(all) != 4 {
+		t.Fatalf("rows %v %+v", err, all)
+	}
+	after := DLQPos{FailedMs: all[1].FailedMs, ID: all[1].ID}
+	rows, total, err := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1, After: &after}, 1, 10)
+	if err != nil || total != 4 || len(rows) != 1 || rows[0].ID != all[3].ID {
+		t.Fatalf("after row 1, skipping 1: %v total %d %+v", err, total, rows)
+	}
+}

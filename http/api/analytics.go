@@ -278,7 +278,7 @@ func (s *Server) retention(ctx *fasthttp.RequestCtx) error {
 // (messages, nobody on them), "drained" (every group caught up) or
 // "empty".
 func (s *Server) partitionLiveness(ctx *fasthttp.RequestCtx) error {
-	limit, err := intArg(ctx, "limit", 1000, 1, 100000)
+	p, err := readPage(ctx, defaultPageLimit, 100000)
 	if err != nil {
 		return err
 	}
@@ -289,32 +289,32 @@ func (s *Server) partitionLiveness(ctx *fasthttp.RequestCtx) error {
 	now := nowMs()
 	out := []map[string]any{}
 	counts := map[string]int{"active": 0, "idle": 0, "drained": 0, "empty": 0}
-	for i := range qs {
-		for pi := range qs[i].Partitions {
-			p := &qs[i].Partitions[pi]
-			pending, processing, _ := p.Depth()
-			state := "empty"
-			switch {
-			case processing > 0:
-				state = "active"
-			case pending > 0:
-				state = "idle"
-			case p.Retained() > 0:
-				state = "drained"
-			}
-			counts[state]++
-			if len(out) >= limit {
-				continue
-			}
-			var idle int64
-			if p.LastWriteMs > 0 {
-				idle = max(now-p.LastWriteMs, 0) / 1000
-			}
-			out = append(out, map[string]any{"queue": qs[i].Name, "partition": p.Name, "partitionId": pidString(p.ID),
-				"lastWriteAt": isoOrNil(p.LastWriteMs), "idleSeconds": idle, "state": state, "pending": pending,
-				"processing": processing, "consumerGroups": len(p.Cursors)})
+	next, err := eachPartition(ctx, p, qs, func(q *storage.QueueView, pv *storage.PartitionView, onPage bool) {
+		pending, processing, _ := pv.Depth()
+		state := "empty"
+		switch {
+		case processing > 0:
+			state = "active"
+		case pending > 0:
+			state = "idle"
+		case pv.Retained() > 0:
+			state = "drained"
 		}
+		counts[state]++
+		if !onPage {
+			return
+		}
+		var idle int64
+		if pv.LastWriteMs > 0 {
+			idle = max(now-pv.LastWriteMs, 0) / 1000
+		}
+		out = append(out, map[string]any{"queue": q.Name, "partition": pv.Name, "partitionId": pidString(pv.ID),
+			"lastWriteAt": isoOrNil(pv.LastWriteMs), "idleSeconds": idle, "state": state, "pending": pending,
+			"processing": processing, "consumerGroups": len(pv.Cursors)})
+	})
+	if err != nil {
+		return err
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "summary": counts})
+	writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "summary": counts, "nextCursor": next})
 	return nil
 }

@@ -81,11 +81,42 @@ type listedMessage struct {
 	p *storage.PartitionView
 }
 
+// msgCursor is where a page of messages ended, in the listing's order:
+// append time descending, partition id ascending, offset descending.
+type msgCursor struct {
+	Ms  int64  `json:"t"`
+	PID uint64 `json:"p"`
+	Off uint64 `json:"o"`
+}
+
+// below trims a partition's view so that reading it newest first yields
+// only messages after the cursor: in one partition append times grow with
+// offsets, so those are a prefix by offset (the cursor's partition) or by
+// append time (the others; a tie in time goes after the cursor in
+// partitions with a greater id).
+func (c *msgCursor) below(p storage.PartitionView, toMs int64) (storage.PartitionView, int64) {
+	switch {
+	case p.ID == c.PID:
+		p.HighWatermark = min(p.HighWatermark, c.Off)
+		return p, min(toMs, c.Ms+1)
+	case p.ID > c.PID:
+		return p, min(toMs, c.Ms+1)
+	}
+	return p, min(toMs, c.Ms)
+}
+
 // listMessages is GET /api/v1/messages: messages appended within
 // [from, to) (from defaults to an hour ago), newest first, filtered by
-// queue, partition, namespace, task and status; limit ≤ 1000.
+// queue, partition, namespace, task and status; limit ≤ 1000; offset
+// skips, cursor resumes after the page that answered it as nextCursor.
 func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
-	limit, skip, err := pageArgs(ctx, 200, 1000)
+	pg, err := readPage(ctx, 200, 1000)
+	if err != nil {
+		return err
+	}
+	limit, skip := pg.limit, pg.offset
+	var cur msgCursor
+	hasCur, err := pg.after(&cur)
 	if err != nil {
 		return err
 	}
@@ -104,8 +135,9 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	// Without a status filter each partition contributes at most the page
-	// end; with one, rows are filtered after reading, so read more.
-	want := skip + limit
+	// end (and one more, to tell whether a next page exists); with one,
+	// rows are filtered after reading, so read more.
+	want := skip + limit + 1
 	if status != "" {
 		want = 1 << 20
 	}
@@ -117,7 +149,11 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 			if partition != "" && p.Name != partition {
 				continue
 			}
-			msgs, err := v.newest(p, from, to, want)
+			pv, toMs := *p, to
+			if hasCur {
+				pv, toMs = cur.below(pv, to)
+			}
+			msgs, err := v.newest(&pv, from, toMs, want)
 			if err != nil {
 				return err
 			}
@@ -145,15 +181,22 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 	})
 	out := []map[string]any{}
 	n := 0
+	var next *string
+	var last msgCursor
 	for _, m := range all {
 		_, isDead := dead[msgKey{m.PartitionID, m.Offset}]
 		st, qst, consumed, groups := messageStatus(m.p, m.Offset, isDead)
 		if status != "" && st != status {
 			continue
 		}
-		if n++; n <= skip || len(out) >= limit {
+		if n++; n <= skip {
 			continue
 		}
+		if len(out) >= limit {
+			next = encodeCursor(last)
+			break
+		}
+		last = msgCursor{Ms: m.AppendMs, PID: m.PartitionID, Off: m.Offset}
 		rec, err := wire.ParseRecord(m.Body)
 		if err != nil {
 			return err
@@ -171,8 +214,9 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 			"createdAt": isoMillis(m.AppendMs), "leaseExpiresAt": lease,
 		})
 	}
+	setNextCursor(ctx, next)
 	writeJSON(ctx, http.StatusOK, map[string]any{"messages": out, "mode": modeJSON(hasQM, len(bus)),
-		"pagination": map[string]int{"limit": limit, "offset": skip}})
+		"pagination": map[string]int{"limit": limit, "offset": skip}, "nextCursor": next})
 	return nil
 }
 
