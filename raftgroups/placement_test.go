@@ -77,6 +77,15 @@ func TestQueueSpreadsOverGroupsAndPopsFindEveryPartition(t *testing.T) {
 	if len(views) != 1 || len(views[0].Partitions) != 6 || views[0].Partitions[5].Index != 5 {
 		t.Fatalf("merged view: %+v", views)
 	}
+	// A page of partitions across groups: the queue's next ones by index,
+	// with totals over all of them.
+	f := storageFilter("spread")
+	f.Partitions, f.PartitionsFrom, f.PartitionLimit = true, 2, 3
+	page := e.Queues(wire.DefaultTenant, f, time.Now().UnixMilli())
+	if len(page) != 1 || len(page[0].Partitions) != 3 || page[0].Partitions[0].Index != 2 || page[0].Partitions[2].Index != 4 ||
+		page[0].Totals != views[0].Totals || page[0].Totals.Partitions != 6 || page[0].Totals.Processing != 12 {
+		t.Fatalf("page from 2 of 3: %+v totals %+v", page, page[0].Totals)
+	}
 }
 
 // An auto-ack pop gathers partitions across groups up to MaxPartitions,

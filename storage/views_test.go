@@ -278,3 +278,41 @@ func TestDLQAfterResumesOlderRows(t *testing.T) {
 		t.Fatalf("after row 1, skipping 1: %v total %d %+v", err, total, rows)
 	}
 }
+
+// A queue's totals add up every partition as its own view counts it,
+// whether or not the partitions are copied, and a page copies the
+// partitions from an index on, at most a limit of them.
+func TestQueueTotalsAndPartitionPages(t *testing.T) {
+	h := newHarness(t)
+	for i := range 6 {
+		h.push("q", fmt.Sprintf("p%d", i), "1", "2", "3")
+	}
+	// Two groups equally behind in p0 with different leases: the first by
+	// name counts, in the totals as in the partition's own depth.
+	h.pop("q", "b", 2, 60000)
+	h.pop("q", "a", 1, 60000)
+	r := h.pop("q", "g", 3, 60000) // leased, one acknowledged
+	_, txns := h.payloads(r.Claims[0])
+	h.ack("g", r.Claims[0], txns[0], wire.AckCompleted)
+	h.deadLetterOne("q", "p5", "g")
+
+	whole := h.queueView("q")
+	var sum Counts
+	for i := range whole.Partitions {
+		sum.Add(whole.Partitions[i].Counts())
+	}
+	if sum != whole.Totals || sum.Partitions != 6 || sum.Processing == 0 {
+		t.Fatalf("totals %+v, partitions add up to %+v", whole.Totals, sum)
+	}
+	bare := h.s.Queues(wire.DefaultTenant, QueueFilter{Name: "q"}, h.now)[0]
+	if bare.Partitions != nil || bare.Totals != whole.Totals {
+		t.Fatalf("without partitions: %d copied, totals %+v want %+v", len(bare.Partitions), bare.Totals, whole.Totals)
+	}
+	page := h.s.Queues(wire.DefaultTenant, QueueFilter{Name: "q", Partitions: true, PartitionsFrom: 2, PartitionLimit: 3}, h.now)[0]
+	if len(page.Partitions) != 3 || page.Partitions[0].Index != 2 || page.Partitions[2].Index != 4 || page.Totals != whole.Totals {
+		t.Fatalf("page from 2 of 3: %+v", page.Partitions)
+	}
+	if end := h.s.Queues(wire.DefaultTenant, QueueFilter{Name: "q", Partitions: true, PartitionsFrom: 9}, h.now)[0]; len(end.Partitions) != 0 {
+		t.Fatalf("page past the end: %+v", end.Partitions)
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,14 +42,14 @@ func listItem(q *storage.QueueView) queueListItem {
 		CreatedAt: isoMillis(q.CreatedMs), Partitions: q.QueueInfo.Partitions, Messages: queueCounts(q)}
 }
 
-// queueViews reads the tenant's queues with partitions, filtered by the
-// namespace and task query parameters.
-func (s *Server) queueViews(ctx *fasthttp.RequestCtx, name string) (*tenantView, []storage.QueueView, error) {
+// queueViews reads the tenant's queues f selects, filtered by the
+// namespace and task query parameters too.
+func (s *Server) queueViews(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*tenantView, []storage.QueueView, error) {
 	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	f := storage.QueueFilter{Name: name, Namespace: strArg(ctx, "namespace"), Task: strArg(ctx, "task"), Partitions: true}
+	f.Namespace, f.Task = strArg(ctx, "namespace"), strArg(ctx, "task")
 	return v, v.queues(f, nowMs()), nil
 }
 
@@ -66,7 +67,7 @@ func (s *Server) queuePage(ctx *fasthttp.RequestCtx, def int) (pageReq, []queueL
 	if err != nil {
 		return p, nil, 0, nil, err
 	}
-	_, qs, err := s.queueViews(ctx, "")
+	_, qs, err := s.queueViews(ctx, storage.QueueFilter{})
 	if err != nil {
 		return p, nil, 0, nil, err
 	}
@@ -103,13 +104,36 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// oneQueue reads one queue or answers 404.
+// oneQueue reads one queue with every partition or answers 404.
 func (s *Server) oneQueue(ctx *fasthttp.RequestCtx) (*tenantView, *storage.QueueView, error) {
+	return s.oneQueueWith(ctx, storage.QueueFilter{Partitions: true})
+}
+
+// oneQueuePage reads one queue with the page of partitions the request
+// asks for (and one more, to tell whether a next page follows), or
+// answers 404; the store copies only those.
+func (s *Server) oneQueuePage(ctx *fasthttp.RequestCtx) (*tenantView, *storage.QueueView, error) {
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := storage.QueueFilter{Partitions: true, PartitionLimit: p.offset + p.limit + 1}
+	var from partKey
+	if ok, err := p.after(&from); err != nil {
+		return nil, nil, err
+	} else if ok {
+		f.PartitionsFrom = uint32(min(max(from.I+1, 0), math.MaxUint32))
+	}
+	return s.oneQueueWith(ctx, f)
+}
+
+func (s *Server) oneQueueWith(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*tenantView, *storage.QueueView, error) {
 	name := pathArg(ctx, "queue")
 	if err := checkName("queue", name); err != nil {
 		return nil, nil, err
 	}
-	v, qs, err := s.queueViews(ctx, name)
+	f.Name = name
+	v, qs, err := s.queueViews(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,11 +185,9 @@ func partitionDetails(v *tenantView, q *storage.QueueView, page []storage.Partit
 	if err != nil {
 		return nil, messageCounts{}, err
 	}
-	var totals messageCounts
-	for i := range q.Partitions {
-		c := partitionCounts(&q.Partitions[i])
-		c.DeadLetter = dead[q.Partitions[i].ID]
-		totals.add(c)
+	totals := countsOf(q.Totals)
+	for _, n := range dead {
+		totals.DeadLetter += n
 	}
 	out := make([]partitionDetail, 0, len(page))
 	for i := range page {
@@ -206,7 +228,7 @@ func dlqByPartition(v *tenantView, queue string) (map[uint64]uint64, error) {
 // queueDetail reads one queue and details the requested page of its
 // partitions.
 func (s *Server) queueDetail(ctx *fasthttp.RequestCtx) (*storage.QueueView, []partitionDetail, messageCounts, *string, error) {
-	v, q, err := s.oneQueue(ctx)
+	v, q, err := s.oneQueuePage(ctx)
 	if err != nil {
 		return nil, nil, messageCounts{}, nil, err
 	}
@@ -307,7 +329,14 @@ type depthPartition struct {
 // pending of the most-behind group (pending + processing); with group it
 // is that group's own backlog (a partition it never read counts whole).
 func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
-	_, q, err := s.oneQueue(ctx)
+	group := strArg(ctx, "group")
+	// A group's backlog is summed over every partition; the queue-level
+	// depth is in the store's totals, so only the page is read.
+	read := s.oneQueue
+	if group == "" {
+		read = s.oneQueuePage
+	}
+	_, q, err := read(ctx)
 	if err != nil {
 		return err
 	}
@@ -315,7 +344,6 @@ func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	group := strArg(ctx, "group")
 	depth := func(p *storage.PartitionView) uint64 {
 		if group == "" {
 			pending, processing, _ := p.Depth()
@@ -326,9 +354,12 @@ func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
 		}
 		return p.Retained()
 	}
-	var total uint64
-	for i := range q.Partitions {
-		total += depth(&q.Partitions[i])
+	total := q.Totals.Pending + q.Totals.Processing
+	if group != "" {
+		total = 0
+		for i := range q.Partitions {
+			total += depth(&q.Partitions[i])
+		}
 	}
 	out := make([]depthPartition, 0, len(page))
 	for i := range page {
@@ -383,7 +414,7 @@ func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	_, qs, err := s.queueViews(ctx, strArg(ctx, "queue"))
+	_, qs, err := s.queueViews(ctx, storage.QueueFilter{Name: strArg(ctx, "queue"), Partitions: true})
 	if err != nil {
 		return err
 	}
@@ -439,7 +470,7 @@ func byLabel(qs []storage.QueueView, label func(*storage.QueueView) string) ([]s
 			keys = append(keys, k)
 		}
 		c.Queues++
-		c.Partitions += len(qs[i].Partitions)
+		c.Partitions += qs[i].Totals.Partitions
 		c.Messages.add(queueCounts(&qs[i]))
 	}
 	slices.Sort(keys)
@@ -457,7 +488,7 @@ func (s *Server) listTasks(ctx *fasthttp.RequestCtx) error {
 }
 
 func (s *Server) listLabels(ctx *fasthttp.RequestCtx, plural, key string, label func(*storage.QueueView) string) error {
-	_, qs, err := s.queueViews(ctx, "")
+	_, qs, err := s.queueViews(ctx, storage.QueueFilter{})
 	if err != nil {
 		return err
 	}
