@@ -194,6 +194,20 @@ func TestPagedViewsListEachItemOnce(t *testing.T) {
 			})
 			onceEach(t, path, pages, seen, queues)
 		}
+		for _, path := range []string{"/api/v1/analytics/queue-lag", "/api/v1/analytics/queue-ops",
+			"/api/v1/analytics/workload", "/api/v1/analytics/retention"} {
+			seen := map[string]int{}
+			pages := pageAll(t, ctx, base, path, 2, func(body []byte) {
+				var page struct{ Queues []struct{ Queue string } }
+				decodeInto(t, body, &page)
+				for _, q := range page.Queues {
+					if strings.HasPrefix(q.Queue, "pg-q") {
+						seen[q.Queue]++
+					}
+				}
+			})
+			onceEach(t, path, pages, seen, queues)
+		}
 	})
 	t.Run("labels", func(t *testing.T) {
 		for _, path := range []string{"/api/v1/resources/namespaces", "/api/v1/resources/tasks"} {
