@@ -316,16 +316,22 @@ func TestPagedViewsListEachItemOnce(t *testing.T) {
 			want = append(want, p+"/0", p+"/1")
 		}
 		seen := map[string]int{}
+		last := "9999"
 		pages := pageAll(t, ctx, base, "/api/v1/messages?queue=pg-q0", 3, func(body []byte) {
 			var page struct {
 				Messages []struct {
 					Partition string
 					Offset    uint64
+					CreatedAt string
 				}
 			}
 			decodeInto(t, body, &page)
 			for _, m := range page.Messages {
 				seen[fmt.Sprintf("%s/%d", m.Partition, m.Offset)]++
+				if m.CreatedAt > last {
+					t.Errorf("messages out of order: %s after %s", m.CreatedAt, last)
+				}
+				last = m.CreatedAt
 			}
 			// Newer messages pushed between pages come before the
 			// cursor: they never shift what is left.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"container/heap"
 	"net/http"
 	"slices"
 
@@ -141,31 +142,49 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 	if status != "" {
 		want = 1 << 20
 	}
-	var all []listedMessage
-	hasQM, bus := false, map[string]bool{}
+	// Partitions newest write first: once want messages are in hand and a
+	// partition's last write is older than the want-th newest of them,
+	// neither it nor any after it has a message for the page, and reading
+	// stops (a queue with 100,000 partitions read every one per page).
+	type candidate struct {
+		q *storage.QueueView
+		p *storage.PartitionView
+	}
+	var parts []candidate
 	for qi := range qs {
 		for pi := range qs[qi].Partitions {
 			p := &qs[qi].Partitions[pi]
-			if partition != "" && p.Name != partition {
-				continue
+			if (partition == "" || p.Name == partition) && p.LastWriteMs >= from {
+				parts = append(parts, candidate{&qs[qi], p})
 			}
-			pv, toMs := *p, to
-			if hasCur {
-				pv, toMs = cur.below(pv, to)
-			}
-			msgs, err := v.newest(&pv, from, toMs, want)
-			if err != nil {
-				return err
-			}
-			for _, m := range msgs {
-				all = append(all, listedMessage{m, &qs[qi], p})
-			}
-			if len(msgs) > 0 {
-				for _, c := range p.Cursors {
-					hasQM = hasQM || c.Group == wire.QueueModeGroup
-					if c.Group != wire.QueueModeGroup {
-						bus[c.Group] = true
-					}
+		}
+	}
+	slices.SortStableFunc(parts, func(a, b candidate) int { return cmp.Compare(b.p.LastWriteMs, a.p.LastWriteMs) })
+	var all []listedMessage
+	var newest newestTimes
+	hasQM, bus := false, map[string]bool{}
+	for _, c := range parts {
+		p := c.p
+		if newest.Len() >= want && p.LastWriteMs < newest.oldest() {
+			break
+		}
+		pv, toMs := *p, to
+		if hasCur {
+			pv, toMs = cur.below(pv, to)
+		}
+		msgs, err := v.newest(&pv, from, toMs, want)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			all = append(all, listedMessage{m, c.q, p})
+			newest.keep(m.AppendMs, want)
+		}
+		if len(msgs) > 0 {
+			for _, c := range p.Cursors {
+				hasQM = hasQM || c.Group == wire.QueueModeGroup
+				if c.Group != wire.QueueModeGroup {
+					bus[c.Group] = true
 				}
 			}
 		}
@@ -405,3 +424,29 @@ func firstNonEmpty(a, b string) string {
 	}
 	return b
 }
+
+// newestTimes keeps the newest append times seen, at most a given number:
+// a min-heap, its oldest on top.
+type newestTimes []int64
+
+func (h newestTimes) Len() int           { return len(h) }
+func (h newestTimes) Less(i, j int) bool { return h[i] < h[j] }
+func (h newestTimes) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *newestTimes) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *newestTimes) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// keep adds ms, dropping the oldest beyond n.
+func (h *newestTimes) keep(ms int64, n int) {
+	heap.Push(h, ms)
+	if h.Len() > n {
+		heap.Pop(h)
+	}
+}
+
+// oldest is the oldest time kept.
+func (h newestTimes) oldest() int64 { return h[0] }
