@@ -488,15 +488,15 @@ func (s *Server) listTasks(ctx *fasthttp.RequestCtx) error {
 }
 
 func (s *Server) listLabels(ctx *fasthttp.RequestCtx, plural, key string, label func(*storage.QueueView) string) error {
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return err
+	}
 	_, qs, err := s.queueViews(ctx, storage.QueueFilter{})
 	if err != nil {
 		return err
 	}
 	keys, m := byLabel(qs, label)
-	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
-	if err != nil {
-		return err
-	}
 	keys, next, err := pageOf(p, keys, func(k *string) nameKey { return nameKey{*k} }, cmpName)
 	if err != nil {
 		return err
