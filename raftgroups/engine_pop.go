@@ -16,7 +16,12 @@ type popRotor struct{ n atomic.Uint32 }
 // Pop leases messages of a queue for a consumer group. A queue's partitions
 // live in several groups; a pop tries the groups whose replica here says a
 // pop could find messages, from a rotating start, and gathers claims until
-// its batch or its lease ids are used up. One lease per (partition,
+// its batch or its partitions (its lease ids; MaxPartitions for an
+// auto-ack pop) are used up: one entry per group it takes from, each
+// claiming as many partitions there as it still may. An auto-ack entry's
+// retry is answered the batch that entry consumed (storage/retries.go);
+// should a later group's outcome stay unknown, the pop answers what the
+// earlier groups delivered. One lease per (partition,
 // consumer group) holds as before: each partition's lease lives in its
 // group. The group's subscription comes from the queue's home, created
 // there on first use, so every group starts untouched partitions alike.
@@ -68,13 +73,16 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 	var out wire.PopResult
 	ids := c.LeaseIDs
 	remaining := c.Batch
+	maxClaims := c.PartitionLimit()
 	for _, g := range candidates {
+		if len(out.Claims) >= maxClaims {
+			break
+		}
 		cmd := *c
 		cmd.Batch = remaining
-		if !c.CommitOnDelivery {
-			if len(ids) == 0 {
-				break
-			}
+		if c.CommitOnDelivery {
+			cmd.MaxPartitions = uint32(maxClaims - len(out.Claims))
+		} else {
 			cmd.LeaseIDs = make([]wire.ID, len(ids))
 			for i, id := range ids {
 				cmd.LeaseIDs[i] = wire.TagID(id, g)
@@ -100,7 +108,7 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 				ids = ids[1:]
 			}
 		}
-		if remaining == 0 || (c.CommitOnDelivery && len(out.Claims) > 0) {
+		if remaining == 0 {
 			break
 		}
 	}

@@ -62,7 +62,8 @@ func (e *Engine) Queues(tenant wire.ID, f storage.QueueFilter, nowMs int64) []st
 	for i, g := range groups {
 		// Filters on labels apply to the home's copy; a shard's
 		// labels follow it.
-		per[i] = e.GroupStore(g).Queues(tenant, storage.QueueFilter{Name: f.Name, Partitions: f.Partitions}, nowMs)
+		per[i] = e.GroupStore(g).Queues(tenant, storage.QueueFilter{Name: f.Name, Partitions: f.Partitions,
+			PartitionsFrom: f.PartitionsFrom, PartitionLimit: f.PartitionLimit}, nowMs)
 	}
 	return mergeQueueViews(per, f)
 }
@@ -100,6 +101,7 @@ func mergeQueueViews(per [][]storage.QueueView, f storage.QueueFilter) []storage
 			continue // a shard without its catalog here: deleted, or not applied yet
 		}
 		v.Partitions = append(v.Partitions, s.Partitions...)
+		v.Totals.Add(s.Totals)
 		v.DLQRows += s.DLQRows
 		v.Activity.Add(&s.Activity)
 	}
@@ -109,6 +111,11 @@ func mergeQueueViews(per [][]storage.QueueView, f storage.QueueFilter) []storage
 			continue
 		}
 		slices.SortFunc(v.Partitions, func(a, b storage.PartitionView) int { return cmp.Compare(a.Index, b.Index) })
+		// Each group copied its first PartitionLimit from PartitionsFrom:
+		// the queue's first that many are among them.
+		if f.PartitionLimit > 0 && len(v.Partitions) > f.PartitionLimit {
+			v.Partitions = v.Partitions[:f.PartitionLimit]
+		}
 		out = append(out, *v)
 	}
 	slices.SortFunc(out, func(a, b storage.QueueView) int {

@@ -77,6 +77,45 @@ func TestQueueSpreadsOverGroupsAndPopsFindEveryPartition(t *testing.T) {
 	if len(views) != 1 || len(views[0].Partitions) != 6 || views[0].Partitions[5].Index != 5 {
 		t.Fatalf("merged view: %+v", views)
 	}
+	// A page of partitions across groups: the queue's next ones by index,
+	// with totals over all of them.
+	f := storageFilter("spread")
+	f.Partitions, f.PartitionsFrom, f.PartitionLimit = true, 2, 3
+	page := e.Queues(wire.DefaultTenant, f, time.Now().UnixMilli())
+	if len(page) != 1 || len(page[0].Partitions) != 3 || page[0].Partitions[0].Index != 2 || page[0].Partitions[2].Index != 4 ||
+		page[0].Totals != views[0].Totals || page[0].Totals.Partitions != 6 || page[0].Totals.Processing != 12 {
+		t.Fatalf("page from 2 of 3: %+v totals %+v", page, page[0].Totals)
+	}
+}
+
+// An auto-ack pop gathers partitions across groups up to MaxPartitions,
+// each a distinct partition, consuming each message once.
+func TestAutoAckPopSpansGroupsUpToItsPartitions(t *testing.T) {
+	c := newTestCluster(t, 1, 3)
+	c.waitReady()
+	e := c.engines[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 12; i++ {
+		pushTo(ctx, t, e, "sparse", fmt.Sprintf("p%02d", i), `1`)
+	}
+	seen := map[uint64]bool{}
+	for _, want := range []int{5, 5, 2} {
+		res, err := e.Pop(ctx, &wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "sparse", Group: "g", Batch: 100,
+			SubMode: wire.SubAll, CommitOnDelivery: true, MaxPartitions: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Claims) != want {
+			t.Fatalf("pop answered %d claims, want %d: %+v", len(res.Claims), want, res.Claims)
+		}
+		for _, cl := range res.Claims {
+			if seen[cl.PartitionID] {
+				t.Fatalf("partition %d delivered twice", cl.PartitionID)
+			}
+			seen[cl.PartitionID] = true
+		}
+	}
 }
 
 // Options changed at a queue's home reach every group holding its

@@ -35,10 +35,7 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 	if leaseMs == 0 {
 		leaseMs = int64(q.cfg.LeaseTimeSec) * 1000
 	}
-	maxClaims := len(c.LeaseIDs)
-	if c.CommitOnDelivery && maxClaims == 0 {
-		maxClaims = 1
-	}
+	maxClaims := c.PartitionLimit()
 	remaining := uint64(c.Batch)
 	claim := func(p *partState) {
 		var id wire.ID

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/queen-mq/queen/wire"
@@ -141,5 +142,31 @@ func TestDelayedProcessingAndWindowBuffer(t *testing.T) {
 	h.now += 1000
 	if r := h.pop("w", wire.QueueModeGroup, 10, 60000); len(r.Claims) != 1 || r.Claims[0].To != 2 {
 		t.Fatalf("after the window: %+v", span(r))
+	}
+}
+
+// An auto-ack pop takes messages from up to MaxPartitions partitions, each
+// a different one, and never more messages than its batch.
+func TestCommitOnDeliveryHonoursPartitions(t *testing.T) {
+	h := newHarness(t)
+	for i := range 20 {
+		h.push("a", fmt.Sprintf("p%02d", i), "m")
+	}
+	r := h.popWith(wire.PopCmd{Queue: "a", Group: "g", Batch: 100, SubMode: wire.SubAll, CommitOnDelivery: true, MaxPartitions: 8})
+	seen := map[uint64]bool{}
+	for _, cl := range r.Claims {
+		seen[cl.PartitionID] = true
+	}
+	if len(r.Claims) != 8 || len(seen) != 8 {
+		t.Fatalf("want 8 claims from 8 partitions, got %+v", r.Claims)
+	}
+	r = h.popWith(wire.PopCmd{Queue: "a", Group: "g", Batch: 5, SubMode: wire.SubAll, CommitOnDelivery: true, MaxPartitions: 64})
+	if len(r.Claims) != 5 {
+		t.Fatalf("batch 5 over one-message partitions: %d claims, want 5", len(r.Claims))
+	}
+	// Without MaxPartitions (entries written before it existed) one partition.
+	r = h.popWith(wire.PopCmd{Queue: "a", Group: "g", Batch: 100, SubMode: wire.SubAll, CommitOnDelivery: true})
+	if len(r.Claims) != 1 {
+		t.Fatalf("default: %d claims, want 1", len(r.Claims))
 	}
 }

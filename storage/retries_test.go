@@ -161,3 +161,24 @@ func (h *harness) hasTagged(tag byte) bool {
 	}
 	return false
 }
+
+// An auto-ack pop over several partitions consumes them in one entry; its
+// retry answers every claim of that entry and consumes nothing more.
+func TestRetriedMultiPartitionAutoAckPopConsumesOnce(t *testing.T) {
+	h := newHarness(t)
+	for i := range 5 {
+		h.push("q", fmt.Sprintf("p%d", i), "m")
+	}
+	c := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 10, SubMode: wire.SubAll,
+		CommitOnDelivery: true, MaxPartitions: 3}
+	entry := h.entryOf(wire.KindPop, c.Encode(nil))
+	first, _ := wire.DecodePopResult(h.applyEntry(entry))
+	retry, _ := wire.DecodePopResult(h.applyEntry(wire.MarkRetry(entry)))
+	if len(first.Claims) != 3 || fmt.Sprint(first.Claims) != fmt.Sprint(retry.Claims) {
+		t.Fatalf("first %+v, retry %+v: want the same 3 claims", first.Claims, retry.Claims)
+	}
+	rest := h.popWith(wire.PopCmd{Queue: "q", Group: "g", Batch: 10, SubMode: wire.SubAll, CommitOnDelivery: true, MaxPartitions: 64})
+	if len(rest.Claims) != 2 {
+		t.Fatalf("after the retry %d partitions were left, want 2: %+v", len(rest.Claims), rest.Claims)
+	}
+}

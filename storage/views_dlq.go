@@ -37,6 +37,23 @@ type DLQFilter struct {
 	PartitionID uint64
 	Offset      int64 // -1: any
 	Replayed    bool  // include rows already replayed
+	// After, when set, keeps only rows listed after it (newest first):
+	// the rest of a listing paged there. Total still counts them all.
+	After *DLQPos
+}
+
+// DLQPos is a row's place in DLQ listings, newest first: by failure time
+// then id, both descending. A store gives row ids in apply order under a
+// clock that never goes back, so its rows by id descending are in this
+// order too.
+type DLQPos struct {
+	FailedMs int64
+	ID       uint64
+}
+
+// Follows reports whether a row at q is listed after p.
+func (p DLQPos) Follows(q DLQPos) bool {
+	return q.FailedMs < p.FailedMs || (q.FailedMs == p.FailedMs && q.ID < p.ID)
 }
 
 func (f *DLQFilter) match(r *dlqRow) bool {
@@ -49,15 +66,22 @@ func (f *DLQFilter) match(r *dlqRow) bool {
 // and returning at most limit, with the number of all matching rows.
 func (s *Store) DLQ(tenant wire.ID, f DLQFilter, skip, limit int) ([]DLQRow, int, error) {
 	var out []DLQRow
-	total := 0
+	total, skipped := 0, 0
 	err := s.eachStoredDLQRow(tenant, func(r *dlqRow) {
 		if !f.match(r) {
 			return
 		}
-		if total >= skip && len(out) < limit {
+		total++
+		if f.After != nil && !f.After.Follows(DLQPos{FailedMs: r.createdMs, ID: r.id}) {
+			return
+		}
+		if skipped < skip {
+			skipped++
+			return
+		}
+		if len(out) < limit {
 			out = append(out, rowView(r))
 		}
-		total++
 	})
 	return out, total, err
 }

@@ -63,6 +63,7 @@ func (p *PartitionView) Cursor(group string) *CursorView {
 // delivered, processing messages of a live lease not yet acknowledged,
 // completed ones consumed or acknowledged. A partition no group has read
 // is all pending.
+// Of groups equally behind, the first by name counts.
 func (p *PartitionView) Depth() (pending, processing, completed uint64) {
 	total := p.Retained()
 	if len(p.Cursors) == 0 {
@@ -74,10 +75,80 @@ func (p *PartitionView) Depth() (pending, processing, completed uint64) {
 			worst = &p.Cursors[i]
 		}
 	}
-	backlog := min(worst.Backlog(p.HighWatermark), total)
-	leased := min(worst.LeaseSize, backlog)
-	processing = min(worst.InLease, leased)
+	return depthSeen(total, worst.Backlog(p.HighWatermark), worst.LeaseSize, worst.InLease)
+}
+
+// depthSeen splits total retained messages as a group sees them that has
+// backlog of them still to consume and a live lease of leaseSize messages,
+// inLease of which not acknowledged.
+func depthSeen(total, backlog, leaseSize, inLease uint64) (pending, processing, completed uint64) {
+	backlog = min(backlog, total)
+	leased := min(leaseSize, backlog)
+	processing = min(inLease, leased)
 	return backlog - leased, processing, total - backlog + leased - processing
+}
+
+// Counts add up partitions as their most-behind groups see them (Depth).
+type Counts struct {
+	Partitions                            int
+	Total, Pending, Processing, Completed uint64
+	// HeadFailures counts (partition, group) pairs whose head message
+	// failed and waits for a retry.
+	HeadFailures uint64
+}
+
+// Add adds o to c.
+func (c *Counts) Add(o Counts) {
+	c.Partitions += o.Partitions
+	c.Total += o.Total
+	c.Pending += o.Pending
+	c.Processing += o.Processing
+	c.Completed += o.Completed
+	c.HeadFailures += o.HeadFailures
+}
+
+// Counts are the partition's counts.
+func (p *PartitionView) Counts() Counts {
+	pending, processing, completed := p.Depth()
+	c := Counts{Partitions: 1, Total: p.Retained(), Pending: pending, Processing: processing, Completed: completed}
+	for i := range p.Cursors {
+		if p.Cursors[i].HeadFailures > 0 {
+			c.HeadFailures++
+		}
+	}
+	return c
+}
+
+// partCounts are PartitionView.Counts of p read in place: queue totals
+// add up every partition, and copying each one (cursors included) to
+// count it made a view of a queue with 100,000 partitions cost more than
+// everything else it did.
+func partCounts(p *partState, nowMs int64) Counts {
+	hwm, start := p.hwm.Load(), p.logStart.Load()
+	total := hwm - min(start, hwm)
+	c := Counts{Partitions: 1, Total: total, Pending: total}
+	var worst *cursor
+	var worstBacklog uint64
+	for _, cur := range p.cursors {
+		if cur.headFailures > 0 {
+			c.HeadFailures++
+		}
+		var backlog uint64
+		if cur.pos < hwm {
+			backlog = hwm - cur.pos
+		}
+		if worst == nil || backlog > worstBacklog || (backlog == worstBacklog && cur.group < worst.group) {
+			worst, worstBacklog = cur, backlog
+		}
+	}
+	if worst != nil {
+		var size, inLease uint64
+		if l := worst.lease; l != nil && l.expiresMs > nowMs {
+			size, inLease = l.to-l.from, uint64(l.pending)
+		}
+		c.Pending, c.Processing, c.Completed = depthSeen(total, worstBacklog, size, inLease)
+	}
+	return c
 }
 
 // SubscriptionView is a reader's copy of a group's subscription to a queue.
@@ -94,6 +165,7 @@ type QueueView struct {
 	QueueInfo
 	Tenant        wire.ID
 	Partitions    []PartitionView // by index; nil unless asked for
+	Totals        Counts          // every partition's, whichever were copied
 	Subscriptions []SubscriptionView
 	DLQRows       int
 	Activity      Activity // since this store opened
@@ -104,8 +176,12 @@ type QueueFilter struct {
 	Name      string // exact queue name, "" for all
 	Namespace string
 	Task      string
-	// Partitions asks for partitions and cursors (the costly part).
-	Partitions bool
+	// Partitions asks for partitions and cursors (the costly part):
+	// those from index PartitionsFrom on, at most PartitionLimit of them
+	// (0: all).
+	Partitions     bool
+	PartitionsFrom uint32
+	PartitionLimit int
 }
 
 // Queues copies the tenant's queues that match f, in name order. nowMs
@@ -126,7 +202,7 @@ func (s *Store) Queues(tenant wire.ID, f QueueFilter, nowMs int64) []QueueView {
 		if (f.Namespace != "" && q.namespace != f.Namespace) || (f.Task != "" && q.task != f.Task) {
 			continue
 		}
-		out = append(out, queueView(q, f.Partitions, nowMs))
+		out = append(out, queueView(q, f, nowMs))
 	}
 	slices.SortFunc(out, func(a, b QueueView) int { return cmp.Compare(a.Name, b.Name) })
 	return out
@@ -156,7 +232,7 @@ func (s *Store) AllQueues(nowMs int64) []QueueView {
 			if q == nil {
 				continue
 			}
-			v := queueView(q, true, nowMs)
+			v := queueView(q, QueueFilter{Partitions: true}, nowMs)
 			work++
 			for _, p := range v.Partitions {
 				work += 1 + len(p.Cursors)
@@ -175,7 +251,7 @@ func (s *Store) AllQueues(nowMs int64) []QueueView {
 // one hold of the read lock.
 const viewBatchWork = 1024
 
-func queueView(q *queueState, withParts bool, nowMs int64) QueueView {
+func queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
 	v := QueueView{QueueInfo: queueInfo(q), Tenant: q.tenant, DLQRows: q.dlqRows}
 	if q.stats != nil {
 		v.Activity = q.stats.total
@@ -184,12 +260,21 @@ func queueView(q *queueState, withParts bool, nowMs int64) QueueView {
 		v.Subscriptions = append(v.Subscriptions, SubscriptionView{Group: sub.group, Mode: sub.mode, FromMs: sub.fromMs, CreatedMs: sub.createdMs})
 	}
 	slices.SortFunc(v.Subscriptions, func(a, b SubscriptionView) int { return cmp.Compare(a.Group, b.Group) })
-	if withParts {
-		v.Partitions = make([]PartitionView, 0, len(q.parts))
-		for _, p := range q.parts {
-			if p != nil {
-				v.Partitions = append(v.Partitions, partitionView(p, nowMs))
-			}
+	for _, p := range q.parts {
+		if p != nil {
+			v.Totals.Add(partCounts(p, nowMs))
+		}
+	}
+	if !f.Partitions {
+		return v
+	}
+	v.Partitions = []PartitionView{}
+	for i := int(f.PartitionsFrom); i < len(q.parts); i++ {
+		if f.PartitionLimit > 0 && len(v.Partitions) == f.PartitionLimit {
+			break
+		}
+		if p := q.parts[i]; p != nil {
+			v.Partitions = append(v.Partitions, partitionView(p, nowMs))
 		}
 	}
 	return v

@@ -260,3 +260,59 @@ func TestAllQueuesLetsApplyInBetween(t *testing.T) {
 		t.Fatalf("the store's lock was held across the whole copy of %d queues (%d checks): the apply loop waits for all of it", n, calls)
 	}
 }
+
+// A DLQ listing resumed after a row lists the older rows only, skips
+// within them, and still counts every matching row in total.
+func TestDLQAfterResumesOlderRows(t *testing.T) {
+	h := newHarness(t)
+	for range 4 {
+		h.deadLetterOne("q", "p", "g")
+	}
+	all, _, err := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1}, 0, 10)
+	if err != nil || len(all) != 4 {
+		t.Fatalf("rows %v %+v", err, all)
+	}
+	after := DLQPos{FailedMs: all[1].FailedMs, ID: all[1].ID}
+	rows, total, err := h.s.DLQ(wire.DefaultTenant, DLQFilter{Offset: -1, After: &after}, 1, 10)
+	if err != nil || total != 4 || len(rows) != 1 || rows[0].ID != all[3].ID {
+		t.Fatalf("after row 1, skipping 1: %v total %d %+v", err, total, rows)
+	}
+}
+
+// A queue's totals add up every partition as its own view counts it,
+// whether or not the partitions are copied, and a page copies the
+// partitions from an index on, at most a limit of them.
+func TestQueueTotalsAndPartitionPages(t *testing.T) {
+	h := newHarness(t)
+	for i := range 6 {
+		h.push("q", fmt.Sprintf("p%d", i), "1", "2", "3")
+	}
+	// Two groups equally behind in p0 with different leases: the first by
+	// name counts, in the totals as in the partition's own depth.
+	h.pop("q", "b", 2, 60000)
+	h.pop("q", "a", 1, 60000)
+	r := h.pop("q", "g", 3, 60000) // leased, one acknowledged
+	_, txns := h.payloads(r.Claims[0])
+	h.ack("g", r.Claims[0], txns[0], wire.AckCompleted)
+	h.deadLetterOne("q", "p5", "g")
+
+	whole := h.queueView("q")
+	var sum Counts
+	for i := range whole.Partitions {
+		sum.Add(whole.Partitions[i].Counts())
+	}
+	if sum != whole.Totals || sum.Partitions != 6 || sum.Processing == 0 {
+		t.Fatalf("totals %+v, partitions add up to %+v", whole.Totals, sum)
+	}
+	bare := h.s.Queues(wire.DefaultTenant, QueueFilter{Name: "q"}, h.now)[0]
+	if bare.Partitions != nil || bare.Totals != whole.Totals {
+		t.Fatalf("without partitions: %d copied, totals %+v want %+v", len(bare.Partitions), bare.Totals, whole.Totals)
+	}
+	page := h.s.Queues(wire.DefaultTenant, QueueFilter{Name: "q", Partitions: true, PartitionsFrom: 2, PartitionLimit: 3}, h.now)[0]
+	if len(page.Partitions) != 3 || page.Partitions[0].Index != 2 || page.Partitions[2].Index != 4 || page.Totals != whole.Totals {
+		t.Fatalf("page from 2 of 3: %+v", page.Partitions)
+	}
+	if end := h.s.Queues(wire.DefaultTenant, QueueFilter{Name: "q", Partitions: true, PartitionsFrom: 9}, h.now)[0]; len(end.Partitions) != 0 {
+		t.Fatalf("page past the end: %+v", end.Partitions)
+	}
+}

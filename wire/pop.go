@@ -32,6 +32,19 @@ type PopCmd struct {
 	CommitOnDelivery bool
 	StartHint        uint32 // where to start scanning partitions (spreads consumers)
 	LeaseIDs         []ID   // len = max partitions to claim
+	// MaxPartitions is how many partitions a CommitOnDelivery pop may
+	// take messages from (it has no lease ids to count them by); 0 is 1.
+	// It is encoded last and only when set, so entries written before it
+	// existed still decode.
+	MaxPartitions uint32
+}
+
+// PartitionLimit is how many partitions the pop may claim.
+func (c *PopCmd) PartitionLimit() int {
+	if !c.CommitOnDelivery {
+		return len(c.LeaseIDs)
+	}
+	return max(int(c.MaxPartitions), 1)
 }
 
 // Encode appends the command body.
@@ -51,6 +64,9 @@ func (c *PopCmd) Encode(b []byte) []byte {
 	w.Uvarint(uint64(len(c.LeaseIDs)))
 	for _, id := range c.LeaseIDs {
 		w.Fixed(id[:])
+	}
+	if c.MaxPartitions != 0 {
+		w.Uvarint(uint64(c.MaxPartitions))
 	}
 	return w.B
 }
@@ -74,6 +90,11 @@ func DecodePopCmd(b []byte) (PopCmd, error) {
 	c.LeaseIDs = make([]ID, n)
 	for i := range c.LeaseIDs {
 		copy(c.LeaseIDs[i][:], r.Fixed(16))
+	}
+	if r.Len() > 0 {
+		if c.MaxPartitions = r.u32(); c.MaxPartitions > MaxPopPartitions {
+			r.fail("pop partitions")
+		}
 	}
 	return c, r.Done()
 }

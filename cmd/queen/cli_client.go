@@ -78,6 +78,7 @@ type errorEnvelope struct {
 type answer struct {
 	status int
 	body   []byte
+	next   string // a paged listing's next cursor, "" on its last page
 }
 
 // do sends a request and returns a 2xx answer. body is JSON-encoded unless
@@ -127,7 +128,7 @@ func (c *client) do(method, path string, query url.Values, body any) (answer, er
 	if err != nil {
 		return answer{}, serverError("reading the answer of %s %s: %v", method, path, err)
 	}
-	a := answer{status: resp.StatusCode, body: raw}
+	a := answer{status: resp.StatusCode, body: raw, next: resp.Header.Get(nextCursorHeader)}
 	if resp.StatusCode < 400 {
 		return a, nil
 	}
@@ -169,6 +170,39 @@ func jsonInto(a answer, out any) error {
 		return serverError("the answer (%d) is not the JSON expected: %v", a.status, err)
 	}
 	return nil
+}
+
+// nextCursorHeader names the next page of a paged listing (docs/http-api.md,
+// "Paging").
+const nextCursorHeader = "Queen-Next-Cursor"
+
+// getPages reads a paged listing to its end, decoding each page into a
+// fresh value with decode; the answer's body is the pages' JSON documents
+// one after another (a single document when there is one page).
+func (c *client) getPages(path string, query url.Values, decode func(body []byte) error) (answer, error) {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	var all answer
+	for {
+		a, err := c.do(http.MethodGet, path, q, nil)
+		if err != nil {
+			return a, err
+		}
+		if err := decode(a.body); err != nil {
+			return a, serverError("the answer of GET %s is not the JSON expected: %v", path, err)
+		}
+		all.status = a.status
+		all.body = append(append(all.body, bytes.TrimSpace(a.body)...), '\n')
+		if a.next == "" {
+			return all, nil
+		}
+		if a.next == q.Get("cursor") {
+			return a, serverError("GET %s answered the same page cursor twice", path)
+		}
+		q.Set("cursor", a.next)
+	}
 }
 
 // getJSON sends a request and decodes its 2xx answer into out.

@@ -30,7 +30,7 @@ func groupsList(cf *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var rows []struct {
+			type groupRow struct {
 				Name              string  `json:"name"`
 				QueueName         string  `json:"queueName"`
 				Members           int     `json:"members"`
@@ -41,7 +41,13 @@ func groupsList(cf *clientFlags) *cobra.Command {
 				State             string  `json:"state"`
 				SubscriptionMode  *string `json:"subscriptionMode"`
 			}
-			a, err := c.getJSON(http.MethodGet, "/api/v1/consumer-groups", nil, nil, &rows)
+			var rows []groupRow
+			a, err := c.getPages("/api/v1/consumer-groups", nil, func(body []byte) error {
+				var page []groupRow
+				err := json.Unmarshal(body, &page)
+				rows = append(rows, page...)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -65,7 +71,7 @@ func groupsDescribe(cf *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var ans map[string]struct {
+			type queueEntry struct {
 				SubscriptionMode string `json:"subscriptionMode"`
 				Partitions       []struct {
 					Partition      string  `json:"partition"`
@@ -78,7 +84,19 @@ func groupsDescribe(cf *clientFlags) *cobra.Command {
 					LastConsumedAt *string `json:"lastConsumedAt"`
 				} `json:"partitions"`
 			}
-			a, err := c.getJSON(http.MethodGet, "/api/v1/consumer-groups/"+pathSegment(args[0]), nil, nil, &ans)
+			// A queue's partitions may span pages: each page repeats its entry.
+			ans := map[string]queueEntry{}
+			a, err := c.getPages("/api/v1/consumer-groups/"+pathSegment(args[0]), nil, func(body []byte) error {
+				var page map[string]queueEntry
+				err := json.Unmarshal(body, &page)
+				for q, e := range page {
+					if prev, ok := ans[q]; ok {
+						e.Partitions = append(prev.Partitions, e.Partitions...)
+					}
+					ans[q] = e
+				}
+				return err
+			})
 			if err != nil {
 				return err
 			}

@@ -47,17 +47,23 @@ func queuesList(cf *clientFlags) *cobra.Command {
 			if task != "" {
 				q.Set("task", task)
 			}
-			var ans struct {
-				Queues []struct {
-					Name       string            `json:"name"`
-					Namespace  *string           `json:"namespace"`
-					Task       *string           `json:"task"`
-					CreatedAt  string            `json:"createdAt"`
-					Partitions int               `json:"partitions"`
-					Messages   messageCountsJSON `json:"messages"`
-				} `json:"queues"`
+			type queueRow struct {
+				Name       string            `json:"name"`
+				Namespace  *string           `json:"namespace"`
+				Task       *string           `json:"task"`
+				CreatedAt  string            `json:"createdAt"`
+				Partitions int               `json:"partitions"`
+				Messages   messageCountsJSON `json:"messages"`
 			}
-			a, err := c.getJSON(http.MethodGet, "/api/v1/resources/queues", q, nil, &ans)
+			var ans struct{ Queues []queueRow }
+			a, err := c.getPages("/api/v1/resources/queues", q, func(body []byte) error {
+				var page struct {
+					Queues []queueRow `json:"queues"`
+				}
+				err := json.Unmarshal(body, &page)
+				ans.Queues = append(ans.Queues, page.Queues...)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -153,7 +159,7 @@ func queuesDescribe(cf *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var ans struct {
+			type queuePage struct {
 				ID         string            `json:"id"`
 				Name       string            `json:"name"`
 				Namespace  *string           `json:"namespace"`
@@ -170,7 +176,19 @@ func queuesDescribe(cf *clientFlags) *cobra.Command {
 					LastActivity  *string           `json:"lastActivity"`
 				} `json:"partitions"`
 			}
-			a, err := c.getJSON(http.MethodGet, "/api/v1/resources/queues/"+pathSegment(args[0]), nil, nil, &ans)
+			// The queue from its first page, every page's partitions.
+			var ans queuePage
+			first := true
+			a, err := c.getPages("/api/v1/resources/queues/"+pathSegment(args[0]), nil, func(body []byte) error {
+				var page queuePage
+				err := json.Unmarshal(body, &page)
+				if first {
+					ans, first = page, false
+				} else {
+					ans.Partitions = append(ans.Partitions, page.Partitions...)
+				}
+				return err
+			})
 			if err != nil {
 				return err
 			}

@@ -174,3 +174,32 @@ func TestConfigSaysWhenABootWouldRefuse(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 }
+
+// The listings the server pages are read to their end: the table shows
+// every page's rows, --json prints each page as its own document.
+func TestListingsFollowEveryPage(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Query().Get("cursor") {
+		case "":
+			w.Header().Set(nextCursorHeader, "c1")
+			w.Write([]byte(`{"queues":[{"name":"alpha","partitions":1}],"nextCursor":"c1"}`))
+		case "c1":
+			w.Write([]byte(`{"queues":[{"name":"beta","partitions":2}],"nextCursor":null}`))
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("QUEEN_TOKEN", "")
+	var out, errOut bytes.Buffer
+	if code := execute([]string{"queues", "list", "--url", srv.URL}, &out, &errOut); code != exitOK ||
+		!strings.Contains(out.String(), "alpha") || !strings.Contains(out.String(), "beta") {
+		t.Fatalf("table: exit %d %q %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := execute([]string{"queues", "list", "--json", "--url", srv.URL}, &out, &errOut); code != exitOK ||
+		strings.Count(out.String(), "\n") != 2 || !strings.Contains(out.String(), `"beta"`) {
+		t.Fatalf("--json: exit %d %q", code, out.String())
+	}
+}

@@ -61,6 +61,7 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 			MaxPartitionsPerRequest: e.int("QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST",
 				broker.DefaultMaxPartitionsPerRequest, 1, 1<<30),
 			MaxTenantPartitions:    e.int("QUEEN_KAFKA_MAX_TENANT_PARTITIONS", broker.DefaultMaxTenantPartitions, 1, 1<<30),
+			MetadataMaxPartitions:  e.int("QUEEN_KAFKA_METADATA_MAX_PARTITIONS", broker.DefaultMetadataMaxPartitions, 1, 1<<30),
 			TenantMaxInflightBytes: e.int("QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES", broker.DefaultTenantMaxInflightBytes, 1<<10, 1<<40),
 			DedupWindow:            time.Duration(e.int("QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", 900, 1, 1<<30)) * time.Second,
 			GroupMinSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", 6*time.Second, time.Millisecond, time.Hour),

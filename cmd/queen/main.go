@@ -229,7 +229,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"max_unauthenticated_connections", k.Broker.Listener.MaxUnauthenticatedConnections,
 		"login_timeout", k.Broker.Listener.LoginTimeout, "default_partitions", k.Broker.DefaultPartitions,
 		"max_partitions", k.Broker.MaxPartitions, "max_partitions_per_request", k.Broker.MaxPartitionsPerRequest,
-		"max_tenant_partitions", k.Broker.MaxTenantPartitions,
+		"max_tenant_partitions", k.Broker.MaxTenantPartitions, "metadata_max_partitions", k.Broker.MetadataMaxPartitions,
 		"max_message_bytes", k.Broker.MaxMessageBytes, "max_decompressed_bytes", k.Broker.MaxDecompressedBytes,
 		"fetch_max_bytes", k.Broker.FetchMaxBytes)
 	if k.SASL == "" && cfg.Auth.Enabled {

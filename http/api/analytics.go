@@ -148,7 +148,7 @@ func (s *Server) queueLagRoute(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	v, qs, err := s.tenantQueuesWithParts(ctx)
+	v, _, qs, next, err := s.queueRowsPage(ctx)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,8 @@ func (s *Server) queueLagRoute(ctx *fasthttp.RequestCtx) error {
 			"pushPerSecond": perSecond(a.Pushed, secs), "popPerSecond": perSecond(a.Popped, secs),
 			"ackPerSecond": perSecond(a.Completed, secs)})
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"timeRange": map[string]string{"from": isoMillis(from), "to": isoMillis(to)}, "queues": out})
+	writeJSON(ctx, http.StatusOK, map[string]any{"timeRange": map[string]string{"from": isoMillis(from), "to": isoMillis(to)},
+		"queues": out, "nextCursor": next})
 	return nil
 }
 
@@ -174,7 +175,7 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	v, qs, err := s.tenantQueuesWithParts(ctx)
+	v, _, qs, next, err := s.queueRowsPage(ctx)
 	if err != nil {
 		return err
 	}
@@ -183,24 +184,27 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx) error {
 		a, _ := queueActivity(v, qs[i].Name, from, to)
 		out = append(out, map[string]any{"queue": qs[i].Name, "push": a.PushOps, "pop": a.PopOps, "ack": a.AckOps,
 			"pushMessages": a.Pushed, "popMessages": a.Popped, "ackMessages": a.Completed, "ackFailed": a.Failed,
-			"dlq": a.DLQ, "partitions": len(qs[i].Partitions)})
+			"dlq": a.DLQ, "partitions": qs[i].Totals.Partitions})
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"timeRange": map[string]string{"from": isoMillis(from), "to": isoMillis(to)}, "queues": out})
+	writeJSON(ctx, http.StatusOK, map[string]any{"timeRange": map[string]string{"from": isoMillis(from), "to": isoMillis(to)},
+		"queues": out, "nextCursor": next})
 	return nil
 }
 
 // workload is GET /api/v1/analytics/workload: what waits and what is in
 // flight per queue now.
 func (s *Server) workload(ctx *fasthttp.RequestCtx) error {
-	_, qs, err := s.tenantQueuesWithParts(ctx)
+	_, all, qs, next, err := s.queueRowsPage(ctx)
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(qs))
 	var totals messageCounts
+	for i := range all {
+		totals.add(queueCounts(&all[i]))
+	}
+	out := make([]map[string]any, 0, len(qs))
 	for i := range qs {
 		c := queueCounts(&qs[i])
-		totals.add(c)
 		leases, groups := 0, len(qs[i].Subscriptions)
 		for _, p := range qs[i].Partitions {
 			for _, cur := range p.Cursors {
@@ -212,7 +216,7 @@ func (s *Server) workload(ctx *fasthttp.RequestCtx) error {
 		out = append(out, map[string]any{"queue": qs[i].Name, "partitions": len(qs[i].Partitions), "pending": c.Pending,
 			"processing": c.Processing, "deadLetter": c.DeadLetter, "activeLeases": leases, "consumerGroups": groups})
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out, "totals": totals})
+	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out, "totals": totals, "nextCursor": next})
 	return nil
 }
 
@@ -252,7 +256,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // settings, how many messages are retained and how many retention removed
 // (every offset below a partition's log start).
 func (s *Server) retention(ctx *fasthttp.RequestCtx) error {
-	_, qs, err := s.tenantQueuesWithParts(ctx)
+	_, _, qs, next, err := s.queueRowsPage(ctx)
 	if err != nil {
 		return err
 	}
@@ -268,7 +272,7 @@ func (s *Server) retention(ctx *fasthttp.RequestCtx) error {
 			"retentionSeconds": c.RetentionSec, "completedRetentionSeconds": c.CompletedRetentionSec,
 			"maxWaitTimeSeconds": c.MaxWaitTimeSec, "retained": retained, "removed": removed})
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out})
+	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out, "nextCursor": next})
 	return nil
 }
 
@@ -278,7 +282,7 @@ func (s *Server) retention(ctx *fasthttp.RequestCtx) error {
 // (messages, nobody on them), "drained" (every group caught up) or
 // "empty".
 func (s *Server) partitionLiveness(ctx *fasthttp.RequestCtx) error {
-	limit, err := intArg(ctx, "limit", 1000, 1, 100000)
+	p, err := readPage(ctx, defaultPageLimit, 100000)
 	if err != nil {
 		return err
 	}
@@ -289,32 +293,51 @@ func (s *Server) partitionLiveness(ctx *fasthttp.RequestCtx) error {
 	now := nowMs()
 	out := []map[string]any{}
 	counts := map[string]int{"active": 0, "idle": 0, "drained": 0, "empty": 0}
-	for i := range qs {
-		for pi := range qs[i].Partitions {
-			p := &qs[i].Partitions[pi]
-			pending, processing, _ := p.Depth()
-			state := "empty"
-			switch {
-			case processing > 0:
-				state = "active"
-			case pending > 0:
-				state = "idle"
-			case p.Retained() > 0:
-				state = "drained"
-			}
-			counts[state]++
-			if len(out) >= limit {
-				continue
-			}
-			var idle int64
-			if p.LastWriteMs > 0 {
-				idle = max(now-p.LastWriteMs, 0) / 1000
-			}
-			out = append(out, map[string]any{"queue": qs[i].Name, "partition": p.Name, "partitionId": pidString(p.ID),
-				"lastWriteAt": isoOrNil(p.LastWriteMs), "idleSeconds": idle, "state": state, "pending": pending,
-				"processing": processing, "consumerGroups": len(p.Cursors)})
+	next, err := eachPartition(ctx, p, qs, func(q *storage.QueueView, pv *storage.PartitionView, onPage bool) {
+		pending, processing, _ := pv.Depth()
+		state := "empty"
+		switch {
+		case processing > 0:
+			state = "active"
+		case pending > 0:
+			state = "idle"
+		case pv.Retained() > 0:
+			state = "drained"
 		}
+		counts[state]++
+		if !onPage {
+			return
+		}
+		var idle int64
+		if pv.LastWriteMs > 0 {
+			idle = max(now-pv.LastWriteMs, 0) / 1000
+		}
+		out = append(out, map[string]any{"queue": q.Name, "partition": pv.Name, "partitionId": pidString(pv.ID),
+			"lastWriteAt": isoOrNil(pv.LastWriteMs), "idleSeconds": idle, "state": state, "pending": pending,
+			"processing": processing, "consumerGroups": len(pv.Cursors)})
+	})
+	if err != nil {
+		return err
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "summary": counts})
+	writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "summary": counts, "nextCursor": next})
 	return nil
+}
+
+// queueRowsPage reads the tenant's queues (by name, with partitions,
+// filtered by queue, namespace and task) and the page of them a per-queue
+// analytics listing answers, with the next page's cursor, also set in the
+// header.
+func (s *Server) queueRowsPage(ctx *fasthttp.RequestCtx) (v *tenantView, all, page []storage.QueueView, next *string, err error) {
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if v, all, err = s.tenantQueuesWithParts(ctx); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if page, next, err = pageOf(p, all, func(q *storage.QueueView) nameKey { return nameKey{q.Name} }, cmpName); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	setNextCursor(ctx, next)
+	return v, all, page, next, nil
 }

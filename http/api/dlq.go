@@ -48,21 +48,39 @@ func (s *Server) dlqJSON(r *storage.DLQRow) (dlqMessage, error) {
 	return m, nil
 }
 
-// listDLQ is GET /api/v1/dlq?queue=&consumerGroup=&limit=100&offset=0:
-// rows not yet replayed, newest first, with the number of all matching.
+// dlqCursor is the last row of a DLQ page (storage.DLQPos).
+type dlqCursor struct {
+	Ms int64  `json:"t"`
+	ID uint64 `json:"id"`
+}
+
+// listDLQ is GET /api/v1/dlq?queue=&consumerGroup=&limit=100&offset=0&cursor=:
+// rows not yet replayed, newest first, with the number of all matching;
+// cursor resumes after the page that answered it as nextCursor.
 func (s *Server) listDLQ(ctx *fasthttp.RequestCtx) error {
-	limit, offset, err := pageArgs(ctx, 100, 1000)
+	p, err := readPage(ctx, 100, 1000)
 	if err != nil {
 		return err
+	}
+	f := storage.DLQFilter{Queue: strArg(ctx, "queue"), Group: strArg(ctx, "consumerGroup"), Offset: -1}
+	var cur dlqCursor
+	if ok, err := p.after(&cur); err != nil {
+		return err
+	} else if ok {
+		f.After = &storage.DLQPos{FailedMs: cur.Ms, ID: cur.ID}
 	}
 	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return err
 	}
-	f := storage.DLQFilter{Queue: strArg(ctx, "queue"), Group: strArg(ctx, "consumerGroup"), Offset: -1}
-	rows, total, err := v.dlq(f, offset, limit)
+	rows, total, err := v.dlq(f, p.offset, p.limit+1)
 	if err != nil {
 		return err
+	}
+	var next *string
+	if len(rows) > p.limit {
+		rows = rows[:p.limit]
+		next = encodeCursor(dlqCursor{Ms: rows[p.limit-1].FailedMs, ID: rows[p.limit-1].ID})
 	}
 	out := make([]dlqMessage, 0, len(rows))
 	for i := range rows {
@@ -72,8 +90,9 @@ func (s *Server) listDLQ(ctx *fasthttp.RequestCtx) error {
 		}
 		out = append(out, m)
 	}
+	setNextCursor(ctx, next)
 	writeJSON(ctx, http.StatusOK, map[string]any{"messages": out, "total": total,
-		"pagination": map[string]int{"limit": limit, "offset": offset}})
+		"pagination": map[string]int{"limit": p.limit, "offset": p.offset}, "nextCursor": next})
 	return nil
 }
 

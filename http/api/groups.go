@@ -116,25 +116,42 @@ func groupRows(v *tenantView, qs []storage.QueueView, only string) []groupRow {
 	return out
 }
 
-// listGroups is GET /api/v1/consumer-groups.
+// listGroups is GET /api/v1/consumer-groups[?limit=&cursor=], paged by
+// (group, queue); the next cursor is in the header (the answer is an
+// array).
 func (s *Server) listGroups(ctx *fasthttp.RequestCtx) error {
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return err
+	}
 	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
-	rows := groupRows(v, qs, "")
+	rows, next, err := pageOf(p, groupRows(v, qs, ""), func(r *groupRow) groupKey { return groupKey{G: r.Name, Q: r.QueueName} }, cmpGroup)
+	if err != nil {
+		return err
+	}
 	if rows == nil {
 		rows = []groupRow{}
 	}
+	setNextCursor(ctx, next)
 	writeJSON(ctx, http.StatusOK, rows)
 	return nil
 }
 
 // laggingGroups is GET /api/v1/consumer-groups/lagging?minLagSeconds=:
 // every (group, partition) whose oldest unconsumed message is older than
-// minLagSeconds (default 0), most behind first, in snake_case as Queen.
+// minLagSeconds (default 0), in snake_case as Queen. Lag changes while a
+// client pages, so pages follow (group, queue, partition index), which
+// does not; each page is sorted most behind first (one page, the usual
+// case, is then Queen's order). The next cursor is in the header.
 func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) error {
 	minLag, err := intArg(ctx, "minLagSeconds", 0, 0, 1<<30)
+	if err != nil {
+		return err
+	}
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
 	if err != nil {
 		return err
 	}
@@ -153,6 +170,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) error {
 		LagHours     float64 `json:"lag_hours"`
 		OldestAt     *string `json:"oldest_unconsumed_at"`
 		LastConsumed *string `json:"last_consumed_at"`
+		index        uint32
 	}
 	now := nowMs()
 	out := []row{}
@@ -167,18 +185,28 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) error {
 				}
 				out = append(out, row{Group: c.Group, Queue: qs[qi].Name, Partition: p.Name, PartitionID: pidString(p.ID),
 					OffsetLag: off, TimeLag: secs, LagHours: float64(secs*100/3600) / 100,
-					OldestAt: isoOrNil(now - secs*1000), LastConsumed: isoOrNil(c.UpdatedMs)})
+					OldestAt: isoOrNil(now - secs*1000), LastConsumed: isoOrNil(c.UpdatedMs), index: p.Index})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b row) int { return cmp.Compare(b.TimeLag, a.TimeLag) })
+	key := func(r *row) groupKey { return groupKey{G: r.Group, Q: r.Queue, I: int64(r.index)} }
+	slices.SortFunc(out, func(a, b row) int { return cmpGroup(key(&a), key(&b)) })
+	out, next, err := pageOf(p, out, key, cmpGroup)
+	if err != nil {
+		return err
+	}
+	slices.SortStableFunc(out, func(a, b row) int { return cmp.Compare(b.TimeLag, a.TimeLag) })
+	setNextCursor(ctx, next)
 	writeJSON(ctx, http.StatusOK, out)
 	return nil
 }
 
-// groupDetail is GET /api/v1/consumer-groups/:group: an object keyed by
-// queue name, each with the group's partitions (empty object for a group
-// that has nothing, as Queen).
+// groupDetail is GET /api/v1/consumer-groups/:group[?limit=&cursor=]: an
+// object keyed by queue name, each with the group's partitions (empty
+// object for a group that has nothing, as Queen). It pages by (queue,
+// partition index); a queue's entry, with its subscription, counts as one
+// item before its partitions and comes again on every page holding some of
+// them. The next cursor is in the header (queue names are the keys).
 func (s *Server) groupDetail(ctx *fasthttp.RequestCtx) error {
 	group := pathArg(ctx, "group")
 	// Reading and deleting take any existing name: Kafka group ids are
@@ -187,45 +215,79 @@ func (s *Server) groupDetail(ctx *fasthttp.RequestCtx) error {
 	if err := checkNameSize("consumerGroup", group); err != nil {
 		return err
 	}
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return err
+	}
 	v, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
-	now := nowMs()
-	out := map[string]any{}
+	// The group's items in key order: each queue it has, then its
+	// partitions there.
+	type item struct {
+		q *storage.QueueView
+		p *storage.PartitionView // nil: the queue's entry
+	}
+	var items []item
 	for qi := range qs {
 		q := &qs[qi]
-		parts := []map[string]any{}
+		n := len(items)
 		for pi := range q.Partitions {
-			p := &q.Partitions[pi]
-			c := p.Cursor(group)
-			if c == nil {
-				continue
-			}
-			off, secs := lagOf(v, p, c, now)
-			parts = append(parts, map[string]any{"partition": p.Name, "partitionId": pidString(p.ID), "workerId": nil,
-				"lastConsumedAt": isoOrNil(c.UpdatedMs), "totalConsumed": c.Pos, "offset": c.Pos,
-				"highWatermark": p.HighWatermark, "offsetLag": off, "timeLagSeconds": secs,
-				"leaseActive": c.LeaseExpiresMs > 0, "leaseExpiresAt": isoOrNil(c.LeaseExpiresMs),
-				"headFailures": c.HeadFailures, "metadata": c.Metadata})
-		}
-		var sub *storage.SubscriptionView
-		for i := range q.Subscriptions {
-			if q.Subscriptions[i].Group == group {
-				sub = &q.Subscriptions[i]
+			if q.Partitions[pi].Cursor(group) != nil {
+				items = append(items, item{q, &q.Partitions[pi]})
 			}
 		}
-		if len(parts) == 0 && sub == nil {
+		if len(items) > n || subscriptionOf(q, group) != nil {
+			items = slices.Insert(items, n, item{q: q})
+		}
+	}
+	key := func(it *item) partKey {
+		if it.p == nil {
+			return partKey{Q: it.q.Name, I: -1}
+		}
+		return partKey{Q: it.q.Name, I: int64(it.p.Index)}
+	}
+	items, next, err := pageOf(p, items, key, cmpPart)
+	if err != nil {
+		return err
+	}
+	now := nowMs()
+	out := map[string]map[string]any{}
+	for _, it := range items {
+		e := out[it.q.Name]
+		if e == nil {
+			e = map[string]any{"partitions": []map[string]any{}}
+			if sub := subscriptionOf(it.q, group); sub != nil {
+				e["subscriptionMode"] = subModeName(sub.Mode)
+				e["subscriptionTimestamp"] = subTimestamp(sub)
+			}
+			out[it.q.Name] = e
+		}
+		if it.p == nil {
 			continue
 		}
-		entry := map[string]any{"partitions": parts}
-		if sub != nil {
-			entry["subscriptionMode"] = subModeName(sub.Mode)
-			entry["subscriptionTimestamp"] = subTimestamp(sub)
-		}
-		out[q.Name] = entry
+		c := it.p.Cursor(group)
+		off, secs := lagOf(v, it.p, c, now)
+		e["partitions"] = append(e["partitions"].([]map[string]any), map[string]any{"partition": it.p.Name,
+			"partitionId": pidString(it.p.ID), "workerId": nil,
+			"lastConsumedAt": isoOrNil(c.UpdatedMs), "totalConsumed": c.Pos, "offset": c.Pos,
+			"highWatermark": it.p.HighWatermark, "offsetLag": off, "timeLagSeconds": secs,
+			"leaseActive": c.LeaseExpiresMs > 0, "leaseExpiresAt": isoOrNil(c.LeaseExpiresMs),
+			"headFailures": c.HeadFailures, "metadata": c.Metadata})
 	}
+	setNextCursor(ctx, next)
 	writeJSON(ctx, http.StatusOK, out)
+	return nil
+}
+
+// subscriptionOf is the group's subscription to q, or nil.
+func subscriptionOf(q *storage.QueueView, group string) *storage.SubscriptionView {
+	for i := range q.Subscriptions {
+		if q.Subscriptions[i].Group == group {
+			return &q.Subscriptions[i]
+		}
+	}
 	return nil
 }
 

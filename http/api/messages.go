@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"container/heap"
 	"net/http"
 	"slices"
 
@@ -81,11 +82,42 @@ type listedMessage struct {
 	p *storage.PartitionView
 }
 
+// msgCursor is where a page of messages ended, in the listing's order:
+// append time descending, partition id ascending, offset descending.
+type msgCursor struct {
+	Ms  int64  `json:"t"`
+	PID uint64 `json:"p"`
+	Off uint64 `json:"o"`
+}
+
+// below trims a partition's view so that reading it newest first yields
+// only messages after the cursor: in one partition append times grow with
+// offsets, so those are a prefix by offset (the cursor's partition) or by
+// append time (the others; a tie in time goes after the cursor in
+// partitions with a greater id).
+func (c *msgCursor) below(p storage.PartitionView, toMs int64) (storage.PartitionView, int64) {
+	switch {
+	case p.ID == c.PID:
+		p.HighWatermark = min(p.HighWatermark, c.Off)
+		return p, min(toMs, c.Ms+1)
+	case p.ID > c.PID:
+		return p, min(toMs, c.Ms+1)
+	}
+	return p, min(toMs, c.Ms)
+}
+
 // listMessages is GET /api/v1/messages: messages appended within
 // [from, to) (from defaults to an hour ago), newest first, filtered by
-// queue, partition, namespace, task and status; limit ≤ 1000.
+// queue, partition, namespace, task and status; limit ≤ 1000; offset
+// skips, cursor resumes after the page that answered it as nextCursor.
 func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
-	limit, skip, err := pageArgs(ctx, 200, 1000)
+	pg, err := readPage(ctx, 200, 1000)
+	if err != nil {
+		return err
+	}
+	limit, skip := pg.limit, pg.offset
+	var cur msgCursor
+	hasCur, err := pg.after(&cur)
 	if err != nil {
 		return err
 	}
@@ -104,32 +136,55 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	// Without a status filter each partition contributes at most the page
-	// end; with one, rows are filtered after reading, so read more.
-	want := skip + limit
+	// end (and one more, to tell whether a next page exists); with one,
+	// rows are filtered after reading, so read more.
+	want := skip + limit + 1
 	if status != "" {
 		want = 1 << 20
 	}
-	var all []listedMessage
-	hasQM, bus := false, map[string]bool{}
+	// Partitions newest write first: once want messages are in hand and a
+	// partition's last write is older than the want-th newest of them,
+	// neither it nor any after it has a message for the page, and reading
+	// stops (a queue with 100,000 partitions read every one per page).
+	type candidate struct {
+		q *storage.QueueView
+		p *storage.PartitionView
+	}
+	var parts []candidate
 	for qi := range qs {
 		for pi := range qs[qi].Partitions {
 			p := &qs[qi].Partitions[pi]
-			if partition != "" && p.Name != partition {
-				continue
+			if (partition == "" || p.Name == partition) && p.LastWriteMs >= from {
+				parts = append(parts, candidate{&qs[qi], p})
 			}
-			msgs, err := v.newest(p, from, to, want)
-			if err != nil {
-				return err
-			}
-			for _, m := range msgs {
-				all = append(all, listedMessage{m, &qs[qi], p})
-			}
-			if len(msgs) > 0 {
-				for _, c := range p.Cursors {
-					hasQM = hasQM || c.Group == wire.QueueModeGroup
-					if c.Group != wire.QueueModeGroup {
-						bus[c.Group] = true
-					}
+		}
+	}
+	slices.SortStableFunc(parts, func(a, b candidate) int { return cmp.Compare(b.p.LastWriteMs, a.p.LastWriteMs) })
+	var all []listedMessage
+	var newest newestTimes
+	hasQM, bus := false, map[string]bool{}
+	for _, c := range parts {
+		p := c.p
+		if newest.Len() >= want && p.LastWriteMs < newest.oldest() {
+			break
+		}
+		pv, toMs := *p, to
+		if hasCur {
+			pv, toMs = cur.below(pv, to)
+		}
+		msgs, err := v.newest(&pv, from, toMs, want)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			all = append(all, listedMessage{m, c.q, p})
+			newest.keep(m.AppendMs, want)
+		}
+		if len(msgs) > 0 {
+			for _, c := range p.Cursors {
+				hasQM = hasQM || c.Group == wire.QueueModeGroup
+				if c.Group != wire.QueueModeGroup {
+					bus[c.Group] = true
 				}
 			}
 		}
@@ -145,15 +200,22 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 	})
 	out := []map[string]any{}
 	n := 0
+	var next *string
+	var last msgCursor
 	for _, m := range all {
 		_, isDead := dead[msgKey{m.PartitionID, m.Offset}]
 		st, qst, consumed, groups := messageStatus(m.p, m.Offset, isDead)
 		if status != "" && st != status {
 			continue
 		}
-		if n++; n <= skip || len(out) >= limit {
+		if n++; n <= skip {
 			continue
 		}
+		if len(out) >= limit {
+			next = encodeCursor(last)
+			break
+		}
+		last = msgCursor{Ms: m.AppendMs, PID: m.PartitionID, Off: m.Offset}
 		rec, err := wire.ParseRecord(m.Body)
 		if err != nil {
 			return err
@@ -172,8 +234,9 @@ func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
 			"createdAt": isoMillis(m.AppendMs), "leaseExpiresAt": lease,
 		})
 	}
+	setNextCursor(ctx, next)
 	writeJSON(ctx, http.StatusOK, map[string]any{"messages": out, "mode": modeJSON(hasQM, len(bus)),
-		"pagination": map[string]int{"limit": limit, "offset": skip}})
+		"pagination": map[string]int{"limit": limit, "offset": skip}, "nextCursor": next})
 	return nil
 }
 
@@ -364,3 +427,29 @@ func firstNonEmpty(a, b string) string {
 	}
 	return b
 }
+
+// newestTimes keeps the newest append times seen, at most a given number:
+// a min-heap, its oldest on top.
+type newestTimes []int64
+
+func (h newestTimes) Len() int           { return len(h) }
+func (h newestTimes) Less(i, j int) bool { return h[i] < h[j] }
+func (h newestTimes) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *newestTimes) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *newestTimes) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// keep adds ms, dropping the oldest beyond n.
+func (h *newestTimes) keep(ms int64, n int) {
+	heap.Push(h, ms)
+	if h.Len() > n {
+		heap.Pop(h)
+	}
+}
+
+// oldest is the oldest time kept.
+func (h newestTimes) oldest() int64 { return h[0] }

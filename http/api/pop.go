@@ -228,7 +228,9 @@ func (s *Server) popOnce(tenant wire.ID, queue, partition string, p *popParams) 
 		Tenant: tenant, Queue: queue, Partition: partition, Group: p.group, Batch: p.batch, LeaseMs: p.leaseMs,
 		SubMode: p.subMode, SubFromMs: p.subFromMs, CommitOnDelivery: p.commitOnDelivery, StartHint: rand.Uint32(),
 	}
-	if !p.commitOnDelivery {
+	if p.commitOnDelivery {
+		c.MaxPartitions = uint32(p.partitions)
+	} else {
 		c.LeaseIDs = make([]wire.ID, p.partitions)
 		for i := range c.LeaseIDs {
 			c.LeaseIDs[i] = wire.ID(uuid.New())

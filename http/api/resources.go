@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,57 +42,98 @@ func listItem(q *storage.QueueView) queueListItem {
 		CreatedAt: isoMillis(q.CreatedMs), Partitions: q.QueueInfo.Partitions, Messages: queueCounts(q)}
 }
 
-// queueViews reads the tenant's queues with partitions, filtered by the
-// namespace and task query parameters.
-func (s *Server) queueViews(ctx *fasthttp.RequestCtx, name string) (*tenantView, []storage.QueueView, error) {
+// queueViews reads the tenant's queues f selects, filtered by the
+// namespace and task query parameters too.
+func (s *Server) queueViews(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*tenantView, []storage.QueueView, error) {
 	v, err := s.viewOfTenant(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	f := storage.QueueFilter{Name: name, Namespace: strArg(ctx, "namespace"), Task: strArg(ctx, "task"), Partitions: true}
+	f.Namespace, f.Task = strArg(ctx, "namespace"), strArg(ctx, "task")
 	return v, v.queues(f, nowMs()), nil
 }
 
-// listQueues is GET /api/v1/resources/queues.
+// Page sizes of the listings that grow with queues or partitions: the
+// default is what a client that does not page gets.
+const (
+	defaultPageLimit = 1000
+	maxPageLimit     = 10000
+)
+
+// queuePage is the page of the tenant's queues (by name) the request asks
+// for, with the next page's cursor.
+func (s *Server) queuePage(ctx *fasthttp.RequestCtx, def int) (pageReq, []queueListItem, int, *string, error) {
+	p, err := readPage(ctx, def, maxPageLimit)
+	if err != nil {
+		return p, nil, 0, nil, err
+	}
+	_, qs, err := s.queueViews(ctx, storage.QueueFilter{})
+	if err != nil {
+		return p, nil, 0, nil, err
+	}
+	page, next, err := pageOf(p, qs, func(q *storage.QueueView) nameKey { return nameKey{q.Name} }, cmpName)
+	if err != nil {
+		return p, nil, 0, nil, err
+	}
+	out := make([]queueListItem, len(page))
+	for i := range page {
+		out[i] = listItem(&page[i])
+	}
+	setNextCursor(ctx, next)
+	return p, out, len(qs), next, nil
+}
+
+// listQueues is GET /api/v1/resources/queues[?limit=&cursor=].
 func (s *Server) listQueues(ctx *fasthttp.RequestCtx) error {
-	_, qs, err := s.queueViews(ctx, "")
+	_, out, _, next, err := s.queuePage(ctx, defaultPageLimit)
 	if err != nil {
 		return err
 	}
-	out := make([]queueListItem, len(qs))
-	for i := range qs {
-		out[i] = listItem(&qs[i])
-	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out})
+	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out, "nextCursor": next})
 	return nil
 }
 
 // statusQueues is GET /api/v1/status/queues: the list, paged.
 func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) error {
-	limit, offset, err := pageArgs(ctx, 100, 10000)
+	p, out, total, next, err := s.queuePage(ctx, 100)
 	if err != nil {
 		return err
 	}
-	_, qs, err := s.queueViews(ctx, "")
-	if err != nil {
-		return err
-	}
-	out := []queueListItem{}
-	for i := offset; i < len(qs) && len(out) < limit; i++ {
-		out = append(out, listItem(&qs[i]))
-	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out, "total": len(qs),
-		"pagination": map[string]int{"limit": limit, "offset": offset}})
+	writeJSON(ctx, http.StatusOK, map[string]any{"queues": out, "total": total,
+		"pagination": map[string]int{"limit": p.limit, "offset": p.offset}, "nextCursor": next})
 	return nil
 }
 
-// oneQueue reads one queue or answers 404.
+// oneQueue reads one queue with every partition or answers 404.
 func (s *Server) oneQueue(ctx *fasthttp.RequestCtx) (*tenantView, *storage.QueueView, error) {
+	return s.oneQueueWith(ctx, storage.QueueFilter{Partitions: true})
+}
+
+// oneQueuePage reads one queue with the page of partitions the request
+// asks for (and one more, to tell whether a next page follows), or
+// answers 404; the store copies only those.
+func (s *Server) oneQueuePage(ctx *fasthttp.RequestCtx) (*tenantView, *storage.QueueView, error) {
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := storage.QueueFilter{Partitions: true, PartitionLimit: p.offset + p.limit + 1}
+	var from partKey
+	if ok, err := p.after(&from); err != nil {
+		return nil, nil, err
+	} else if ok {
+		f.PartitionsFrom = uint32(min(max(from.I+1, 0), math.MaxUint32))
+	}
+	return s.oneQueueWith(ctx, f)
+}
+
+func (s *Server) oneQueueWith(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*tenantView, *storage.QueueView, error) {
 	name := pathArg(ctx, "queue")
 	if err := checkName("queue", name); err != nil {
 		return nil, nil, err
 	}
-	v, qs, err := s.queueViews(ctx, name)
+	f.Name = name
+	v, qs, err := s.queueViews(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,18 +166,34 @@ type cursorTotals struct {
 	BatchesConsumed uint64 `json:"batchesConsumed"`
 }
 
-func partitionDetails(v *tenantView, q *storage.QueueView) ([]partitionDetail, messageCounts, error) {
+// partitionPage is the page of q's partitions (by index) the request asks
+// for, with the next page's cursor, also set in the header.
+func partitionPage(ctx *fasthttp.RequestCtx, q *storage.QueueView) ([]storage.PartitionView, *string, error) {
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	page, next, err := pageOf(p, q.Partitions, func(pv *storage.PartitionView) partKey { return partKey{I: int64(pv.Index)} }, cmpPart)
+	setNextCursor(ctx, next)
+	return page, next, err
+}
+
+// partitionDetails details the page's partitions; the totals cover every
+// partition of q.
+func partitionDetails(v *tenantView, q *storage.QueueView, page []storage.PartitionView) ([]partitionDetail, messageCounts, error) {
 	dead, err := dlqByPartition(v, q.Name)
 	if err != nil {
 		return nil, messageCounts{}, err
 	}
-	out := make([]partitionDetail, 0, len(q.Partitions))
-	var totals messageCounts
-	for i := range q.Partitions {
-		p := &q.Partitions[i]
+	totals := countsOf(q.Totals)
+	for _, n := range dead {
+		totals.DeadLetter += n
+	}
+	out := make([]partitionDetail, 0, len(page))
+	for i := range page {
+		p := &page[i]
 		c := partitionCounts(p)
 		c.DeadLetter = dead[p.ID]
-		totals.add(c)
 		d := partitionDetail{ID: pidString(p.ID), Name: p.Name, Index: p.Index, CreatedAt: isoMillis(p.CreatedMs),
 			Messages: c, Stats: c, HighWatermark: p.HighWatermark, LogStart: p.LogStart}
 		var last int64
@@ -167,31 +225,40 @@ func dlqByPartition(v *tenantView, queue string) (map[uint64]uint64, error) {
 	return out, err
 }
 
-// getQueue is GET /api/v1/resources/queues/:queue (get_queue_v2, plus the
-// queue's effective config).
-func (s *Server) getQueue(ctx *fasthttp.RequestCtx) error {
-	v, q, err := s.oneQueue(ctx)
+// queueDetail reads one queue and details the requested page of its
+// partitions.
+func (s *Server) queueDetail(ctx *fasthttp.RequestCtx) (*storage.QueueView, []partitionDetail, messageCounts, *string, error) {
+	v, q, err := s.oneQueuePage(ctx)
 	if err != nil {
-		return err
+		return nil, nil, messageCounts{}, nil, err
 	}
-	parts, totals, err := partitionDetails(v, q)
+	page, next, err := partitionPage(ctx, q)
+	if err != nil {
+		return nil, nil, messageCounts{}, nil, err
+	}
+	parts, totals, err := partitionDetails(v, q, page)
+	return q, parts, totals, next, err
+}
+
+// getQueue is GET /api/v1/resources/queues/:queue[?limit=&cursor=]
+// (get_queue_v2, plus the queue's effective config): a page of partitions,
+// totals over all of them.
+func (s *Server) getQueue(ctx *fasthttp.RequestCtx) error {
+	q, parts, totals, next, err := s.queueDetail(ctx)
 	if err != nil {
 		return err
 	}
 	writeJSON(ctx, http.StatusOK, map[string]any{
 		"id": strconv.FormatUint(q.ID, 10), "name": q.Name, "namespace": optLabel(q.Namespace), "task": optLabel(q.Task),
 		"createdAt": isoMillis(q.CreatedMs), "partitions": parts, "totals": totals, "config": configJSON(&q.Config),
+		"nextCursor": next,
 	})
 	return nil
 }
 
 // statusQueue is GET /api/v1/status/queues/:queue (get_queue_detail_v2).
 func (s *Server) statusQueue(ctx *fasthttp.RequestCtx) error {
-	v, q, err := s.oneQueue(ctx)
-	if err != nil {
-		return err
-	}
-	parts, totals, err := partitionDetails(v, q)
+	q, parts, totals, next, err := s.queueDetail(ctx)
 	if err != nil {
 		return err
 	}
@@ -203,6 +270,7 @@ func (s *Server) statusQueue(ctx *fasthttp.RequestCtx) error {
 		"partitions": parts,
 		"totals": map[string]any{"messages": totals, "total": totals.Total, "pending": totals.Pending,
 			"processing": totals.Processing, "completed": totals.Completed, "failed": totals.Failed, "deadLetter": totals.DeadLetter},
+		"nextCursor": next,
 	})
 	return nil
 }
@@ -261,28 +329,45 @@ type depthPartition struct {
 // pending of the most-behind group (pending + processing); with group it
 // is that group's own backlog (a partition it never read counts whole).
 func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
-	_, q, err := s.oneQueue(ctx)
+	group := strArg(ctx, "group")
+	// A group's backlog is summed over every partition; the queue-level
+	// depth is in the store's totals, so only the page is read.
+	read := s.oneQueue
+	if group == "" {
+		read = s.oneQueuePage
+	}
+	_, q, err := read(ctx)
 	if err != nil {
 		return err
 	}
-	group := strArg(ctx, "group")
-	out := make([]depthPartition, 0, len(q.Partitions))
-	var total uint64
-	for i := range q.Partitions {
-		p := &q.Partitions[i]
-		var d uint64
+	page, next, err := partitionPage(ctx, q)
+	if err != nil {
+		return err
+	}
+	depth := func(p *storage.PartitionView) uint64 {
 		if group == "" {
 			pending, processing, _ := p.Depth()
-			d = pending + processing
-		} else if c := p.Cursor(group); c != nil {
-			d = min(c.Backlog(p.HighWatermark), p.Retained())
-		} else {
-			d = p.Retained()
+			return pending + processing
 		}
-		total += d
-		out = append(out, depthPartition{Partition: p.Name, PartitionID: pidString(p.ID), Depth: d})
+		if c := p.Cursor(group); c != nil {
+			return min(c.Backlog(p.HighWatermark), p.Retained())
+		}
+		return p.Retained()
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"queue": q.Name, "consumerGroup": optLabel(group), "depth": total, "partitions": out})
+	total := q.Totals.Pending + q.Totals.Processing
+	if group != "" {
+		total = 0
+		for i := range q.Partitions {
+			total += depth(&q.Partitions[i])
+		}
+	}
+	out := make([]depthPartition, 0, len(page))
+	for i := range page {
+		p := &page[i]
+		out = append(out, depthPartition{Partition: p.Name, PartitionID: pidString(p.ID), Depth: depth(p)})
+	}
+	writeJSON(ctx, http.StatusOK, map[string]any{"queue": q.Name, "consumerGroup": optLabel(group), "depth": total,
+		"partitions": out, "nextCursor": next})
 	return nil
 }
 
@@ -300,7 +385,11 @@ func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
 		Messages    uint64 `json:"messages"`
 		Bytes       uint64 `json:"bytes"`
 	}
-	out := make([]size, 0, len(q.Partitions))
+	page, next, err := partitionPage(ctx, q)
+	if err != nil {
+		return err
+	}
+	out := make([]size, 0, len(page))
 	var msgs, bytes uint64
 	for i := range q.Partitions {
 		p := &q.Partitions[i]
@@ -309,20 +398,23 @@ func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
 			return err
 		}
 		msgs, bytes = msgs+p.Retained(), bytes+b
-		out = append(out, size{Partition: p.Name, PartitionID: pidString(p.ID), Messages: p.Retained(), Bytes: b})
+		if len(out) < len(page) && p.Index == page[len(out)].Index {
+			out = append(out, size{Partition: p.Name, PartitionID: pidString(p.ID), Messages: p.Retained(), Bytes: b})
+		}
 	}
 	writeJSON(ctx, http.StatusOK, map[string]any{"queue": q.Name, "partitions": out,
-		"totals": map[string]uint64{"messages": msgs, "bytes": bytes}})
+		"totals": map[string]uint64{"messages": msgs, "bytes": bytes}, "nextCursor": next})
 	return nil
 }
 
-// listPartitions is GET /api/v1/resources/partitions[?queue=&limit=&offset=].
+// listPartitions is GET /api/v1/resources/partitions[?queue=&limit=&offset=&cursor=],
+// by queue then index.
 func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
-	limit, offset, err := pageArgs(ctx, 1000, 100000)
+	p, err := readPage(ctx, defaultPageLimit, 100000)
 	if err != nil {
 		return err
 	}
-	_, qs, err := s.queueViews(ctx, strArg(ctx, "queue"))
+	_, qs, err := s.queueViews(ctx, storage.QueueFilter{Name: strArg(ctx, "queue"), Partitions: true})
 	if err != nil {
 		return err
 	}
@@ -340,18 +432,18 @@ func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
 	}
 	out := []item{}
 	n := 0
-	for qi := range qs {
-		for pi := range qs[qi].Partitions {
-			p := &qs[qi].Partitions[pi]
-			if n >= offset && len(out) < limit {
-				out = append(out, item{ID: pidString(p.ID), Name: p.Name, Index: p.Index, Queue: qs[qi].Name,
-					CreatedAt: isoMillis(p.CreatedMs), LastActivity: isoOrNil(p.LastWriteMs), Messages: partitionCounts(p),
-					ConsumerGroups: len(p.Cursors), HighWatermark: p.HighWatermark, LogStart: p.LogStart})
-			}
-			n++
+	next, err := eachPartition(ctx, p, qs, func(q *storage.QueueView, pv *storage.PartitionView, onPage bool) {
+		n++
+		if onPage {
+			out = append(out, item{ID: pidString(pv.ID), Name: pv.Name, Index: pv.Index, Queue: q.Name,
+				CreatedAt: isoMillis(pv.CreatedMs), LastActivity: isoOrNil(pv.LastWriteMs), Messages: partitionCounts(pv),
+				ConsumerGroups: len(pv.Cursors), HighWatermark: pv.HighWatermark, LogStart: pv.LogStart})
 		}
+	})
+	if err != nil {
+		return err
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "total": n})
+	writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "total": n, "nextCursor": next})
 	return nil
 }
 
@@ -378,7 +470,7 @@ func byLabel(qs []storage.QueueView, label func(*storage.QueueView) string) ([]s
 			keys = append(keys, k)
 		}
 		c.Queues++
-		c.Partitions += len(qs[i].Partitions)
+		c.Partitions += qs[i].Totals.Partitions
 		c.Messages.add(queueCounts(&qs[i]))
 	}
 	slices.Sort(keys)
@@ -396,17 +488,26 @@ func (s *Server) listTasks(ctx *fasthttp.RequestCtx) error {
 }
 
 func (s *Server) listLabels(ctx *fasthttp.RequestCtx, plural, key string, label func(*storage.QueueView) string) error {
-	_, qs, err := s.queueViews(ctx, "")
+	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	if err != nil {
+		return err
+	}
+	_, qs, err := s.queueViews(ctx, storage.QueueFilter{})
 	if err != nil {
 		return err
 	}
 	keys, m := byLabel(qs, label)
+	keys, next, err := pageOf(p, keys, func(k *string) nameKey { return nameKey{*k} }, cmpName)
+	if err != nil {
+		return err
+	}
+	setNextCursor(ctx, next)
 	out := make([]map[string]any, 0, len(keys))
 	for _, k := range keys {
 		c := m[k]
 		out = append(out, map[string]any{key: k, "queues": c.Queues, "partitions": c.Partitions,
 			"messages": map[string]uint64{"total": c.Messages.Total, "pending": c.Messages.Pending}})
 	}
-	writeJSON(ctx, http.StatusOK, map[string]any{plural: out})
+	writeJSON(ctx, http.StatusOK, map[string]any{plural: out, "nextCursor": next})
 	return nil
 }

@@ -180,26 +180,21 @@ func (m *messageCounts) add(o messageCounts) {
 	m.DeadLetter += o.DeadLetter
 }
 
-// partitionCounts are one partition's counts seen from its most-behind
-// group. Failed counts messages whose head delivery failed and waits for a
-// retry: Queen 2.x has no separate failed state, so it is those.
-func partitionCounts(p *storage.PartitionView) messageCounts {
-	pending, processing, completed := p.Depth()
-	c := messageCounts{Total: p.Retained(), Pending: pending, Processing: processing, Completed: completed}
-	for _, cur := range p.Cursors {
-		if cur.HeadFailures > 0 {
-			c.Failed++
-		}
-	}
-	return c
+// countsOf renders storage counts as Queen's. Failed counts messages
+// whose head delivery failed and waits for a retry: Queen 2.x has no
+// separate failed state, so it is those (one per partition and group).
+func countsOf(c storage.Counts) messageCounts {
+	return messageCounts{Total: c.Total, Pending: c.Pending, Processing: c.Processing, Completed: c.Completed, Failed: c.HeadFailures}
 }
 
-// queueCounts sums a queue's partitions; DeadLetter is its live DLQ rows.
+// partitionCounts are one partition's counts seen from its most-behind
+// group.
+func partitionCounts(p *storage.PartitionView) messageCounts { return countsOf(p.Counts()) }
+
+// queueCounts are a queue's counts over every partition (whether or not
+// the view copied them); DeadLetter is its live DLQ rows.
 func queueCounts(q *storage.QueueView) messageCounts {
-	var c messageCounts
-	for i := range q.Partitions {
-		c.add(partitionCounts(&q.Partitions[i]))
-	}
+	c := countsOf(q.Totals)
 	c.DeadLetter = uint64(q.DLQRows)
 	return c
 }

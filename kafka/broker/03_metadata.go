@@ -22,7 +22,9 @@ import (
 // leader first. Any node answers, from its own replicas. Unknown topics are
 // created when the client allows it (always before v4) and may create
 // topics (TOPIC_AUTHORIZATION_FAILED otherwise), with
-// QUEEN_KAFKA_DEFAULT_PARTITIONS partitions.
+// QUEEN_KAFKA_DEFAULT_PARTITIONS partitions. A topic with more partitions
+// than QUEEN_KAFKA_METADATA_MAX_PARTITIONS (an HTTP queue per customer)
+// answers POLICY_VIOLATION without partitions (partition_caps.go).
 func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -79,6 +81,11 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	for _, t := range topics {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(t.Name)
+		if b.overMetadataCap(t.Partitions) {
+			rt.ErrorCode = kerr.PolicyViolation.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, t.Partitions)
 		dir := b.engine.Dir(tenant, t.Name, 0, t.Partitions)
 		for i := range rt.Partitions {

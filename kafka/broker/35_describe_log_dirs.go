@@ -21,6 +21,9 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, c *kafka.Conn, kreq 
 	want := req.Topics
 	if want == nil {
 		for _, t := range b.engine.KafkaTopics(tenant) {
+			if b.overMetadataCap(t.Partitions) {
+				continue // not shown to Kafka clients (partition_caps.go)
+			}
 			all := kmsg.NewDescribeLogDirsRequestTopic()
 			all.Topic = t.Name
 			for i := range t.Partitions {

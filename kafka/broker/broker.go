@@ -55,6 +55,9 @@ type Config struct {
 	// (QUEEN_KAFKA_MAX_TENANT_PARTITIONS); see partition_caps.go.
 	MaxPartitionsPerRequest int
 	MaxTenantPartitions     int
+	// MetadataMaxPartitions bounds the partitions of a topic Kafka clients
+	// are shown (QUEEN_KAFKA_METADATA_MAX_PARTITIONS); see partition_caps.go.
+	MetadataMaxPartitions int
 	// TenantMaxInflightBytes bounds one tenant's produce record bytes in
 	// flight on the node, in tenancy mode (tenant_inflight.go,
 	// QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES).
@@ -119,6 +122,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxTenantPartitions <= 0 {
 		c.MaxTenantPartitions = DefaultMaxTenantPartitions
+	}
+	if c.MetadataMaxPartitions <= 0 {
+		c.MetadataMaxPartitions = DefaultMetadataMaxPartitions
 	}
 	if c.TenantMaxInflightBytes <= 0 {
 		c.TenantMaxInflightBytes = DefaultTenantMaxInflightBytes

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -117,6 +118,43 @@ func TestAutoCreatedTopicsCountAgainstTheCaps(t *testing.T) {
 	for _, name := range []string{"m3", "m5", "m6"} {
 		if _, ok := n.engine.KafkaTopic(wire.DefaultTenant, name); ok {
 			t.Fatalf("refused topic %s exists", name)
+		}
+	}
+}
+
+// An HTTP queue with more partitions than Kafka clients are shown (one per
+// customer) answers POLICY_VIOLATION without partitions, listed or asked
+// for by name, and DescribeLogDirs leaves it out; a topic within the cap
+// is listed whole.
+func TestMetadataRefusesATopicOverThePartitionCap(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.MetadataMaxPartitions = 3 })
+	cl := n.client()
+	for i := range 4 {
+		httpPush(t, n.engine, wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "customers", Partition: fmt.Sprintf("c-%d", i),
+			PartitionIndex: -1, Count: 1, Records: wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{byte(i + 1)}, Payload: []byte(`1`)})})
+	}
+	createTopic(t, cl, "small", 3)
+	for _, resp := range []*kmsg.MetadataResponse{metadata(t, cl, false), metadata(t, cl, false, "customers", "small")} {
+		byName := map[string]kmsg.MetadataResponseTopic{}
+		for _, rt := range resp.Topics {
+			byName[*rt.Topic] = rt
+		}
+		if big := byName["customers"]; big.ErrorCode != kerr.PolicyViolation.Code || len(big.Partitions) != 0 {
+			t.Fatalf("a topic over the cap: %+v", big)
+		}
+		if small := byName["small"]; small.ErrorCode != 0 || len(small.Partitions) != 3 {
+			t.Fatalf("a topic at the cap: %+v", small)
+		}
+	}
+	dirs, err := kmsg.NewPtrDescribeLogDirsRequest().RequestWith(ctxFor(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs.Dirs {
+		for _, rt := range d.Topics {
+			if rt.Topic == "customers" {
+				t.Fatalf("DescribeLogDirs lists a topic over the cap: %+v", rt)
+			}
 		}
 	}
 }

@@ -15,7 +15,21 @@ import (
 const (
 	DefaultMaxPartitionsPerRequest = 10000
 	DefaultMaxTenantPartitions     = 100000
+	DefaultMetadataMaxPartitions   = 100000
 )
+
+// A queue created over HTTP is not bound by those caps: one partition per
+// customer makes millions. Kafka clients cannot use such a topic (every
+// client keeps per-partition state and refreshes metadata every few
+// minutes; a million partitions is a 30 MB answer each time), so a topic
+// with more than MetadataMaxPartitions partitions is shown to Kafka with
+// POLICY_VIOLATION and no partitions instead of being listed whole; HTTP
+// consumers pop it with partitions=N. The default equals the tenant cap,
+// so no topic Kafka could create is hidden by it.
+
+// overMetadataCap reports whether a topic of n partitions is too large to
+// show Kafka clients.
+func (b *Broker) overMetadataCap(n int) bool { return n > b.cfg.MetadataMaxPartitions }
 
 // errPartitionBudget refuses partitions over a cap: POLICY_VIOLATION, which
 // clients do not retry (THROTTLING_QUOTA_EXCEEDED would be retried, and a
