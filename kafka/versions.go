@@ -20,14 +20,14 @@ var supportedVersions = map[int16]VersionRange{
 	1:  {4, 9}, // Fetch: v9 CurrentLeaderEpoch; sessions (v7) declined; v10+ nothing we need
 	2:  {1, 5}, // ListOffsets: v7 MAX_TIMESTAMP not supported
 	3:  {0, 9}, // Metadata: v10 brings topic ids
-	8:  {2, 6}, // OffsetCommit: v7 group_instance_id (no static membership)
+	8:  {2, 8}, // OffsetCommit: v9 is KIP-848's member epoch
 	9:  {1, 7}, // OffsetFetch: v8 is multi-group
 	10: {0, 3}, // FindCoordinator: v4 is batched
-	11: {0, 4}, // JoinGroup: v5 group_instance_id
-	12: {0, 2}, // Heartbeat
-	13: {0, 2}, // LeaveGroup
-	14: {0, 2}, // SyncGroup
-	15: {0, 3}, // DescribeGroups
+	11: {0, 9}, // JoinGroup: v5 static membership, v9 KIP-814 skip assignment
+	12: {0, 4}, // Heartbeat: v3 group_instance_id
+	13: {0, 5}, // LeaveGroup: v3 batched, by instance id
+	14: {0, 5}, // SyncGroup: v3 group_instance_id, v5 protocol type and name
+	15: {0, 5}, // DescribeGroups: v4 group_instance_id
 	16: {0, 4}, // ListGroups: v5 group_type
 	17: {0, 1}, // SaslHandshake: both flows
 	18: {0, 3}, // ApiVersions: v4 clients retry at v3

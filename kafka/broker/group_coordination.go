@@ -238,15 +238,32 @@ func (b *Broker) ledCoordinators(tenant wire.ID) (map[int]*groups.Coordinator, *
 
 // admitGroupCommit checks that offsets of group may be committed by member
 // at generation through this node: it coordinates the group and the member
-// is in it at that generation (see groups.Coordinator.ValidateCommit).
+// (not fenced by a newer incarnation of its static instance) is in it at
+// that generation (see groups.Coordinator.ValidateCommit).
 // OffsetCommit asks it before writing; TxnOffsetCommit v3, which carries
 // the member and generation too, can ask it as well.
-func (b *Broker) admitGroupCommit(c *kafka.Conn, group, member string, generation int32) (wire.ID, *kerr.Error) {
+func (b *Broker) admitGroupCommit(c *kafka.Conn, group, member string, instance *string, generation int32) (wire.ID, *kerr.Error) {
 	tenant, coord, kErr := b.groupCoordinator(c, group)
 	if kErr != nil {
 		return tenant, kErr
 	}
-	return tenant, coord.ValidateCommit(group, member, generation)
+	return tenant, coord.ValidateCommit(group, member, deref(instance), generation)
+}
+
+// nullable is s as a nullable string of a response, null for "".
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// deref is a nullable string of a request, "" for null.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // answerPositions writes the outcome of a write of group positions into

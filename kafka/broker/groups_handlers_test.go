@@ -237,9 +237,12 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 	}
 
 	lv := kmsg.NewPtrLeaveGroupRequest()
-	lv.Group, lv.MemberID = "g", j.MemberID
-	if r := groupReq[*kmsg.LeaveGroupResponse](tb, lv); r.ErrorCode != 0 {
-		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	lv.Group = "g"
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = j.MemberID
+	lv.Members = append(lv.Members, lm)
+	if r := groupReq[*kmsg.LeaveGroupResponse](tb, lv); r.ErrorCode != 0 || len(r.Members) != 1 || r.Members[0].ErrorCode != 0 {
+		t.Fatalf("leave: %+v", r)
 	}
 	if got := tb.listGroups("Empty"); got["g"] != "Empty" {
 		t.Fatalf("list of empty groups after the leave: %v", got)

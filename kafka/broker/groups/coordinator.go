@@ -211,6 +211,7 @@ func (c *Coordinator) List() []Listing {
 // MemberDescription is one member as DescribeGroups shows it.
 type MemberDescription struct {
 	MemberID   string
+	InstanceID string // a static member's group.instance.id
 	ClientID   string
 	ClientHost string
 	Metadata   []byte // for the selected protocol, once Stable
@@ -240,7 +241,7 @@ func (c *Coordinator) Describe(group string) (Description, bool) {
 		d.Protocol = g.protocol
 	}
 	for _, m := range g.ordered() {
-		md := MemberDescription{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost}
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
 		if stable {
 			md.Metadata, md.Assignment = m.metadata(g.protocol), m.assignment
 		}
