@@ -38,10 +38,10 @@ func (l *rebalanceLog) String() string {
 // staticConsumer starts a franz-go group consumer of orders with
 // group.instance.id instance, polling in the background until the test
 // ends or stop is called.
-func staticConsumer(t *testing.T, n *harness.Node, group, instance string, log *rebalanceLog) (cl *kgo.Client, stop func()) {
+func staticConsumer(t *testing.T, seeds []string, group, instance string, log *rebalanceLog) (cl *kgo.Client, stop func()) {
 	t.Helper()
 	onTopic := func(m map[string][]int32) []int32 { return m["orders"] }
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.ClientID(instance),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(instance),
 		kgo.ConsumerGroup(group), kgo.InstanceID(instance), kgo.ConsumeTopics("orders"),
 		kgo.Balancers(kgo.RangeBalancer()), // eager: any rebalance revokes everything
 		kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
@@ -98,6 +98,100 @@ func staticConsumer(t *testing.T, n *harness.Node, group, instance string, log *
 	return cl, stop
 }
 
+// staticPair is two static consumers of orders (instances inst-a and
+// inst-b) sharing its four partitions, and what each saw.
+type staticPair struct {
+	seeds      []string
+	a, b       *kgo.Client
+	stopB      func()
+	logA, logB *rebalanceLog
+
+	// A's callbacks, ownership and generation once settled.
+	assignedA, revokedA, lostA int
+	ownedA                     []int32
+	genA                       int32
+}
+
+func startStaticPair(ctx context.Context, t *testing.T, seeds []string) *staticPair {
+	t.Helper()
+	p := &staticPair{seeds: seeds, logA: &rebalanceLog{}, logB: &rebalanceLog{}}
+	p.a, _ = staticConsumer(t, seeds, "static", "inst-a", p.logA)
+	p.b, p.stopB = staticConsumer(t, seeds, "static", "inst-b", p.logB)
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		_, _, _, ownA := p.logA.snapshot()
+		_, _, _, ownB := p.logB.snapshot()
+		return len(ownA) == 2 && len(ownB) == 2, nil
+	}); err != nil {
+		t.Fatalf("two static members never shared the partitions (a: %v; b: %v): %v", p.logA, p.logB, err)
+	}
+	p.assignedA, p.revokedA, p.lostA, p.ownedA = p.logA.snapshot()
+	_, p.genA = p.a.GroupMetadata()
+	return p
+}
+
+// restartB closes b and starts it again with the same instance id, and
+// waits until it owns its partitions again at the same generation. It
+// returns b's member id and generation before the restart.
+func (p *staticPair) restartB(ctx context.Context, t *testing.T) (string, int32) {
+	t.Helper()
+	oldB, genB := p.b.GroupMetadata()
+	_, _, _, ownedB := p.logB.snapshot()
+	if oldB == "" || genB != p.genA {
+		t.Fatalf("b is %q at generation %d, a at %d", oldB, genB, p.genA)
+	}
+	p.stopB() // a static member sends no LeaveGroup: its place waits for it
+	p.logB = &rebalanceLog{}
+	p.b, p.stopB = staticConsumer(t, p.seeds, "static", "inst-b", p.logB)
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		_, _, _, owned := p.logB.snapshot()
+		return slices.Equal(owned, ownedB), nil
+	}); err != nil {
+		t.Fatalf("restarted member never got its partitions %v back (%v): %v", ownedB, p.logB, err)
+	}
+	if newB, gen := p.b.GroupMetadata(); newB == oldB || gen != genB {
+		t.Fatalf("restarted member is %q at generation %d; before %q at %d", newB, gen, oldB, genB)
+	}
+	return oldB, genB
+}
+
+// checkAUndisturbed waits long enough for a rebalance, had one started,
+// to reach a (a dozen of its heartbeats), then checks it never saw one:
+// no revoke, no assignment, the same partitions and generation.
+func (p *staticPair) checkAUndisturbed(ctx context.Context, t *testing.T) {
+	t.Helper()
+	quiet := time.Now().Add(4 * time.Second)
+	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		as, rv, ls, _ := p.logA.snapshot()
+		if as != p.assignedA || rv != p.revokedA || ls != p.lostA {
+			return false, fmt.Errorf("the other member saw a rebalance: %v", p.logA)
+		}
+		return time.Now().After(quiet), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, owned := p.logA.snapshot(); !slices.Equal(owned, p.ownedA) {
+		t.Fatalf("the other member owns %v, before %v", owned, p.ownedA)
+	}
+	if _, gen := p.a.GroupMetadata(); gen != p.genA {
+		t.Fatalf("the other member is at generation %d, before %d", gen, p.genA)
+	}
+}
+
+// checkFenced checks that b's member id before its restart is fenced on
+// Heartbeat and OffsetCommit at the group's coordinator, which cl reaches.
+func checkFenced(ctx context.Context, t *testing.T, cl *kgo.Client, oldB string, gen int32) {
+	t.Helper()
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.InstanceID, hb.Generation = "static", oldB, kmsg.StringPtr("inst-b"), gen
+	if r := kreq[*kmsg.HeartbeatResponse](ctx, t, cl, hb); r.ErrorCode != kerr.FencedInstanceID.Code {
+		t.Fatalf("heartbeat of the replaced member id: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(r.ErrorCode))
+	}
+	codes := commitOffsetsAs(ctx, t, cl, "static", oldB, kmsg.StringPtr("inst-b"), gen, map[int32]int64{0: 0})
+	if codes[0] != kerr.FencedInstanceID.Code {
+		t.Fatalf("commit of the replaced member id: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(codes[0]))
+	}
+}
+
 // TestKafkaStaticMemberRestartsWithoutRebalance: two franz-go consumers
 // with group.instance.id share four partitions; one is closed and started
 // again within its session timeout. The other is never told to rebalance
@@ -108,67 +202,63 @@ func TestKafkaStaticMemberRestartsWithoutRebalance(t *testing.T) {
 	n := c.Nodes[0]
 	ctx := deadline(t, 2*time.Minute)
 	pushOrders(ctx, t, n.URL(), 4)
+	p := startStaticPair(ctx, t, []string{n.KafkaAddr})
+	oldB, gen := p.restartB(ctx, t)
+	p.checkAUndisturbed(ctx, t)
+	checkFenced(ctx, t, kafkaClient(t, n), oldB, gen)
+}
 
-	var logA, logB rebalanceLog
-	a, _ := staticConsumer(t, n, "static", "inst-a", &logA)
-	b, stopB := staticConsumer(t, n, "static", "inst-b", &logB)
-	settled := func() bool {
-		_, _, _, ownA := logA.snapshot()
-		_, _, _, ownB := logB.snapshot()
-		return len(ownA) == 2 && len(ownB) == 2
+// TestKafkaStaticMembersSurviveACoordinatorKill: on three nodes, the
+// group's coordinator is SIGKILLed; the new coordinator continues the
+// group from what raft recorded, instance ids included, so the members go
+// on without a rebalance and a static member restarted there still takes
+// its old place without one, its old member id fenced.
+func TestKafkaStaticMembersSurviveACoordinatorKill(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
+	ctx := deadline(t, 3*time.Minute)
+	pushOrders(ctx, t, c.Nodes[0].URL(), 4)
+	var seeds []string
+	for _, n := range c.Nodes {
+		seeds = append(seeds, n.KafkaAddr)
 	}
-	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) { return settled(), nil }); err != nil {
-		t.Fatalf("two static members never shared the partitions (a: %v; b: %v): %v", &logA, &logB, err)
-	}
-	assignedA, revokedA, lostA, ownedA := logA.snapshot()
-	_, _, _, ownedB := logB.snapshot()
-	_, genA := a.GroupMetadata()
-	oldB, genB := b.GroupMetadata()
-	if genA != genB || oldB == "" {
-		t.Fatalf("members at generations %d and %d (b is %q)", genA, genB, oldB)
-	}
-
-	stopB() // a static member sends no LeaveGroup: its place waits for it
-	var logB2 rebalanceLog
-	b2, _ := staticConsumer(t, n, "static", "inst-b", &logB2)
-	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		_, _, _, owned := logB2.snapshot()
-		return slices.Equal(owned, ownedB), nil
-	}); err != nil {
-		t.Fatalf("restarted member never got its partitions %v back (%v): %v", ownedB, &logB2, err)
-	}
-	newB, genB2 := b2.GroupMetadata()
-	if newB == oldB || genB2 != genB {
-		t.Fatalf("restarted member is %q at generation %d; before %q at %d", newB, genB2, oldB, genB)
-	}
-
-	// Give a rebalance, had one started, time to reach the other member:
-	// a dozen of its heartbeats.
-	quiet := time.Now().Add(4 * time.Second)
-	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
-		as, rv, ls, _ := logA.snapshot()
-		if as != assignedA || rv != revokedA || ls != lostA {
-			return false, fmt.Errorf("the other member saw a rebalance: %v", &logA)
+	p := startStaticPair(ctx, t, seeds)
+	coord := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), "static")
+	var survivor *harness.Node
+	for _, n := range c.Nodes {
+		if int32(n.ID) == coord.NodeID {
+			n.Kill()
+		} else {
+			survivor = n
 		}
-		return time.Now().After(quiet), nil
+	}
+	// Both members reach the new coordinator and heartbeat there.
+	asker := kafkaClient(t, survivor)
+	clients := map[int32]*kgo.Client{}
+	coordClient := func() (int32, *kgo.Client) {
+		now := findCoordinator(ctx, t, asker, "static").NodeID
+		if clients[now] == nil {
+			for _, n := range c.Nodes {
+				if int32(n.ID) == now {
+					clients[now] = kafkaClient(t, n)
+				}
+			}
+		}
+		return now, clients[now]
+	}
+	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		id, cl := coordClient()
+		if id == coord.NodeID {
+			return false, nil
+		}
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.Groups = []string{"static"}
+		g := kreq[*kmsg.DescribeGroupsResponse](ctx, t, cl, dg).Groups[0]
+		return g.ErrorCode == 0 && g.State == "Stable" && len(g.Members) == 2, nil
 	}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("the group never came back at a new coordinator: %v", err)
 	}
-	if _, _, _, owned := logA.snapshot(); !slices.Equal(owned, ownedA) {
-		t.Fatalf("the other member owns %v, before %v", owned, ownedA)
-	}
-	if _, gen := a.GroupMetadata(); gen != genA {
-		t.Fatalf("the other member is at generation %d, before %d", gen, genA)
-	}
-
-	// The old incarnation's member id is fenced.
-	hb := kmsg.NewPtrHeartbeatRequest()
-	hb.Group, hb.MemberID, hb.InstanceID, hb.Generation = "static", oldB, kmsg.StringPtr("inst-b"), genB
-	if r := kreq[*kmsg.HeartbeatResponse](ctx, t, kafkaClient(t, n), hb); r.ErrorCode != kerr.FencedInstanceID.Code {
-		t.Fatalf("heartbeat of the replaced member id: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(r.ErrorCode))
-	}
-	codes := commitOffsetsAs(ctx, t, kafkaClient(t, n), "static", oldB, kmsg.StringPtr("inst-b"), genB, map[int32]int64{ownedB[0]: 0})
-	if codes[ownedB[0]] != kerr.FencedInstanceID.Code {
-		t.Fatalf("commit of the replaced member id: %v, want FENCED_INSTANCE_ID", kerr.ErrorForCode(codes[ownedB[0]]))
-	}
+	oldB, gen := p.restartB(ctx, t)
+	p.checkAUndisturbed(ctx, t)
+	_, cl := coordClient()
+	checkFenced(ctx, t, cl, oldB, gen)
 }
