@@ -232,10 +232,7 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
 	ctx := deadline(t, 3*time.Minute)
 	pushOrders(ctx, t, c.Nodes[0].URL(), 4)
-	var seeds []string
-	for _, n := range c.Nodes {
-		seeds = append(seeds, n.KafkaAddr)
-	}
+	seeds := kafkaSeeds(c)
 	own := &ownership{owner: map[int32]string{}}
 	members := []*groupConsumer{
 		startGroupConsumerOf(t, seeds, "failover", "m0", own, kgo.CooperativeStickyBalancer()),
@@ -255,15 +252,7 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("before the kill: %v delivered %d: %v", own, delivered(), err)
 	}
-	coord := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), "failover")
-	var survivor *harness.Node
-	for _, n := range c.Nodes {
-		if int32(n.ID) == coord.NodeID {
-			n.Kill()
-		} else {
-			survivor = n
-		}
-	}
+	_, survivor := killCoordinator(ctx, t, c, "failover")
 	pushOrders(ctx, t, survivor.URL(), 4) // offsets 5..9 of each partition
 	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
 		return own.settled(4, "m0", "m1") && delivered() == 40, nil
@@ -273,4 +262,29 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 	if len(own.conflicts) > 0 {
 		t.Fatalf("double ownership: %v", own.conflicts)
 	}
+}
+
+// kafkaSeeds is every node's Kafka address.
+func kafkaSeeds(c *harness.Cluster) []string {
+	var seeds []string
+	for _, n := range c.Nodes {
+		seeds = append(seeds, n.KafkaAddr)
+	}
+	return seeds
+}
+
+// killCoordinator SIGKILLs the node coordinating group and returns its id
+// and a node still running.
+func killCoordinator(ctx context.Context, t *testing.T, c *harness.Cluster, group string) (int32, *harness.Node) {
+	t.Helper()
+	coord := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), group)
+	var survivor *harness.Node
+	for _, n := range c.Nodes {
+		if int32(n.ID) == coord.NodeID {
+			n.Kill()
+		} else {
+			survivor = n
+		}
+	}
+	return coord.NodeID, survivor
 }

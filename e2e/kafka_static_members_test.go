@@ -217,20 +217,8 @@ func TestKafkaStaticMembersSurviveACoordinatorKill(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
 	ctx := deadline(t, 3*time.Minute)
 	pushOrders(ctx, t, c.Nodes[0].URL(), 4)
-	var seeds []string
-	for _, n := range c.Nodes {
-		seeds = append(seeds, n.KafkaAddr)
-	}
-	p := startStaticPair(ctx, t, seeds)
-	coord := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), "static")
-	var survivor *harness.Node
-	for _, n := range c.Nodes {
-		if int32(n.ID) == coord.NodeID {
-			n.Kill()
-		} else {
-			survivor = n
-		}
-	}
+	p := startStaticPair(ctx, t, kafkaSeeds(c))
+	killed, survivor := killCoordinator(ctx, t, c, "static")
 	// Both members reach the new coordinator and heartbeat there.
 	asker := kafkaClient(t, survivor)
 	clients := map[int32]*kgo.Client{}
@@ -247,7 +235,7 @@ func TestKafkaStaticMembersSurviveACoordinatorKill(t *testing.T) {
 	}
 	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
 		id, cl := coordClient()
-		if id == coord.NodeID {
+		if id == killed {
 			return false, nil
 		}
 		dg := kmsg.NewPtrDescribeGroupsRequest()
