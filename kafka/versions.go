@@ -28,7 +28,7 @@ var supportedVersions = map[int16]VersionRange{
 	13: {0, 5}, // LeaveGroup: v3 batched, by instance id
 	14: {0, 5}, // SyncGroup: v3 group_instance_id, v5 protocol type and name
 	15: {0, 5}, // DescribeGroups: v4 group_instance_id
-	16: {0, 4}, // ListGroups: v5 group_type
+	16: {0, 5}, // ListGroups: v5 group types (all "classic")
 	17: {0, 1}, // SaslHandshake: both flows
 	18: {0, 3}, // ApiVersions: v4 clients retry at v3
 	19: {2, 6}, // CreateTopics: v7 topic ids

@@ -12,13 +12,15 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// ListGroups (key 16), v0-4. As in Kafka, a node lists the consumer groups
+// ListGroups (key 16), v0-5. As in Kafka, a node lists the consumer groups
 // it coordinates (those whose ids hash onto a raft group it leads), and
 // clients ask every node and merge the answers. A coordinator lists the
 // groups in its memory with their states, and every other Queen group of
 // the tenant (groups with positions) it coordinates as Empty, since a
 // Kafka consumer group IS a Queen consumer group; the queue-mode group is
-// not one. v4's state filter is honoured, ignoring case as Kafka does.
+// not one. v4's state filter and v5's type filter are honoured, ignoring
+// case as Kafka does; every group is of type "classic" (the only group
+// protocol queen speaks).
 func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -28,15 +30,18 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 		resp.ErrorCode = kErr.Code
 		return resp, nil
 	}
+	matches := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+	}
 	wanted := func(s groups.State) bool {
-		return len(req.StatesFilter) == 0 || slices.ContainsFunc(req.StatesFilter, func(f string) bool { return strings.EqualFold(f, s.String()) })
+		return matches(req.StatesFilter, s.String()) && matches(req.TypesFilter, classicGroupType)
 	}
 	listed := map[string]bool{}
 	add := func(l groups.Listing) {
 		listed[l.Group] = true
 		if wanted(l.State) {
 			rg := kmsg.NewListGroupsResponseGroup()
-			rg.Group, rg.ProtocolType, rg.GroupState = l.Group, l.ProtocolType, l.State.String()
+			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, l.State.String(), classicGroupType
 			resp.Groups = append(resp.Groups, rg)
 		}
 	}
@@ -54,3 +59,7 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 	return resp, nil
 }
+
+// classicGroupType is the type ListGroups v5 gives every group: queen
+// speaks the classic group protocol only (docs/kafka.md).
+const classicGroupType = "classic"

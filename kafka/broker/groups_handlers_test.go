@@ -231,6 +231,15 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 	if got := tb.listGroups("stable"); got["g"] != "Stable" || len(got) != 1 {
 		t.Fatalf("list of stable groups: %v", got)
 	}
+	// v5: every group is classic.
+	for filter, want := range map[string]int{"Classic": 1, "consumer": 0} {
+		lr := kmsg.NewPtrListGroupsRequest()
+		lr.TypesFilter = []string{filter}
+		r := groupReq[*kmsg.ListGroupsResponse](tb, lr)
+		if len(r.Groups) != want || (want == 1 && r.Groups[0].GroupType != "classic") {
+			t.Fatalf("list of %s groups: %+v", filter, r.Groups)
+		}
+	}
 
 	if codes := tb.deleteGroups("g"); codes["g"] != kerr.NonEmptyGroup.Code {
 		t.Fatalf("delete of a live group: %v", kerr.ErrorForCode(codes["g"]))
