@@ -24,6 +24,8 @@ import (
 // topics (TOPIC_AUTHORIZATION_FAILED otherwise), with
 // QUEEN_KAFKA_DEFAULT_PARTITIONS partitions. Kafka's internal topics are
 // listed too, marked internal (internal_topics.go), and never created.
+// From v10 each topic carries its id (topic_ids.go), and from v12 topics
+// may be asked for by id.
 func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -46,7 +48,19 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic == nil {
-				continue // by topic id (v10+): not spoken
+				// By topic id (v12+).
+				topic, isInternal, ok := b.topicByID(tenant, t.TopicID)
+				switch {
+				case !ok:
+					rt := kmsg.NewMetadataResponseTopic()
+					rt.TopicID, rt.ErrorCode = t.TopicID, kerr.UnknownTopicID.Code
+					resp.Topics = append(resp.Topics, rt)
+				case isInternal:
+					internal = append(internal, topic.Name)
+				default:
+					topics = append(topics, topic)
+				}
+				continue
 			}
 			if isInternalTopic(*t.Topic) {
 				internal = append(internal, *t.Topic)
@@ -87,7 +101,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	leaders := groupLeaders{b: b, replicas: brokerIDs(resp.Brokers)}
 	for _, t := range topics {
 		rt := kmsg.NewMetadataResponseTopic()
-		rt.Topic = kmsg.StringPtr(t.Name)
+		rt.Topic, rt.TopicID = kmsg.StringPtr(t.Name), topicID(tenant, t)
 		dir := b.engine.Dir(tenant, t.Name, 0, t.Partitions)
 		groups := make([]int, t.Partitions)
 		for i := range groups {

@@ -42,7 +42,7 @@ func (b *Broker) internalTopicGroups(tenant wire.ID) []int {
 // internalTopicMetadata is an internal topic as Metadata lists it.
 func (b *Broker) internalTopicMetadata(tenant wire.ID, name string, leaders *groupLeaders) kmsg.MetadataResponseTopic {
 	rt := kmsg.NewMetadataResponseTopic()
-	rt.Topic = kmsg.StringPtr(name)
+	rt.Topic, rt.TopicID = kmsg.StringPtr(name), topicIDOf(tenant, name, 0)
 	rt.IsInternal = true
 	rt.Partitions = leaders.partitions(b.internalTopicGroups(tenant))
 	return rt
