@@ -83,19 +83,19 @@ func startGroupConsumer(t *testing.T, n *harness.Node, group, name string, own *
 	return startGroupConsumerOf(t, []string{n.KafkaAddr}, group, name, own, balancer)
 }
 
-func startGroupConsumerOf(t *testing.T, seeds []string, group, name string, own *ownership, balancer kgo.GroupBalancer) *groupConsumer {
+func startGroupConsumerOf(t *testing.T, seeds []string, group, name string, own *ownership, balancer kgo.GroupBalancer, extra ...kgo.Opt) *groupConsumer {
 	t.Helper()
 	gc := &groupConsumer{name: name, peer: own, got: map[string]int{}, done: make(chan struct{})}
 	topic := func(m map[string][]int32) []int32 { return m["orders"] }
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(name),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(name),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"), kgo.Balancers(balancer),
-		kgo.SessionTimeout(3*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
-		kgo.RebalanceTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
+		kgo.RebalanceTimeout(10 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { own.assign(name, topic(m)) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { own.revoke(name, topic(m)) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { own.revoke(name, topic(m)) }),
-	)
+	}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,17 @@ func (gc *groupConsumer) close() {
 	defer cancel()
 	_ = gc.cl.CommitUncommittedOffsets(ctx)
 	gc.cl.Close()
+}
+
+// deliveredBy counts the distinct records members have delivered.
+func deliveredBy(members []*groupConsumer) int {
+	all := map[string]bool{}
+	for _, m := range members {
+		for k := range m.delivered() {
+			all[k] = true
+		}
+	}
+	return len(all)
 }
 
 func (gc *groupConsumer) delivered() map[string]int {
@@ -238,15 +249,7 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 		startGroupConsumerOf(t, seeds, "failover", "m0", own, kgo.CooperativeStickyBalancer()),
 		startGroupConsumerOf(t, seeds, "failover", "m1", own, kgo.CooperativeStickyBalancer()),
 	}
-	delivered := func() int {
-		all := map[string]bool{}
-		for _, m := range members {
-			for k := range m.delivered() {
-				all[k] = true
-			}
-		}
-		return len(all)
-	}
+	delivered := func() int { return deliveredBy(members) }
 	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
 		return own.settled(4, "m0", "m1") && delivered() == 20, nil
 	}); err != nil {

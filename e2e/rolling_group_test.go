@@ -27,15 +27,7 @@ func TestKafkaConsumerGroupKeepsItsGenerationWhenItsCoordinatorRestarts(t *testi
 		startGroupConsumerOf(t, seeds, "keep", "m0", own, kgo.CooperativeStickyBalancer()),
 		startGroupConsumerOf(t, seeds, "keep", "m1", own, kgo.CooperativeStickyBalancer()),
 	}
-	delivered := func() int {
-		all := map[string]bool{}
-		for _, m := range members {
-			for k := range m.delivered() {
-				all[k] = true
-			}
-		}
-		return len(all)
-	}
+	delivered := func() int { return deliveredBy(members) }
 	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
 		return own.settled(4, "m0", "m1") && delivered() == 20, nil
 	}); err != nil {

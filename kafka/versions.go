@@ -13,14 +13,13 @@ func (r VersionRange) Contains(v int16) bool { return v >= r.Min && v <= r.Max }
 // supportedVersions is the one source of truth for the API keys and version
 // windows queen speaks (spec queen.md §3.4). A key is advertised by
 // ApiVersions only once a handler for it is registered; DeleteRecords (21),
-// OffsetForLeaderEpoch (23), ConsumerGroupHeartbeat (68) and the controller
-// keys are absent on purpose.
+// OffsetForLeaderEpoch (23) and the controller keys are absent on purpose.
 var supportedVersions = map[int16]VersionRange{
 	0:  {3, 9},  // Produce: v3 is the RecordBatch v2 floor; v10 adds leader-change hints
 	1:  {4, 9},  // Fetch: v9 CurrentLeaderEpoch; sessions (v7) declined; v10+ nothing we need
 	2:  {1, 5},  // ListOffsets: v7 MAX_TIMESTAMP not supported
 	3:  {0, 12}, // Metadata: v10 topic ids, v12 lookups by id; v13 top-level error code
-	8:  {2, 8},  // OffsetCommit: v9 is KIP-848's member epoch
+	8:  {2, 9},  // OffsetCommit: v9 KIP-848 member epochs; v10 topic ids
 	9:  {1, 7},  // OffsetFetch: v8 is multi-group
 	10: {0, 3},  // FindCoordinator: v4 is batched
 	11: {0, 9},  // JoinGroup: v5 static membership, v9 KIP-814 skip assignment
@@ -50,6 +49,8 @@ var supportedVersions = map[int16]VersionRange{
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster: v2 endpoint types
+	68: {0, 1},  // ConsumerGroupHeartbeat: KIP-848; v1 member-named, regex
+	69: {0, 1},  // ConsumerGroupDescribe
 }
 
 // SupportedVersions returns the version window queen accepts for key, and

@@ -7,10 +7,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/broker/groups"
 	"github.com/queen-mq/queen/wire"
 )
 
-// OffsetCommit (key 8), v2-8. A committed offset IS the Queen group's
+// OffsetCommit (key 8), v2-9 (v9: the generation is a consumer-protocol
+// member's epoch). A committed offset IS the Queen group's
 // position in the partition (spec §3.2): every partition of the request is
 // one CommitPosition command, proposed to the raft group holding the
 // partition (one raft entry per group), so a commit is durable on a quorum
@@ -22,7 +24,14 @@ import (
 // taken while the group has no live members.
 func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	tenant, kErr := b.admitGroupCommit(c, req.Group, req.MemberID, req.InstanceID, req.Generation)
+	cm := groups.Commit{Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID),
+		Generation: req.Generation, Version: req.Version, Partitions: map[string][]int32{}}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			cm.Partitions[t.Topic] = append(cm.Partitions[t.Topic], p.Partition)
+		}
+	}
+	tenant, kErr := b.admitGroupCommit(c, cm)
 	if kErr != nil {
 		return kafka.ErrorResponse(req, kErr.Code), nil
 	}

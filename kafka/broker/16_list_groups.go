@@ -19,8 +19,8 @@ import (
 // the tenant (groups with positions) it coordinates as Empty, since a
 // Kafka consumer group IS a Queen consumer group; the queue-mode group is
 // not one. v4's state filter and v5's type filter are honoured, ignoring
-// case as Kafka does; every group is of type "classic" (the only group
-// protocol queen speaks).
+// case as Kafka does: a group is "consumer" while it has KIP-848 members,
+// else "classic".
 func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -33,15 +33,15 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 	matches := func(filter []string, v string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
-	wanted := func(s groups.State) bool {
-		return matches(req.StatesFilter, s.String()) && matches(req.TypesFilter, classicGroupType)
+	wanted := func(l groups.Listing) bool {
+		return matches(req.StatesFilter, l.State.String()) && matches(req.TypesFilter, groupType(l))
 	}
 	listed := map[string]bool{}
 	add := func(l groups.Listing) {
 		listed[l.Group] = true
-		if wanted(l.State) {
+		if wanted(l) {
 			rg := kmsg.NewListGroupsResponseGroup()
-			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, l.State.String(), classicGroupType
+			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, l.State.String(), groupType(l)
 			resp.Groups = append(resp.Groups, rg)
 		}
 	}
@@ -60,6 +60,10 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 	return resp, nil
 }
 
-// classicGroupType is the type ListGroups v5 gives every group: queen
-// speaks the classic group protocol only (docs/kafka.md).
-const classicGroupType = "classic"
+// groupType is a group's type as ListGroups v5 names it.
+func groupType(l groups.Listing) string {
+	if l.Consumer {
+		return "consumer"
+	}
+	return "classic"
+}

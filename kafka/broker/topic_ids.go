@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 
+	"github.com/queen-mq/queen/kafka/broker/groups"
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
@@ -37,6 +39,19 @@ func topicIDOf(tenant wire.ID, name string, queueID uint64) [16]byte {
 
 // topicID is t's id.
 func topicID(tenant wire.ID, t storage.Topic) [16]byte { return topicIDOf(tenant, t.Name, t.QueueID) }
+
+// topicInfos is the tenant's topics as consumer-protocol groups subscribe
+// to them (internal topics are never assigned).
+func topicInfos(e *raftgroups.Engine, tenant wire.ID) []groups.TopicInfo {
+	ts := e.KafkaTopics(tenant)
+	out := make([]groups.TopicInfo, 0, len(ts))
+	for _, t := range ts {
+		if !isInternalTopic(t.Name) {
+			out = append(out, groups.TopicInfo{Name: t.Name, ID: topicID(tenant, t), Partitions: int32(t.Partitions)})
+		}
+	}
+	return out
+}
 
 // topicByID finds the tenant's topic (internal ones included: internal
 // reports one) with id, by looking at every topic.

@@ -72,7 +72,22 @@ type Config struct {
 	NewMemberID func(clientID string) string
 	// Logger receives rebalance events at debug level.
 	Logger *slog.Logger
+
+	// Topics lists the topics consumer-protocol groups (KIP-848) may
+	// subscribe to; it is called under the coordinator's lock.
+	Topics func() []TopicInfo
+	// ConsumerSessionTimeout is how long a consumer-protocol member may
+	// go without a heartbeat (Kafka's group.consumer.session.timeout.ms);
+	// ConsumerHeartbeatInterval is the interval members are told to
+	// heartbeat at (group.consumer.heartbeat.interval.ms).
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 }
+
+// Kafka's defaults for consumer-protocol groups.
+const (
+	DefaultConsumerSessionTimeout    = 45 * time.Second
+	DefaultConsumerHeartbeatInterval = 5 * time.Second
+)
 
 // DefaultIdleTimeout is how long an empty group stays in memory (spec §3.1).
 const DefaultIdleTimeout = 10 * time.Minute
@@ -88,6 +103,11 @@ const (
 	CompletingRebalance
 	Stable
 	Dead
+	// Assigning and Reconciling are consumer-protocol states: a new
+	// target assignment is being computed, or members are still moving
+	// towards it.
+	Assigning
+	Reconciling
 )
 
 func (s State) String() string {
@@ -100,6 +120,10 @@ func (s State) String() string {
 		return "CompletingRebalance"
 	case Stable:
 		return "Stable"
+	case Assigning:
+		return "Assigning"
+	case Reconciling:
+		return "Reconciling"
 	}
 	return "Dead"
 }
@@ -111,9 +135,10 @@ type Coordinator struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex
-	closed bool
-	groups map[string]*group
+	mu        sync.Mutex
+	closed    bool
+	groups    map[string]*group
+	consumers map[string]*cgroup // consumer-protocol groups (consumer.go)
 }
 
 // New returns an empty coordinator.
@@ -130,7 +155,13 @@ func New(cfg Config) *Coordinator {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: map[string]*group{}}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: map[string]*group{}, consumers: map[string]*cgroup{}}
 	c.mu.Lock()
 	c.restore(cfg.Restore)
 	c.mu.Unlock()
@@ -157,6 +188,13 @@ func (c *Coordinator) Close() {
 		g.join.stop()
 		g.idle.stop()
 		delete(c.groups, name)
+	}
+	for name, cg := range c.consumers {
+		for _, m := range cg.members {
+			m.session.stop()
+			m.revokeBy.stop()
+		}
+		delete(c.consumers, name)
 	}
 }
 
@@ -195,6 +233,7 @@ type Listing struct {
 	Group        string
 	ProtocolType string
 	State        State
+	Consumer     bool // a consumer-protocol group, not a classic one
 }
 
 // List returns every group in memory.
@@ -204,6 +243,9 @@ func (c *Coordinator) List() []Listing {
 	out := make([]Listing, 0, len(c.groups))
 	for _, g := range c.groups {
 		out = append(out, Listing{Group: g.name, ProtocolType: g.protocolType, State: g.state})
+	}
+	for _, cg := range c.consumers {
+		out = append(out, Listing{Group: cg.name, ProtocolType: "consumer", State: cg.state(), Consumer: true})
 	}
 	return out
 }
@@ -231,6 +273,9 @@ type Description struct {
 func (c *Coordinator) Describe(group string) (Description, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if cg := c.consumers[group]; cg != nil {
+		return c.describeConsumer(cg), true
+	}
 	g := c.groups[group]
 	if g == nil {
 		return Description{}, false
@@ -257,6 +302,9 @@ func (c *Coordinator) Describe(group string) (Description, bool) {
 func (c *Coordinator) Delete(group string) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.consumers[group] != nil {
+		return kerr.NonEmptyGroup // a consumer group in memory has members
+	}
 	g := c.groups[group]
 	if g == nil {
 		return nil

@@ -88,6 +88,10 @@ func (c *Coordinator) join(req JoinRequest) (JoinResult, chan JoinResult) {
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		return errJoin(kerr.InconsistentGroupProtocol, req.MemberID), nil
 	}
+	if c.consumers[req.Group] != nil {
+		// A consumer-protocol group with members: one kind at a time.
+		return errJoin(kerr.InconsistentGroupProtocol, req.MemberID), nil
+	}
 	g := c.groups[req.Group]
 	if g != nil && !g.supports(req.ProtocolType, req.Protocols) {
 		return errJoin(kerr.InconsistentGroupProtocol, req.MemberID), nil

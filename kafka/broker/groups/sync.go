@@ -218,6 +218,15 @@ func (c *Coordinator) Subscriptions(group string) (topics map[string]bool, inMem
 	if c.closed {
 		return nil, false, kerr.NotCoordinator
 	}
+	if cg := c.consumers[group]; cg != nil {
+		topics = map[string]bool{}
+		for _, ts := range c.resolve(cg) {
+			for _, t := range ts {
+				topics[t.Name] = true
+			}
+		}
+		return topics, true, nil
+	}
 	g := c.groups[group]
 	if g == nil {
 		return nil, false, nil
