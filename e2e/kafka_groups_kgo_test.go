@@ -291,3 +291,39 @@ func killCoordinator(ctx context.Context, t *testing.T, c *harness.Cluster, grou
 	}
 	return coord.NodeID, survivor
 }
+
+// coordinatorFinder finds a group's coordinator after a node was killed,
+// asking a node still running each time (leadership may move on), and
+// keeps one client per node.
+type coordinatorFinder struct {
+	c       *harness.Cluster
+	asker   *kgo.Client
+	killed  int32
+	clients map[int32]*kgo.Client
+}
+
+func newCoordinatorFinder(t *testing.T, c *harness.Cluster, survivor *harness.Node, killed int32) *coordinatorFinder {
+	return &coordinatorFinder{c: c, asker: kafkaClient(t, survivor), killed: killed, clients: map[int32]*kgo.Client{}}
+}
+
+// client waits until a coordinator of group other than the killed node is
+// named, and returns a client of it.
+func (f *coordinatorFinder) client(ctx context.Context, t *testing.T, group string) *kgo.Client {
+	t.Helper()
+	var cl *kgo.Client
+	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		now := findCoordinator(ctx, t, f.asker, group).NodeID
+		for _, n := range f.c.Nodes {
+			if int32(n.ID) == now && now != f.killed {
+				if f.clients[now] == nil {
+					f.clients[now] = kafkaClient(t, n)
+				}
+				cl = f.clients[now]
+			}
+		}
+		return cl != nil, nil
+	}); err != nil {
+		t.Fatalf("no new coordinator of %s: %v", group, err)
+	}
+	return cl
+}

@@ -18,9 +18,8 @@ import (
 //
 // A consumer group shares the coordinator, its lock and its clock with
 // the classic groups, but not its id: a group id is one kind or the other
-// while it has members. Consumer-protocol memberships are not recorded in
-// raft: after a coordinator change members hear UNKNOWN_MEMBER_ID and
-// join again, giving up their partitions (docs/kafka.md).
+// while it has members. Memberships are recorded in raft as classic ones
+// are (consumer_persist.go).
 
 // Member epochs with a meaning of their own in a heartbeat.
 const (
@@ -99,6 +98,8 @@ type cgroup struct {
 	// topics is the subscribed topics as the target was computed from
 	// them; a change (a topic created, grown, deleted) recomputes it.
 	topics string
+	// recorded is the encoding last handed to Config.Persist.
+	recorded []byte
 }
 
 // cmember is one member of a consumer-protocol group.
@@ -129,6 +130,9 @@ func (c *Coordinator) ConsumerHeartbeat(h ConsumerHeartbeat) ConsumerHeartbeatRe
 	defer c.mu.Unlock()
 	res := c.consumerHeartbeat(&h)
 	res.HeartbeatInterval = c.cfg.ConsumerHeartbeatInterval
+	if cg := c.consumers[h.Group]; cg != nil {
+		c.persistConsumer(cg)
+	}
 	return res
 }
 

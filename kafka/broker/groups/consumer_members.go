@@ -149,9 +149,10 @@ func (c *Coordinator) removeConsumer(cg *cgroup, m *cmember, why string) {
 	}
 	if len(cg.members) == 0 {
 		delete(c.consumers, cg.name)
-		return
+	} else {
+		c.newTarget(cg)
 	}
-	c.newTarget(cg)
+	c.persistConsumer(cg)
 }
 
 // release gives up m's hold on parts, which m no longer has.

@@ -245,3 +245,38 @@ func TestConsumerGroupCommitsAndKinds(t *testing.T) {
 		t.Fatalf("list: %+v", ls)
 	}
 }
+
+// TestConsumerGroupSurvivesACoordinatorChange: a new coordinator built
+// from what the old one recorded continues the group mid-handover:
+// members heartbeat at their epochs, a partition still held by its old
+// owner is not given to the new one until released, and a group that
+// emptied is recorded as gone.
+func TestConsumerGroupSurvivesACoordinatorChange(t *testing.T) {
+	h := newConsumerHarness(t, 2)
+	recorded := map[string]Recorded{}
+	h.c.cfg.Persist = func(group string, gen int32, state []byte) { recorded[group] = Recorded{gen, state} }
+	h.ok(h.beat("a", 0), 1, 0, 1)
+	h.ok(h.beat("b", 0), 2)
+	h.ok(h.beat("a", 1, 0, 1), 1, 0) // a is giving up 1 and has not released it
+	if r := recorded["cg"]; r.Generation != 2 || len(r.State) == 0 {
+		t.Fatalf("recorded %+v", r)
+	}
+	h.c.Close()
+
+	h2 := &consumerHarness{t: t, clock: &fakeClock{}, partitions: 2}
+	h2.c = New(Config{Clock: h2.clock, Restore: recorded, Persist: h.c.cfg.Persist,
+		Topics: func() []TopicInfo { return []TopicInfo{{Name: "t", ID: topicT, Partitions: 2}} }})
+	t.Cleanup(h2.c.Close)
+	h2.ok(h2.beat("b", 2), 2) // 1 is still a's
+	h2.ok(h2.beat("a", 1, 0), 2, 0)
+	h2.ok(h2.beat("b", 2), 2, 1)
+
+	for _, m := range []string{"a", "b"} {
+		if r := h2.c.ConsumerHeartbeat(ConsumerHeartbeat{Group: "cg", MemberID: m, MemberEpoch: leaveEpoch}); r.Err != nil {
+			t.Fatalf("leave of %s: %+v", m, r)
+		}
+	}
+	if r, ok := recorded["cg"]; !ok || r.State != nil {
+		t.Fatalf("recorded after the group emptied: %+v", r)
+	}
+}

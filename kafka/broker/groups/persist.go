@@ -108,6 +108,12 @@ func decodeGroup(name string, generation int32, b []byte) (*group, error) {
 // cost the rebalance restoring is meant to save. The caller holds c.mu.
 func (c *Coordinator) restore(recorded map[string]Recorded) {
 	for name, r := range recorded {
+		if len(r.State) > 0 && r.State[0] == consumerStateVersion {
+			if err := c.restoreConsumer(name, r.State); err != nil {
+				c.log.Warn("kafka consumer group membership not restored", "group", name, "err", err)
+			}
+			continue
+		}
 		g, err := decodeGroup(name, r.Generation, r.State)
 		if err != nil {
 			c.log.Warn("kafka group membership not restored", "group", name, "err", err)
