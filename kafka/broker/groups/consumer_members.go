@@ -106,7 +106,8 @@ func (c *Coordinator) consumerBeat(cg *cgroup, h *ConsumerHeartbeat) ConsumerHea
 		}
 		return errConsumer(kerr.UnknownMemberID, "")
 	}
-	if h.MemberEpoch != m.epoch && (h.MemberEpoch != m.prevEpoch || h.Owned == nil || !ownedWithin(h.Owned, m.assigned)) {
+	if m.epoch == staticLeaveEpoch || // it left: only a join brings it back
+		h.MemberEpoch != m.epoch && (h.MemberEpoch != m.prevEpoch || h.Owned == nil || !ownedWithin(h.Owned, m.assigned)) {
 		return errConsumer(kerr.FencedMemberEpoch, "")
 	}
 	return c.consumerUpdate(cg, m, h, false)

@@ -152,6 +152,9 @@ func TestConsumerGroupStaticMember(t *testing.T) {
 		t.Fatalf("static leave: %+v", r)
 	}
 	h.ok(h.beat("a", 2, 0, 1), 2, 0, 1) // no new epoch: the partitions wait for the instance
+	if r := static("s1", 2, 2, 3); r.Err != kerr.FencedMemberEpoch {
+		t.Fatalf("heartbeat of the incarnation that left: %+v", r)
+	}
 	h.ok(static("s2", 0), 2, 2, 3)
 	if d, _ := h.c.DescribeConsumer("cg"); d.Epoch != 2 || len(d.Members) != 2 {
 		t.Fatalf("after the static rejoin: %+v", d)

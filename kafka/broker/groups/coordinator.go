@@ -1,8 +1,10 @@
-// Package groups is the classic Kafka group coordinator: members,
-// generations, protocol selection and the join/sync/heartbeat/leave state
-// machine of Apache Kafka's GroupCoordinator, held in memory on the node
-// that leads the raft group a group's id hashes onto (spec queen.md §3.1,
-// docs/placement.md).
+// Package groups is the Kafka group coordinator: the classic protocol's
+// members, generations, protocol selection and join/sync/heartbeat/leave
+// state machine of Apache Kafka's GroupCoordinator (static membership
+// included, static.go), and KIP-848's consumer protocol, where the
+// coordinator assigns partitions itself (consumer*.go); held in memory on
+// the node that leads the raft group a group's id hashes onto (spec
+// queen.md §3.1, docs/placement.md).
 //
 // It knows nothing of the network, the engine or committed offsets: the
 // broker turns requests into calls here and persists offsets itself, asking
