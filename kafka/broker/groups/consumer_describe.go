@@ -119,11 +119,14 @@ type Commit struct {
 // AdmitCommit says whether an OffsetCommit may be written. Classic groups
 // are checked as ValidateCommit does. A consumer-protocol group takes
 // commits from OffsetCommit v9+ only, as Kafka does, from a member whose
-// epoch the commit does not exceed, of partitions the member holds since
-// an epoch no later than the commit's (KIP-1251): a member between two
-// epochs may still commit what it held at the earlier one, never another
-// member's partitions. An admin commit (no member, generation -1) is
-// taken while the group has no members (it is not in memory then).
+// epoch the commit does not exceed; a partition the member holds must
+// have been its since an epoch no later than the commit's (KIP-1251): a
+// member between two epochs may still commit what it held at the earlier
+// one. A partition it released moments ago is taken too, as Kafka takes
+// it: clients commit what they consumed as they give partitions up, and
+// the answer that released it may have crossed the commit. An admin
+// commit (no member, generation -1) is taken while the group has no
+// members (it is not in memory then).
 func (c *Coordinator) AdmitCommit(cm Commit) *kerr.Error {
 	c.mu.Lock()
 	cg := c.consumers[cm.Group]
@@ -157,7 +160,7 @@ func (c *Coordinator) AdmitCommit(cm Commit) *kerr.Error {
 			if !held {
 				e, held = m.revoking[k]
 			}
-			if !held || cm.Generation < e {
+			if held && cm.Generation < e {
 				return kerr.StaleMemberEpoch
 			}
 		}

@@ -223,8 +223,15 @@ func TestConsumerGroupCommitsAndKinds(t *testing.T) {
 	if err := commit(9, 1, 0); err != nil {
 		t.Fatalf("commit at the previous epoch of a partition held since it: %v", err)
 	}
-	if err := commit(9, 2, 1); err != kerr.StaleMemberEpoch {
-		t.Fatalf("commit of a partition given away: %v", err)
+	h.ok(h.beat("b", 2), 2, 1)
+	if err := commit(9, 2, 1); err != nil {
+		t.Fatalf("commit of a partition just given away: %v", err)
+	}
+	h.ok(h.beat("b", 2, 1), 2, 1)
+	h.ok(h.beat("a", 2, 0), 2, 0)
+	bCommit := Commit{Group: "cg", MemberID: "b", Generation: 1, Version: 9, Partitions: map[string][]int32{"t": {1}}}
+	if err := h.c.AdmitCommit(bCommit); err != kerr.StaleMemberEpoch {
+		t.Fatalf("commit at an epoch before the partition was the member's: %v", err)
 	}
 	if err := h.c.AdmitCommit(Commit{Group: "cg", Generation: -1, Version: 9}); err != kerr.UnknownMemberID {
 		t.Fatalf("admin commit to a live consumer group: %v", err)
