@@ -320,7 +320,11 @@ func configErr(n int, err error) error {
 		return fmt.Errorf("%w (group %d)", ErrInFlight, n)
 	case errors.Is(err, dragonboat.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, dragonboat.ErrShardNotReady), errors.Is(err, dragonboat.ErrSystemBusy),
-		errors.Is(err, dragonboat.ErrShardClosed), errors.Is(err, dragonboat.ErrAborted):
+		errors.Is(err, dragonboat.ErrShardClosed), errors.Is(err, dragonboat.ErrAborted),
+		// The serving node does not host the group at this moment (seen
+		// once while two learners were promoted): retriable, as the
+		// others, not an internal error.
+		errors.Is(err, dragonboat.ErrShardNotFound):
 		return fmt.Errorf("%w (group %d: %v)", ErrNoQuorum, n, err)
 	case errors.Is(err, dragonboat.ErrClosed):
 		return ErrClosed
