@@ -19,27 +19,23 @@ type setting struct {
 	Doc     string `json:"doc"`
 }
 
-// settingsProbe turns on the modes in which readConfig reads a variable
-// only then (SASL users, the trusted proxy), so one pass reads them all.
-var settingsProbe = map[string]string{
-	"QUEEN_KAFKA_SASL":       "plain",
-	"QUEEN_TENANCY_HEADER":   "true",
-	"QUEEN_KV_TRUSTED_PROXY": "1",
-}
-
-// readSettings is every variable readConfig reads, in the order it reads
-// them, with the defaults the code gives: found by running it.
-func readSettings() []readVar {
-	e := &env{get: func(name string) string { return settingsProbe[name] }}
-	_, _ = readConfig(e) // the probe's own values may not combine; only the record matters
-	return e.read
+// readSettings runs readConfig over an environment and returns what it
+// read: every variable, in the order read, with the default the code gave
+// it there (a default taken from another setting follows that setting);
+// and the error a boot with that environment would stop on.
+func readSettings(lookup func(string) string) ([]readVar, error) {
+	e := &env{get: lookup}
+	_, err := readConfig(e)
+	return e.read, err
 }
 
 // describeSettings is the settings with their values in this environment,
-// secrets masked fully: neither characters nor length.
-func describeSettings(lookup func(string) string) []setting {
+// secrets masked fully: neither characters nor length; and the error a
+// boot with it would stop on.
+func describeSettings(lookup func(string) string) ([]setting, error) {
+	read, err := readSettings(lookup)
 	var out []setting
-	for _, r := range readSettings() {
+	for _, r := range read {
 		d := settingDocs[r.Name]
 		s := setting{Name: r.Name, Default: r.Default, Secret: d.secret, Doc: d.doc}
 		raw := lookup(r.Name)
@@ -53,7 +49,7 @@ func describeSettings(lookup func(string) string) []setting {
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, err
 }
 
 func newConfigCommand() *cobra.Command {
@@ -67,7 +63,7 @@ check the whole configuration as 'queen serve' would: exit 2 if it would refuse
 to start, with the reason. Nothing is opened or started.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			all := describeSettings(os.Getenv)
+			all, cerr := describeSettings(os.Getenv)
 			var shown []setting
 			for _, s := range all {
 				if s.Set || !changed {
@@ -93,7 +89,7 @@ to start, with the reason. Nothing is opened or started.`,
 			if err != nil {
 				return err
 			}
-			if _, cerr := loadConfig(os.Getenv); cerr != nil {
+			if cerr != nil {
 				return &cliError{code: exitRefused, msg: "the node would refuse this configuration: " + cerr.Error()}
 			}
 			return nil

@@ -17,7 +17,8 @@ import (
 // doc table are the same set, so `queen config` cannot drift from the code.
 func TestEverySettingIsDocumented(t *testing.T) {
 	read := map[string]bool{}
-	for _, r := range readSettings() {
+	settings, _ := readSettings(lookup(nil))
+	for _, r := range settings {
 		read[r.Name] = true
 		if d, ok := settingDocs[r.Name]; !ok || strings.TrimSpace(d.doc) == "" {
 			t.Errorf("%s is read by the config but has no line in settingDocs", r.Name)
@@ -39,7 +40,8 @@ func TestSettingsRecordTheCodesDefaults(t *testing.T) {
 		"QUEEN_LOG_JSON": "false", "JWT_ALGORITHM": "HS256", "QUEEN_RAFT_GROUPS": strconv.Itoa(defaultGroups(1)),
 		"QUEEN_KAFKA_SASL_USERS": "", "JWT_SKIP_PATHS": "/health,/metrics/prometheus,/metrics,/"}
 	got := map[string]string{}
-	for _, r := range readSettings() {
+	settings, _ := readSettings(lookup(nil))
+	for _, r := range settings {
 		got[r.Name] = r.Default
 	}
 	for k, v := range want {
@@ -78,7 +80,8 @@ func TestConfigMasksSecrets(t *testing.T) {
 			t.Errorf("%v: no <set> in\n%s", format, out.String())
 		}
 	}
-	for _, s := range describeSettings(func(k string) string { return secrets[k] }) {
+	settings, _ := describeSettings(lookup(secrets))
+	for _, s := range settings {
 		if s.Secret && s.Value != "<set>" {
 			t.Errorf("%s shows %q", s.Name, s.Value)
 		}
@@ -201,5 +204,33 @@ func TestListingsFollowEveryPage(t *testing.T) {
 	if code := execute([]string{"queues", "list", "--json", "--url", srv.URL}, &out, &errOut); code != exitOK ||
 		strings.Count(out.String(), "\n") != 2 || !strings.Contains(out.String(), `"beta"`) {
 		t.Fatalf("--json: exit %d %q", code, out.String())
+	}
+}
+
+// TestConfigDefaultsFollowTheEnvironment: a default the code takes from
+// another setting is the one this environment gives it (without the
+// tenancy header no grant is required), and a variable read only in some
+// modes is still listed.
+func TestConfigDefaultsFollowTheEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "false"},
+		{map[string]string{"QUEEN_TENANCY_HEADER": "true", "QUEEN_KV_TRUSTED_PROXY": "1"}, "true"},
+	} {
+		settings, _ := describeSettings(lookup(c.env))
+		got := map[string]setting{}
+		for _, s := range settings {
+			got[s.Name] = s
+		}
+		if s := got["QUEEN_EPHEMERAL_REQUIRE_GRANT"]; s.Default != c.want || s.Value != c.want {
+			t.Errorf("%v: QUEEN_EPHEMERAL_REQUIRE_GRANT default %q value %q, want %q", c.env, s.Default, s.Value, c.want)
+		}
+		for _, name := range []string{"QUEEN_KAFKA_SASL_USERS", "QUEEN_KV_TRUSTED_PROXY"} {
+			if _, ok := got[name]; !ok {
+				t.Errorf("%v: %s is not listed", c.env, name)
+			}
+		}
 	}
 }

@@ -52,6 +52,8 @@ type Config struct {
 // its variable. It also records every variable it is asked for, with the
 // default the reading code gave, in the order read: `queen config` lists
 // the settings from that record, so the list is the code that reads them.
+// Hence every variable is read whatever the others say (a mode that needs
+// it only checks it then), or the list would lose it in some environments.
 type env struct {
 	get  func(string) string
 	err  error

@@ -44,7 +44,8 @@ func (e *env) authConfig() authn.Config {
 // front sets the header and strips clients' copies (spec §5.4).
 func (e *env) tenancyConfig() bool {
 	on := e.bool("QUEEN_TENANCY_HEADER", false)
-	if on && e.str("QUEEN_KV_TRUSTED_PROXY", "") != "1" {
+	proxy := e.str("QUEEN_KV_TRUSTED_PROXY", "")
+	if on && proxy != "1" {
 		e.fail("QUEEN_TENANCY_HEADER", "scopes requests by the x-queen-tenant header, which any client can set: "+
 			"run it only behind a proxy that sets the header, and say so with QUEEN_KV_TRUSTED_PROXY=1")
 	}

@@ -94,8 +94,9 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 		mechanisms = append(mechanisms, m)
 	}
 	k.SASL = strings.Join(mechanisms, ",")
+	users := e.lookup("QUEEN_KAFKA_SASL_USERS")
 	if k.SASLPlain || k.SASLScram {
-		k.SASLUsers = e.users("QUEEN_KAFKA_SASL_USERS")
+		k.SASLUsers = e.users("QUEEN_KAFKA_SASL_USERS", users)
 	}
 	if k.SASLScram && len(k.SASLUsers) == 0 {
 		e.fail("QUEEN_KAFKA_SASL_USERS", "is empty: SCRAM logs in the users it lists (user:password,...)")
@@ -129,10 +130,10 @@ func (e *env) checkKafkaAuth(jwtOn bool, k *KafkaConfig) {
 	}
 }
 
-// users parses "user:password,user2:password2".
-func (e *env) users(name string) map[string]string {
+// users parses variable name's value v, "user:password,user2:password2".
+func (e *env) users(name, v string) map[string]string {
 	out := map[string]string{}
-	for _, item := range strings.Split(e.lookup(name), ",") {
+	for _, item := range strings.Split(v, ",") {
 		if strings.TrimSpace(item) == "" {
 			continue
 		}
