@@ -28,7 +28,8 @@ func (e *env) authConfig() authn.Config {
 	c.RoleReadWrite = e.str("JWT_ROLE_READ_WRITE", c.RoleReadWrite)
 	c.RoleReadOnly = e.str("JWT_ROLE_READ_ONLY", c.RoleReadOnly)
 	c.RoleWriteOnly = e.str("JWT_ROLE_WRITE_ONLY", c.RoleWriteOnly)
-	if v := e.str("JWT_SKIP_PATHS", strings.Join(c.SkipPaths, ",")); v != strings.Join(c.SkipPaths, ",") {
+	defaultSkip := strings.Join(c.SkipPaths, ",")
+	if v := e.str("JWT_SKIP_PATHS", defaultSkip); v != defaultSkip {
 		c.SkipPaths = nil
 		for _, p := range strings.Split(v, ",") {
 			if p = strings.TrimSpace(p); p != "" {
