@@ -224,12 +224,23 @@ func (c *client) print(a answer, table func(w io.Writer)) error {
 	if c.json {
 		return writeRawJSON(c.out, a.body)
 	}
-	tw := newTable(c.out)
+	return printTable(c.out, table)
+}
+
+// printValue writes v as indented JSON (--json) or as a table.
+func printValue(w io.Writer, asJSON bool, v any, table func(w io.Writer)) error {
+	if asJSON {
+		return writeJSONValue(w, v)
+	}
+	return printTable(w, table)
+}
+
+// printTable writes the rows table writes as aligned columns.
+func printTable(w io.Writer, table func(w io.Writer)) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	table(tw)
 	return tw.Flush()
 }
-
-func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 // row writes one table row of cells separated by tabs.
 func row(w io.Writer, cells ...any) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"strings"
 
@@ -70,22 +71,16 @@ to start, with the reason. Nothing is opened or started.`,
 					shown = append(shown, s)
 				}
 			}
-			out := cmd.OutOrStdout()
-			var err error
-			if asJSON {
-				err = writeJSONValue(out, shown)
-			} else {
-				tw := newTable(out)
-				row(tw, "VARIABLE", "VALUE", "DEFAULT", "DESCRIPTION")
+			err := printValue(cmd.OutOrStdout(), asJSON, shown, func(w io.Writer) {
+				row(w, "VARIABLE", "VALUE", "DEFAULT", "DESCRIPTION")
 				for _, s := range shown {
 					v := s.Value
 					if !s.Set && !s.Secret {
 						v = "(default)"
 					}
-					row(tw, s.Name, oneLine(v), oneLine(s.Default), s.Doc)
+					row(w, s.Name, oneLine(v), oneLine(s.Default), s.Doc)
 				}
-				err = tw.Flush()
-			}
+			})
 			if err != nil {
 				return err
 			}

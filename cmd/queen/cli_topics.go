@@ -41,30 +41,35 @@ func newTopicsCommand() *cobra.Command {
 	return cmd
 }
 
-// admin connects an admin client; the caller closes it.
-func (kf *kafkaFlags) admin(cmd *cobra.Command) (*kadm.Client, context.Context, func(), error) {
-	var seeds []string
-	for _, b := range strings.Split(kf.brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			seeds = append(seeds, b)
+// run makes a topic subcommand's RunE: fn gets an admin client of
+// --brokers and a context bounded by --timeout, both closed after it.
+func (kf *kafkaFlags) run(fn func(ctx context.Context, adm *kadm.Client, out io.Writer, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		var seeds []string
+		for _, b := range strings.Split(kf.brokers, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				seeds = append(seeds, b)
+			}
 		}
+		if len(seeds) == 0 {
+			return usageError("--brokers names no address")
+		}
+		opts := []kgo.Opt{kgo.SeedBrokers(seeds...)}
+		if kf.tls {
+			opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+		}
+		if kf.user != "" {
+			opts = append(opts, kgo.SASL(plain.Auth{User: kf.user, Pass: envOr("QUEEN_KAFKA_PASSWORD", "")}.AsMechanism()))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return usageError("kafka client: %v", err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), kf.timeout)
+		defer cancel()
+		return fn(ctx, kadm.NewClient(cl), cmd.OutOrStdout(), args)
 	}
-	if len(seeds) == 0 {
-		return nil, nil, nil, usageError("--brokers names no address")
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(seeds...)}
-	if kf.tls {
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
-	}
-	if kf.user != "" {
-		opts = append(opts, kgo.SASL(plain.Auth{User: kf.user, Pass: envOr("QUEEN_KAFKA_PASSWORD", "")}.AsMechanism()))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, nil, nil, usageError("kafka client: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), kf.timeout)
-	return kadm.NewClient(cl), ctx, func() { cancel(); cl.Close() }, nil
 }
 
 // kafkaError classifies an admin error: a Kafka error code is the broker
@@ -79,6 +84,14 @@ func kafkaError(what string, err error, brokers string) error {
 		return serverError("%s: no answer from %s in time (is the Kafka port reachable?)", what, brokers)
 	}
 	return serverError("%s: %v", what, err)
+}
+
+// withBrokerMessage adds the message a topic's error code came with.
+func withBrokerMessage(err error, msg string) error {
+	if msg == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, msg)
 }
 
 type topicJSON struct {
@@ -110,12 +123,7 @@ func topicsList(kf *kafkaFlags) *cobra.Command {
 		Use:   "list",
 		Short: "List topics with their partition and replica counts",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, ctx, done, err := kf.admin(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: kf.run(func(ctx context.Context, adm *kadm.Client, w io.Writer, _ []string) error {
 			details, err := adm.ListTopics(ctx)
 			if err != nil {
 				return kafkaError("list topics", err, kf.brokers)
@@ -124,13 +132,13 @@ func topicsList(kf *kafkaFlags) *cobra.Command {
 			for _, d := range details.Sorted() {
 				out = append(out, topicSummary(d))
 			}
-			return kf.print(cmd.OutOrStdout(), out, func(w io.Writer) {
+			return printValue(w, kf.json, out, func(w io.Writer) {
 				row(w, "TOPIC", "PARTITIONS", "REPLICAS")
 				for _, t := range out {
 					row(w, t.Topic, t.Partitions, t.Replicas)
 				}
 			})
-		},
+		}),
 	}
 }
 
@@ -141,25 +149,17 @@ func topicsCreate(kf *kafkaFlags) *cobra.Command {
 		Use:   "create TOPIC",
 		Short: "Create a topic; one that exists already is refused",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, ctx, done, err := kf.admin(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: kf.run(func(ctx context.Context, adm *kadm.Client, w io.Writer, args []string) error {
 			r, err := adm.CreateTopic(ctx, partitions, replication, nil, args[0])
 			if err != nil {
-				if r.ErrMessage != "" {
-					err = fmt.Errorf("%w: %s", err, r.ErrMessage)
-				}
-				return kafkaError("create topic "+args[0], err, kf.brokers)
+				return kafkaError("create topic "+args[0], withBrokerMessage(err, r.ErrMessage), kf.brokers)
 			}
 			out := topicJSON{Topic: r.Topic, Partitions: int(r.NumPartitions), Replicas: int(r.ReplicationFactor)}
-			return kf.print(cmd.OutOrStdout(), out, func(w io.Writer) {
+			return printValue(w, kf.json, out, func(w io.Writer) {
 				row(w, "TOPIC", "PARTITIONS", "REPLICAS")
 				row(w, out.Topic, out.Partitions, out.Replicas)
 			})
-		},
+		}),
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", -1, "partitions (-1: the broker's QUEEN_KAFKA_DEFAULT_PARTITIONS)")
 	cmd.Flags().Int16Var(&replication, "replication-factor", -1, "replicas (-1: the broker's; queen replicates every partition on all voters)")
@@ -171,12 +171,7 @@ func topicsDescribe(kf *kafkaFlags) *cobra.Command {
 		Use:   "describe TOPIC",
 		Short: "Show a topic's partitions: leader, replicas, start and end offsets",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, ctx, done, err := kf.admin(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: kf.run(func(ctx context.Context, adm *kadm.Client, w io.Writer, args []string) error {
 			details, err := adm.ListTopics(ctx, args[0])
 			if err != nil {
 				return kafkaError("describe topic "+args[0], err, kf.brokers)
@@ -214,13 +209,13 @@ func topicsDescribe(kf *kafkaFlags) *cobra.Command {
 				out.Details = append(out.Details, pj)
 			}
 			sort.Slice(out.Details, func(i, j int) bool { return out.Details[i].Partition < out.Details[j].Partition })
-			return kf.print(cmd.OutOrStdout(), out, func(w io.Writer) {
+			return printValue(w, kf.json, out, func(w io.Writer) {
 				row(w, "TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "START_OFFSET", "END_OFFSET")
 				for _, p := range out.Details {
 					row(w, out.Topic, p.Partition, p.Leader, ints(p.Replicas), ints(p.ISR), p.StartOffset, p.EndOffset)
 				}
 			})
-		},
+		}),
 	}
 }
 
@@ -229,35 +224,18 @@ func topicsDelete(kf *kafkaFlags) *cobra.Command {
 		Use:   "delete TOPIC",
 		Short: "Delete a topic and its records; one that does not exist is refused",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, ctx, done, err := kf.admin(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: kf.run(func(ctx context.Context, adm *kadm.Client, w io.Writer, args []string) error {
 			r, err := adm.DeleteTopic(ctx, args[0])
 			if err != nil {
-				if r.ErrMessage != "" {
-					err = fmt.Errorf("%w: %s", err, r.ErrMessage)
-				}
-				return kafkaError("delete topic "+args[0], err, kf.brokers)
+				return kafkaError("delete topic "+args[0], withBrokerMessage(err, r.ErrMessage), kf.brokers)
 			}
 			out := map[string]any{"topic": args[0], "deleted": true}
-			return kf.print(cmd.OutOrStdout(), out, func(w io.Writer) {
+			return printValue(w, kf.json, out, func(w io.Writer) {
 				row(w, "TOPIC", "DELETED")
 				row(w, args[0], true)
 			})
-		},
+		}),
 	}
-}
-
-func (kf *kafkaFlags) print(out io.Writer, v any, table func(w io.Writer)) error {
-	if kf.json {
-		return writeJSONValue(out, v)
-	}
-	tw := newTable(out)
-	table(tw)
-	return tw.Flush()
 }
 
 func ints(v []int32) string {
