@@ -174,12 +174,7 @@ func kafkaRun(w io.Writer, seeds []string, topic string, o KafkaOptions) (stats.
 			}
 		}
 	}()
-	time.Sleep(warmup)
-	measuring.Store(true)
-	began := time.Now()
-	time.Sleep(duration)
-	measuring.Store(false)
-	elapsed := time.Since(began)
+	elapsed := measure(&measuring, warmup, duration)
 	cancel()
 	wg.Wait()
 	p := prodRec.Result(elapsed)

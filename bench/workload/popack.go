@@ -239,12 +239,7 @@ func (b *bench) consume(queue string, consumers, batch int, warmup, duration tim
 			}
 		}()
 	}
-	time.Sleep(warmup)
-	measuring.Store(true)
-	began := time.Now()
-	time.Sleep(duration)
-	measuring.Store(false)
-	elapsed := time.Since(began)
+	elapsed := measure(&measuring, warmup, duration)
 	stop.Store(true)
 	wg.Wait()
 	r := consumeResult{total: total.Result(elapsed), pop: pops.Result(elapsed), ack: acks.Result(elapsed)}

@@ -25,6 +25,17 @@ import (
 // is started.
 var ErrOptions = errors.New("bad options")
 
+// measure lets a workload warm up, then sets measuring for the measured
+// window and returns how long that window was.
+func measure(measuring *atomic.Bool, warmup, duration time.Duration) time.Duration {
+	time.Sleep(warmup)
+	measuring.Store(true)
+	began := time.Now()
+	time.Sleep(duration)
+	measuring.Store(false)
+	return time.Since(began)
+}
+
 // PushOptions shape the HTTP push benchmark.
 type PushOptions struct {
 	Nodes, Clients, Batch, Size, Partitions int
@@ -113,12 +124,7 @@ func pushRun(url string, o PushOptions) stats.Result {
 			}
 		}(c)
 	}
-	time.Sleep(o.Warmup)
-	measuring.Store(true)
-	began := time.Now()
-	time.Sleep(o.Duration)
-	measuring.Store(false)
-	elapsed := time.Since(began)
+	elapsed := measure(&measuring, o.Warmup, o.Duration)
 	stop.Store(true)
 	wg.Wait()
 	r := rec.Result(elapsed)
