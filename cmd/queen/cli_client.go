@@ -177,9 +177,9 @@ func jsonInto(a answer, out any) error {
 const nextCursorHeader = "Queen-Next-Cursor"
 
 // getPages reads a paged listing to its end, decoding each page into a
-// fresh value with decode; the answer's body is the pages' JSON documents
+// fresh T handed to add; the answer's body is the pages' JSON documents
 // one after another (a single document when there is one page).
-func (c *client) getPages(path string, query url.Values, decode func(body []byte) error) (answer, error) {
+func getPages[T any](c *client, path string, query url.Values, add func(page T)) (answer, error) {
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
@@ -190,9 +190,11 @@ func (c *client) getPages(path string, query url.Values, decode func(body []byte
 		if err != nil {
 			return a, err
 		}
-		if err := decode(a.body); err != nil {
+		var page T
+		if err := json.Unmarshal(a.body, &page); err != nil {
 			return a, serverError("the answer of GET %s is not the JSON expected: %v", path, err)
 		}
+		add(page)
 		all.status = a.status
 		all.body = append(append(all.body, bytes.TrimSpace(a.body)...), '\n')
 		if a.next == "" {

@@ -42,12 +42,7 @@ func groupsList(cf *clientFlags) *cobra.Command {
 				SubscriptionMode  *string `json:"subscriptionMode"`
 			}
 			var rows []groupRow
-			a, err := c.getPages("/api/v1/consumer-groups", nil, func(body []byte) error {
-				var page []groupRow
-				err := json.Unmarshal(body, &page)
-				rows = append(rows, page...)
-				return err
-			})
+			a, err := getPages(c, "/api/v1/consumer-groups", nil, func(page []groupRow) { rows = append(rows, page...) })
 			if err != nil {
 				return err
 			}
@@ -86,16 +81,13 @@ func groupsDescribe(cf *clientFlags) *cobra.Command {
 			}
 			// A queue's partitions may span pages: each page repeats its entry.
 			ans := map[string]queueEntry{}
-			a, err := c.getPages("/api/v1/consumer-groups/"+pathSegment(args[0]), nil, func(body []byte) error {
-				var page map[string]queueEntry
-				err := json.Unmarshal(body, &page)
+			a, err := getPages(c, "/api/v1/consumer-groups/"+pathSegment(args[0]), nil, func(page map[string]queueEntry) {
 				for q, e := range page {
 					if prev, ok := ans[q]; ok {
 						e.Partitions = append(prev.Partitions, e.Partitions...)
 					}
 					ans[q] = e
 				}
-				return err
 			})
 			if err != nil {
 				return err

@@ -55,21 +55,18 @@ func queuesList(cf *clientFlags) *cobra.Command {
 				Partitions int               `json:"partitions"`
 				Messages   messageCountsJSON `json:"messages"`
 			}
-			var ans struct{ Queues []queueRow }
-			a, err := c.getPages("/api/v1/resources/queues", q, func(body []byte) error {
-				var page struct {
-					Queues []queueRow `json:"queues"`
-				}
-				err := json.Unmarshal(body, &page)
-				ans.Queues = append(ans.Queues, page.Queues...)
-				return err
+			var queues []queueRow
+			a, err := getPages(c, "/api/v1/resources/queues", q, func(page struct {
+				Queues []queueRow `json:"queues"`
+			}) {
+				queues = append(queues, page.Queues...)
 			})
 			if err != nil {
 				return err
 			}
 			return c.print(a, func(w io.Writer) {
 				row(w, "NAME", "NAMESPACE", "TASK", "PARTITIONS", "TOTAL", "PENDING", "PROCESSING", "COMPLETED", "FAILED", "DLQ", "CREATED")
-				for _, q := range ans.Queues {
+				for _, q := range queues {
 					m := q.Messages
 					row(w, q.Name, q.Namespace, q.Task, q.Partitions, m.Total, m.Pending, m.Processing, m.Completed, m.Failed, m.DeadLetter, q.CreatedAt)
 				}
@@ -179,15 +176,12 @@ func queuesDescribe(cf *clientFlags) *cobra.Command {
 			// The queue from its first page, every page's partitions.
 			var ans queuePage
 			first := true
-			a, err := c.getPages("/api/v1/resources/queues/"+pathSegment(args[0]), nil, func(body []byte) error {
-				var page queuePage
-				err := json.Unmarshal(body, &page)
+			a, err := getPages(c, "/api/v1/resources/queues/"+pathSegment(args[0]), nil, func(page queuePage) {
 				if first {
 					ans, first = page, false
 				} else {
 					ans.Partitions = append(ans.Partitions, page.Partitions...)
 				}
-				return err
 			})
 			if err != nil {
 				return err
