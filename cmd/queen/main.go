@@ -48,6 +48,11 @@ func run() int {
 	defer verifier.Close()
 	log.Info("config: auth", "jwt", verifier.Describe(), "tenancy_header", cfg.HTTP.TenancyHeader)
 	cfg.HTTP.Auth = verifier
+	// Before anything starts: it needs only the config and the verifier.
+	if err := setKafkaAuth(&cfg.Kafka, verifier, cfg.HTTP.TenancyHeader); err != nil {
+		log.Error("boot: kafka SASL", "err", err)
+		return 1
+	}
 
 	if cfg.PprofAddr != "" {
 		stopPprof := servePprof(log, cfg.PprofAddr, cfg.PprofToken)
@@ -80,12 +85,6 @@ func run() int {
 	if err := srv.Start(); err != nil {
 		host.Close()
 		log.Error("boot: http listener", "err", err)
-		return 1
-	}
-	if err := setKafkaAuth(&cfg.Kafka, verifier, cfg.HTTP.TenancyHeader); err != nil {
-		_ = srv.Shutdown(context.Background())
-		host.Close()
-		log.Error("boot: kafka SASL", "err", err)
 		return 1
 	}
 	kb, err := broker.New(cfg.Kafka.Broker, engine, log)
