@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
@@ -146,11 +145,11 @@ func produceBytes(req *kmsg.ProduceRequest) int {
 	return n
 }
 
-// refuseProduce answers every partition of req NOT_ENOUGH_REPLICAS
-// (retriable: nothing was written) with a throttle, for a tenant over its
-// in-flight bytes.
+// refuseProduce answers every partition of req errTenantBusy with a
+// throttle, for a tenant over its in-flight bytes.
 func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
 	resp.ThrottleMillis = produceThrottleMs
+	code, msg := errorCode(errTenantBusy), errorMessage(errTenantBusy)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, t := range req.Topics {
 		rt := &resp.Topics[ti]
@@ -158,9 +157,7 @@ func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.NotEnoughReplicas.Code
-			msg := "the tenant's produce requests in flight hold QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES; retry"
-			rp.ErrorMessage = &msg
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, msg
 			rt.Partitions[pi] = rp
 		}
 	}
