@@ -166,3 +166,22 @@ func TestScramAcceptsLibrdkafkasNonce(t *testing.T) {
 		}
 	}
 }
+
+// The GS2 header SCRAM and OAUTHBEARER share: no channel binding, an
+// optional authorization id as sent.
+func TestCutGS2Header(t *testing.T) {
+	for msg, want := range map[string][2]string{
+		"n,,n=u,r=x":     {"", "n=u,r=x"},
+		"y,a=bob,n=bob":  {"bob", "n=bob"},
+		"n,a=b=2Cc,":     {"b=2Cc", ""},
+		"p=tls,,n=u,r=x": {"!"},
+		"n,bob,n=u":      {"!"},
+		"n,":             {"!"},
+		"":               {"!"},
+	} {
+		authzid, rest, err := cutGS2Header(msg)
+		if got := [2]string{authzid, rest}; (err != nil) != (want[0] == "!") || (err == nil && got != want) {
+			t.Errorf("%q: %q %q %v; want %q", msg, authzid, rest, err, want)
+		}
+	}
+}
