@@ -107,6 +107,7 @@ func TestSASLHandshakeOffersWhatIsConfigured(t *testing.T) {
 func TestParseBearer(t *testing.T) {
 	for msg, want := range map[string]string{
 		"n,,\x01auth=Bearer tok\x01\x01":                    "tok",
+		"n,,\x01auth=Bearer  tok\x01\x01":                   "tok", // 1*SP (RFC 6750), as Kafka takes it
 		"n,a=alice,\x01auth=bearer tok\x01\x01":             "tok",
 		"n,,\x01ext=1\x01auth=Bearer tok\x01host=x\x01\x01": "tok",
 		"n,,\x01auth=Basic tok\x01\x01":                     "",

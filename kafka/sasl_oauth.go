@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strings"
+
+	"github.com/queen-mq/queen/crypto/authn"
 )
 
 // authenticateBearer checks an OAUTHBEARER initial response (RFC 7628
@@ -53,8 +54,9 @@ func parseBearer(msg []byte) (token, authzid string, err error) {
 		if string(key) != "auth" {
 			continue // extensions (KIP-342) are accepted and ignored
 		}
-		scheme, tok, ok := strings.Cut(string(value), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		// The value is an HTTP Authorization header's (RFC 7628 §3.1).
+		tok, ok := authn.BearerToken(string(value))
+		if !ok {
 			return bad(`auth must be "Bearer <token>"`)
 		}
 		token = tok
