@@ -16,10 +16,11 @@ import (
 // ErrBadCredentials refuses a SASL login.
 var ErrBadCredentials = errors.New("kafka: bad SASL credentials")
 
-// Identity is what a SASL/PLAIN login resolves to (kafka.Principal's
-// Identity): the tenant the connection acts for and, when the password was a
-// broker JWT, the token's principal whose roles limit what it may do (nil:
-// no limits, a QUEEN_KAFKA_SASL_USERS login).
+// Identity is what a SASL login resolves to (kafka.Principal's Identity):
+// the tenant the connection acts for and, when it logged in with a broker
+// JWT (a PLAIN password or an OAUTHBEARER token), the token's principal
+// whose roles limit what it may do (nil: no limits, a
+// QUEEN_KAFKA_SASL_USERS login over PLAIN or SCRAM).
 type Identity struct {
 	Tenant    wire.ID
 	Principal *authn.Principal
