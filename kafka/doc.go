@@ -1,7 +1,9 @@
 // Package kafka is queen's Kafka protocol front door: the TCP (optionally
 // TLS) listener, per-connection framing, request header and body decoding,
 // dispatch by API key to registered handlers, in-order response writing,
-// SASL/PLAIN authentication and the version table advertised by ApiVersions.
+// SASL authentication (the PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER
+// exchanges; who may log in is the configured authenticators' say) and the
+// version table advertised by ApiVersions.
 //
 // It owns the wire: size-prefixed frames, request and response headers
 // (flexible versions and tagged fields), the limits that keep memory bounded

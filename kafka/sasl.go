@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -46,6 +47,23 @@ func (c Config) mechanisms() []string {
 		out = append(out, MechanismOAuthBearer)
 	}
 	return out
+}
+
+// cutGS2Header splits off the GS2 header (RFC 5801 §4) SCRAM and
+// OAUTHBEARER client messages start with: a channel binding flag, "n"
+// (none) or "y" (the client could bind but thinks the server cannot; no
+// binding is offered), then an optional "a=" authorization id, as sent,
+// each followed by a comma. rest is what follows the header.
+func cutGS2Header(msg string) (authzid, rest string, err error) {
+	flag, after, ok := strings.Cut(msg, ",")
+	if !ok || (flag != "n" && flag != "y") {
+		return "", "", errors.New("channel binding is not supported")
+	}
+	authzid, rest, ok = strings.Cut(after, ",")
+	if !ok || (authzid != "" && !strings.HasPrefix(authzid, "a=")) {
+		return "", "", errors.New("malformed authorization id")
+	}
+	return strings.TrimPrefix(authzid, "a="), rest, nil
 }
 
 func (c *Conn) saslStage() saslStage {

@@ -107,6 +107,7 @@ func TestSASLHandshakeOffersWhatIsConfigured(t *testing.T) {
 func TestParseBearer(t *testing.T) {
 	for msg, want := range map[string]string{
 		"n,,\x01auth=Bearer tok\x01\x01":                    "tok",
+		"n,,\x01auth=Bearer  tok\x01\x01":                   "tok", // 1*SP (RFC 6750), as Kafka takes it
 		"n,a=alice,\x01auth=bearer tok\x01\x01":             "tok",
 		"n,,\x01ext=1\x01auth=Bearer tok\x01host=x\x01\x01": "tok",
 		"n,,\x01auth=Basic tok\x01\x01":                     "",
@@ -163,6 +164,25 @@ func TestScramAcceptsLibrdkafkasNonce(t *testing.T) {
 		final := saslAuthenticate(c, withoutProof+",p="+base64.StdEncoding.EncodeToString(clientKey))
 		if final.ErrorCode != 0 || !strings.HasPrefix(string(final.SASLAuthBytes), "v=") {
 			t.Fatalf("%s: final message: error %d, %q", name, final.ErrorCode, final.SASLAuthBytes)
+		}
+	}
+}
+
+// The GS2 header SCRAM and OAUTHBEARER share: no channel binding, an
+// optional authorization id as sent.
+func TestCutGS2Header(t *testing.T) {
+	for msg, want := range map[string][2]string{
+		"n,,n=u,r=x":     {"", "n=u,r=x"},
+		"y,a=bob,n=bob":  {"bob", "n=bob"},
+		"n,a=b=2Cc,":     {"b=2Cc", ""},
+		"p=tls,,n=u,r=x": {"!"},
+		"n,bob,n=u":      {"!"},
+		"n,":             {"!"},
+		"":               {"!"},
+	} {
+		authzid, rest, err := cutGS2Header(msg)
+		if got := [2]string{authzid, rest}; (err != nil) != (want[0] == "!") || (err == nil && got != want) {
+			t.Errorf("%q: %q %q %v; want %q", msg, authzid, rest, err, want)
 		}
 	}
 }

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strings"
+
+	"github.com/queen-mq/queen/crypto/authn"
 )
 
 // authenticateBearer checks an OAUTHBEARER initial response (RFC 7628
@@ -38,17 +39,12 @@ func parseBearer(msg []byte) (token, authzid string, err error) {
 	if !ok || !bytes.HasSuffix(rest, []byte{1, 1}) {
 		return bad("expected a GS2 header and 0x01-separated pairs ending in two 0x01")
 	}
-	// gs2-header: a channel binding flag ("n" or "y": none is used), an
-	// optional "a=authzid", and nothing else.
-	fields := strings.Split(string(header), ",")
-	if len(fields) != 3 || (fields[0] != "n" && fields[0] != "y") || fields[2] != "" {
-		return bad("malformed GS2 header")
+	authzid, after, err := cutGS2Header(string(header))
+	if err != nil {
+		return bad(err.Error())
 	}
-	if fields[1] != "" {
-		if !strings.HasPrefix(fields[1], "a=") {
-			return bad("malformed GS2 header")
-		}
-		authzid = fields[1][2:]
+	if after != "" {
+		return bad("malformed GS2 header")
 	}
 	for _, kv := range bytes.Split(rest[:len(rest)-2], []byte{1}) {
 		key, value, ok := bytes.Cut(kv, []byte("="))
@@ -58,8 +54,9 @@ func parseBearer(msg []byte) (token, authzid string, err error) {
 		if string(key) != "auth" {
 			continue // extensions (KIP-342) are accepted and ignored
 		}
-		scheme, tok, ok := strings.Cut(string(value), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		// The value is an HTTP Authorization header's (RFC 7628 §3.1).
+		tok, ok := authn.BearerToken(string(value))
+		if !ok {
 			return bad(`auth must be "Bearer <token>"`)
 		}
 		token = tok

@@ -115,20 +115,11 @@ func (c *Conn) scramFirst(ctx context.Context, mechanism, msg string) (*scramLog
 	bad := func(why string) (*scramLogin, string, error) {
 		return nil, "", errors.New("invalid SCRAM client-first-message: " + why)
 	}
-	// gs2-header: no channel binding ("n", or "y": the client could but
-	// thinks the server cannot), an optional authorization id.
-	parts := strings.SplitN(msg, ",", 3)
-	if len(parts) != 3 || (parts[0] != "n" && parts[0] != "y") {
-		return bad("channel binding is not supported")
+	authzid, bare, err := cutGS2Header(msg)
+	if err != nil {
+		return bad(err.Error())
 	}
-	authzid := ""
-	if parts[1] != "" {
-		if !strings.HasPrefix(parts[1], "a=") {
-			return bad("malformed authorization id")
-		}
-		authzid = scramUnescape(parts[1][2:])
-	}
-	bare := parts[2]
+	authzid = scramUnescape(authzid)
 	attrs := strings.Split(bare, ",")
 	if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "n=") || !strings.HasPrefix(attrs[1], "r=") || len(attrs[1]) < 3 {
 		return bad("expected n=user,r=nonce")
@@ -156,7 +147,7 @@ func (c *Conn) scramFirst(ctx context.Context, mechanism, msg string) (*scramLog
 	}
 	nonce := attrs[1][2:] + base64.RawURLEncoding.EncodeToString(serverNonce[:])
 	serverFirst := "r=" + nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.Salt) + ",i=" + strconv.Itoa(cred.Iterations)
-	return &scramLogin{mechanism: mechanism, gs2Header: parts[0] + "," + parts[1] + ",", clientFirst: bare,
+	return &scramLogin{mechanism: mechanism, gs2Header: msg[:len(msg)-len(bare)], clientFirst: bare,
 		serverFirst: serverFirst, nonce: nonce, cred: cred, principal: principal}, serverFirst, nil
 }
 

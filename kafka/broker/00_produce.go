@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
@@ -80,12 +79,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		set, _ := b.engine.TopicSettings(tenant, t.Topic)
+		maxBytes := b.maxBatchBytes(set)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, b.maxBatchBytes(set), inflate, create)
+			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, maxBytes, inflate, create)
 			if err == nil && set.Compact && !allKeyed(batches) {
 				// As Kafka: compaction keeps the last record per key, and
 				// a record without one has none.
@@ -93,17 +93,17 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			}
 			// The group the batch goes to is the one whose copy of the
 			// options the state machine checks (CodeSealRequired).
-			seal := err == nil && b.engine.QueueEncryptedIn(tenant, t.Topic, part.group)
+			form := storedForm{seal: err == nil && b.engine.QueueEncryptedIn(tenant, t.Topic, part.group),
+				appendTime: set.LogAppendTime}
 			switch {
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 			case req.TransactionID != nil:
 				rp.BaseOffset = -1 // offsets are given at commit
-				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, part: part,
-					stored: storedForm{seal: seal, appendTime: set.LogAppendTime}, batches: batches})
+				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, part: part, stored: form, batches: batches})
 			default:
 				for i := range batches {
-					body, err := b.produceBody(tenant, t.Topic, p.Partition, part.inc, storedForm{seal: seal, appendTime: set.LogAppendTime}, &batches[i])
+					body, err := b.produceBody(tenant, t.Topic, p.Partition, part.inc, form, &batches[i])
 					if err != nil {
 						rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 						break
@@ -146,11 +146,11 @@ func produceBytes(req *kmsg.ProduceRequest) int {
 	return n
 }
 
-// refuseProduce answers every partition of req NOT_ENOUGH_REPLICAS
-// (retriable: nothing was written) with a throttle, for a tenant over its
-// in-flight bytes.
+// refuseProduce answers every partition of req errTenantBusy with a
+// throttle, for a tenant over its in-flight bytes.
 func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
 	resp.ThrottleMillis = produceThrottleMs
+	code, msg := errorCode(errTenantBusy), errorMessage(errTenantBusy)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, t := range req.Topics {
 		rt := &resp.Topics[ti]
@@ -158,9 +158,7 @@ func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.NotEnoughReplicas.Code
-			msg := "the tenant's produce requests in flight hold QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES; retry"
-			rp.ErrorMessage = &msg
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, msg
 			rt.Partitions[pi] = rp
 		}
 	}

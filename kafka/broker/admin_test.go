@@ -91,14 +91,7 @@ func TestTopicAdministration(t *testing.T) {
 		cfg  map[string]string
 	}{{"a", 2, -1, map[string]string{"retention.ms": "3600000"}}, {"b", 1, 1, nil}, {"c", 0, -1, nil},
 		{"d", 1, 5, nil}, {"e", 1, -1, map[string]string{"no.such": "1"}}, {"a", 1, -1, nil}} {
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = c.name, c.n, c.rf
-		for k, v := range c.cfg {
-			rc := kmsg.NewCreateTopicsRequestTopicConfig()
-			rc.Name, rc.Value = k, kmsg.StringPtr(v)
-			rt.Configs = append(rt.Configs, rc)
-		}
-		create.Topics = append(create.Topics, rt)
+		create.Topics = append(create.Topics, createTopicsTopic(c.name, c.n, c.rf, c.cfg))
 	}
 	cr, err := create.RequestWith(ctxFor(t), cl)
 	if err != nil {

@@ -46,14 +46,12 @@ func errorCode(err error) int16 {
 	case errors.Is(err, errNotLeader), errors.Is(err, errNotTxnCoordinator), errors.Is(err, raftgroups.ErrNoLeader),
 		errors.Is(err, raftgroups.ErrClosed):
 		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, raftgroups.ErrOverloaded):
-		return kerr.NotEnoughReplicas.Code // retriable: nothing was proposed
-	case errors.Is(err, wire.ErrSealRequired):
-		// Retriable, nothing was stored: the retry is sealed, this
-		// node's replica now having the configure the refusal met.
+	case errors.Is(err, raftgroups.ErrOverloaded), errors.Is(err, wire.ErrSealRequired), errors.Is(err, wire.ErrSequenceAhead):
+		// Retriable, nothing was written: an overloaded group proposed
+		// nothing; a refused unsealed batch is sealed on retry, this
+		// node's replica now having the configure the refusal met; an
+		// earlier batch of the producer is on its way.
 		return kerr.NotEnoughReplicas.Code
-	case errors.Is(err, wire.ErrSequenceAhead):
-		return kerr.NotEnoughReplicas.Code // retriable: nothing was written, an earlier batch is on its way
 	case errors.Is(err, raftgroups.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code // may or may not have been written
 	case errors.Is(err, raftgroups.ErrTooLarge):

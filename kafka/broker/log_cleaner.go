@@ -106,7 +106,7 @@ func (b *Broker) cleanPartition(ctx context.Context, tenant wire.ID, part cached
 	if due, err := compactionDue(store, part.Partition, set, *st, now); !due || err != nil {
 		return err
 	}
-	plan, err := planCompaction(store, part.Partition, set, now, b.engine.OpenRecord)
+	plan, err := planCompaction(store, part.Partition, set, now, st.compactedTo, b.engine.OpenRecord)
 	if err != nil {
 		return err
 	}
@@ -200,14 +200,18 @@ type compactionPlan struct {
 	tombstoneDueMs int64
 }
 
-// planCompaction reads p twice from its log start up to what may be
-// compacted (records younger than min.compaction.lag.ms may not): first
-// the last offset of every key, then which records to drop: those a later
-// record of their key supersedes, and tombstones (null values) kept
-// delete.retention.ms past their append. Records without a key (pushed over
-// HTTP) stay. open turns a record of an encrypted topic into its plaintext:
-// its key and whether it is a tombstone are sealed with it.
-func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSettings, now int64, open func(*wire.Record)) (compactionPlan, error) {
+// planCompaction reads p up to what may be compacted (records younger than
+// min.compaction.lag.ms may not) twice: first the last offset of every key
+// from compactedTo (the log start when 0), then from the log start which
+// records to drop: those a later record of their key supersedes, and
+// tombstones (null values) kept delete.retention.ms past their append.
+// Records without a key (pushed over HTTP) stay. As Kafka's cleaner the
+// first read leaves out what an earlier pass compacted: there each key is
+// at most once, so only a later record can supersede one. open turns a
+// record of an encrypted topic into its plaintext: its key and whether it
+// is a tombstone are sealed with it.
+func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSettings, now int64, compactedTo uint64,
+	open func(*wire.Record)) (compactionPlan, error) {
 	plan := compactionPlan{end: p.HighWatermark()}
 	if set.MinCompactionLagMs > 0 {
 		lagCut := now - set.MinCompactionLagMs
@@ -224,7 +228,7 @@ func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSet
 	start := p.LogStart()
 	last := map[string]uint64{}
 	keyBytes := 0
-	err := eachStored(store, p, start, plan.end, open, func(_ storedChunk, off uint64, rec *wire.Record) bool {
+	err := eachStored(store, p, max(start, compactedTo), plan.end, open, func(_ storedChunk, off uint64, rec *wire.Record) bool {
 		if rec.Flags&wire.FlagKey == 0 {
 			return true
 		}
@@ -260,7 +264,8 @@ func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSet
 		if rec.Flags&wire.FlagKey == 0 {
 			return true
 		}
-		drop := last[string(rec.Key)] != off
+		lastOff, known := last[string(rec.Key)]
+		drop := known && lastOff != off
 		if !drop && rec.Flags&wire.FlagNullValue != 0 {
 			if c.appendMs <= tombstoneHorizon {
 				drop = true

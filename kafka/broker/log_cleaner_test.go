@@ -185,3 +185,34 @@ func TestCompactionOfAnEncryptedTopic(t *testing.T) {
 		t.Fatalf("after compaction: %s", got)
 	}
 }
+
+// A later pass reads the keys only of what was written since the last
+// one: a record it compacted stays unless a newer record of its key came.
+func TestCompactionAgainAfterMoreWrites(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.LogCleanerInterval = time.Hour })
+	cl := n.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if code := createTopicWith(t, cl, "again", map[string]string{"cleanup.policy": "compact",
+		"min.cleanable.dirty.ratio": "0.01"}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	produce := func(kvs ...string) {
+		t.Helper()
+		for i := 0; i < len(kvs); i += 2 {
+			r := &kgo.Record{Topic: "again", Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}
+			if err := cl.ProduceSync(ctxFor(t), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cleaned := map[uint64]cleanState{}
+	produce("a", "1", "b", "1", "a", "2")
+	n.broker.cleanOnce(ctxFor(t), cleaned)
+	if got := fmt.Sprint(storedValues(t, n, "again")); got != "[1:b=1 2:a=2]" {
+		t.Fatalf("first pass: %s", got)
+	}
+	produce("b", "2", "c", "1")
+	n.broker.cleanOnce(ctxFor(t), cleaned)
+	if got := fmt.Sprint(storedValues(t, n, "again")); got != "[2:a=2 3:b=2 4:c=1]" {
+		t.Fatalf("second pass: %s", got)
+	}
+}

@@ -16,10 +16,11 @@ import (
 // ErrBadCredentials refuses a SASL login.
 var ErrBadCredentials = errors.New("kafka: bad SASL credentials")
 
-// Identity is what a SASL/PLAIN login resolves to (kafka.Principal's
-// Identity): the tenant the connection acts for and, when the password was a
-// broker JWT, the token's principal whose roles limit what it may do (nil:
-// no limits, a QUEEN_KAFKA_SASL_USERS login).
+// Identity is what a SASL login resolves to (kafka.Principal's Identity):
+// the tenant the connection acts for and, when it logged in with a broker
+// JWT (a PLAIN password or an OAUTHBEARER token), the token's principal
+// whose roles limit what it may do (nil: no limits, a
+// QUEEN_KAFKA_SASL_USERS login over PLAIN or SCRAM).
 type Identity struct {
 	Tenant    wire.ID
 	Principal *authn.Principal
@@ -58,12 +59,18 @@ func StaticUsers(users map[string]string, tenancyOn bool) kafka.PlainAuthenticat
 		if !ok || !m.Match(password) {
 			return kafka.Principal{}, ErrBadCredentials
 		}
-		tenant, err := loginTenant(user, tenancyOn)
-		if err != nil {
-			return kafka.Principal{}, err
-		}
-		return kafka.Principal{User: user, Identity: Identity{Tenant: tenant}}, nil
+		return staticUser(user, tenancyOn)
 	}
+}
+
+// staticUser is the principal a QUEEN_KAFKA_SASL_USERS user logs in as,
+// over PLAIN or SCRAM.
+func staticUser(user string, tenancyOn bool) (kafka.Principal, error) {
+	tenant, err := loginTenant(user, tenancyOn)
+	if err != nil {
+		return kafka.Principal{}, err
+	}
+	return kafka.Principal{User: user, Identity: Identity{Tenant: tenant}}, nil
 }
 
 // BrokerJWTs authenticates SASL/PLAIN logins whose password is a broker JWT
@@ -76,25 +83,21 @@ func StaticUsers(users map[string]string, tenancyOn bool) kafka.PlainAuthenticat
 // choice, and tenant ids are not secrets, so without the claim any valid
 // token would open every tenant's topics.
 func BrokerJWTs(v *authn.Verifier, tenancyOn bool) kafka.PlainAuthenticator {
+	bearer := BearerJWTs(v, tenancyOn)
 	return func(ctx context.Context, user, password string) (kafka.Principal, error) {
-		p, err := v.VerifyContext(ctx, password)
+		p, err := bearer(ctx, password)
 		if err != nil {
-			return kafka.Principal{}, fmt.Errorf("%w: %w", ErrBadCredentials, err)
+			return kafka.Principal{}, err
 		}
 		tenant, err := loginTenant(user, tenancyOn)
 		if err != nil {
 			return kafka.Principal{}, err
 		}
-		if tenancyOn {
-			claimed, err := tokenTenant(&p)
-			if err != nil {
-				return kafka.Principal{}, err
-			}
-			if claimed != tenant {
-				return kafka.Principal{}, fmt.Errorf("%w: the token is for another tenant than the user name", ErrBadCredentials)
-			}
+		if p.Identity.(Identity).Tenant != tenant { // both the default tenant without tenancy
+			return kafka.Principal{}, fmt.Errorf("%w: the token is for another tenant than the user name", ErrBadCredentials)
 		}
-		return kafka.Principal{User: user, Identity: Identity{Tenant: tenant, Principal: &p}, Expires: p.Expires}, nil
+		p.User = user
+		return p, nil
 	}
 }
 
@@ -150,11 +153,11 @@ func ScramUsers(users map[string]string, tenancyOn bool) (kafka.ScramCredentials
 		if !ok {
 			return kafka.ScramCredential{}, kafka.Principal{}, ErrBadCredentials
 		}
-		tenant, err := loginTenant(user, tenancyOn)
+		p, err := staticUser(user, tenancyOn)
 		if err != nil {
 			return kafka.ScramCredential{}, kafka.Principal{}, err
 		}
-		return creds, kafka.Principal{User: user, Identity: Identity{Tenant: tenant}}, nil
+		return creds, p, nil
 	}, nil
 }
 

@@ -1,14 +1,22 @@
 package broker
 
 import (
+	"fmt"
 	"sync"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/wire"
 )
 
 // DefaultTenantMaxInflightBytes bounds one tenant's produce record bytes in
 // flight on a node (QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES).
 const DefaultTenantMaxInflightBytes = 64 << 20
+
+// errTenantBusy refuses a produce over the tenant's in-flight bytes:
+// NOT_ENOUGH_REPLICAS as for an overloaded group (retriable, nothing was
+// written).
+var errTenantBusy = fmt.Errorf("%w: the tenant's produce requests in flight hold QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES; retry",
+	raftgroups.ErrOverloaded)
 
 // produceThrottleMs is the throttle time a refused produce carries, so
 // clients back off rather than resend at once.

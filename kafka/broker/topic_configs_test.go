@@ -13,19 +13,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// createTopicWith creates a one-partition topic with configs and returns
-// CreateTopics' error code for it.
-func createTopicWith(t *testing.T, cl *kgo.Client, topic string, configs map[string]string) int16 {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
+// createTopicsTopic is one topic of a CreateTopics request.
+func createTopicsTopic(name string, partitions int32, replicationFactor int16, configs map[string]string) kmsg.CreateTopicsRequestTopic {
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, -1
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, replicationFactor
 	for k, v := range configs {
 		rc := kmsg.NewCreateTopicsRequestTopicConfig()
 		rc.Name, rc.Value = k, kmsg.StringPtr(v)
 		rt.Configs = append(rt.Configs, rc)
 	}
-	req.Topics = append(req.Topics, rt)
+	return rt
+}
+
+// createTopicWith creates a one-partition topic with configs and returns
+// CreateTopics' error code for it.
+func createTopicWith(t *testing.T, cl *kgo.Client, topic string, configs map[string]string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Topics = append(req.Topics, createTopicsTopic(topic, 1, -1, configs))
 	resp, err := req.RequestWith(ctxFor(t), cl)
 	if err != nil {
 		t.Fatal(err)
