@@ -51,7 +51,7 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if len(req.Items) == 0 {
 		return badRequest("items must be a non-empty array")
 	}
-	release, err := s.pushing.take(tenant, len(req.Items))
+	release, err := takePushItems(s.pushing, tenant, len(req.Items))
 	if err != nil {
 		return err
 	}

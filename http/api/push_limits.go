@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -91,33 +91,16 @@ func readItemsArray(dec *json.Decoder, max int) ([]pushItem, error) {
 	return items, nil
 }
 
-// tenantItems counts each tenant's push items in flight against a limit.
-type tenantItems struct {
-	limit int
-	mu    sync.Mutex
-	used  map[wire.ID]int
-}
-
 // errTenantBusy refuses a push over the tenant's in-flight items: 429
 // overloaded with Retry-After, nothing proposed.
 var errTenantBusy = fmt.Errorf("%w: the tenant's pushes in flight hold QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS items", raftgroups.ErrOverloaded)
 
-// take reserves n items for tenant; release returns them.
-func (b *tenantItems) take(tenant wire.ID, n int) (release func(), err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used[tenant]+n > b.limit {
+// takePushItems reserves a push's n items against its tenant's in-flight
+// bound; release gives them back.
+func takePushItems(bound *tenancy.Inflight, tenant wire.ID, n int) (release func(), err error) {
+	release, ok := bound.Take(tenant, n)
+	if !ok {
 		return nil, errTenantBusy
 	}
-	if b.used == nil {
-		b.used = map[wire.ID]int{}
-	}
-	b.used[tenant] += n
-	return func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.used[tenant] -= n; b.used[tenant] <= 0 {
-			delete(b.used, tenant) // idle tenants cost nothing
-		}
-	}, nil
+	return release, nil
 }

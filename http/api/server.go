@@ -21,6 +21,7 @@ import (
 
 	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy"
 )
 
 // Config is the HTTP API's configuration, filled by cmd/queen from env.
@@ -88,12 +89,12 @@ type Server struct {
 	started    time.Time
 	metrics    *metrics.Set
 	traffic    *trafficMetrics
-	requests   atomic.Uint64 // requests answered, for GET /metrics
-	gates      probeGates    // long-poll probe slots (longpoll.go)
-	parked     atomic.Int64  // pops parked right now
-	bodies     bodyBudget    // request body bytes held (body.go)
-	pushing    tenantItems   // push items in flight per tenant (push_limits.go)
-	eph        *ring         // ephemeral queues: store, owners, hand-over
+	requests   atomic.Uint64     // requests answered, for GET /metrics
+	gates      probeGates        // long-poll probe slots (longpoll.go)
+	parked     atomic.Int64      // pops parked right now
+	bodies     bodyBudget        // request body bytes held (body.go)
+	pushing    *tenancy.Inflight // push items in flight per tenant (push_limits.go)
+	eph        *ring             // ephemeral queues: store, owners, hand-over
 }
 
 // New builds the server and its routes.
@@ -140,7 +141,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	if s.node == nil && engine != nil {
 		s.node = engine.Host()
 	}
-	s.pushing.limit = cfg.TenantMaxInflightPushItems
+	s.pushing = tenancy.NewInflight(cfg.TenantMaxInflightPushItems)
 	s.bodies.limit = int64(cfg.MaxBufferedBytes)
 	s.metrics.GetOrCreateGauge("queen_http_buffered_body_bytes", func() float64 { return float64(s.bodies.used.Load()) })
 	s.base, s.cancelBase = context.WithCancel(context.Background())

@@ -56,12 +56,12 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	tenant := b.tenantOf(c)
-	held := produceBytes(req)
-	if !b.inflight.acquire(tenant, held) {
+	release, ok := b.takeProduceBytes(tenant, produceBytes(req))
+	if !ok {
 		refuseProduce(resp, req)
 		return resp, nil
 	}
-	defer b.inflight.release(tenant, held)
+	defer release()
 	create := mayCreateTopics(c)
 	var (
 		bodies  []raftgroups.KafkaBody

@@ -30,6 +30,7 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy"
 )
 
 // Config is the Kafka facade's configuration, filled by cmd/queen from env
@@ -160,7 +161,7 @@ type Broker struct {
 	groups  *coordinators // consumer-group coordination (group_coordination.go)
 	metrics *brokerMetrics
 	// inflight bounds each tenant's produce bytes in flight.
-	inflight *tenantInflight
+	inflight *tenancy.Inflight
 
 	// ctx ends with Close: the broker's own goroutines (node registration,
 	// the transaction reaper) stop on it.
@@ -183,7 +184,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel, metrics: newBrokerMetrics(cfg.Metrics),
-		inflight: newTenantInflight(cfg.TenantMaxInflightBytes)}
+		inflight: tenancy.NewInflight(cfg.TenantMaxInflightBytes)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
 	for key, h := range b.handlers() {

@@ -13,22 +13,27 @@ import (
 )
 
 func TestTenantInflightGate(t *testing.T) {
-	g := newTenantInflight(100)
+	g := &Broker{inflight: tenancy.NewInflight(100)}
+	take := func(tenant wire.ID, n int) (func(), bool) { return g.takeProduceBytes(tenant, n) }
 	a, b := wire.ID{1}, wire.ID{2}
-	if !g.acquire(a, 250) {
+	releaseA, ok := take(a, 250)
+	if !ok {
 		t.Fatal("a tenant holding nothing is refused a request over the limit")
 	}
-	if g.acquire(a, 1) {
+	if _, ok := take(a, 1); ok {
 		t.Fatal("a tenant over its limit admitted more")
 	}
-	if !g.acquire(b, 60) || !g.acquire(b, 40) || g.acquire(b, 1) {
+	_, ok1 := take(b, 60)
+	_, ok2 := take(b, 40)
+	if _, ok3 := take(b, 1); !ok1 || !ok2 || ok3 {
 		t.Fatal("another tenant's limit is not its own")
 	}
-	g.release(a, 250)
-	if !g.acquire(a, 100) {
+	releaseA()
+	if _, ok := take(a, 100); !ok {
 		t.Fatal("released bytes not given back")
 	}
-	if !g.acquire(wire.DefaultTenant, 1<<40) || !g.acquire(wire.DefaultTenant, 1<<40) {
+	_, ok1 = take(wire.DefaultTenant, 1<<40)
+	if _, ok2 := take(wire.DefaultTenant, 1<<40); !ok1 || !ok2 {
 		t.Fatal("the default tenant is the whole node: not bounded here")
 	}
 }
@@ -46,7 +51,8 @@ func TestTenantInflightProduce(t *testing.T) {
 		return n.client(kgo.SASL(plain.Auth{User: user, Pass: "pw"}.AsMechanism()))
 	}
 	busyID, _ := tenancy.Parse(busy)
-	if !n.broker.inflight.acquire(busyID, 1<<10) { // its other requests, still proposing
+	releaseBusy, ok := n.broker.takeProduceBytes(busyID, 1<<10) // its other requests, still proposing
+	if !ok {
 		t.Fatal("acquire")
 	}
 	rec, err := records.AppendBatch(nil, records.NewBatchOptions(0), []records.Record{{Value: []byte("x")}})
@@ -66,7 +72,7 @@ func TestTenantInflightProduce(t *testing.T) {
 	if code, _ := produce(login(calm)); code != 0 {
 		t.Fatalf("another tenant: error %d", code)
 	}
-	n.broker.inflight.release(busyID, 1<<10)
+	releaseBusy()
 	if code, _ := produce(login(busy)); code != 0 {
 		t.Fatalf("once its bytes are released: error %d", code)
 	}
