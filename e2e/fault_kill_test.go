@@ -19,11 +19,7 @@ func startFaultCluster(t *testing.T, proxied bool, env map[string]string) *harne
 			t.Skip("network faults need the fault proxy:", err)
 		}
 	}
-	c := startCluster(t, harness.Options{Nodes: 3, Proxied: proxied, Env: env})
-	if c.Net != nil {
-		t.Cleanup(c.Net.Close)
-	}
-	return c
+	return startCluster(t, harness.Options{Nodes: 3, Proxied: proxied, Env: env})
 }
 
 // pickVictim chooses the node a round hits: most often (3 in 4) the leader
