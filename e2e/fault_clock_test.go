@@ -115,12 +115,8 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 				part, takers[part].ID, held.Round(time.Millisecond), len(a.Messages), off)
 		}
 		// Its holder can still ack with it.
-		var res []ackResult
-		acks := make([]ackReq, len(taken.Messages))
-		for i, m := range taken.Messages {
-			acks[i] = ackOf(m, "completed")
-		}
-		if code, err := call(ctx, http.MethodPost, fair.URL()+"/api/v1/ack/batch", map[string]any{"acknowledgments": acks}, &res); err != nil || code != http.StatusOK {
+		res, code, err := ackBatch(ctx, fair.URL(), acksOf(taken.Messages, "completed"))
+		if err != nil || code != http.StatusOK {
 			t.Fatalf("ack: %d %v", code, err)
 		}
 		for i, r := range res {

@@ -348,11 +348,7 @@ func (w *workload) consumeHTTP(ctx context.Context, i int) {
 			continue
 		}
 		w.led.hDelivered(n.ID, ans.Messages)
-		acks := make([]ackReq, len(ans.Messages))
-		for k, m := range ans.Messages {
-			acks[k] = ackOf(m, "completed")
-		}
-		w.ack(ctx, try, ans.Messages, acks)
+		w.ack(ctx, try, ans.Messages, acksOf(ans.Messages, "completed"))
 		try--
 	}
 }
@@ -363,8 +359,7 @@ func (w *workload) ack(ctx context.Context, start int, msgs []popMessage, acks [
 	for k := 0; k < 3 && ctx.Err() == nil; k++ {
 		n := w.node(start + k)
 		actx, cancel := context.WithTimeout(ctx, w.cfg.PushTimeout)
-		var res []ackResult
-		code, err := call(actx, http.MethodPost, n.URL()+"/api/v1/ack/batch", map[string]any{"acknowledgments": acks}, &res)
+		res, code, err := ackBatch(actx, n.URL(), acks)
 		cancel()
 		if err == nil && code == http.StatusOK && len(res) == len(acks) {
 			w.led.hAckAnswers(msgs, res)
