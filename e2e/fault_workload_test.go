@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -433,7 +432,7 @@ func (w *workload) groupViews() string {
 	var views []string
 	for _, n := range w.c.Nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		groups, gerr := healthGroups(ctx, n)
+		groups, _, gerr := healthGroups(ctx, n)
 		cancel()
 		if gerr != nil {
 			views = append(views, fmt.Sprintf("node %d: %v", n.ID, gerr))
@@ -446,24 +445,4 @@ func (w *workload) groupViews() string {
 		views = append(views, v)
 	}
 	return strings.Join(views, "\n")
-}
-
-// healthGroups reads the groups of a node's /health, healthy or not.
-func healthGroups(ctx context.Context, n *harness.Node) ([]groupHealth, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/health", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Groups []groupHealth `json:"groups"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-		return nil, fmt.Errorf("health %d: %w", resp.StatusCode, err)
-	}
-	return h.Groups, nil
 }
