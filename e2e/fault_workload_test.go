@@ -288,7 +288,6 @@ func (w *workload) pushBatch(ctx context.Context, start int, items []pushItem) (
 		actx, cancel := context.WithTimeout(ctx, w.cfg.PushTimeout)
 		res, code, err := push(actx, n.URL(), items)
 		cancel()
-		w.led.attempts.Add(1)
 		if err == nil && code == http.StatusCreated && len(res) == len(items) {
 			ok := true
 			for _, r := range res {
