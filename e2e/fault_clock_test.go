@@ -39,9 +39,6 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 	c := startFaultCluster(t, false, nil)
 	ctx := deadline(t, 4*time.Minute)
 	w := startWorkload(t, ctx, c, defaultWorkload())
-	if err := w.progress(ctx, 300); err != nil {
-		t.Fatal(w.noProgress("before the skew", err))
-	}
 	skewed, fair := c.Nodes[2], c.Nodes[0]
 	skewed.Kill()
 	skewed.Env[clockOffsetEnv] = strconv.FormatInt(off.Milliseconds(), 10)

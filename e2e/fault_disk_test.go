@@ -101,9 +101,6 @@ func TestFaultDiskFull(t *testing.T) {
 		}
 	})
 	w := startWorkload(t, ctx, c, defaultWorkload())
-	if err := w.progress(ctx, 300); err != nil {
-		t.Fatal(w.noProgress("before the disks fill", err))
-	}
 
 	// Past the high watermark (85%) on every node.
 	var ballast []string
@@ -143,10 +140,7 @@ func TestFaultDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	err := w.progress(pctx, 300)
-	cancel()
-	if err != nil {
+	if err := w.progressWithin(ctx, 60*time.Second, 300); err != nil {
 		t.Fatal(w.noProgress("after the space returned", err))
 	}
 
@@ -156,10 +150,7 @@ func TestFaultDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal("filling the disk:", err)
 	}
-	pctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	err = w.progress(pctx, 300)
-	cancel()
-	if err != nil {
+	if err := w.progressWithin(ctx, 60*time.Second, 300); err != nil {
 		t.Fatal(w.noProgress("with node 3's disk completely full", err))
 	}
 	var e errorAnswer

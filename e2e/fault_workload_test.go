@@ -150,7 +150,8 @@ func brokerViews(ctx context.Context, c *harness.Cluster, topic string) string {
 	return strings.Join(out, "\n")
 }
 
-// startWorkload creates the topic and the queue and starts every client.
+// startWorkload creates the topic and the queue, starts every client and
+// waits until the cluster acknowledges writes of both doors.
 func startWorkload(t *testing.T, ctx context.Context, c *harness.Cluster, cfg workloadConfig) *workload {
 	t.Helper()
 	w := &workload{t: t, c: c, cfg: cfg, led: newFaultLedger(), klog: &ringLog{max: 512 << 10}}
@@ -194,6 +195,9 @@ func startWorkload(t *testing.T, ctx context.Context, c *harness.Cluster, cfg wo
 	for i := range c.Nodes {
 		w.readers.Add(1)
 		go w.consumeHTTP(rctx, i)
+	}
+	if err := w.progress(ctx, 300); err != nil {
+		t.Fatal(w.noProgress("before the first fault", err))
 	}
 	return w
 }
@@ -416,6 +420,13 @@ func (w *workload) progress(ctx context.Context, n int) error {
 		err = fmt.Errorf("kafka +%d of %d wanted, http +%d of %d: %w", k-k0, n, h-h0, n/4, err)
 	}
 	return err
+}
+
+// progressWithin is progress given at most d.
+func (w *workload) progressWithin(ctx context.Context, d time.Duration, n int) error {
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return w.progress(pctx, n)
 }
 
 // noProgress wraps a progress timeout with the counts and every node's
