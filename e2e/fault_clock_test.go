@@ -54,10 +54,8 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 		t.Fatalf("node %d does not acknowledge %s in its log: this build ignores the setting, so its clock is not skewed", skewed.ID, clockOffsetEnv)
 	}
 
-	// A lease taken through the skewed node, then entries it proposes.
 	q := "clockq"
 	mine := &acked{m: map[string]ackedAt{}} // not the workload's: its checks cover its own queue
-	via := func(n *harness.Node) func() string { return func() string { return n.URL() } }
 	// Two 60 s leases, one taken through a node with a true clock and one
 	// through the skewed node; then entries the skewed node proposes.
 	takers := map[string]*harness.Node{"leased-fair": fair, "leased-skewed": skewed}
@@ -70,7 +68,7 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 		if part == "stamped" {
 			node = skewed
 		}
-		if err := pushUntilAcked(ctx, via(node), items, mine); err != nil {
+		if err := pushUntilAcked(ctx, node.URL, items, mine); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +85,7 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 	}
 	for i := 0; i < 20; i++ { // entries stamped by the skewed clock
 		items := []pushItem{{Queue: q, Partition: "stamped", Payload: i, TransactionID: fmt.Sprintf("tick-%d", i)}}
-		if err := pushUntilAcked(ctx, via(skewed), items, mine); err != nil {
+		if err := pushUntilAcked(ctx, skewed.URL, items, mine); err != nil {
 			t.Fatal(err)
 		}
 	}
