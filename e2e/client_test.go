@@ -111,6 +111,12 @@ func pop(ctx context.Context, base, path string) (popAnswer, int, error) {
 	return out, code, err
 }
 
+func ackBatch(ctx context.Context, base string, acks []ackReq) ([]ackResult, int, error) {
+	var out []ackResult
+	code, err := call(ctx, http.MethodPost, base+"/api/v1/ack/batch", map[string]any{"acknowledgments": acks}, &out)
+	return out, code, err
+}
+
 type fetchRecord struct {
 	Offset        uint64          `json:"offset"`
 	TransactionID string          `json:"transactionId"`

@@ -41,6 +41,15 @@ func ackOf(m popMessage, status string) ackReq {
 	return ackReq{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, ConsumerGroup: m.ConsumerGroup, Status: status}
 }
 
+// acksOf acknowledges every message of msgs with status.
+func acksOf(msgs []popMessage, status string) []ackReq {
+	var acks []ackReq
+	for _, m := range msgs {
+		acks = append(acks, ackOf(m, status))
+	}
+	return acks
+}
+
 type client struct {
 	t    *testing.T
 	ctx  context.Context
@@ -120,11 +129,7 @@ func (c *client) ack(items ...ackReq) []ackResult {
 
 func (c *client) ackAll(a popAnswer, status string) []ackResult {
 	c.t.Helper()
-	var items []ackReq
-	for _, m := range a.Messages {
-		items = append(items, ackOf(m, status))
-	}
-	return c.ack(items...)
+	return c.ack(acksOf(a.Messages, status)...)
 }
 
 func (c *client) configure(body map[string]any) map[string]any {

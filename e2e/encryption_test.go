@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/queen-mq/queen/e2e/harness"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 )
 
 // TestEncryptedQueuesKeepEveryUserFieldOffDisk: with QUEEN_ENCRYPTION_KEY
@@ -131,11 +132,11 @@ func TestEncryptedQueuesKeepEveryUserFieldOffDisk(t *testing.T) {
 	// Stopped, the stores have flushed; nothing user-written is in clear.
 	n.Stop()
 	for _, what := range []string{"PAYLOAD", "TRACEID", "TRACEDATA", "ERRTEXT", "KEY", "VALUE", "HNAME", "HVALUE", "TOMBKEY"} {
-		if hits := scanDataDir(t, n.Dir, []byte(mark(what))); len(hits) != 0 {
+		if hits := raftgroupstest.FilesContaining(t, n.Dir, []byte(mark(what))); len(hits) != 0 {
 			t.Errorf("%s in clear on disk: %v", what, hits)
 		}
 	}
-	if hits := scanDataDir(t, n.Dir, []byte("CLEARKEY-"+tag)); len(hits) == 0 {
+	if hits := raftgroupstest.FilesContaining(t, n.Dir, []byte("CLEARKEY-"+tag)); len(hits) == 0 {
 		t.Error("the record produced before encryption was turned on is not found: the scan proves nothing")
 	}
 }

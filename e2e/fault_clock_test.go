@@ -39,9 +39,6 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 	c := startFaultCluster(t, false, nil)
 	ctx := deadline(t, 4*time.Minute)
 	w := startWorkload(t, ctx, c, defaultWorkload())
-	if err := w.progress(ctx, 300); err != nil {
-		t.Fatal(w.noProgress("before the skew", err))
-	}
 	skewed, fair := c.Nodes[2], c.Nodes[0]
 	skewed.Kill()
 	skewed.Env[clockOffsetEnv] = strconv.FormatInt(off.Milliseconds(), 10)
@@ -57,10 +54,8 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 		t.Fatalf("node %d does not acknowledge %s in its log: this build ignores the setting, so its clock is not skewed", skewed.ID, clockOffsetEnv)
 	}
 
-	// A lease taken through the skewed node, then entries it proposes.
 	q := "clockq"
 	mine := &acked{m: map[string]ackedAt{}} // not the workload's: its checks cover its own queue
-	via := func(n *harness.Node) func() string { return func() string { return n.URL() } }
 	// Two 60 s leases, one taken through a node with a true clock and one
 	// through the skewed node; then entries the skewed node proposes.
 	takers := map[string]*harness.Node{"leased-fair": fair, "leased-skewed": skewed}
@@ -73,7 +68,7 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 		if part == "stamped" {
 			node = skewed
 		}
-		if err := pushUntilAcked(ctx, via(node), items, mine); err != nil {
+		if err := pushUntilAcked(ctx, node.URL, items, mine); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +85,7 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 	}
 	for i := 0; i < 20; i++ { // entries stamped by the skewed clock
 		items := []pushItem{{Queue: q, Partition: "stamped", Payload: i, TransactionID: fmt.Sprintf("tick-%d", i)}}
-		if err := pushUntilAcked(ctx, via(skewed), items, mine); err != nil {
+		if err := pushUntilAcked(ctx, skewed.URL, items, mine); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,12 +110,8 @@ func clockSkewRun(t *testing.T, off time.Duration) {
 				part, takers[part].ID, held.Round(time.Millisecond), len(a.Messages), off)
 		}
 		// Its holder can still ack with it.
-		var res []ackResult
-		acks := make([]ackReq, len(taken.Messages))
-		for i, m := range taken.Messages {
-			acks[i] = ackOf(m, "completed")
-		}
-		if code, err := call(ctx, http.MethodPost, fair.URL()+"/api/v1/ack/batch", map[string]any{"acknowledgments": acks}, &res); err != nil || code != http.StatusOK {
+		res, code, err := ackBatch(ctx, fair.URL(), acksOf(taken.Messages, "completed"))
+		if err != nil || code != http.StatusOK {
 			t.Fatalf("ack: %d %v", code, err)
 		}
 		for i, r := range res {

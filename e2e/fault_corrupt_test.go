@@ -132,11 +132,7 @@ func TestFaultCorruptSegmentByte(t *testing.T) {
 					t.Errorf("HTTP pop delivered offset %d as %q, pushed as %q", m.Offset, got, payload(int(m.Offset)))
 				}
 			}
-			acks := make([]ackReq, len(ans.Messages))
-			for i, m := range ans.Messages {
-				acks[i] = ackOf(m, "completed")
-			}
-			_, _ = call(ctx, http.MethodPost, n.URL()+"/api/v1/ack/batch", map[string]any{"acknowledgments": acks}, nil)
+			_, _, _ = ackBatch(ctx, n.URL(), acksOf(ans.Messages, "completed"))
 		}
 		// Kafka fetch: every record answered is what was produced.
 		cons := kgoClient(t, c, kgo.ConsumeTopics("rot-topic"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))

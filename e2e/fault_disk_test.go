@@ -91,34 +91,16 @@ func storageFull(ctx context.Context, n *harness.Node) (bool, error) {
 // catch up once space returns. Nothing acknowledged may be lost.
 func TestFaultDiskFull(t *testing.T) {
 	ctx := deadline(t, 4*time.Minute)
-	c, err := harness.NewCluster(queenBin, harness.Options{Nodes: 3, BaseDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsDirs := make([]string, len(c.Nodes))
-	for i, n := range c.Nodes {
-		fsDirs[i] = filepath.Join(n.Dir, "fs")
-		mountSmallFS(t, fsDirs[i], "512m")
-		n.Env["QUEEN_RAFT_DIR"] = filepath.Join(fsDirs[i], "data")
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range c.Nodes {
-				t.Logf("node %d log tail:\n%s", n.ID, n.Tail(4000))
-			}
+	var fsDirs []string
+	c := startPreparedCluster(t, harness.Options{Nodes: 3}, func(c *harness.Cluster) {
+		fsDirs = make([]string, len(c.Nodes))
+		for i, n := range c.Nodes {
+			fsDirs[i] = filepath.Join(n.Dir, "fs")
+			mountSmallFS(t, fsDirs[i], "512m")
+			n.Env["QUEEN_RAFT_DIR"] = filepath.Join(fsDirs[i], "data")
 		}
-		c.StopAll()
 	})
-	if err := c.StartAll(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitAllHealthy(ctx); err != nil {
-		t.Fatal(err)
-	}
 	w := startWorkload(t, ctx, c, defaultWorkload())
-	if err := w.progress(ctx, 300); err != nil {
-		t.Fatal(w.noProgress("before the disks fill", err))
-	}
 
 	// Past the high watermark (85%) on every node.
 	var ballast []string
@@ -158,10 +140,7 @@ func TestFaultDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	err = w.progress(pctx, 300)
-	cancel()
-	if err != nil {
+	if err := w.progressWithin(ctx, 60*time.Second, 300); err != nil {
 		t.Fatal(w.noProgress("after the space returned", err))
 	}
 
@@ -171,10 +150,7 @@ func TestFaultDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal("filling the disk:", err)
 	}
-	pctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	err = w.progress(pctx, 300)
-	cancel()
-	if err != nil {
+	if err := w.progressWithin(ctx, 60*time.Second, 300); err != nil {
 		t.Fatal(w.noProgress("with node 3's disk completely full", err))
 	}
 	var e errorAnswer

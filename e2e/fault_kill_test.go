@@ -19,11 +19,7 @@ func startFaultCluster(t *testing.T, proxied bool, env map[string]string) *harne
 			t.Skip("network faults need the fault proxy:", err)
 		}
 	}
-	c := startCluster(t, harness.Options{Nodes: 3, Proxied: proxied, Env: env})
-	if c.Net != nil {
-		t.Cleanup(c.Net.Close)
-	}
-	return c
+	return startCluster(t, harness.Options{Nodes: 3, Proxied: proxied, Env: env})
 }
 
 // pickVictim chooses the node a round hits: most often (3 in 4) the leader
@@ -104,17 +100,11 @@ func TestFaultKillRounds(t *testing.T) {
 	ctx := deadline(t, 2*time.Minute+time.Duration(rounds)*45*time.Second)
 	rng := faultRand(t)
 	w := startWorkload(t, ctx, c, defaultWorkload())
-	if err := w.progress(ctx, 300); err != nil {
-		t.Fatal(w.noProgress("before the first fault", err))
-	}
 	for r := 1; r <= rounds; r++ {
 		victim, why := pickVictim(t, ctx, c, rng)
 		victim.Kill()
 		killedAt := time.Now()
-		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := w.progress(pctx, 200)
-		cancel()
-		if err != nil {
+		if err := w.progressWithin(ctx, 30*time.Second, 200); err != nil {
 			t.Fatal(w.noProgress(fmt.Sprintf("round %d, node %d (%s) killed", r, victim.ID, why), err))
 		}
 		recovered := time.Since(killedAt)

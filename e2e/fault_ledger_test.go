@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"sync/atomic"
 )
 
 // ledger is the clients' own record of a fault run: what each client sent,
@@ -14,8 +13,7 @@ import (
 // happen; the rest is judged against the logs at the end
 // (fault_check_test.go).
 type ledger struct {
-	mu       sync.Mutex
-	attempts atomic.Int64
+	mu sync.Mutex
 
 	// Kafka: value → what it is, where it was acknowledged, why it failed,
 	// how often a group member consumed it; and what each offset served.
@@ -33,7 +31,6 @@ type ledger struct {
 	hdeliv      map[string]int
 	hackOK      map[string]int
 	hackNoop    map[string]int
-	hackRefused map[string]int
 	hackUnknown map[string]int
 	hseenAt     map[hPos]string
 	hnext       map[string]uint64 // partition → offset after the highest first delivery
@@ -68,7 +65,7 @@ func newFaultLedger() *ledger {
 		kconsumed: map[string]int{}, kseenAt: map[kPos]string{},
 		hsent: map[string]hRec{}, hacked: map[string]hPos{}, hunacked: map[string]bool{},
 		hdeliv: map[string]int{}, hackOK: map[string]int{}, hackNoop: map[string]int{},
-		hackRefused: map[string]int{}, hackUnknown: map[string]int{}, hseenAt: map[hPos]string{},
+		hackUnknown: map[string]int{}, hseenAt: map[hPos]string{},
 		hnext: map[string]uint64{},
 	}
 }
@@ -180,6 +177,8 @@ func (l *ledger) hAckAnswers(msgs []popMessage, res []ackResult) {
 	defer l.mu.Unlock()
 	for i, r := range res {
 		txn := msgs[i].TransactionID
+		// A refused ack needs no record: its lease expired, and the
+		// message is delivered again.
 		switch {
 		case r.Success && !r.Noop:
 			l.hackOK[txn]++
@@ -188,8 +187,6 @@ func (l *ledger) hAckAnswers(msgs []popMessage, res []ackResult) {
 			}
 		case r.Success:
 			l.hackNoop[txn]++
-		default:
-			l.hackRefused[txn]++ // the lease expired: delivered again later
 		}
 	}
 }

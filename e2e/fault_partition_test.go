@@ -116,9 +116,6 @@ func TestFaultPartitionRounds(t *testing.T) {
 	ctx := deadline(t, 2*time.Minute+time.Duration(rounds)*60*time.Second)
 	rng := faultRand(t)
 	w := startWorkload(t, ctx, c, defaultWorkload())
-	if err := w.progress(ctx, 300); err != nil {
-		t.Fatal(w.noProgress("before the first fault", err))
-	}
 	f := &figures{Fault: "partition", Rounds: rounds}
 	for r := 1; r <= rounds; r++ {
 		kind := kinds[(r-1)%len(kinds)]

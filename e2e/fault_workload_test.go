@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -151,7 +150,8 @@ func brokerViews(ctx context.Context, c *harness.Cluster, topic string) string {
 	return strings.Join(out, "\n")
 }
 
-// startWorkload creates the topic and the queue and starts every client.
+// startWorkload creates the topic and the queue, starts every client and
+// waits until the cluster acknowledges writes of both doors.
 func startWorkload(t *testing.T, ctx context.Context, c *harness.Cluster, cfg workloadConfig) *workload {
 	t.Helper()
 	w := &workload{t: t, c: c, cfg: cfg, led: newFaultLedger(), klog: &ringLog{max: 512 << 10}}
@@ -195,6 +195,9 @@ func startWorkload(t *testing.T, ctx context.Context, c *harness.Cluster, cfg wo
 	for i := range c.Nodes {
 		w.readers.Add(1)
 		go w.consumeHTTP(rctx, i)
+	}
+	if err := w.progress(ctx, 300); err != nil {
+		t.Fatal(w.noProgress("before the first fault", err))
 	}
 	return w
 }
@@ -289,7 +292,6 @@ func (w *workload) pushBatch(ctx context.Context, start int, items []pushItem) (
 		actx, cancel := context.WithTimeout(ctx, w.cfg.PushTimeout)
 		res, code, err := push(actx, n.URL(), items)
 		cancel()
-		w.led.attempts.Add(1)
 		if err == nil && code == http.StatusCreated && len(res) == len(items) {
 			ok := true
 			for _, r := range res {
@@ -348,11 +350,7 @@ func (w *workload) consumeHTTP(ctx context.Context, i int) {
 			continue
 		}
 		w.led.hDelivered(n.ID, ans.Messages)
-		acks := make([]ackReq, len(ans.Messages))
-		for k, m := range ans.Messages {
-			acks[k] = ackOf(m, "completed")
-		}
-		w.ack(ctx, try, ans.Messages, acks)
+		w.ack(ctx, try, ans.Messages, acksOf(ans.Messages, "completed"))
 		try--
 	}
 }
@@ -363,8 +361,7 @@ func (w *workload) ack(ctx context.Context, start int, msgs []popMessage, acks [
 	for k := 0; k < 3 && ctx.Err() == nil; k++ {
 		n := w.node(start + k)
 		actx, cancel := context.WithTimeout(ctx, w.cfg.PushTimeout)
-		var res []ackResult
-		code, err := call(actx, http.MethodPost, n.URL()+"/api/v1/ack/batch", map[string]any{"acknowledgments": acks}, &res)
+		res, code, err := ackBatch(actx, n.URL(), acks)
 		cancel()
 		if err == nil && code == http.StatusOK && len(res) == len(acks) {
 			w.led.hAckAnswers(msgs, res)
@@ -425,6 +422,13 @@ func (w *workload) progress(ctx context.Context, n int) error {
 	return err
 }
 
+// progressWithin is progress given at most d.
+func (w *workload) progressWithin(ctx context.Context, d time.Duration, n int) error {
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return w.progress(pctx, n)
+}
+
 // noProgress wraps a progress timeout with the counts and every node's
 // view of its groups' leaders.
 func (w *workload) noProgress(what string, err error) error {
@@ -438,7 +442,7 @@ func (w *workload) groupViews() string {
 	var views []string
 	for _, n := range w.c.Nodes {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		groups, gerr := healthGroups(ctx, n)
+		groups, _, gerr := healthGroups(ctx, n)
 		cancel()
 		if gerr != nil {
 			views = append(views, fmt.Sprintf("node %d: %v", n.ID, gerr))
@@ -451,24 +455,4 @@ func (w *workload) groupViews() string {
 		views = append(views, v)
 	}
 	return strings.Join(views, "\n")
-}
-
-// healthGroups reads the groups of a node's /health, healthy or not.
-func healthGroups(ctx context.Context, n *harness.Node) ([]groupHealth, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/health", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Groups []groupHealth `json:"groups"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-		return nil, fmt.Errorf("health %d: %w", resp.StatusCode, err)
-	}
-	return h.Groups, nil
 }

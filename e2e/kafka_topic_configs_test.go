@@ -134,16 +134,16 @@ func highWatermark(ctx context.Context, t *testing.T, cl *kgo.Client, topic stri
 	rp.Timestamp = -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	for {
-		resp, err := req.RequestWith(ctx, cl)
-		if err == nil && resp.Topics[0].Partitions[0].ErrorCode == 0 {
-			return resp.Topics[0].Partitions[0].Offset
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("list offsets of %s: %v %+v", topic, err, resp)
-		}
-		time.Sleep(50 * time.Millisecond) // a leader still proving itself answers a retriable code
+	var resp *kmsg.ListOffsetsResponse
+	var last error
+	// A leader still proving itself answers a retriable code: ask again.
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		resp, last = req.RequestWith(ctx, cl)
+		return last == nil && resp.Topics[0].Partitions[0].ErrorCode == 0, nil
+	}); err != nil {
+		t.Fatalf("list offsets of %s: %v (last: %v %+v)", topic, err, last, resp)
 	}
+	return resp.Topics[0].Partitions[0].Offset
 }
 
 // A compacted topic, after compaction, keeps exactly the last value of

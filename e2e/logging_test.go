@@ -65,10 +65,8 @@ func TestFreshNodeBootLogIsQuiet(t *testing.T) {
 	if err := n.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var dragonboat bool
 	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		dragonboat = strings.Contains(n.Log()[before:], `"component":"dragonboat/`)
-		return dragonboat, nil
+		return strings.Contains(n.Log()[before:], `"component":"dragonboat/`), nil
 	}); err != nil {
 		t.Fatalf("LOG_LEVEL=debug shows no dragonboat line:\n%s", n.Tail(3000))
 	}

@@ -32,12 +32,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startCluster starts n nodes and waits until all are healthy; the nodes are
-// stopped when the test ends (and their logs shown if it failed).
+// startCluster starts n nodes and waits until all are healthy; the nodes
+// (and the fault proxies of a proxied cluster) are stopped when the test
+// ends, and the nodes' logs shown if it failed.
 func startCluster(t *testing.T, o harness.Options) *harness.Cluster {
 	t.Helper()
+	return startPreparedCluster(t, o, nil)
+}
+
+// startPreparedCluster is startCluster with prepare, when not nil, run on
+// the allocated nodes before any of them starts (to change their settings
+// or set up their data dirs).
+func startPreparedCluster(t *testing.T, o harness.Options, prepare func(*harness.Cluster)) *harness.Cluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c, err := tryStartCluster(t, o)
+		c, err := tryStartCluster(t, o, prepare)
 		if err == nil {
 			return c
 		}
@@ -48,16 +57,19 @@ func startCluster(t *testing.T, o harness.Options) *harness.Cluster {
 			t.Fatal(err)
 		}
 		t.Logf("a port was taken before a node bound it; starting again on fresh ports: %v", err)
-		c.StopAll()
+		c.Close()
 	}
 }
 
-func tryStartCluster(t *testing.T, o harness.Options) (*harness.Cluster, error) {
+func tryStartCluster(t *testing.T, o harness.Options, prepare func(*harness.Cluster)) (*harness.Cluster, error) {
 	t.Helper()
 	o.BaseDir = t.TempDir()
 	c, err := harness.NewCluster(queenBin, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(c) // before the stop is registered: its own cleanups run after the nodes stop
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -65,7 +77,7 @@ func tryStartCluster(t *testing.T, o harness.Options) (*harness.Cluster, error) 
 				t.Logf("node %d log tail:\n%s", n.ID, n.Tail(4000))
 			}
 		}
-		c.StopAll()
+		c.Close()
 	})
 	if err := c.StartAll(); err != nil {
 		return c, err

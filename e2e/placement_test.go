@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -26,19 +27,37 @@ type groupHealth struct {
 	Role   string `json:"role"`
 }
 
-// groupsOf reads a node's /health: every group with its leader.
+// groupsOf reads a healthy node's /health: every group with its leader.
 func groupsOf(ctx context.Context, n *harness.Node) ([]groupHealth, error) {
-	var h struct {
-		Groups []groupHealth `json:"groups"`
-	}
-	code, err := call(ctx, http.MethodGet, n.URL()+"/health", nil, &h)
+	groups, code, err := healthGroups(ctx, n)
 	if err != nil {
 		return nil, err
 	}
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("health %d", code)
 	}
-	return h.Groups, nil
+	return groups, nil
+}
+
+// healthGroups reads the groups of a node's /health, healthy (200) or
+// settling (503), and the status.
+func healthGroups(ctx context.Context, n *harness.Node) ([]groupHealth, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL()+"/health", nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Groups []groupHealth `json:"groups"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return nil, resp.StatusCode, fmt.Errorf("health %d: %w", resp.StatusCode, err)
+	}
+	return h.Groups, resp.StatusCode, nil
 }
 
 // groupOfPID is the raft group a partition id names (its low 8 bits).

@@ -5,10 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/queen-mq/queen/e2e/harness"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 )
 
 const jwtSecret = "e2e-secret-that-is-long-enough-for-hs256"
@@ -105,29 +103,6 @@ func TestBrokerJWTLevelsOverHTTP(t *testing.T) {
 	}
 }
 
-// scanDataDir reports whether any file under dir contains needle.
-func scanDataDir(t *testing.T, dir string, needle []byte) []string {
-	t.Helper()
-	var hits []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, needle) {
-			hits = append(hits, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hits
-}
-
 // encryptedQueueRun pushes a recognisable plaintext to a queue configured
 // with encryptionEnabled, makes everything durable, and returns the files
 // of the data dir that contain it.
@@ -152,7 +127,7 @@ func encryptedQueueRun(t *testing.T, env map[string]string) []string {
 	}
 	// Stop cleanly so the store is flushed, then scan raft logs and store.
 	n.Stop()
-	return scanDataDir(t, n.Dir, []byte(marker))
+	return raftgroupstest.FilesContaining(t, n.Dir, []byte(marker))
 }
 
 func randBytes(n int) []byte {
