@@ -58,9 +58,12 @@ func (e *Engine) QueueEncryptedIn(tenant wire.ID, queue string, group int) bool 
 	if e.payloadKey == nil {
 		return false
 	}
-	if e.QueueEncrypted(tenant, queue) {
-		return true
-	}
+	return e.QueueEncrypted(tenant, queue) || e.encryptedInGroup(tenant, queue, group)
+}
+
+// encryptedInGroup reports whether group's own copy of the queue's options
+// asks for encryption (see QueueEncryptedIn).
+func (e *Engine) encryptedInGroup(tenant wire.ID, queue string, group int) bool {
 	if group < 0 || group >= len(e.host.groups) {
 		return false
 	}

@@ -124,6 +124,7 @@ func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.Pu
 		res[k], errs[k] = e.resolve(ctx, allocReq{tenant: tenant, queue: q, names: byQueue[q].names, create: true,
 			namespace: ns, task: task, fresh: fresh})
 	})
+	flags := e.PushFlags()
 	batches := map[int]*groupBatch{}
 	for k, q := range order {
 		qr := byQueue[q]
@@ -142,12 +143,20 @@ func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.Pu
 			b := batchFor(batches, g)
 			b.cmds = append(r.prep(g), b.cmds...)
 		}
+		// QueueEncryptedIn once per group the queue's commands go to, with
+		// the home's catalog the resolve already read.
+		sealIn := map[int]bool{}
 		for _, i := range qr.items {
 			c := cmds[i]
 			d := byName[c.Partition]
 			c.PartitionIndex, c.Inc = int32(d.Index), r.cat.Inc
-			c.Flags |= e.PushFlags()
-			if (mustSeal != nil && mustSeal[i]) || e.QueueEncryptedIn(tenant, c.Queue, int(d.Group)) {
+			c.Flags |= flags
+			seal, known := sealIn[int(d.Group)]
+			if !known {
+				seal = e.payloadKey != nil && (r.cat.Cfg.EncryptionEnabled || e.encryptedInGroup(tenant, q, int(d.Group)))
+				sealIn[int(d.Group)] = seal
+			}
+			if seal || (mustSeal != nil && mustSeal[i]) {
 				if err := e.sealPushRecords(&c); err != nil {
 					out[i].Err = err
 					continue
