@@ -120,11 +120,9 @@ func (e *Engine) OpenRecord(rec *wire.Record) {
 		rec.Flags &^= wire.FlagEncrypted
 		return
 	}
-	opened := *rec
-	if err := wire.ParseSealedFields(plain, &opened); err != nil {
-		return // authenticated but not decodable: serve it as stored
-	}
-	*rec = opened
+	// Authenticated but not decodable: ParseSealedFields leaves rec as
+	// stored, and it is served so.
+	_ = wire.ParseSealedFields(plain, rec)
 }
 
 // SealText seals a short text of an encrypted queue (an ack's error, a
