@@ -147,9 +147,9 @@ func (e *Engine) OpenText(text []byte) []byte {
 	return text
 }
 
-// sealPushRecords re-encodes a push command's records sealed, for a push
-// the state machine refused with CodeSealRequired. Records sealed already
-// are kept as they are.
+// sealPushRecords re-encodes a push command's records sealed: callers of
+// Push and Transaction hand records in clear, and the engine seals those of
+// encrypted queues. Records sealed already are kept as they are.
 func (e *Engine) sealPushRecords(c *wire.PushCmd) error {
 	out := make([]byte, 0, envelope.SealedLen(len(c.Records))+c.Count*(envelope.SealedLen(0)+32))
 	it := wire.NewRecordIter(c.Records)
