@@ -58,9 +58,12 @@ func (e *Engine) QueueEncryptedIn(tenant wire.ID, queue string, group int) bool 
 	if e.payloadKey == nil {
 		return false
 	}
-	if e.QueueEncrypted(tenant, queue) {
-		return true
-	}
+	return e.QueueEncrypted(tenant, queue) || e.encryptedInGroup(tenant, queue, group)
+}
+
+// encryptedInGroup reports whether group's own copy of the queue's options
+// asks for encryption (see QueueEncryptedIn).
+func (e *Engine) encryptedInGroup(tenant wire.ID, queue string, group int) bool {
 	if group < 0 || group >= len(e.host.groups) {
 		return false
 	}
@@ -117,11 +120,9 @@ func (e *Engine) OpenRecord(rec *wire.Record) {
 		rec.Flags &^= wire.FlagEncrypted
 		return
 	}
-	opened := *rec
-	if err := wire.ParseSealedFields(plain, &opened); err != nil {
-		return // authenticated but not decodable: serve it as stored
-	}
-	*rec = opened
+	// Authenticated but not decodable: ParseSealedFields leaves rec as
+	// stored, and it is served so.
+	_ = wire.ParseSealedFields(plain, rec)
 }
 
 // SealText seals a short text of an encrypted queue (an ack's error, a
@@ -146,9 +147,9 @@ func (e *Engine) OpenText(text []byte) []byte {
 	return text
 }
 
-// sealPushRecords re-encodes a push command's records sealed, for a push
-// the state machine refused with CodeSealRequired. Records sealed already
-// are kept as they are.
+// sealPushRecords re-encodes a push command's records sealed: callers of
+// Push and Transaction hand records in clear, and the engine seals those of
+// encrypted queues. Records sealed already are kept as they are.
 func (e *Engine) sealPushRecords(c *wire.PushCmd) error {
 	out := make([]byte, 0, envelope.SealedLen(len(c.Records))+c.Count*(envelope.SealedLen(0)+32))
 	it := wire.NewRecordIter(c.Records)

@@ -30,10 +30,9 @@ func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) 
 	for i := range todo {
 		todo[i] = i
 	}
-	var mustSeal []bool // commands the state machine refused unsealed
 	for attempt := 0; len(todo) > 0; attempt++ {
 		fresh := attempt > 0
-		batches := e.placePushes(ctx, tenant, cmds, todo, fresh, mustSeal, out)
+		batches := e.placePushes(ctx, tenant, cmds, todo, fresh, out)
 		todo = todo[:0]
 		groups := make([]int, 0, len(batches))
 		for g := range batches {
@@ -61,16 +60,11 @@ func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) 
 			break
 		}
 		for i := range out {
-			if out[i].Err != nil {
-				continue
-			}
-			if out[i].Code == wire.CodeSealRequired {
-				if mustSeal == nil {
-					mustSeal = make([]bool, len(cmds))
-				}
-				mustSeal[i] = true
-				todo = append(todo, i)
-			} else if staleShard(out[i].Code) {
+			// A push refused unsealed is sealed on its next attempt: the
+			// group's copy of the options that refused it is this node's,
+			// which applied the refusal (a proposal's result is its local
+			// apply's), and placePushes reads it.
+			if out[i].Err == nil && (out[i].Code == wire.CodeSealRequired || staleShard(out[i].Code)) {
 				todo = append(todo, i)
 			}
 		}
@@ -92,9 +86,8 @@ type groupBatch struct {
 
 // placePushes resolves the partitions of the commands in todo, queue by
 // queue, and lays them out per group, sealing the records of encrypted
-// queues (and of the commands in mustSeal). A queue that cannot be
-// resolved fails its commands' outcomes.
-func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd, todo []int, fresh bool, mustSeal []bool, out []PushOutcome) map[int]*groupBatch {
+// queues. A queue that cannot be resolved fails its commands' outcomes.
+func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd, todo []int, fresh bool, out []PushOutcome) map[int]*groupBatch {
 	type queueReq struct {
 		names []string
 		seen  map[string]bool
@@ -124,6 +117,7 @@ func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.Pu
 		res[k], errs[k] = e.resolve(ctx, allocReq{tenant: tenant, queue: q, names: byQueue[q].names, create: true,
 			namespace: ns, task: task, fresh: fresh})
 	})
+	flags := e.PushFlags()
 	batches := map[int]*groupBatch{}
 	for k, q := range order {
 		qr := byQueue[q]
@@ -142,12 +136,20 @@ func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.Pu
 			b := batchFor(batches, g)
 			b.cmds = append(r.prep(g), b.cmds...)
 		}
+		// QueueEncryptedIn once per group the queue's commands go to, with
+		// the home's catalog the resolve already read.
+		sealIn := map[int]bool{}
 		for _, i := range qr.items {
 			c := cmds[i]
 			d := byName[c.Partition]
 			c.PartitionIndex, c.Inc = int32(d.Index), r.cat.Inc
-			c.Flags |= e.PushFlags()
-			if (mustSeal != nil && mustSeal[i]) || e.QueueEncryptedIn(tenant, c.Queue, int(d.Group)) {
+			c.Flags |= flags
+			seal, known := sealIn[int(d.Group)]
+			if !known {
+				seal = e.payloadKey != nil && (r.cat.Cfg.EncryptionEnabled || e.encryptedInGroup(tenant, q, int(d.Group)))
+				sealIn[int(d.Group)] = seal
+			}
+			if seal {
 				if err := e.sealPushRecords(&c); err != nil {
 					out[i].Err = err
 					continue

@@ -10,6 +10,18 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
+// oneNodeThreeGroups starts a ready one-node host of three raft groups,
+// for tests of how queues spread over groups, and a context bounding the
+// test.
+func oneNodeThreeGroups(t *testing.T) (*Engine, context.Context) {
+	t.Helper()
+	c := newTestCluster(t, 1, 3)
+	c.waitReady()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c.engines[0], ctx
+}
+
 func pushTo(ctx context.Context, t *testing.T, e *Engine, queue, partition string, payloads ...string) []PushOutcome {
 	t.Helper()
 	var recs []byte
@@ -30,11 +42,7 @@ func pushTo(ctx context.Context, t *testing.T, e *Engine, queue, partition strin
 // partition finds messages in all of them, one lease per partition; acks
 // route by partition id and views show the queue whole.
 func TestQueueSpreadsOverGroupsAndPopsFindEveryPartition(t *testing.T) {
-	c := newTestCluster(t, 1, 3)
-	c.waitReady()
-	e := c.engines[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	e, ctx := oneNodeThreeGroups(t)
 	groups := map[int]bool{}
 	for i := 0; i < 6; i++ {
 		name := fmt.Sprintf("p%d", i)
@@ -91,11 +99,7 @@ func TestQueueSpreadsOverGroupsAndPopsFindEveryPartition(t *testing.T) {
 // An auto-ack pop gathers partitions across groups up to MaxPartitions,
 // each a distinct partition, consuming each message once.
 func TestAutoAckPopSpansGroupsUpToItsPartitions(t *testing.T) {
-	c := newTestCluster(t, 1, 3)
-	c.waitReady()
-	e := c.engines[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	e, ctx := oneNodeThreeGroups(t)
 	for i := 0; i < 12; i++ {
 		pushTo(ctx, t, e, "sparse", fmt.Sprintf("p%02d", i), `1`)
 	}
@@ -121,11 +125,7 @@ func TestAutoAckPopSpansGroupsUpToItsPartitions(t *testing.T) {
 // Options changed at a queue's home reach every group holding its
 // partitions; a delete drops them everywhere.
 func TestConfigureAndDeleteReachEveryGroup(t *testing.T) {
-	c := newTestCluster(t, 1, 3)
-	c.waitReady()
-	e := c.engines[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	e, ctx := oneNodeThreeGroups(t)
 	for i := 0; i < 3; i++ {
 		pushTo(ctx, t, e, "cfg", fmt.Sprintf("p%d", i), `1`)
 	}
@@ -153,11 +153,7 @@ func TestConfigureAndDeleteReachEveryGroup(t *testing.T) {
 // A shard left behind by a delete that did not reach its group is dropped
 // by the reconciler; one of the live incarnation is not.
 func TestReconcilerDropsOrphanShards(t *testing.T) {
-	c := newTestCluster(t, 1, 3)
-	c.waitReady()
-	e := c.engines[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	e, ctx := oneNodeThreeGroups(t)
 	var other int
 	for i := 0; ; i++ {
 		out := pushTo(ctx, t, e, "orphan", fmt.Sprintf("p%d", i), `1`)
@@ -187,11 +183,7 @@ func TestReconcilerDropsOrphanShards(t *testing.T) {
 // An HTTP transaction over groups commits everywhere, or, when one part is
 // refused, nowhere.
 func TestTransactionAcrossGroupsIsAllOrNothing(t *testing.T) {
-	c := newTestCluster(t, 1, 3)
-	c.waitReady()
-	e := c.engines[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	e, ctx := oneNodeThreeGroups(t)
 	pushTo(ctx, t, e, "in", "p", `"a"`, `"b"`)
 	pop, err := e.Pop(ctx, &wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "in", Partition: "p", Group: "g", Batch: 1,
 		SubMode: wire.SubAll, LeaseIDs: []wire.ID{{1, 2, 3}}})
@@ -265,11 +257,7 @@ func TestTransactionAcrossGroupsIsAllOrNothing(t *testing.T) {
 // A participant left prepared with no decision (its coordinator died
 // before deciding) records an abort at the coordinator and lets go.
 func TestInDoubtPartIsAbortedAfterItsDeadline(t *testing.T) {
-	c := newTestCluster(t, 1, 3)
-	c.waitReady()
-	e := c.engines[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	e, ctx := oneNodeThreeGroups(t)
 	pushTo(ctx, t, e, "in", "p", `"a"`)
 	pop, _ := e.Pop(ctx, &wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "in", Partition: "p", Group: "g", Batch: 1,
 		SubMode: wire.SubAll, LeaseIDs: []wire.ID{{7, 7, 7}}})
@@ -312,11 +300,7 @@ func storageFilter(name string) storage.QueueFilter {
 // one of them (the coordinator's EndTxn is the decision), and an aborted one
 // writes nothing anywhere.
 func TestKafkaTransactionAcrossGroups(t *testing.T) {
-	c := newTestCluster(t, 1, 3)
-	c.waitReady()
-	e := c.engines[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	e, ctx := oneNodeThreeGroups(t)
 	if r, err := e.CreateTopic(ctx, &wire.CreateTopicCmd{Tenant: wire.DefaultTenant, Name: "kt", Partitions: 3, ReqID: wire.ID{1}}); err != nil || r.Code != wire.CodeOK {
 		t.Fatalf("create: %v %+v", err, r)
 	}

@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/queen-mq/queen/wire"
@@ -65,7 +64,7 @@ func (s *Store) compactChunks(ctx *applyCtx, p *partState, drop []wire.OffsetRan
 			ctx.fail(err)
 			break
 		}
-		chunks = append(chunks, touched{base: ci.Base(), meta: ci.Meta(), records: slices.Clone(records)})
+		chunks = append(chunks, touched{base: ci.Base(), meta: ci.Meta(), records: records}) // Records reads into a buffer of its own
 	}
 	ctx.closeIter(ci)
 	if ctx.err != nil {

@@ -117,7 +117,7 @@ func (s *Store) dropPrefix(ctx *applyCtx, q *queueState, p *partState, budget in
 			break
 		}
 		spent += m.count
-		drop = append(drop, chunkRef{base: ci.Base(), seq: m.seq, count: m.count, body: slices.Clone(records)})
+		drop = append(drop, chunkRef{base: ci.Base(), seq: m.seq, count: m.count, body: records}) // Records reads into a buffer of its own
 	}
 	ctx.closeIter(ci)
 	if ctx.err != nil || (len(drop) == 0 && at <= p.start) {

@@ -13,13 +13,7 @@ func (h *harness) pushFlagged(queue string, flags uint8, recs ...wire.Record) wi
 	for i := range recs {
 		body = wire.AppendRecord(body, &recs[i])
 	}
-	c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: queue, Partition: "Default", PartitionIndex: -1,
-		Flags: wire.PushIndexTxn | flags, Count: len(recs), Records: body}
-	r, err := wire.DecodePushResult(h.apply(wire.KindPush, c.Encode(nil)))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return r
+	return h.applyPush(queue, "Default", flags, len(recs), body)
 }
 
 // A push from a node that holds the key but sealed nothing (its view of

@@ -103,8 +103,15 @@ func (h *harness) allocTopic(topic string, n uint32) {
 func (h *harness) pushRaw(queue, partition string, n int, recs []byte) wire.PushResult {
 	h.t.Helper()
 	h.alloc(queue, partition)
+	return h.applyPush(queue, partition, 0, n, recs)
+}
+
+// applyPush applies a push of n records to an existing partition, with
+// flags besides PushIndexTxn.
+func (h *harness) applyPush(queue, partition string, flags uint8, n int, recs []byte) wire.PushResult {
+	h.t.Helper()
 	c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: queue, Partition: partition, PartitionIndex: -1,
-		Flags: wire.PushIndexTxn, Count: n, Records: recs}
+		Flags: wire.PushIndexTxn | flags, Count: n, Records: recs}
 	r, err := wire.DecodePushResult(h.apply(wire.KindPush, c.Encode(nil)))
 	if err != nil {
 		h.t.Fatal(err)

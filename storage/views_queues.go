@@ -43,6 +43,7 @@ type PartitionView struct {
 	LogStart      uint64
 	HighWatermark uint64
 	Cursors       []CursorView // by group name
+	counts        Counts       // partCounts, read with the fields above
 }
 
 // Retained is how many messages the partition still stores.
@@ -62,30 +63,9 @@ func (p *PartitionView) Cursor(group string) *CursorView {
 // (the queue-level view Queen's dashboard shows): pending messages not yet
 // delivered, processing messages of a live lease not yet acknowledged,
 // completed ones consumed or acknowledged. A partition no group has read
-// is all pending.
-// Of groups equally behind, the first by name counts.
+// is all pending. Of groups equally behind, the first by name counts.
 func (p *PartitionView) Depth() (pending, processing, completed uint64) {
-	total := p.Retained()
-	if len(p.Cursors) == 0 {
-		return total, 0, 0
-	}
-	worst := &p.Cursors[0]
-	for i := range p.Cursors {
-		if p.Cursors[i].Backlog(p.HighWatermark) > worst.Backlog(p.HighWatermark) {
-			worst = &p.Cursors[i]
-		}
-	}
-	return depthSeen(total, worst.Backlog(p.HighWatermark), worst.LeaseSize, worst.InLease)
-}
-
-// depthSeen splits total retained messages as a group sees them that has
-// backlog of them still to consume and a live lease of leaseSize messages,
-// inLease of which not acknowledged.
-func depthSeen(total, backlog, leaseSize, inLease uint64) (pending, processing, completed uint64) {
-	backlog = min(backlog, total)
-	leased := min(leaseSize, backlog)
-	processing = min(inLease, leased)
-	return backlog - leased, processing, total - backlog + leased - processing
+	return p.counts.Pending, p.counts.Processing, p.counts.Completed
 }
 
 // Counts add up partitions as their most-behind groups see them (Depth).
@@ -108,23 +88,14 @@ func (c *Counts) Add(o Counts) {
 }
 
 // Counts are the partition's counts.
-func (p *PartitionView) Counts() Counts {
-	pending, processing, completed := p.Depth()
-	c := Counts{Partitions: 1, Total: p.Retained(), Pending: pending, Processing: processing, Completed: completed}
-	for i := range p.Cursors {
-		if p.Cursors[i].HeadFailures > 0 {
-			c.HeadFailures++
-		}
-	}
-	return c
-}
+func (p *PartitionView) Counts() Counts { return p.counts }
 
-// partCounts are PartitionView.Counts of p read in place: queue totals
-// add up every partition, and copying each one (cursors included) to
-// count it made a view of a queue with 100,000 partitions cost more than
-// everything else it did.
-func partCounts(p *partState, nowMs int64) Counts {
-	hwm, start := p.hwm.Load(), p.logStart.Load()
+// partCounts are p's counts (PartitionView.Depth) at high watermark hwm
+// and log start start, read in place: queue totals add up every
+// partition, and copying each one (cursors included) to count it made a
+// view of a queue with 100,000 partitions cost more than everything else
+// it did.
+func partCounts(p *partState, hwm, start uint64, nowMs int64) Counts {
 	total := hwm - min(start, hwm)
 	c := Counts{Partitions: 1, Total: total, Pending: total}
 	var worst *cursor
@@ -141,13 +112,18 @@ func partCounts(p *partState, nowMs int64) Counts {
 			worst, worstBacklog = cur, backlog
 		}
 	}
-	if worst != nil {
-		var size, inLease uint64
-		if l := worst.lease; l != nil && l.expiresMs > nowMs {
-			size, inLease = l.to-l.from, uint64(l.pending)
-		}
-		c.Pending, c.Processing, c.Completed = depthSeen(total, worstBacklog, size, inLease)
+	if worst == nil {
+		return c
 	}
+	// The group has backlog of the retained messages still to consume and
+	// a live lease of some of them, not all acknowledged.
+	backlog := min(worstBacklog, total)
+	var leased uint64
+	if l := worst.lease; l != nil && l.expiresMs > nowMs {
+		leased = min(l.to-l.from, backlog)
+		c.Processing = min(uint64(l.pending), leased)
+	}
+	c.Pending, c.Completed = backlog-leased, total-backlog+leased-c.Processing
 	return c
 }
 
@@ -262,7 +238,7 @@ func queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
 	slices.SortFunc(v.Subscriptions, func(a, b SubscriptionView) int { return cmp.Compare(a.Group, b.Group) })
 	for _, p := range q.parts {
 		if p != nil {
-			v.Totals.Add(partCounts(p, nowMs))
+			v.Totals.Add(partCounts(p, p.hwm.Load(), p.logStart.Load(), nowMs))
 		}
 	}
 	if !f.Partitions {
@@ -281,8 +257,9 @@ func queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
 }
 
 func partitionView(p *partState, nowMs int64) PartitionView {
+	hwm, start := p.hwm.Load(), p.logStart.Load()
 	v := PartitionView{ID: p.id, Index: p.index, Name: p.name, CreatedMs: p.createdMs,
-		LastWriteMs: p.lastWrite.Load(), LogStart: p.logStart.Load(), HighWatermark: p.hwm.Load()}
+		LastWriteMs: p.lastWrite.Load(), LogStart: start, HighWatermark: hwm, counts: partCounts(p, hwm, start, nowMs)}
 	if len(p.cursors) > 0 {
 		v.Cursors = make([]CursorView, 0, len(p.cursors))
 	}

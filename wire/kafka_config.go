@@ -178,8 +178,6 @@ type TopicSettings struct {
 	// MinCleanableDirtyRatio is the share of a log written since its last
 	// compaction that makes it due again.
 	MinCleanableDirtyRatio float64
-	// MinInsyncReplicas is 0 when not set.
-	MinInsyncReplicas int
 }
 
 // Cleaned reports whether the topic's log needs the leader's cleaner:
@@ -218,8 +216,6 @@ func ParseTopicSettings(configs []ConfigEntry) TopicSettings {
 			t.DeleteRetentionMs = n
 		case "min.compaction.lag.ms":
 			t.MinCompactionLagMs = n
-		case "min.insync.replicas":
-			t.MinInsyncReplicas = int(n)
 		case "min.cleanable.dirty.ratio":
 			t.MinCleanableDirtyRatio, _ = strconv.ParseFloat(c.Value, 64)
 		}

@@ -159,6 +159,7 @@ func ParseRecord(b []byte) (Record, error) {
 // ParseSealedFields decodes what AppendSealedFields wrote into rec, which
 // holds a sealed record: its fields and flags become the plaintext
 // record's, keeping its message and transaction ids. Byte slices alias b.
+// On error rec is left as it was.
 func ParseSealedFields(b []byte, rec *Record) error {
 	r := Reader{b: b}
 	inner := *rec

@@ -35,8 +35,14 @@ func TestSealedFieldsRoundTrip(t *testing.T) {
 	if err := ParseSealedFields(AppendSealedFields(nil, &in), &outer); err != nil || !reflect.DeepEqual(outer, in) {
 		t.Fatalf("without txn: %v %+v", err, outer)
 	}
-	// Trailing bytes are refused.
+	// Trailing bytes are refused, and the record is left as stored
+	// (OpenRecord serves it so).
+	stored := Record{Flags: FlagEncrypted | FlagSealed, MsgID: in.MsgID, Payload: []byte("envelope")}
+	outer = stored
 	if err := ParseSealedFields(append(AppendSealedFields(nil, &in), 0), &outer); err == nil {
 		t.Fatal("trailing byte accepted")
+	}
+	if !reflect.DeepEqual(outer, stored) {
+		t.Fatalf("a refused parse changed the record: %+v", outer)
 	}
 }
