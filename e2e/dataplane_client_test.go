@@ -179,21 +179,25 @@ func (c *client) log(queue, partition string) (recs []fetchRecord, hwm, start ui
 			Error          string        `json:"error"`
 		} `json:"entries"`
 	}
-	body := map[string]any{"entries": []map[string]any{{"queue": queue, "partition": partition, "offset": 0}}}
-	if code := c.do(http.MethodPost, "/api/v1/fetch", body, &out); code != http.StatusOK {
-		c.t.Fatalf("fetch: %d", code)
-	}
-	e := out.Entries[0]
-	if e.Error == "OFFSET_OUT_OF_RANGE" {
-		body = map[string]any{"entries": []map[string]any{{"queue": queue, "partition": partition, "offset": e.LogStartOffset}}}
+	// Retention can move the log start between an out-of-range answer and
+	// the fetch at the start it reported, so follow the start a few times.
+	offset := uint64(0)
+	for try := 0; ; try++ {
+		body := map[string]any{"entries": []map[string]any{{"queue": queue, "partition": partition, "offset": offset}}}
 		out.Entries = nil
-		c.do(http.MethodPost, "/api/v1/fetch", body, &out)
-		e = out.Entries[0]
+		if code := c.do(http.MethodPost, "/api/v1/fetch", body, &out); code != http.StatusOK {
+			c.t.Fatalf("fetch: %d", code)
+		}
+		e := out.Entries[0]
+		if e.Error == "OFFSET_OUT_OF_RANGE" && e.LogStartOffset != offset && try < 5 {
+			offset = e.LogStartOffset
+			continue
+		}
+		if e.Error != "" {
+			c.t.Fatalf("fetch %s/%s at %d: %s (log start %d)", queue, partition, offset, e.Error, e.LogStartOffset)
+		}
+		return e.Records, e.HighWatermark, e.LogStartOffset
 	}
-	if e.Error != "" {
-		c.t.Fatalf("fetch %s/%s: %s", queue, partition, e.Error)
-	}
-	return e.Records, e.HighWatermark, e.LogStartOffset
 }
 
 // eventually polls cond every 20 ms until it holds or d passes.
