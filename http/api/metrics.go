@@ -3,8 +3,10 @@ package api
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,10 +36,18 @@ type routeMetrics struct {
 	family   string
 	label    string
 	duration atomic.Pointer[metrics.PrometheusHistogram]
+	// byStatus holds the request counters by status, each made at the
+	// status's first answer: a request then reads a map instead of
+	// building the series name and looking it up in the set. Replaced
+	// whole under mu, never changed in place.
+	byStatus atomic.Pointer[map[int]*metrics.Counter]
+	mu       sync.Mutex
 }
 
 func newRouteMetrics(set *metrics.Set, family string, rt route) *routeMetrics {
-	return &routeMetrics{set: set, family: family, label: fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)}
+	m := &routeMetrics{set: set, family: family, label: fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)}
+	m.byStatus.Store(&map[int]*metrics.Counter{})
+	return m
 }
 
 func (m *routeMetrics) observe(status int, start time.Time) {
@@ -47,7 +57,27 @@ func (m *routeMetrics) observe(status int, start time.Time) {
 		m.duration.Store(h)
 	}
 	h.UpdateDuration(start)
-	m.set.GetOrCreateCounter(m.family + `_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
+	c := (*m.byStatus.Load())[status]
+	if c == nil {
+		c = m.addStatus(status)
+	}
+	c.Inc()
+}
+
+// addStatus makes the counter of a status the route had not answered yet.
+func (m *routeMetrics) addStatus(status int) *metrics.Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.byStatus.Load()
+	if c := old[status]; c != nil {
+		return c
+	}
+	c := m.set.GetOrCreateCounter(m.family + `_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`)
+	next := make(map[int]*metrics.Counter, len(old)+1)
+	maps.Copy(next, old)
+	next[status] = c
+	m.byStatus.Store(&next)
+	return c
 }
 
 // trafficMetrics count the messages and bytes the HTTP data plane moved on
