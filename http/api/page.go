@@ -106,6 +106,8 @@ type nameKey struct {
 
 func cmpName(a, b nameKey) int { return cmp.Compare(a.N, b.N) }
 
+func queueKey(q *storage.QueueView) nameKey { return nameKey{q.Name} }
+
 // partKey orders partitions by queue then index.
 type partKey struct {
 	Q string `json:"q,omitempty"`

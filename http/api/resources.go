@@ -71,7 +71,7 @@ func (s *Server) queuePage(ctx *fasthttp.RequestCtx, def int) (pageReq, []queueL
 	if err != nil {
 		return p, nil, 0, nil, err
 	}
-	page, next, err := pageOf(p, qs, func(q *storage.QueueView) nameKey { return nameKey{q.Name} }, cmpName)
+	page, next, err := pageOf(p, qs, queueKey, cmpName)
 	if err != nil {
 		return p, nil, 0, nil, err
 	}
@@ -397,7 +397,7 @@ func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	_, qs, err := s.queueViews(ctx, storage.QueueFilter{Name: strArg(ctx, "queue"), Partitions: true})
+	_, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}
