@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -94,15 +93,9 @@ func (rq ephReq) relayHeader() http.Header {
 // ephCall runs the client's request, with body, on peer id's node route of
 // the same path and query, on behalf of rq's tenant.
 func (s *Server) ephCall(ctx *fasthttp.RequestCtx, id uint64, rq ephReq, body []byte) (int, []byte, error) {
-	route := relayedRoute(string(ctx.URI().PathOriginal()))
-	if q := ctx.URI().QueryString(); len(q) > 0 {
-		route += "?" + string(q)
-	}
-	c, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
-	defer cancel()
 	h := rq.relayHeader()
 	h.Set("Content-Type", "application/json")
-	ans, err := callPeer(c, s.node, id, string(ctx.Method()), route, h, body, int64(s.cfg.MaxBodyBytes)+1<<20)
+	ans, err := s.callRelayed(ctx, id, h, body, s.cfg.RequestTimeout)
 	return ans.status, ans.body, err
 }
 

@@ -197,12 +197,6 @@ func callPeer(ctx context.Context, link NodeLink, id uint64, method, route strin
 // path and query, with header, and copies the answer's status, content
 // type, the headers in keep and body to the client.
 func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, timeout time.Duration, keep ...string) (int, error) {
-	route := relayedRoute(string(ctx.URI().PathOriginal()))
-	if q := ctx.URI().QueryString(); len(q) > 0 {
-		route += "?" + string(q)
-	}
-	c, cancel := context.WithTimeout(s.base, timeout)
-	defer cancel()
 	if header == nil {
 		header = http.Header{}
 	}
@@ -213,7 +207,7 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, 
 	if b := ctx.PostBody(); len(b) > 0 {
 		body = b
 	}
-	ans, err := callPeer(c, s.node, id, string(ctx.Method()), route, header, body, int64(s.cfg.MaxBodyBytes)+1<<20)
+	ans, err := s.callRelayed(ctx, id, header, body, timeout)
 	if err != nil {
 		return 0, err
 	}
@@ -234,4 +228,16 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, 
 	}
 	ctx.SetBody(ans.body)
 	return ans.status, nil
+}
+
+// callRelayed makes the client's request, with header and body, to peer
+// id's node route of the same path and query, and reads the answer.
+func (s *Server) callRelayed(ctx *fasthttp.RequestCtx, id uint64, header http.Header, body []byte, timeout time.Duration) (peerAnswer, error) {
+	route := relayedRoute(string(ctx.URI().PathOriginal()))
+	if q := ctx.URI().QueryString(); len(q) > 0 {
+		route += "?" + string(q)
+	}
+	c, cancel := context.WithTimeout(s.base, timeout)
+	defer cancel()
+	return callPeer(c, s.node, id, string(ctx.Method()), route, header, body, int64(s.cfg.MaxBodyBytes)+1<<20)
 }
