@@ -613,10 +613,7 @@ func (s *Server) ephSystemSet(ctx *fasthttp.RequestCtx) error {
 	sw := ephSwitch{Enabled: *body.Enabled, Stamp: time.Now().UnixNano()}
 	if s.engine != nil {
 		b, _ := json.Marshal(sw)
-		c, cancel := s.requestCtx(s.cfg.RequestTimeout)
-		err := s.systemPut(c, ephSwitchKey, b)
-		cancel()
-		if err != nil {
+		if err := s.systemPut(ephSwitchKey, b); err != nil {
 			return err
 		}
 	}
