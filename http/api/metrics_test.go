@@ -105,3 +105,16 @@ func TestRouteMetricsCountPerStatus(t *testing.T) {
 		}
 	}
 }
+
+// A scrape writes a sample per queue and family: 10,000 samples.
+func BenchmarkPromTextSamples(b *testing.B) {
+	var buf bytes.Buffer
+	p := promText{b: &buf}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		for j := uint64(0); j < 10000; j++ {
+			p.value("queen_queue_messages_in_total", `{tenant="00000000-0000-0000-0000-000000000001",queue="q"}`, j)
+		}
+	}
+}
