@@ -40,26 +40,21 @@ func fromPeer(ctx *fasthttp.RequestCtx) bool {
 	return v
 }
 
-// relayedPrefixes are the public routes a peer may run here, and the node
-// route each becomes: the path past the prefix, e.g.
-// /api/v1/ephemeral/push → ephemeral/push.
-var relayedPrefixes = []string{"/api/v1/system/raft/", "/api/v1/"}
-
-// relayedRoute is the node route of a public path a peer relays, or "";
-// a node route's path (a relayed request relayed on) is its own. path is
-// as the client sent it (escaped), as the router matches it, so the peer
-// sees the same path arguments.
+// relayedRoute is the node route of a public path a peer relays, or "":
+// the membership routes past /api/v1/system/raft/ and the ephemeral ones
+// past /api/v1/ (/api/v1/ephemeral/push → ephemeral/push). A node route's
+// path (a relayed request relayed on) is its own. path is as the client
+// sent it (escaped), as the router matches it, so the peer sees the same
+// path arguments.
 func relayedRoute(path string) string {
 	if rest, ok := strings.CutPrefix(path, raftgroups.NodePath("")); ok {
 		return rest
 	}
-	if !strings.HasPrefix(path, "/api/v1/system/raft/membership") && !strings.HasPrefix(path, "/api/v1/ephemeral/") {
-		return ""
+	if rest, ok := strings.CutPrefix(path, "/api/v1/system/raft/"); ok && strings.HasPrefix(rest, "membership") {
+		return rest
 	}
-	for _, p := range relayedPrefixes {
-		if rest, ok := strings.CutPrefix(path, p); ok {
-			return rest
-		}
+	if rest, ok := strings.CutPrefix(path, "/api/v1/"); ok && strings.HasPrefix(rest, "ephemeral/") {
+		return rest
 	}
 	return ""
 }
