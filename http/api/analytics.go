@@ -335,7 +335,7 @@ func (s *Server) queueRowsPage(ctx *fasthttp.RequestCtx) (v *tenantView, all, pa
 	if v, all, err = s.tenantQueuesWithParts(ctx); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if page, next, err = pageOf(p, all, func(q *storage.QueueView) nameKey { return nameKey{q.Name} }, cmpName); err != nil {
+	if page, next, err = pageOf(p, all, queueKey, cmpName); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	setNextCursor(ctx, next)

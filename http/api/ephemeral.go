@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -60,6 +59,15 @@ func (s *Server) ephBegin(ctx *fasthttp.RequestCtx) (ephReq, error) {
 	return ephReq{tenant: tenant, hops: hops, forwarded: fwd}, nil
 }
 
+// ephBeginJSON is ephBegin, then the body read into dst.
+func (s *Server) ephBeginJSON(ctx *fasthttp.RequestCtx, dst any) (ephReq, error) {
+	rq, err := s.ephBegin(ctx)
+	if err != nil {
+		return rq, err
+	}
+	return rq, readJSON(ctx, dst)
+}
+
 // ephRoute runs local on this node when it owns k (or a peer forwarded the
 // request here), or relays the request to the owner. ErrMoved from local
 // means this node began handing over meanwhile: route again.
@@ -94,15 +102,9 @@ func (rq ephReq) relayHeader() http.Header {
 // ephCall runs the client's request, with body, on peer id's node route of
 // the same path and query, on behalf of rq's tenant.
 func (s *Server) ephCall(ctx *fasthttp.RequestCtx, id uint64, rq ephReq, body []byte) (int, []byte, error) {
-	route := relayedRoute(string(ctx.URI().PathOriginal()))
-	if q := ctx.URI().QueryString(); len(q) > 0 {
-		route += "?" + string(q)
-	}
-	c, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout)
-	defer cancel()
 	h := rq.relayHeader()
 	h.Set("Content-Type", "application/json")
-	ans, err := callPeer(c, s.node, id, string(ctx.Method()), route, h, body, int64(s.cfg.MaxBodyBytes)+1<<20)
+	ans, err := s.callRelayed(ctx, id, h, body, s.cfg.RequestTimeout)
 	return ans.status, ans.body, err
 }
 
@@ -115,12 +117,9 @@ type ephPushReq struct {
 }
 
 func (s *Server) ephPush(ctx *fasthttp.RequestCtx) error {
-	rq, err := s.ephBegin(ctx)
-	if err != nil {
-		return err
-	}
 	var body ephPushReq
-	if err := readJSON(ctx, &body); err != nil {
+	rq, err := s.ephBeginJSON(ctx, &body)
+	if err != nil {
 		return err
 	}
 	if body.Partition == "" {
@@ -247,12 +246,9 @@ type ephAckResult struct {
 // since only the partition's owner knows its messages. Acks for partitions
 // with different owners are split, sent on, and answered in input order.
 func (s *Server) ephAckHandler(ctx *fasthttp.RequestCtx) error {
-	rq, err := s.ephBegin(ctx)
-	if err != nil {
-		return err
-	}
 	var body ephAckReq
-	if err := readJSON(ctx, &body); err != nil {
+	rq, err := s.ephBeginJSON(ctx, &body)
+	if err != nil {
 		return err
 	}
 	if body.Group == "" {
@@ -423,15 +419,12 @@ func (b ephOptionsBody) merge(o ephemeral.Options) (ephemeral.Options, error) {
 // ephConfigure merges the options over this node's and sends the whole
 // result to every live node, so they all hold the same options.
 func (s *Server) ephConfigure(ctx *fasthttp.RequestCtx) error {
-	rq, err := s.ephBegin(ctx)
-	if err != nil {
-		return err
-	}
 	var body struct {
 		Queue   string          `json:"queue"`
 		Options *ephOptionsBody `json:"options"`
 	}
-	if err := readJSON(ctx, &body); err != nil {
+	rq, err := s.ephBeginJSON(ctx, &body)
+	if err != nil {
 		return err
 	}
 	if err := checkNames(body.Queue); err != nil {
@@ -457,14 +450,11 @@ func (s *Server) ephConfigure(ctx *fasthttp.RequestCtx) error {
 }
 
 func (s *Server) ephReset(ctx *fasthttp.RequestCtx) error {
-	rq, err := s.ephBegin(ctx)
-	if err != nil {
-		return err
-	}
 	var body struct {
 		Queue string `json:"queue"`
 	}
-	if err := readJSON(ctx, &body); err != nil {
+	rq, err := s.ephBeginJSON(ctx, &body)
+	if err != nil {
 		return err
 	}
 	if err := checkNames(body.Queue); err != nil {
@@ -620,10 +610,7 @@ func (s *Server) ephSystemSet(ctx *fasthttp.RequestCtx) error {
 	sw := ephSwitch{Enabled: *body.Enabled, Stamp: time.Now().UnixNano()}
 	if s.engine != nil {
 		b, _ := json.Marshal(sw)
-		c, cancel := s.requestCtx(s.cfg.RequestTimeout)
-		err := s.systemPut(c, ephSwitchKey, b)
-		cancel()
-		if err != nil {
+		if err := s.systemPut(ephSwitchKey, b); err != nil {
 			return err
 		}
 	}

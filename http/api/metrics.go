@@ -3,8 +3,10 @@ package api
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,10 +36,18 @@ type routeMetrics struct {
 	family   string
 	label    string
 	duration atomic.Pointer[metrics.PrometheusHistogram]
+	// byStatus holds the request counters by status, each made at the
+	// status's first answer: a request then reads a map instead of
+	// building the series name and looking it up in the set. Replaced
+	// whole under mu, never changed in place.
+	byStatus atomic.Pointer[map[int]*metrics.Counter]
+	mu       sync.Mutex
 }
 
 func newRouteMetrics(set *metrics.Set, family string, rt route) *routeMetrics {
-	return &routeMetrics{set: set, family: family, label: fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)}
+	m := &routeMetrics{set: set, family: family, label: fmt.Sprintf(`method=%q,route=%q`, rt.method, rt.path)}
+	m.byStatus.Store(&map[int]*metrics.Counter{})
+	return m
 }
 
 func (m *routeMetrics) observe(status int, start time.Time) {
@@ -47,7 +57,27 @@ func (m *routeMetrics) observe(status int, start time.Time) {
 		m.duration.Store(h)
 	}
 	h.UpdateDuration(start)
-	m.set.GetOrCreateCounter(m.family + `_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`).Inc()
+	c := (*m.byStatus.Load())[status]
+	if c == nil {
+		c = m.addStatus(status)
+	}
+	c.Inc()
+}
+
+// addStatus makes the counter of a status the route had not answered yet.
+func (m *routeMetrics) addStatus(status int) *metrics.Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.byStatus.Load()
+	if c := old[status]; c != nil {
+		return c
+	}
+	c := m.set.GetOrCreateCounter(m.family + `_requests_total{` + m.label + `,status="` + strconv.Itoa(status) + `"}`)
+	next := make(map[int]*metrics.Counter, len(old)+1)
+	maps.Copy(next, old)
+	next[status] = c
+	m.byStatus.Store(&next)
+	return c
 }
 
 // trafficMetrics count the messages and bytes the HTTP data plane moved on
@@ -153,27 +183,27 @@ func (s *Server) writeRaftMetrics(p promText) {
 	for i, st := range status {
 		labels[i] = fmt.Sprintf(`{group="%d"}`, st.Group)
 	}
-	perGroup := func(name, typ string, value func(st *raftgroups.GroupStatus) uint64) {
+	// A group's segment stats stat every segment file: read once a scrape.
+	segFiles, segBytes := make([]uint64, len(status)), make([]uint64, len(status))
+	for i := range status {
+		files, n := host.SegmentStats(status[i].Group)
+		segFiles[i], segBytes[i] = uint64(files), uint64(n)
+	}
+	perGroup := func(name, typ string, value func(i int) uint64) {
 		p.family(name, typ)
 		for i := range status {
-			p.value(name, labels[i], value(&status[i]))
+			p.value(name, labels[i], value(i))
 		}
 	}
-	perGroup("queen_raft_leader_id", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.LeaderID })
-	perGroup("queen_raft_is_leader", "gauge", func(st *raftgroups.GroupStatus) uint64 { return boolValue(st.IsLeader) })
-	perGroup("queen_raft_term", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Term })
-	perGroup("queen_raft_applied_index", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Applied })
-	perGroup("queen_raft_commit_index", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Commit })
-	perGroup("queen_raft_apply_lag_entries", "gauge", func(st *raftgroups.GroupStatus) uint64 { return st.Commit - min(st.Applied, st.Commit) })
-	perGroup("queen_storage_segment_files", "gauge", func(st *raftgroups.GroupStatus) uint64 {
-		files, _ := host.SegmentStats(st.Group)
-		return uint64(files)
-	})
-	perGroup("queen_storage_segment_bytes", "gauge", func(st *raftgroups.GroupStatus) uint64 {
-		_, n := host.SegmentStats(st.Group)
-		return uint64(n)
-	})
-	perGroup("queen_storage_corrupt_chunks_total", "counter", func(st *raftgroups.GroupStatus) uint64 { return host.CorruptChunks(st.Group) })
+	perGroup("queen_raft_leader_id", "gauge", func(i int) uint64 { return status[i].LeaderID })
+	perGroup("queen_raft_is_leader", "gauge", func(i int) uint64 { return boolValue(status[i].IsLeader) })
+	perGroup("queen_raft_term", "gauge", func(i int) uint64 { return status[i].Term })
+	perGroup("queen_raft_applied_index", "gauge", func(i int) uint64 { return status[i].Applied })
+	perGroup("queen_raft_commit_index", "gauge", func(i int) uint64 { return status[i].Commit })
+	perGroup("queen_raft_apply_lag_entries", "gauge", func(i int) uint64 { return status[i].Commit - min(status[i].Applied, status[i].Commit) })
+	perGroup("queen_storage_segment_files", "gauge", func(i int) uint64 { return segFiles[i] })
+	perGroup("queen_storage_segment_bytes", "gauge", func(i int) uint64 { return segBytes[i] })
+	perGroup("queen_storage_corrupt_chunks_total", "counter", func(i int) uint64 { return host.CorruptChunks(status[i].Group) })
 	for _, f := range []struct {
 		name  string
 		value func(t transportCounters) uint64

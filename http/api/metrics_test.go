@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -68,5 +70,51 @@ func TestAddHelpFillsTheLibrarysEmptyHelp(t *testing.T) {
 		"\n# TYPE queen_http_push_messages_total counter\nqueen_http_push_messages_total 3\n# HELP go_goroutines " + helpOf("go_goroutines") + "\n"
 	if out.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// observe runs on every request: a route answering a mix of statuses.
+func BenchmarkRouteMetricsObserve(b *testing.B) {
+	m := newRouteMetrics(metrics.NewSet(), "queen_http", route{method: get, path: "/api/v1/pop/queue/{queue}"})
+	statuses := []int{200, 204, 200, 200}
+	start := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			m.observe(statuses[i&3], start)
+			i++
+		}
+	})
+}
+
+// Each status a route answers has its own counter, the same series however
+// often it is counted.
+func TestRouteMetricsCountPerStatus(t *testing.T) {
+	set := metrics.NewSet()
+	m := newRouteMetrics(set, "queen_http", route{method: get, path: "/x"})
+	for _, status := range []int{200, 404, 200} {
+		m.observe(status, time.Now())
+	}
+	var out bytes.Buffer
+	set.WritePrometheus(&out)
+	for _, want := range []string{`queen_http_requests_total{method="GET",route="/x",status="200"} 2`,
+		`queen_http_requests_total{method="GET",route="/x",status="404"} 1`} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("no %s in\n%s", want, out.String())
+		}
+	}
+}
+
+// A scrape writes a sample per queue and family: 10,000 samples.
+func BenchmarkPromTextSamples(b *testing.B) {
+	var buf bytes.Buffer
+	p := promText{b: &buf}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		for j := uint64(0); j < 10000; j++ {
+			p.value("queen_queue_messages_in_total", `{tenant="00000000-0000-0000-0000-000000000001",queue="q"}`, j)
+		}
 	}
 }

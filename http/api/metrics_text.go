@@ -16,15 +16,23 @@ func (p promText) family(name, typ string) {
 
 // value writes one sample; labels is "" or `{k="v",...}`.
 func (p promText) value(name, labels string, v uint64) {
-	p.b.WriteString(name + labels + " ")
-	p.b.Write(strconv.AppendUint(nil, v, 10))
+	p.b.Write(strconv.AppendUint(p.sample(name, labels), v, 10))
 	p.b.WriteByte('\n')
 }
 
 func (p promText) float(name, labels string, v float64) {
-	p.b.WriteString(name + labels + " ")
-	p.b.Write(strconv.AppendFloat(nil, v, 'g', -1, 64))
+	p.b.Write(strconv.AppendFloat(p.sample(name, labels), v, 'g', -1, 64))
 	p.b.WriteByte('\n')
+}
+
+// sample writes a sample's name and labels and answers the buffer's free
+// space for its value: a scrape writes a sample per queue and family, each
+// then without an allocation.
+func (p promText) sample(name, labels string) []byte {
+	p.b.WriteString(name)
+	p.b.WriteString(labels)
+	p.b.WriteByte(' ')
+	return p.b.AvailableBuffer()
 }
 
 // addHelp copies the metrics library's exposition to dst, filling in the

@@ -40,26 +40,21 @@ func fromPeer(ctx *fasthttp.RequestCtx) bool {
 	return v
 }
 
-// relayedPrefixes are the public routes a peer may run here, and the node
-// route each becomes: the path past the prefix, e.g.
-// /api/v1/ephemeral/push → ephemeral/push.
-var relayedPrefixes = []string{"/api/v1/system/raft/", "/api/v1/"}
-
-// relayedRoute is the node route of a public path a peer relays, or "";
-// a node route's path (a relayed request relayed on) is its own. path is
-// as the client sent it (escaped), as the router matches it, so the peer
-// sees the same path arguments.
+// relayedRoute is the node route of a public path a peer relays, or "":
+// the membership routes past /api/v1/system/raft/ and the ephemeral ones
+// past /api/v1/ (/api/v1/ephemeral/push → ephemeral/push). A node route's
+// path (a relayed request relayed on) is its own. path is as the client
+// sent it (escaped), as the router matches it, so the peer sees the same
+// path arguments.
 func relayedRoute(path string) string {
 	if rest, ok := strings.CutPrefix(path, raftgroups.NodePath("")); ok {
 		return rest
 	}
-	if !strings.HasPrefix(path, "/api/v1/system/raft/membership") && !strings.HasPrefix(path, "/api/v1/ephemeral/") {
-		return ""
+	if rest, ok := strings.CutPrefix(path, "/api/v1/system/raft/"); ok && strings.HasPrefix(rest, "membership") {
+		return rest
 	}
-	for _, p := range relayedPrefixes {
-		if rest, ok := strings.CutPrefix(path, p); ok {
-			return rest
-		}
+	if rest, ok := strings.CutPrefix(path, "/api/v1/"); ok && strings.HasPrefix(rest, "ephemeral/") {
+		return rest
 	}
 	return ""
 }
@@ -197,12 +192,6 @@ func callPeer(ctx context.Context, link NodeLink, id uint64, method, route strin
 // path and query, with header, and copies the answer's status, content
 // type, the headers in keep and body to the client.
 func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, timeout time.Duration, keep ...string) (int, error) {
-	route := relayedRoute(string(ctx.URI().PathOriginal()))
-	if q := ctx.URI().QueryString(); len(q) > 0 {
-		route += "?" + string(q)
-	}
-	c, cancel := context.WithTimeout(s.base, timeout)
-	defer cancel()
 	if header == nil {
 		header = http.Header{}
 	}
@@ -213,7 +202,7 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, 
 	if b := ctx.PostBody(); len(b) > 0 {
 		body = b
 	}
-	ans, err := callPeer(c, s.node, id, string(ctx.Method()), route, header, body, int64(s.cfg.MaxBodyBytes)+1<<20)
+	ans, err := s.callRelayed(ctx, id, header, body, timeout)
 	if err != nil {
 		return 0, err
 	}
@@ -234,4 +223,16 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, 
 	}
 	ctx.SetBody(ans.body)
 	return ans.status, nil
+}
+
+// callRelayed makes the client's request, with header and body, to peer
+// id's node route of the same path and query, and reads the answer.
+func (s *Server) callRelayed(ctx *fasthttp.RequestCtx, id uint64, header http.Header, body []byte, timeout time.Duration) (peerAnswer, error) {
+	route := relayedRoute(string(ctx.URI().PathOriginal()))
+	if q := ctx.URI().QueryString(); len(q) > 0 {
+		route += "?" + string(q)
+	}
+	c, cancel := context.WithTimeout(s.base, timeout)
+	defer cancel()
+	return callPeer(c, s.node, id, string(ctx.Method()), route, header, body, int64(s.cfg.MaxBodyBytes)+1<<20)
 }

@@ -34,7 +34,11 @@ type pageReq struct {
 
 // readPage reads limit (default def, at most max), offset and cursor.
 func readPage(ctx *fasthttp.RequestCtx, def, max int) (pageReq, error) {
-	limit, offset, err := pageArgs(ctx, def, max)
+	limit, err := intArg(ctx, "limit", def, 1, max)
+	if err != nil {
+		return pageReq{}, err
+	}
+	offset, err := intArg(ctx, "offset", 0, 0, 1<<30)
 	if err != nil {
 		return pageReq{}, err
 	}
@@ -105,6 +109,8 @@ type nameKey struct {
 }
 
 func cmpName(a, b nameKey) int { return cmp.Compare(a.N, b.N) }
+
+func queueKey(q *storage.QueueView) nameKey { return nameKey{q.Name} }
 
 // partKey orders partitions by queue then index.
 type partKey struct {

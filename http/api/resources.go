@@ -71,7 +71,7 @@ func (s *Server) queuePage(ctx *fasthttp.RequestCtx, def int) (pageReq, []queueL
 	if err != nil {
 		return p, nil, 0, nil, err
 	}
-	page, next, err := pageOf(p, qs, func(q *storage.QueueView) nameKey { return nameKey{q.Name} }, cmpName)
+	page, next, err := pageOf(p, qs, queueKey, cmpName)
 	if err != nil {
 		return p, nil, 0, nil, err
 	}
@@ -104,30 +104,41 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// oneQueue reads one queue with every partition or answers 404.
-func (s *Server) oneQueue(ctx *fasthttp.RequestCtx) (*tenantView, *storage.QueueView, error) {
-	return s.oneQueueWith(ctx, storage.QueueFilter{Partitions: true})
-}
-
-// oneQueuePage reads one queue with the page of partitions the request
-// asks for (and one more, to tell whether a next page follows), or
-// answers 404; the store copies only those.
-func (s *Server) oneQueuePage(ctx *fasthttp.RequestCtx) (*tenantView, *storage.QueueView, error) {
+// queuePartitions reads one queue (404 when there is none) and the page of
+// its partitions, by index, the request asks for, with the next page's
+// cursor, also set in the header. whole reads every partition, for sums
+// over all of them; otherwise the store copies only the page's (and one
+// more, to tell whether a next page follows).
+func (s *Server) queuePartitions(ctx *fasthttp.RequestCtx, whole bool) (*tenantView, *storage.QueueView, []storage.PartitionView, *string, error) {
 	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	f := storage.QueueFilter{Partitions: true, PartitionLimit: p.offset + p.limit + 1}
-	var from partKey
-	if ok, err := p.after(&from); err != nil {
-		return nil, nil, err
-	} else if ok {
-		f.PartitionsFrom = uint32(min(max(from.I+1, 0), math.MaxUint32))
+	f := storage.QueueFilter{Partitions: true}
+	if !whole {
+		f.PartitionLimit = p.offset + p.limit + 1
+		var from partKey
+		if ok, err := p.after(&from); err != nil {
+			return nil, nil, nil, nil, err
+		} else if ok {
+			f.PartitionsFrom = uint32(min(max(from.I+1, 0), math.MaxUint32))
+		}
+		p.cursor = "" // the store's read starts after it
 	}
-	return s.oneQueueWith(ctx, f)
+	v, q, err := s.oneQueue(ctx, f)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	page, next, err := pageOf(p, q.Partitions, func(pv *storage.PartitionView) partKey { return partKey{I: int64(pv.Index)} }, cmpPart)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	setNextCursor(ctx, next)
+	return v, q, page, next, nil
 }
 
-func (s *Server) oneQueueWith(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*tenantView, *storage.QueueView, error) {
+// oneQueue reads the queue the path names, as f selects, or answers 404.
+func (s *Server) oneQueue(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*tenantView, *storage.QueueView, error) {
 	name := pathArg(ctx, "queue")
 	if err := checkName("queue", name); err != nil {
 		return nil, nil, err
@@ -164,18 +175,6 @@ type partitionDetail struct {
 type cursorTotals struct {
 	TotalConsumed   uint64 `json:"totalConsumed"`
 	BatchesConsumed uint64 `json:"batchesConsumed"`
-}
-
-// partitionPage is the page of q's partitions (by index) the request asks
-// for, with the next page's cursor, also set in the header.
-func partitionPage(ctx *fasthttp.RequestCtx, q *storage.QueueView) ([]storage.PartitionView, *string, error) {
-	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
-	if err != nil {
-		return nil, nil, err
-	}
-	page, next, err := pageOf(p, q.Partitions, func(pv *storage.PartitionView) partKey { return partKey{I: int64(pv.Index)} }, cmpPart)
-	setNextCursor(ctx, next)
-	return page, next, err
 }
 
 // partitionDetails details the page's partitions; the totals cover every
@@ -228,11 +227,7 @@ func dlqByPartition(v *tenantView, queue string) (map[uint64]uint64, error) {
 // queueDetail reads one queue and details the requested page of its
 // partitions.
 func (s *Server) queueDetail(ctx *fasthttp.RequestCtx) (*storage.QueueView, []partitionDetail, messageCounts, *string, error) {
-	v, q, err := s.oneQueuePage(ctx)
-	if err != nil {
-		return nil, nil, messageCounts{}, nil, err
-	}
-	page, next, err := partitionPage(ctx, q)
+	v, q, page, next, err := s.queuePartitions(ctx, false)
 	if err != nil {
 		return nil, nil, messageCounts{}, nil, err
 	}
@@ -332,15 +327,7 @@ func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
 	group := strArg(ctx, "group")
 	// A group's backlog is summed over every partition; the queue-level
 	// depth is in the store's totals, so only the page is read.
-	read := s.oneQueue
-	if group == "" {
-		read = s.oneQueuePage
-	}
-	_, q, err := read(ctx)
-	if err != nil {
-		return err
-	}
-	page, next, err := partitionPage(ctx, q)
+	_, q, page, next, err := s.queuePartitions(ctx, group != "")
 	if err != nil {
 		return err
 	}
@@ -375,7 +362,7 @@ func (s *Server) queueDepth(ctx *fasthttp.RequestCtx) error {
 // messages and stored bytes per partition (record bytes before pebble's
 // compression; reading them scans the partition).
 func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
-	v, q, err := s.oneQueue(ctx)
+	v, q, page, next, err := s.queuePartitions(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -384,10 +371,6 @@ func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
 		PartitionID string `json:"partitionId"`
 		Messages    uint64 `json:"messages"`
 		Bytes       uint64 `json:"bytes"`
-	}
-	page, next, err := partitionPage(ctx, q)
-	if err != nil {
-		return err
 	}
 	out := make([]size, 0, len(page))
 	var msgs, bytes uint64
@@ -414,7 +397,7 @@ func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	_, qs, err := s.queueViews(ctx, storage.QueueFilter{Name: strArg(ctx, "queue"), Partitions: true})
+	_, qs, err := s.tenantQueuesWithParts(ctx)
 	if err != nil {
 		return err
 	}

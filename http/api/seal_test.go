@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 )
 
@@ -17,12 +18,7 @@ import (
 // listing, the traces — answers them in clear. Only the transaction id
 // stays readable (docs/security.md).
 func TestEncryptedQueueSealsTraceErrorAndTraceData(t *testing.T) {
-	host, engine, dir := raftgroupstest.StartKeyed(t)
-	n := serveEngine(t, engine, nil)
-	if code := postJSON(t, n.url+"/api/v1/configure", map[string]any{"queue": "vault",
-		"options": map[string]any{"encryptionEnabled": true}}, nil); code != 200 {
-		t.Fatalf("configure: %d", code)
-	}
+	host, n, dir := startVault(t)
 	const (
 		payloadMark = "PAYLOAD-MARK-51c0"
 		traceIDMark = "TRACEID-MARK-51c0"
@@ -73,26 +69,14 @@ func TestEncryptedQueueSealsTraceErrorAndTraceData(t *testing.T) {
 		msg["traceId"] != traceIDMark || msg["errorMessage"] != errMark || msg["isEncrypted"] != true {
 		t.Fatalf("message: %d %v", code, msg)
 	}
-	// Closed, every store has flushed what it holds.
-	host.Close()
-	for _, mark := range []string{payloadMark, traceIDMark, errMark, dataMark} {
-		if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
-			t.Errorf("%s in clear on disk: %v", mark, hits)
-		}
-	}
-
+	notOnDisk(t, host, dir, payloadMark, traceIDMark, errMark, dataMark)
 }
 
 // A transaction seals as a push and an ack do: its pushed payload and
 // trace id, and its ack's error text, are not in the node's files, and
 // read back in clear.
 func TestEncryptedQueueSealsTransactionPushAndAckError(t *testing.T) {
-	host, engine, dir := raftgroupstest.StartKeyed(t)
-	n := serveEngine(t, engine, nil)
-	if code := postJSON(t, n.url+"/api/v1/configure", map[string]any{"queue": "vault",
-		"options": map[string]any{"encryptionEnabled": true}}, nil); code != 200 {
-		t.Fatalf("configure: %d", code)
-	}
+	host, n, dir := startVault(t)
 	const (
 		payloadMark = "TXPAYLOAD-MARK-2b7e"
 		traceIDMark = "TXTRACE-MARK-2b7e"
@@ -124,23 +108,13 @@ func TestEncryptedQueueSealsTransactionPushAndAckError(t *testing.T) {
 		dlq.Messages[0].ErrorMessage == nil || *dlq.Messages[0].ErrorMessage != errMark {
 		t.Fatalf("dlq: %d %+v", code, dlq)
 	}
-	host.Close()
-	for _, mark := range []string{payloadMark, traceIDMark, errMark} {
-		if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
-			t.Errorf("%s in clear on disk: %v", mark, hits)
-		}
-	}
+	notOnDisk(t, host, dir, payloadMark, traceIDMark, errMark)
 }
 
 // A timer scheduled into an encrypted queue keeps its payload sealed while
 // it waits and in the record it fires, which pops in clear.
 func TestEncryptedQueueSealsTimerPayloads(t *testing.T) {
-	host, engine, dir := raftgroupstest.StartKeyed(t)
-	n := serveEngine(t, engine, nil)
-	if code := postJSON(t, n.url+"/api/v1/configure", map[string]any{"queue": "vault",
-		"options": map[string]any{"encryptionEnabled": true}}, nil); code != 200 {
-		t.Fatalf("configure: %d", code)
-	}
+	host, n, dir := startVault(t)
 	const mark = "TIMER-MARK-83a1"
 	payload := base64.StdEncoding.EncodeToString([]byte(`{"t":"` + mark + `"}`))
 	if code := postJSON(t, n.url+"/api/v1/timers", map[string]any{"operations": []map[string]any{{"op": "schedule",
@@ -162,8 +136,30 @@ func TestEncryptedQueueSealsTimerPayloads(t *testing.T) {
 	if !strings.Contains(string(pa.Messages[0].Data), mark) {
 		t.Fatalf("fired: %s", pa.Messages[0].Data)
 	}
+	notOnDisk(t, host, dir, mark)
+}
+
+// startVault starts a node with an encryption key and the HTTP API over
+// it, with the queue "vault" configured encrypted; dir is its data dir.
+func startVault(t *testing.T) (host *raftgroups.Host, n *node, dir string) {
+	t.Helper()
+	host, engine, dir := raftgroupstest.StartKeyed(t)
+	n = serveEngine(t, engine, nil)
+	if code := postJSON(t, n.url+"/api/v1/configure", map[string]any{"queue": "vault",
+		"options": map[string]any{"encryptionEnabled": true}}, nil); code != 200 {
+		t.Fatalf("configure: %d", code)
+	}
+	return host, n, dir
+}
+
+// notOnDisk closes host, so every store has flushed what it holds, and
+// fails the test for each mark found in a file under dir.
+func notOnDisk(t *testing.T, host *raftgroups.Host, dir string, marks ...string) {
+	t.Helper()
 	host.Close()
-	if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
-		t.Errorf("%s in clear on disk: %v", mark, hits)
+	for _, mark := range marks {
+		if hits := raftgroupstest.FilesContaining(t, dir, []byte(mark)); len(hits) != 0 {
+			t.Errorf("%s in clear on disk: %v", mark, hits)
+		}
 	}
 }

@@ -278,13 +278,8 @@ func (s *Server) statsRefresh(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// tenantQueuesWithParts is the tenant's queues with partitions, for the
-// analytics views.
+// tenantQueuesWithParts is the tenant's queues with partitions, filtered
+// by the queue, namespace and task query parameters.
 func (s *Server) tenantQueuesWithParts(ctx *fasthttp.RequestCtx) (*tenantView, []storage.QueueView, error) {
-	v, err := s.viewOfTenant(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return v, v.queues(storage.QueueFilter{Name: strArg(ctx, "queue"), Namespace: strArg(ctx, "namespace"),
-		Task: strArg(ctx, "task"), Partitions: true}, nowMs()), nil
+	return s.queueViews(ctx, storage.QueueFilter{Name: strArg(ctx, "queue"), Partitions: true})
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,11 +43,13 @@ func (s *Server) systemGet(key string) ([]byte, bool) {
 }
 
 // systemPut writes a setting (value nil deletes it) once a quorum commits
-// it.
-func (s *Server) systemPut(ctx context.Context, key string, value []byte) error {
+// it, within the request timeout.
+func (s *Server) systemPut(key string, value []byte) error {
 	if s.engine == nil {
 		return errNoEngine
 	}
+	ctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
+	defer cancel()
 	op := wire.KVOp{Op: wire.KVPut, NS: systemNS, Key: []byte(key), Value: value}
 	if value == nil {
 		op = wire.KVOp{Op: wire.KVDelete, NS: systemNS, Key: []byte(key)}
@@ -144,9 +145,7 @@ func (s *Server) quotaSet(ctx *fasthttp.RequestCtx) error {
 	if granted {
 		value = []byte(`{"granted":true}`)
 	}
-	c, cancel := s.requestCtx(s.cfg.RequestTimeout)
-	defer cancel()
-	if err := s.systemPut(c, ephGrantPrefix+id.String(), value); err != nil {
+	if err := s.systemPut(ephGrantPrefix+id.String(), value); err != nil {
 		return err
 	}
 	writeJSON(ctx, http.StatusOK, map[string]any{"tenant": id.String(), "kind": "ephemeral", "granted": granted})

@@ -1,12 +1,8 @@
 package api
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 )
 
 const (
@@ -70,16 +66,7 @@ func TestEphemeralSwitchSurvivesARestart(t *testing.T) {
 	if code, body := call(t, "POST", n.url+"/api/v1/system/ephemeral", "", `{"enabled":false}`); code != 200 {
 		t.Fatalf("switch off: %d %s", code, body)
 	}
-	again := New(Config{Addr: raftgroupstest.FreeAddr(t), MaxBodyBytes: 1 << 20}, n.engine, raftgroupstest.Quiet)
-	if err := again.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = again.Shutdown(ctx)
-	})
-	url := "http://" + again.Addr()
+	url := serveEngine(t, n.engine, nil).url
 	if code, body := call(t, "POST", url+"/api/v1/ephemeral/push", "", `{"queue":"s","messages":[{"payload":1}]}`); code != 503 ||
 		!strings.Contains(body, `"ephemeral_disabled"`) {
 		t.Fatalf("push after a restart with the switch off: %d %s", code, body)

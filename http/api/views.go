@@ -109,15 +109,6 @@ func intArg(ctx *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error)
 	return n, nil
 }
 
-// pageArgs reads limit (default def, at most max) and offset.
-func pageArgs(ctx *fasthttp.RequestCtx, def, max int) (limit, offset int, err error) {
-	if limit, err = intArg(ctx, "limit", def, 1, max); err != nil {
-		return 0, 0, err
-	}
-	offset, err = intArg(ctx, "offset", 0, 0, 1<<30)
-	return limit, offset, err
-}
-
 // timeArg reads an ISO-8601 timestamp query parameter as unix ms, def when
 // absent.
 func timeArg(ctx *fasthttp.RequestCtx, name string, def int64) (int64, error) {
