@@ -273,13 +273,10 @@ func (s *Server) findMessage(ctx *fasthttp.RequestCtx) (*tenantView, storage.Sto
 	if !ok || !found {
 		return nil, none, nil, nil, notFound("Message not found")
 	}
-	qs := v.queues(storage.QueueFilter{Name: part.Queue, Partitions: true}, nowMs())
-	if len(qs) == 1 {
-		for i := range qs[0].Partitions {
-			if qs[0].Partitions[i].ID == pid {
-				return v, m, &qs[0], &qs[0].Partitions[i], nil
-			}
-		}
+	// Only the message's own partition is copied, not the queue's others.
+	qs := v.queues(storage.QueueFilter{Name: part.Queue, Partitions: true, PartitionsFrom: part.Index, PartitionLimit: 1}, nowMs())
+	if len(qs) == 1 && len(qs[0].Partitions) == 1 && qs[0].Partitions[0].ID == pid {
+		return v, m, &qs[0], &qs[0].Partitions[0], nil
 	}
 	return nil, none, nil, nil, notFound("Message not found")
 }
