@@ -139,31 +139,26 @@ func (b *Broker) proposeClean(ctx context.Context, group int, c *wire.LogCleanCm
 // chunk stays. 0 when nothing goes.
 func sizeCut(store *storage.Store, p storage.Partition, limit int64) (uint64, error) {
 	start := p.LogStart()
+	var live []storage.ChunkSpan
 	var total int64
-	chunks := 0
 	if err := store.ChunkSpans(p, func(c storage.ChunkSpan) bool {
 		if c.End > start {
+			live = append(live, c)
 			total += int64(c.Size)
-			chunks++
 		}
 		return true
 	}); err != nil {
 		return 0, err
 	}
 	var cut uint64
-	err := store.ChunkSpans(p, func(c storage.ChunkSpan) bool {
-		if c.End <= start {
-			return true
-		}
-		if chunks <= 1 || total-int64(c.Size) < limit {
-			return false
+	for i, c := range live[:max(len(live)-1, 0)] {
+		if total-int64(c.Size) < limit {
+			break
 		}
 		total -= int64(c.Size)
-		chunks--
-		cut = c.End
-		return true
-	})
-	return cut, err
+		cut = live[i].End
+	}
+	return cut, nil
 }
 
 // compactionDue reports whether p has enough written since its last
