@@ -88,7 +88,7 @@ func (s *Server) ephRoute(ctx *fasthttp.RequestCtx, rq ephReq, k ephemeral.Key, 
 		return errUnrouted
 	}
 	if _, err := s.relay(ctx, o, rq.relayHeader(), timeout, "Retry-After", ephNodeHeader); err != nil {
-		return errUnrouted
+		return relayFailed(err)
 	}
 	return nil
 }
@@ -329,7 +329,7 @@ func (s *Server) ephAckPartition(ctx *fasthttp.RequestCtx, rq ephReq, k ephemera
 	b, _ := json.Marshal(sub)
 	status, resp, err := s.ephCall(ctx, o, rq, b)
 	if err != nil {
-		return errUnrouted
+		return relayFailed(err)
 	}
 	var res []ephAckResult
 	if status != http.StatusOK || json.Unmarshal(resp, &res) != nil || len(res) != len(idx) {

@@ -403,6 +403,17 @@ func (r *ring) call(id uint64, route string, body []byte, timeout time.Duration)
 
 var errUnrouted = &apiError{http.StatusServiceUnavailable, "retry", "the ephemeral partition's owner cannot be reached"}
 
+// relayFailed is the answer to a request whose relay to the partition's
+// owner failed: unrouted when nothing ran there, else an unknown outcome
+// (the owner may have stored a push, or acked, before its answer was lost).
+func relayFailed(err error) error {
+	if relayRan(err) {
+		return &apiError{http.StatusServiceUnavailable, "outcome_unknown",
+			"the ephemeral partition's owner did not answer; the request may have applied there"}
+	}
+	return errUnrouted
+}
+
 // peerTenant says whether a peer relayed the request over the node channel
 // and, if so, answers the tenant it carries and its hop count. On the
 // broker port the headers mean nothing: a client cannot pose as a peer.

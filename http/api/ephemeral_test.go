@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,4 +260,28 @@ func (l *testLink) CallPeer(ctx context.Context, id uint64, method, route string
 		req.Header[k] = vs
 	}
 	return s.Client().Do(req)
+}
+
+// A relay that never ran at the owner answers retry; one that may have
+// run there answers outcome_unknown, so a client does not count a push
+// that was stored as refused.
+func TestRelayFailureSaysWhetherTheOwnerMayHaveApplied(t *testing.T) {
+	dial := &url.Error{Op: "Post", URL: "http://127.0.0.1:1/x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	cut := &url.Error{Op: "Post", URL: "http://127.0.0.1:1/x", Err: io.ErrUnexpectedEOF}
+	cases := []struct {
+		err  error
+		code string
+	}{
+		{fmt.Errorf("node call: %w", dial), "retry"},
+		{raftgroups.ErrUnknownPeer, "retry"},
+		{fmt.Errorf("%w: node 3 refused the node call: 401", errNotRelayed), "retry"},
+		{fmt.Errorf("node call: %w", cut), "outcome_unknown"},
+		{context.DeadlineExceeded, "outcome_unknown"},
+	}
+	for _, c := range cases {
+		status, code, _ := errorStatus(relayFailed(c.err))
+		if status != http.StatusServiceUnavailable || code != c.code {
+			t.Errorf("%v: %d %s, want 503 %s", c.err, status, code, c.code)
+		}
+	}
 }

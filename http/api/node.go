@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -188,6 +189,19 @@ func callPeer(ctx context.Context, link NodeLink, id uint64, method, route strin
 	return peerAnswer{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
+// errNotRelayed marks a relay the peer refused before running its route.
+var errNotRelayed = errors.New("not relayed")
+
+// relayRan says whether a failed relay to a peer may have run there: not
+// when the call never left (an unknown peer, a refused connection) or the
+// peer refused it before its route ran; otherwise (a timeout, a connection
+// cut after the request was sent) it may have.
+func relayRan(err error) bool {
+	var op *net.OpError
+	return !errors.Is(err, errNotRelayed) && !errors.Is(err, raftgroups.ErrUnknownPeer) &&
+		!(errors.As(err, &op) && op.Op == "dial")
+}
+
 // relay sends the client's request to peer id's node route of the same
 // path and query, with header, and copies the answer's status, content
 // type, the headers in keep and body to the client.
@@ -210,7 +224,7 @@ func (s *Server) relay(ctx *fasthttp.RequestCtx, id uint64, header http.Header, 
 	if (ans.status == http.StatusUnauthorized || ans.status == http.StatusServiceUnavailable) && !strings.HasPrefix(ct, "application/json") {
 		// Refused by the channel (another raft token) or its handler is not
 		// installed yet: the route did not run there.
-		return ans.status, fmt.Errorf("node %d refused the node call: %d %s", id, ans.status, strings.TrimSpace(string(ans.body)))
+		return ans.status, fmt.Errorf("%w: node %d refused the node call: %d %s", errNotRelayed, id, ans.status, strings.TrimSpace(string(ans.body)))
 	}
 	ctx.SetStatusCode(ans.status)
 	if ct != "" {
