@@ -2,10 +2,12 @@ package raftgroups
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -307,3 +309,37 @@ func TestLaggingReplicaCatchesUpFromAStreamedSnapshot(t *testing.T) {
 }
 
 var testLogOut io.Writer = io.Discard
+
+// A node that removed itself no longer hosts the groups, yet a peer whose
+// leader view is stale can still forward a membership request to it. It
+// must answer a retriable no-quorum (the caller then reaches the new
+// leader), not an internal error: CI saw a 500 "shard not found" there.
+func TestMembershipRequestAtARemovedNodeIsRetriable(t *testing.T) {
+	c := newTestCluster(t, 3, 2)
+	c.waitReady()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	removed := c.hosts[1]
+	if err := removed.SetVoters(ctx, []uint64{1, 3}, true, 0); err != nil {
+		t.Fatalf("node 2 leaving: %v", err)
+	}
+	for _, call := range []func() error{
+		func() error { return removed.SetVoters(ctx, []uint64{1, 3}, true, 0) },
+		func() error { return removed.Promote(ctx, []uint64{3}, true, 0) },
+		func() error { return removed.Remove(ctx, 3, true) },
+	} {
+		if err := call(); !errors.Is(err, ErrNoQuorum) {
+			t.Fatalf("at the removed node: %v, want ErrNoQuorum", err)
+		}
+	}
+	// The survivors read it through a quorum: a read the leader change
+	// dropped is retried, not left waiting for the whole deadline.
+	for _, i := range []int{0, 2} {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		m := c.hosts[i].Membership(rctx)
+		cancel()
+		if !slices.Equal(m.Voters, []uint64{1, 3}) || m.Source != "leader" {
+			t.Fatalf("node %d sees voters %v (source %s)", i+1, m.Voters, m.Source)
+		}
+	}
+}

@@ -199,12 +199,11 @@ type GroupMembers struct {
 func (h *Host) Membership(ctx context.Context) MembershipView {
 	source := "leader"
 	for _, g := range h.groups {
-		m, err := g.nh.SyncGetShardMembership(ctx, g.shardID)
-		if err != nil {
+		// syncMembership retries a read that a leader change dropped,
+		// which would otherwise wait for ctx's whole deadline.
+		if _, err := h.syncMembership(ctx, g); err != nil {
 			source = "local"
-			continue
 		}
-		g.view.Store(viewOf(m))
 	}
 	ans := MembershipView{Source: source, Voters: []uint64{}, Learners: []uint64{}}
 	if l, t, ok, _ := h.groups[0].nh.GetLeaderID(h.groups[0].shardID); ok {
@@ -321,11 +320,11 @@ func configErr(n int, err error) error {
 	case errors.Is(err, dragonboat.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, dragonboat.ErrShardNotReady), errors.Is(err, dragonboat.ErrSystemBusy),
 		errors.Is(err, dragonboat.ErrShardClosed), errors.Is(err, dragonboat.ErrAborted),
-		// The serving node does not host the group at this moment (seen
-		// once while two learners were promoted): retriable, as the
-		// others, not an internal error.
+		// The serving node no longer hosts the group: it removed itself,
+		// and a peer whose leader view is stale forwarded the request
+		// here. Retriable: the next try reaches the new leader.
 		errors.Is(err, dragonboat.ErrShardNotFound):
-		return fmt.Errorf("%w (group %d: %v)", ErrNoQuorum, n, err)
+		return fmt.Errorf("%w (group %d: %w)", ErrNoQuorum, n, err)
 	case errors.Is(err, dragonboat.ErrClosed):
 		return ErrClosed
 	}

@@ -2,9 +2,12 @@ package raftgroups
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/lni/dragonboat/v4"
 )
 
 // AddLearner adds node id as a non-voting member of every group, group n
@@ -134,7 +137,11 @@ func (h *Host) Remove(ctx context.Context, id uint64, force bool) error {
 			return err
 		}
 	}
-	for _, g := range h.groups {
+	// Group 0 goes last: its membership is the cluster's (voterIDs), so a
+	// removal cut short by an error still shows there and a retry finishes
+	// the other groups.
+	for i := len(h.groups) - 1; i >= 0; i-- {
+		g := h.groups[i]
 		err := h.change(ctx, g, func(v *memberView) bool {
 			_, vo := v.voters[id]
 			_, l := v.learners[id]
@@ -145,6 +152,12 @@ func (h *Host) Remove(ctx context.Context, id uint64, force bool) error {
 			}
 			return g.nh.SyncRequestDeleteReplica(ctx, g.shardID, id, v.ccID)
 		})
+		if id == h.cfg.NodeID && errors.Is(err, dragonboat.ErrShardNotFound) {
+			// A replica that applies its own removal stops: the request
+			// may end in an error and the membership can no longer be
+			// read here, but the shard is gone because it was removed.
+			err = nil
+		}
 		if err != nil {
 			return err
 		}
@@ -202,7 +215,7 @@ func (h *Host) SetVoters(ctx context.Context, voters []uint64, force bool, maxLa
 	// may be one of the voters to remove.
 	var leave []uint64
 	self := false
-	for _, id := range h.voterIDs() {
+	for _, id := range h.allVoterIDs() {
 		switch {
 		case want[id]:
 		case id == h.cfg.NodeID:
@@ -235,4 +248,14 @@ func (h *Host) checkLiveMajority(ctx context.Context, voters []uint64) error {
 		return fmt.Errorf("%w: %d of the %d voters left answer", ErrNoQuorum, live, len(voters))
 	}
 	return nil
+}
+
+// allVoterIDs is every group's voters, sorted: after a change cut short,
+// a voter may have left group 0 and not yet another group.
+func (h *Host) allVoterIDs() []uint64 {
+	all := map[uint64]string{}
+	for _, g := range h.groups {
+		maps.Copy(all, g.view.Load().voters)
+	}
+	return sortedIDs(all)
 }
