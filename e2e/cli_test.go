@@ -486,4 +486,16 @@ func TestCLIBench(t *testing.T) {
 	if r := cli(t, ctx, "", nil, "", "bench", "push", "--size", "1"); r.code != 1 || !strings.Contains(r.stderr, "size must be at least 2") {
 		t.Fatalf("bench with a bad size: exit %d %q", r.code, r.stderr)
 	}
+	// The many-partitions run, small: every phase reports, both drains
+	// get every message.
+	r = cli(t, ctx, "", []string{"TMPDIR=" + tmp}, "", "bench", "partitions", "--partitions", "300", "--consumers", "2")
+	for _, want := range []string{"push           300 messages", "drain leases   300 messages", "drain autoack  300 messages",
+		"rss at rest after the restart", "boot node 1 to healthy", "view /api/v1/resources/partitions?queue=many&limit=100"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("bench partitions: exit %d, no %q\n%s%s", r.code, want, r.stdout, r.stderr)
+		}
+	}
+	if r := cli(t, ctx, "", nil, "", "bench", "partitions", "--nodes", "2"); r.code != 1 || !strings.Contains(r.stderr, "nodes 1 or 3") {
+		t.Fatalf("bench partitions with 2 nodes: exit %d %q", r.code, r.stderr)
+	}
 }

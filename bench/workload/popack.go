@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,50 +105,10 @@ func (b *bench) post(path string, body []byte, out any) (int, error) {
 }
 
 // preload pushes n messages round-robin over the partitions, 500 per
-// request, from 16 concurrent writers.
+// request (each request to one partition), from 16 concurrent writers.
 func (b *bench) preload(queue string, partitions, n, size int) error {
 	const perRequest = 500
-	payload := strings.Repeat("x", max(size-2, 0))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf bytes.Buffer
-			for {
-				start := int(next.Add(perRequest)) - perRequest
-				if start >= n {
-					return
-				}
-				buf.Reset()
-				buf.WriteString(`{"items":[`)
-				for i := start; i < min(start+perRequest, n); i++ {
-					if i > start {
-						buf.WriteByte(',')
-					}
-					fmt.Fprintf(&buf, `{"queue":%q,"partition":"p%d","payload":"%s"}`, queue, (i/perRequest)%partitions, payload)
-				}
-				buf.WriteString(`]}`)
-				code, err := b.post("/api/v1/push", buf.Bytes(), nil)
-				if err == nil && code != http.StatusCreated {
-					err = fmt.Errorf("push answered %d", code)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+	return b.pushMany(queue, n, size, 16, perRequest, func(i int) int { return (i / perRequest) % partitions })
 }
 
 type popAnswer struct {
@@ -169,7 +128,9 @@ type ackItem struct {
 	LeaseID       string `json:"leaseId"`
 }
 
-func (b *bench) popAndAck(path string) (popAnswer, time.Duration, time.Duration, error) {
+// popAndAck pops path and acks what came in one batch ack (for consumer
+// group group, "" for queue mode).
+func (b *bench) popAndAck(path, group string) (popAnswer, time.Duration, time.Duration, error) {
 	start := time.Now()
 	resp, err := b.client.Get(b.url + path)
 	if err != nil {
@@ -191,7 +152,7 @@ func (b *bench) popAndAck(path string) (popAnswer, time.Duration, time.Duration,
 	for i, m := range a.Messages {
 		acks[i] = ackItem{m.TransactionID, m.PartitionID, m.LeaseID}
 	}
-	body, _ := json.Marshal(map[string]any{"acknowledgments": acks})
+	body, _ := json.Marshal(map[string]any{"acknowledgments": acks, "consumerGroup": group})
 	start = time.Now()
 	var out []struct {
 		Success bool `json:"success"`
@@ -223,7 +184,7 @@ func (b *bench) consume(queue string, consumers, batch int, warmup, duration tim
 			defer wg.Done()
 			for !stop.Load() {
 				start := time.Now()
-				a, popT, ackT, err := b.popAndAck(path)
+				a, popT, ackT, err := b.popAndAck(path, "")
 				if err != nil {
 					errors.Add(1)
 					continue
@@ -262,7 +223,7 @@ func (b *bench) latency(queue string, rate int, duration time.Duration) (stats.R
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				a, _, _, err := b.popAndAck(path)
+				a, _, _, err := b.popAndAck(path, "")
 				if err != nil {
 					errors.Add(1)
 					continue

@@ -29,6 +29,7 @@ sample output.`,
 	var push workload.PushOptions
 	var popack workload.PopAckOptions
 	var kafka workload.KafkaOptions
+	var partitions workload.PartitionsOptions
 	cmd.AddCommand(
 		benchCommand("push", "HTTP push throughput and latency (batches from many clients)", push.Register,
 			func(start node.Starter, w io.Writer) error { return workload.Push(push, start, w) }),
@@ -36,6 +37,8 @@ sample output.`,
 			func(start node.Starter, w io.Writer) error { return workload.PopAck(popack, start, w) }),
 		benchCommand("kafka", "Kafka produce (acks=all, idempotent) and consume throughput, produce latency", kafka.Register,
 			func(start node.Starter, w io.Writer) error { return workload.Kafka(kafka, start, w) }),
+		benchCommand("partitions", "One message in each of millions of partitions: push, drains, memory, views, boot", partitions.Register,
+			func(start node.Starter, w io.Writer) error { return workload.Partitions(partitions, start, w) }),
 	)
 	return cmd
 }
