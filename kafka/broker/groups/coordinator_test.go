@@ -312,7 +312,11 @@ func TestGenerationAndMemberChecks(t *testing.T) {
 	}{
 		{"heartbeat ok", ids[0], gen, nil},
 		{"stale generation", ids[0], gen - 1, kerr.IllegalGeneration},
-		{"future generation", ids[0], gen + 1, kerr.IllegalGeneration},
+		// A generation an earlier coordinator formed and never recorded:
+		// the member rejoins quietly (a rolling restart surfaced
+		// UNKNOWN_MEMBER_ID to a franz-go consumer here).
+		{"future generation", ids[0], gen + 1, kerr.RebalanceInProgress},
+		{"unknown member of a future generation", "x", gen + 1, kerr.RebalanceInProgress},
 		{"unknown member", "x", gen, kerr.UnknownMemberID},
 	}
 	for _, tc := range cases {
@@ -326,8 +330,14 @@ func TestGenerationAndMemberChecks(t *testing.T) {
 			t.Errorf("sync %s: %v, want %v", tc.name, s.Err, tc.want)
 		}
 	}
-	if err := h.c.Heartbeat("other", ids[0], gen); err != kerr.UnknownMemberID {
+	if err := h.c.Heartbeat("other", ids[0], gen); err != kerr.RebalanceInProgress {
+		t.Errorf("heartbeat of a generation to a group not in memory: %v", err)
+	}
+	if err := h.c.Heartbeat("other", ids[0], 0); err != kerr.UnknownMemberID {
 		t.Errorf("heartbeat to an unknown group: %v", err)
+	}
+	if s := mustAnswer(t, h.sync("x", 4, nil)); s.Err != kerr.RebalanceInProgress {
+		t.Errorf("sync of a generation this coordinator never saw: %v", s.Err)
 	}
 	// Admin commits (no member, generation -1) need an empty group.
 	if err := h.c.ValidateCommit("g", "", -1); err != kerr.UnknownMemberID {
@@ -336,7 +346,7 @@ func TestGenerationAndMemberChecks(t *testing.T) {
 	if err := h.c.ValidateCommit("other", "", -1); err != nil {
 		t.Errorf("admin commit to a group not in memory: %v", err)
 	}
-	if err := h.c.ValidateCommit("other", "m", 3); err != kerr.IllegalGeneration {
+	if err := h.c.ValidateCommit("other", "m", 3); err != kerr.RebalanceInProgress {
 		t.Errorf("member commit to a group not in memory: %v", err)
 	}
 	h.c.Leave("g", ids)

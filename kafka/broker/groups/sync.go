@@ -72,13 +72,17 @@ func (c *Coordinator) sync(req SyncRequest) (SyncResult, chan SyncResult) {
 }
 
 // member finds a member of a group at a generation: UNKNOWN_MEMBER_ID when
-// either is unknown, ILLEGAL_GENERATION when the generation is not the
-// group's. The caller holds c.mu.
+// either is unknown, ILLEGAL_GENERATION when the generation is an older
+// one, REBALANCE_IN_PROGRESS when it is newer than any this coordinator
+// saw (see unseenGeneration). The caller holds c.mu.
 func (c *Coordinator) member(group, id string, generation int32) (*group, *member, *kerr.Error) {
 	if c.closed {
 		return nil, nil, kerr.NotCoordinator
 	}
 	g := c.groups[group]
+	if unseenGeneration(g, generation) {
+		return g, nil, kerr.RebalanceInProgress
+	}
 	if g == nil {
 		return nil, nil, kerr.UnknownMemberID
 	}
@@ -90,6 +94,21 @@ func (c *Coordinator) member(group, id string, generation int32) (*group, *membe
 		return g, m, kerr.IllegalGeneration
 	}
 	return g, m, nil
+}
+
+// unseenGeneration says whether a member speaks of a generation past the
+// group's here (any, for a group not in memory). Only a coordinator that
+// led before this one can have formed it, in a rebalance that never
+// reached the raft log (membership is recorded once a generation is
+// stable). The member is told the rebalance goes on, as clients rejoin on
+// that quietly, where UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION would reach
+// franz-go's and librdkafka's users as errors; its join then runs as
+// any rejoin does.
+func unseenGeneration(g *group, generation int32) bool {
+	if g == nil {
+		return generation > 0
+	}
+	return generation > g.generation
 }
 
 // Heartbeat keeps a member's session alive and tells it whether a
@@ -163,7 +182,7 @@ func (c *Coordinator) ValidateCommit(group, memberID string, generation int32) *
 		}
 		// A member of a generation this coordinator never saw (an earlier
 		// leader's): it must rejoin.
-		return kerr.IllegalGeneration
+		return kerr.RebalanceInProgress
 	}
 	if generation < 0 && memberID == "" {
 		if g.state == Empty {
