@@ -226,7 +226,8 @@ func TestPagedViewsListEachItemOnce(t *testing.T) {
 	})
 	t.Run("queue partitions", func(t *testing.T) {
 		for _, path := range []string{"/api/v1/resources/queues/pg-q0", "/api/v1/status/queues/pg-q0",
-			"/api/v1/resources/queues/pg-q0/depth", "/api/v1/resources/queues/pg-q0/sizes"} {
+			"/api/v1/resources/queues/pg-q0/depth", "/api/v1/resources/queues/pg-q0/sizes",
+			"/api/v1/resources/partitions?queue=pg-q0"} {
 			seen := map[string]int{}
 			pages := pageAll(t, ctx, base, path, 3, func(body []byte) {
 				var page struct {

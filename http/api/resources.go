@@ -110,7 +110,13 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) error {
 // over all of them; otherwise the store copies only the page's (and one
 // more, to tell whether a next page follows).
 func (s *Server) queuePartitions(ctx *fasthttp.RequestCtx, whole bool) (*tenantView, *storage.QueueView, []storage.PartitionView, *string, error) {
-	p, err := readPage(ctx, defaultPageLimit, maxPageLimit)
+	return s.partitionsOfQueue(ctx, pathArg(ctx, "queue"), whole, maxPageLimit)
+}
+
+// partitionsOfQueue is queuePartitions for the queue named, with pages of
+// at most maxLimit partitions.
+func (s *Server) partitionsOfQueue(ctx *fasthttp.RequestCtx, name string, whole bool, maxLimit int) (*tenantView, *storage.QueueView, []storage.PartitionView, *string, error) {
+	p, err := readPage(ctx, defaultPageLimit, maxLimit)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -125,7 +131,7 @@ func (s *Server) queuePartitions(ctx *fasthttp.RequestCtx, whole bool) (*tenantV
 		}
 		p.cursor = "" // the store's read starts after it
 	}
-	v, q, err := s.oneQueue(ctx, f)
+	v, q, err := s.oneQueue(ctx, name, f)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -137,9 +143,8 @@ func (s *Server) queuePartitions(ctx *fasthttp.RequestCtx, whole bool) (*tenantV
 	return v, q, page, next, nil
 }
 
-// oneQueue reads the queue the path names, as f selects, or answers 404.
-func (s *Server) oneQueue(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*tenantView, *storage.QueueView, error) {
-	name := pathArg(ctx, "queue")
+// oneQueue reads the queue named, as f selects, or answers 404.
+func (s *Server) oneQueue(ctx *fasthttp.RequestCtx, name string, f storage.QueueFilter) (*tenantView, *storage.QueueView, error) {
 	if err := checkName("queue", name); err != nil {
 		return nil, nil, err
 	}
@@ -393,14 +398,6 @@ func (s *Server) queueSizes(ctx *fasthttp.RequestCtx) error {
 // listPartitions is GET /api/v1/resources/partitions[?queue=&limit=&offset=&cursor=],
 // by queue then index.
 func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
-	p, err := readPage(ctx, defaultPageLimit, 100000)
-	if err != nil {
-		return err
-	}
-	_, qs, err := s.tenantQueuesWithParts(ctx)
-	if err != nil {
-		return err
-	}
 	type item struct {
 		ID             string        `json:"id"`
 		Name           string        `json:"name"`
@@ -414,13 +411,43 @@ func (s *Server) listPartitions(ctx *fasthttp.RequestCtx) error {
 		LogStart       uint64        `json:"logStartOffset"`
 	}
 	out := []item{}
+	add := func(q *storage.QueueView, pv *storage.PartitionView) {
+		out = append(out, item{ID: pidString(pv.ID), Name: pv.Name, Index: pv.Index, Queue: q.Name,
+			CreatedAt: isoMillis(pv.CreatedMs), LastActivity: isoOrNil(pv.LastWriteMs), Messages: partitionCounts(pv),
+			ConsumerGroups: len(pv.Cursors), HighWatermark: pv.HighWatermark, LogStart: pv.LogStart})
+	}
+	const maxLimit = 100000
+	if name := strArg(ctx, "queue"); name != "" {
+		// One queue: the store copies only the page's partitions, not
+		// every one of a queue that may hold millions.
+		_, q, page, next, err := s.partitionsOfQueue(ctx, name, false, maxLimit)
+		var ae *apiError
+		if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+			writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "total": 0, "nextCursor": nil})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for i := range page {
+			add(q, &page[i])
+		}
+		writeJSON(ctx, http.StatusOK, map[string]any{"partitions": out, "total": q.Totals.Partitions, "nextCursor": next})
+		return nil
+	}
+	p, err := readPage(ctx, defaultPageLimit, maxLimit)
+	if err != nil {
+		return err
+	}
+	_, qs, err := s.queueViews(ctx, storage.QueueFilter{Partitions: true})
+	if err != nil {
+		return err
+	}
 	n := 0
 	next, err := eachPartition(ctx, p, qs, func(q *storage.QueueView, pv *storage.PartitionView, onPage bool) {
 		n++
 		if onPage {
-			out = append(out, item{ID: pidString(pv.ID), Name: pv.Name, Index: pv.Index, Queue: q.Name,
-				CreatedAt: isoMillis(pv.CreatedMs), LastActivity: isoOrNil(pv.LastWriteMs), Messages: partitionCounts(pv),
-				ConsumerGroups: len(pv.Cursors), HighWatermark: pv.HighWatermark, LogStart: pv.LogStart})
+			add(q, pv)
 		}
 	})
 	if err != nil {
