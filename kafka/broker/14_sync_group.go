@@ -9,8 +9,10 @@ import (
 	"github.com/queen-mq/queen/kafka/broker/groups"
 )
 
-// SyncGroup (key 14), v0-2. The leader brings every member's assignment;
-// followers park until it does. The broker only relays the bytes: which
+// SyncGroup (key 14), v0-5. The leader brings every member's assignment;
+// followers park until it does. v3 adds the static member's instance id
+// (an old incarnation is fenced), v5 the protocol type and name, which
+// must be the group's. The broker only relays the bytes: which
 // assignor the group uses (eager or cooperative) is the clients' affair.
 func (b *Broker) handleSyncGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
@@ -20,7 +22,8 @@ func (b *Broker) handleSyncGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.R
 		resp.ErrorCode = kErr.Code
 		return resp, nil
 	}
-	sr := groups.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
+	sr := groups.SyncRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID),
+		Generation: req.Generation, ProtocolType: deref(req.ProtocolType), Protocol: deref(req.Protocol)}
 	if len(req.GroupAssignment) > 0 {
 		sr.Assignments = make(map[string][]byte, len(req.GroupAssignment))
 		for _, a := range req.GroupAssignment {

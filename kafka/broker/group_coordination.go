@@ -82,6 +82,9 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
 		InitialRebalanceDelay: cfg.GroupJoinDelay,
 		Logger:                log,
+
+		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
+		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 	}
 	if gc.MaxSessionTimeout <= 0 {
 		gc.MinSessionTimeout, gc.MaxSessionTimeout = 6*time.Second, 5*time.Minute // spec §3.6 defaults
@@ -132,6 +135,7 @@ func (cs *coordinators) get(k coordKey) (*groups.Coordinator, *kerr.Error) {
 	}
 	cfg := cs.cfg
 	cfg.Known = func(group string) bool { return cs.engine.HasGroup(k.tenant, group) }
+	cfg.Topics = func() []groups.TopicInfo { return topicInfos(cs.engine, k.tenant) }
 	cfg.Restore = map[string]groups.Recorded{}
 	for name, m := range recorded {
 		cfg.Restore[name] = groups.Recorded{Generation: m.Generation, State: m.State}
@@ -238,15 +242,33 @@ func (b *Broker) ledCoordinators(tenant wire.ID) (map[int]*groups.Coordinator, *
 
 // admitGroupCommit checks that offsets of group may be committed by member
 // at generation through this node: it coordinates the group and the member
-// is in it at that generation (see groups.Coordinator.ValidateCommit).
+// (not fenced by a newer incarnation of its static instance) is in it at
+// that generation (see groups.Coordinator.AdmitCommit; a consumer-protocol
+// member at its epoch, holding the partitions).
 // OffsetCommit asks it before writing; TxnOffsetCommit v3, which carries
 // the member and generation too, can ask it as well.
-func (b *Broker) admitGroupCommit(c *kafka.Conn, group, member string, generation int32) (wire.ID, *kerr.Error) {
-	tenant, coord, kErr := b.groupCoordinator(c, group)
+func (b *Broker) admitGroupCommit(c *kafka.Conn, cm groups.Commit) (wire.ID, *kerr.Error) {
+	tenant, coord, kErr := b.groupCoordinator(c, cm.Group)
 	if kErr != nil {
 		return tenant, kErr
 	}
-	return tenant, coord.ValidateCommit(group, member, generation)
+	return tenant, coord.AdmitCommit(cm)
+}
+
+// nullable is s as a nullable string of a response, null for "".
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// deref is a nullable string of a request, "" for null.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // answerPositions writes the outcome of a write of group positions into

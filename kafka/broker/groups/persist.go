@@ -19,7 +19,12 @@ import (
 // as they would after any coordinator loss.
 
 // stateVersion leads every encoding, so a later layout can tell old ones.
-const stateVersion = 1
+// Version 2 added each member's instance id (static.go); version 1
+// encodings are still read, their members all dynamic.
+const (
+	stateVersion   = 2
+	stateVersionV1 = 1
+)
 
 // encodeGroup is g's membership as Persist receives it. The caller holds
 // c.mu.
@@ -34,6 +39,7 @@ func encodeGroup(g *group) []byte {
 	w.Uvarint(uint64(len(ms)))
 	for _, m := range ms {
 		w.String(m.id)
+		w.String(m.instanceID)
 		w.String(m.clientID)
 		w.String(m.clientHost)
 		w.Uvarint(m.seq)
@@ -51,10 +57,12 @@ func encodeGroup(g *group) []byte {
 
 func decodeGroup(name string, generation int32, b []byte) (*group, error) {
 	r := wire.NewReader(b)
-	if v := r.U8(); v != stateVersion {
+	v := r.U8()
+	if v != stateVersion && v != stateVersionV1 {
 		return nil, errors.New("groups: unknown membership encoding")
 	}
-	g := &group{name: name, state: Stable, generation: generation, members: map[string]*member{}, pending: map[string]*timer{}}
+	g := newGroup(name)
+	g.state, g.generation = Stable, generation
 	g.protocolType = r.String()
 	g.protocol = r.String()
 	g.leader = r.String()
@@ -63,6 +71,9 @@ func decodeGroup(name string, generation int32, b []byte) (*group, error) {
 	for range n {
 		m := &member{syncedGen: generation}
 		m.id = r.String()
+		if v >= stateVersion {
+			m.instanceID = r.String()
+		}
 		m.clientID = r.String()
 		m.clientHost = r.String()
 		m.seq = r.Uvarint()
@@ -76,6 +87,9 @@ func decodeGroup(name string, generation int32, b []byte) (*group, error) {
 		}
 		m.assignment = append([]byte(nil), r.Bytes()...)
 		g.members[m.id] = m
+		if m.instanceID != "" {
+			g.static[m.instanceID] = m.id
+		}
 	}
 	if err := r.Done(); err != nil {
 		return nil, err
@@ -94,6 +108,12 @@ func decodeGroup(name string, generation int32, b []byte) (*group, error) {
 // cost the rebalance restoring is meant to save. The caller holds c.mu.
 func (c *Coordinator) restore(recorded map[string]Recorded) {
 	for name, r := range recorded {
+		if len(r.State) > 0 && r.State[0] == consumerStateVersion {
+			if err := c.restoreConsumer(name, r.State); err != nil {
+				c.log.Warn("kafka consumer group membership not restored", "group", name, "err", err)
+			}
+			continue
+		}
 		g, err := decodeGroup(name, r.Generation, r.State)
 		if err != nil {
 			c.log.Warn("kafka group membership not restored", "group", name, "err", err)

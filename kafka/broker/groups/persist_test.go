@@ -27,10 +27,10 @@ func TestRestoredGroupContinuesAtItsGeneration(t *testing.T) {
 		InitialRebalanceDelay: delay, Clock: clock, Restore: recorded})
 	t.Cleanup(c.Close)
 	for _, id := range ids {
-		if err := c.Heartbeat("g", id, gen); err != nil {
+		if err := c.Heartbeat("g", id, "", gen); err != nil {
 			t.Fatalf("heartbeat of %s at the new coordinator: %v", id, err)
 		}
-		if err := c.ValidateCommit("g", id, gen); err != nil {
+		if err := c.ValidateCommit("g", id, "", gen); err != nil {
 			t.Fatalf("commit check of %s: %v", id, err)
 		}
 	}
@@ -42,11 +42,11 @@ func TestRestoredGroupContinuesAtItsGeneration(t *testing.T) {
 	// rebalance timeout, the longer) runs out.
 	for range 2*rebalance/session + 1 {
 		clock.Advance(session / 2)
-		if err := c.Heartbeat("g", ids[0], gen); err != nil && err != kerr.RebalanceInProgress {
+		if err := c.Heartbeat("g", ids[0], "", gen); err != nil && err != kerr.RebalanceInProgress {
 			t.Fatalf("heartbeat: %v", err)
 		}
 	}
-	if err := c.Heartbeat("g", ids[0], gen); err != kerr.RebalanceInProgress {
+	if err := c.Heartbeat("g", ids[0], "", gen); err != kerr.RebalanceInProgress {
 		t.Fatalf("heartbeat after the other member expired: %v, want REBALANCE_IN_PROGRESS", err)
 	}
 }
@@ -58,7 +58,7 @@ func TestEmptiedGroupRecordsNoMembers(t *testing.T) {
 	recorded := map[string]Recorded{}
 	h.c.cfg.Persist = func(group string, gen int32, state []byte) { recorded[group] = Recorded{gen, state} }
 	ids, gen := h.stable(1)
-	if errs := h.c.Leave("g", ids); errs[0] != nil {
+	if errs := h.c.Leave("g", byID(ids...)); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	if r := recorded["g"]; r.Generation <= gen || r.State != nil {
