@@ -54,9 +54,9 @@ func TestInternalTopicsListedAsInternal(t *testing.T) {
 		t.Fatal("asking for __consumer_offsets created a queue")
 	}
 
-	// A produce is refused and creates nothing. (Kafka answers
-	// INVALID_TOPIC_EXCEPTION; here the produce path finds no queue.)
-	if p := rawProduce(t, cl, "__consumer_offsets", mustBatch(t, []byte("x")), -1); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+	// A produce is refused as Kafka refuses it from clients, and creates
+	// nothing.
+	if p := rawProduce(t, cl, "__consumer_offsets", mustBatch(t, []byte("x")), -1); p.ErrorCode != kerr.InvalidTopicException.Code {
 		t.Fatalf("produce to __consumer_offsets: %+v", p)
 	}
 	if _, exists := n.engine.Catalog(wire.DefaultTenant, "__consumer_offsets"); exists {
