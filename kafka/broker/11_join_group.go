@@ -16,12 +16,14 @@ import (
 // timeout: the session timeout stands in, as in Kafka. v5 brings static
 // membership (group.instance.id, groups/static.go), v9 KIP-814's
 // SkipAssignment; v8's reason is only logged by clients' brokers, and here
-// not at all.
+// not at all. A join answer goes out once the membership it recorded was
+// written, and as NOT_COORDINATOR if this node stopped coordinating the
+// group meanwhile (members_writer.go).
 func (b *Broker) handleJoinGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation, resp.MemberID = -1, req.MemberID
-	_, coord, kErr := b.groupCoordinator(c, req.Group)
+	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil
@@ -49,6 +51,12 @@ func (b *Broker) handleJoinGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.R
 	res, err := coord.Join(ctx, jr)
 	if err != nil {
 		return nil, err // the connection is closing
+	}
+	if res.Err == nil {
+		if kErr := b.groups.confirm(ctx, b.groupKey(tenant, req.Group), req.Group, coord); kErr != nil {
+			resp.ErrorCode = kErr.Code
+			return resp, nil
+		}
 	}
 	resp.ErrorCode = errCode(res.Err)
 	resp.Generation, resp.LeaderID, resp.MemberID = res.Generation, res.LeaderID, res.MemberID

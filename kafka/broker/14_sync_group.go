@@ -14,6 +14,8 @@ import (
 // (an old incarnation is fenced), v5 the protocol type and name, which
 // must be the group's. The broker only relays the bytes: which
 // assignor the group uses (eager or cooperative) is the clients' affair.
+// As for JoinGroup, the answer waits for the membership record and is
+// NOT_COORDINATOR from a coordinator deposed meanwhile (members_writer.go).
 func (b *Broker) handleSyncGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
@@ -35,8 +37,10 @@ func (b *Broker) handleSyncGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.R
 		return nil, err // the connection is closing
 	}
 	if res.Err == nil {
-		k := coordKey{tenant, b.engine.CoordinatorGroup(tenant, 'g', req.Group)}
-		b.groups.awaitRecorded(ctx, k, req.Group, req.Generation)
+		if kErr := b.groups.confirm(ctx, b.groupKey(tenant, req.Group), req.Group, coord); kErr != nil {
+			resp.ErrorCode = kErr.Code
+			return resp, nil
+		}
 	}
 	resp.ErrorCode = errCode(res.Err)
 	resp.MemberAssignment = res.Assignment

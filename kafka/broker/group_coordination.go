@@ -65,10 +65,13 @@ type coordinators struct {
 	pmu     sync.Mutex
 	pending map[memberKey]pendingMembers
 	kick    chan struct{}
-	// written is the newest generation of each group whose write was
-	// tried; wrote is closed and replaced after each write.
-	written map[memberKey]int32
-	wrote   chan struct{}
+	// seq orders enqueued memberships; enqueued is the newest seq of each
+	// group, tried the newest whose write was tried. wrote is closed and
+	// replaced after each write.
+	seq      uint64
+	enqueued map[memberKey]uint64
+	tried    map[memberKey]uint64
+	wrote    chan struct{}
 }
 
 type termCoordinator struct {
@@ -93,7 +96,7 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc, log: log,
 		byKey: map[coordKey]*termCoordinator{}, stop: make(chan struct{}),
 		ctx: ctx, cancel: cancel, pending: map[memberKey]pendingMembers{}, kick: make(chan struct{}, 1),
-		written: map[memberKey]int32{}, wrote: make(chan struct{})}
+		enqueued: map[memberKey]uint64{}, tried: map[memberKey]uint64{}, wrote: make(chan struct{})}
 }
 
 // get returns the coordinator of the tenant's consumer groups hashed onto
@@ -140,7 +143,7 @@ func (cs *coordinators) get(k coordKey) (*groups.Coordinator, *kerr.Error) {
 	for name, m := range recorded {
 		cfg.Restore[name] = groups.Recorded{Generation: m.Generation, State: m.State}
 	}
-	cfg.Persist = func(group string, generation int32, state []byte) { cs.enqueue(k, group, generation, state) }
+	cfg.Persist = func(group string, generation int32, state []byte) { cs.enqueue(k, term, group, generation, state) }
 	tc := &termCoordinator{term: term, c: groups.New(cfg)}
 	cs.byKey[k] = tc
 	if !cs.watching {
@@ -217,8 +220,13 @@ func (b *Broker) groupCoordinator(c *kafka.Conn, group string) (wire.ID, *groups
 	if group == wire.QueueModeGroup {
 		return tenant, nil, kerr.InvalidGroupID
 	}
-	coord, err := b.groups.get(coordKey{tenant, b.engine.CoordinatorGroup(tenant, 'g', group)})
+	coord, err := b.groups.get(b.groupKey(tenant, group))
 	return tenant, coord, err
+}
+
+// groupKey names the coordinator of the tenant's consumer group.
+func (b *Broker) groupKey(tenant wire.ID, group string) coordKey {
+	return coordKey{tenant, b.engine.CoordinatorGroup(tenant, 'g', group)}
 }
 
 // ledCoordinators returns the coordinators of the tenant's consumer groups

@@ -280,6 +280,10 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	gen := g.generation
 	g.join = c.after(g.maxRebalanceTimeout(), func() { c.syncExpired(g, gen) })
+	// Recorded before the joins are answered on the wire (the broker waits
+	// for the write), so a coordinator that takes over before the leader's
+	// sync knows this generation.
+	c.persist(g)
 }
 
 // syncExpired ends a sync phase that outlived the rebalance timeout (a
