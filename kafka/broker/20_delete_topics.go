@@ -10,8 +10,7 @@ import (
 )
 
 // handleDeleteTopics deletes queues, however they were created (spec §3.2),
-// with their messages, consumer positions and Kafka bookkeeping. Kafka's
-// internal topics are not queues and are refused (internal_topics.go).
+// with their messages, consumer positions and Kafka bookkeeping.
 func (b *Broker) handleDeleteTopics(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -27,15 +26,9 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *kafka.Conn, kreq kms
 	for _, name := range names {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		var err error
-		if isInternalTopic(name) {
-			err = errInternalTopic
-		} else {
-			var res wire.CodeResult
-			res, err = b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
-			if err == nil {
-				err = res.Code.Err()
-			}
+		res, err := b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
+		if err == nil {
+			err = res.Code.Err()
 		}
 		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Topics = append(resp.Topics, rt)
