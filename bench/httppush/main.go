@@ -10,9 +10,7 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
+	"io"
 
 	"github.com/queen-mq/queen/bench/node"
 	"github.com/queen-mq/queen/bench/workload"
@@ -20,10 +18,5 @@ import (
 
 func main() {
 	var o workload.PushOptions
-	o.Register(flag.CommandLine)
-	flag.Parse()
-	if err := workload.Push(o, node.StartCluster, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	workload.Main(o.Register, func(start node.Starter, w io.Writer) error { return workload.Push(o, start, w) })
 }

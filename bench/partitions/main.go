@@ -11,9 +11,7 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
+	"io"
 
 	"github.com/queen-mq/queen/bench/node"
 	"github.com/queen-mq/queen/bench/workload"
@@ -21,10 +19,5 @@ import (
 
 func main() {
 	var o workload.PartitionsOptions
-	o.Register(flag.CommandLine)
-	flag.Parse()
-	if err := workload.Partitions(o, node.StartCluster, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	workload.Main(o.Register, func(start node.Starter, w io.Writer) error { return workload.Partitions(o, start, w) })
 }

@@ -9,9 +9,7 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
+	"io"
 
 	"github.com/queen-mq/queen/bench/node"
 	"github.com/queen-mq/queen/bench/workload"
@@ -19,10 +17,5 @@ import (
 
 func main() {
 	var o workload.PopAckOptions
-	o.Register(flag.CommandLine)
-	flag.Parse()
-	if err := workload.PopAck(o, node.StartCluster, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	workload.Main(o.Register, func(start node.Starter, w io.Writer) error { return workload.PopAck(o, start, w) })
 }
