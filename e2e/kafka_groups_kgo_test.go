@@ -83,19 +83,19 @@ func startGroupConsumer(t *testing.T, n *harness.Node, group, name string, own *
 	return startGroupConsumerOf(t, []string{n.KafkaAddr}, group, name, own, balancer)
 }
 
-func startGroupConsumerOf(t *testing.T, seeds []string, group, name string, own *ownership, balancer kgo.GroupBalancer) *groupConsumer {
+func startGroupConsumerOf(t *testing.T, seeds []string, group, name string, own *ownership, balancer kgo.GroupBalancer, extra ...kgo.Opt) *groupConsumer {
 	t.Helper()
 	gc := &groupConsumer{name: name, peer: own, got: map[string]int{}, done: make(chan struct{})}
 	topic := func(m map[string][]int32) []int32 { return m["orders"] }
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(name),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(name),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"), kgo.Balancers(balancer),
-		kgo.SessionTimeout(3*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
-		kgo.RebalanceTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
+		kgo.RebalanceTimeout(10 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { own.assign(name, topic(m)) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { own.revoke(name, topic(m)) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { own.revoke(name, topic(m)) }),
-	)
+	}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,17 @@ func (gc *groupConsumer) close() {
 	defer cancel()
 	_ = gc.cl.CommitUncommittedOffsets(ctx)
 	gc.cl.Close()
+}
+
+// deliveredBy counts the distinct records members have delivered.
+func deliveredBy(members []*groupConsumer) int {
+	all := map[string]bool{}
+	for _, m := range members {
+		for k := range m.delivered() {
+			all[k] = true
+		}
+	}
+	return len(all)
 }
 
 func (gc *groupConsumer) delivered() map[string]int {
@@ -231,24 +242,13 @@ func TestKafkaCommittedOffsetsSurviveAClientRestart(t *testing.T) {
 func startSettledPair(ctx context.Context, t *testing.T, c *harness.Cluster, group string) (members []*groupConsumer, own *ownership, delivered func() int) {
 	t.Helper()
 	pushOrders(ctx, t, c.Nodes[0].URL(), 4)
-	var seeds []string
-	for _, n := range c.Nodes {
-		seeds = append(seeds, n.KafkaAddr)
-	}
+	seeds := kafkaSeeds(c)
 	own = &ownership{owner: map[int32]string{}}
 	members = []*groupConsumer{
 		startGroupConsumerOf(t, seeds, group, "m0", own, kgo.CooperativeStickyBalancer()),
 		startGroupConsumerOf(t, seeds, group, "m1", own, kgo.CooperativeStickyBalancer()),
 	}
-	delivered = func() int {
-		all := map[string]bool{}
-		for _, m := range members {
-			for k := range m.delivered() {
-				all[k] = true
-			}
-		}
-		return len(all)
-	}
+	delivered = func() int { return deliveredBy(members) }
 	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
 		return own.settled(4, "m0", "m1") && delivered() == 20, nil
 	}); err != nil {
@@ -265,15 +265,7 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3, Env: groupEnv})
 	ctx := deadline(t, 3*time.Minute)
 	_, own, delivered := startSettledPair(ctx, t, c, "failover")
-	coord := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), "failover")
-	var survivor *harness.Node
-	for _, n := range c.Nodes {
-		if int32(n.ID) == coord.NodeID {
-			n.Kill()
-		} else {
-			survivor = n
-		}
-	}
+	_, survivor := killCoordinator(ctx, t, c, "failover")
 	pushOrders(ctx, t, survivor.URL(), 4) // offsets 5..9 of each partition
 	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
 		return own.settled(4, "m0", "m1") && delivered() == 40, nil
@@ -283,4 +275,65 @@ func TestKafkaConsumerGroupSurvivesALeaderKill(t *testing.T) {
 	if len(own.conflicts) > 0 {
 		t.Fatalf("double ownership: %v", own.conflicts)
 	}
+}
+
+// kafkaSeeds is every node's Kafka address.
+func kafkaSeeds(c *harness.Cluster) []string {
+	var seeds []string
+	for _, n := range c.Nodes {
+		seeds = append(seeds, n.KafkaAddr)
+	}
+	return seeds
+}
+
+// killCoordinator SIGKILLs the node coordinating group and returns its id
+// and a node still running.
+func killCoordinator(ctx context.Context, t *testing.T, c *harness.Cluster, group string) (int32, *harness.Node) {
+	t.Helper()
+	coord := findCoordinator(ctx, t, kafkaClient(t, c.Nodes[0]), group)
+	var survivor *harness.Node
+	for _, n := range c.Nodes {
+		if int32(n.ID) == coord.NodeID {
+			n.Kill()
+		} else {
+			survivor = n
+		}
+	}
+	return coord.NodeID, survivor
+}
+
+// coordinatorFinder finds a group's coordinator after a node was killed,
+// asking a node still running each time (leadership may move on), and
+// keeps one client per node.
+type coordinatorFinder struct {
+	c       *harness.Cluster
+	asker   *kgo.Client
+	killed  int32
+	clients map[int32]*kgo.Client
+}
+
+func newCoordinatorFinder(t *testing.T, c *harness.Cluster, survivor *harness.Node, killed int32) *coordinatorFinder {
+	return &coordinatorFinder{c: c, asker: kafkaClient(t, survivor), killed: killed, clients: map[int32]*kgo.Client{}}
+}
+
+// client waits until a coordinator of group other than the killed node is
+// named, and returns a client of it.
+func (f *coordinatorFinder) client(ctx context.Context, t *testing.T, group string) *kgo.Client {
+	t.Helper()
+	var cl *kgo.Client
+	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		now := findCoordinator(ctx, t, f.asker, group).NodeID
+		for _, n := range f.c.Nodes {
+			if int32(n.ID) == now && now != f.killed {
+				if f.clients[now] == nil {
+					f.clients[now] = kafkaClient(t, n)
+				}
+				cl = f.clients[now]
+			}
+		}
+		return cl != nil, nil
+	}); err != nil {
+		t.Fatalf("no new coordinator of %s: %v", group, err)
+	}
+	return cl
 }

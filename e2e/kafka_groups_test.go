@@ -118,8 +118,15 @@ func (m *rawMember) heartbeat(ctx context.Context) int16 {
 
 func commitOffsets(ctx context.Context, t *testing.T, cl *kgo.Client, group, member string, gen int32, offsets map[int32]int64) map[int32]int16 {
 	t.Helper()
+	return commitOffsetsAs(ctx, t, cl, group, member, nil, gen, offsets)
+}
+
+// commitOffsetsAs commits offsets of orders as member of group, a static
+// member when instance is not nil, and returns each partition's code.
+func commitOffsetsAs(ctx context.Context, t *testing.T, cl *kgo.Client, group, member string, instance *string, gen int32, offsets map[int32]int64) map[int32]int16 {
+	t.Helper()
 	cr := kmsg.NewPtrOffsetCommitRequest()
-	cr.Group, cr.MemberID, cr.Generation = group, member, gen
+	cr.Group, cr.MemberID, cr.InstanceID, cr.Generation = group, member, instance, gen
 	rt := kmsg.NewOffsetCommitRequestTopic()
 	rt.Topic = "orders"
 	for p, o := range offsets {

@@ -26,7 +26,7 @@ func TestApiVersionsInWindow(t *testing.T) {
 			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
 		}
 		// Only keys with a handler are advertised: Metadata and ApiVersions.
-		want := map[int16]VersionRange{3: {0, 9}, 18: {0, 3}}
+		want := map[int16]VersionRange{3: {0, 12}, 18: {0, 3}}
 		if len(resp.ApiKeys) != len(want) {
 			t.Fatalf("v%d: advertised %+v", v, resp.ApiKeys)
 		}
@@ -95,12 +95,12 @@ func TestOutOfWindowVersionAnswersUnsupportedVersion(t *testing.T) {
 	}
 
 	meta := kmsg.NewPtrMetadataRequest()
-	meta.SetVersion(12) // above the window, still decodable
+	meta.SetVersion(13) // above the window, still decodable
 	topic := "orders"
 	meta.Topics = []kmsg.MetadataRequestTopic{{Topic: &topic}}
 	mresp := c.roundTrip(meta).(*kmsg.MetadataResponse)
 	if len(mresp.Topics) != 1 || *mresp.Topics[0].Topic != "orders" || mresp.Topics[0].ErrorCode != kerr.UnsupportedVersion.Code {
-		t.Fatalf("metadata v12 answer: %+v", mresp)
+		t.Fatalf("metadata v13 answer: %+v", mresp)
 	}
 	if len(called) != 0 {
 		t.Fatal("the handler ran for an out-of-window version")
@@ -203,10 +203,11 @@ func TestConfigValidation(t *testing.T) {
 
 // TestVersionTable checks the table against §3.4 and kmsg: every window is
 // one kmsg can encode and decode. Beyond §3.4's 33 rows queen speaks
-// DescribeCluster (60), which admin tools ask instead of Metadata.
+// DescribeCluster (60), which admin tools ask instead of Metadata, and
+// KIP-848's ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69).
 func TestVersionTable(t *testing.T) {
-	if len(supportedVersions) != 34 {
-		t.Fatalf("%d keys in the table, §3.4 has 33 and DescribeCluster makes 34", len(supportedVersions))
+	if len(supportedVersions) != 36 {
+		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster and KIP-848's two make 36", len(supportedVersions))
 	}
 	for key, w := range supportedVersions {
 		req := kmsg.RequestForKey(key)
@@ -217,7 +218,7 @@ func TestVersionTable(t *testing.T) {
 			t.Errorf("%s: window %d..%d, kmsg max %d", KeyName(key), w.Min, w.Max, req.MaxVersion())
 		}
 	}
-	for _, absent := range []int16{21, 23, 68} {
+	for _, absent := range []int16{21, 23} {
 		if _, ok := SupportedVersions(absent); ok {
 			t.Errorf("key %d must stay absent", absent)
 		}

@@ -13,43 +13,44 @@ func (r VersionRange) Contains(v int16) bool { return v >= r.Min && v <= r.Max }
 // supportedVersions is the one source of truth for the API keys and version
 // windows queen speaks (spec queen.md §3.4). A key is advertised by
 // ApiVersions only once a handler for it is registered; DeleteRecords (21),
-// OffsetForLeaderEpoch (23), ConsumerGroupHeartbeat (68) and the controller
-// keys are absent on purpose.
+// OffsetForLeaderEpoch (23) and the controller keys are absent on purpose.
 var supportedVersions = map[int16]VersionRange{
-	0:  {3, 9}, // Produce: v3 is the RecordBatch v2 floor; v10 adds leader-change hints
-	1:  {4, 9}, // Fetch: v9 CurrentLeaderEpoch; sessions (v7) declined; v10+ nothing we need
-	2:  {1, 5}, // ListOffsets: v7 MAX_TIMESTAMP not supported
-	3:  {0, 9}, // Metadata: v10 brings topic ids
-	8:  {2, 6}, // OffsetCommit: v7 group_instance_id (no static membership)
-	9:  {1, 7}, // OffsetFetch: v8 is multi-group
-	10: {0, 3}, // FindCoordinator: v4 is batched
-	11: {0, 4}, // JoinGroup: v5 group_instance_id
-	12: {0, 2}, // Heartbeat
-	13: {0, 2}, // LeaveGroup
-	14: {0, 2}, // SyncGroup
-	15: {0, 3}, // DescribeGroups
-	16: {0, 4}, // ListGroups: v5 group_type
-	17: {0, 1}, // SaslHandshake: both flows
-	18: {0, 3}, // ApiVersions: v4 clients retry at v3
-	19: {2, 6}, // CreateTopics: v7 topic ids
-	20: {1, 5}, // DeleteTopics
-	22: {0, 4}, // InitProducerId: v5 is KIP-890
-	24: {0, 3}, // AddPartitionsToTxn
-	25: {0, 3}, // AddOffsetsToTxn
-	26: {0, 3}, // EndTxn
-	28: {0, 3}, // TxnOffsetCommit
-	29: {1, 3}, // DescribeAcls: always SECURITY_DISABLED
-	30: {1, 3}, // CreateAcls: always SECURITY_DISABLED
-	31: {1, 3}, // DeleteAcls: always SECURITY_DISABLED
-	32: {1, 4}, // DescribeConfigs
-	33: {0, 2}, // AlterConfigs
-	35: {1, 4}, // DescribeLogDirs
-	36: {0, 1}, // SaslAuthenticate: session_lifetime_ms = 0
-	37: {0, 3}, // CreatePartitions: increase only
-	42: {0, 2}, // DeleteGroups
-	44: {0, 1}, // IncrementalAlterConfigs
-	47: {0, 0}, // OffsetDelete
-	60: {0, 1}, // DescribeCluster: v2 endpoint types
+	0:  {3, 9},  // Produce: v3 is the RecordBatch v2 floor; v10 adds leader-change hints
+	1:  {4, 9},  // Fetch: v9 CurrentLeaderEpoch; sessions (v7) declined; v10+ nothing we need
+	2:  {1, 5},  // ListOffsets: v7 MAX_TIMESTAMP not supported
+	3:  {0, 12}, // Metadata: v10 topic ids, v12 lookups by id; v13 top-level error code
+	8:  {2, 9},  // OffsetCommit: v9 KIP-848 member epochs; v10 topic ids
+	9:  {1, 7},  // OffsetFetch: v8 is multi-group
+	10: {0, 3},  // FindCoordinator: v4 is batched
+	11: {0, 9},  // JoinGroup: v5 static membership, v9 KIP-814 skip assignment
+	12: {0, 4},  // Heartbeat: v3 group_instance_id
+	13: {0, 5},  // LeaveGroup: v3 batched, by instance id
+	14: {0, 5},  // SyncGroup: v3 group_instance_id, v5 protocol type and name
+	15: {0, 5},  // DescribeGroups: v4 group_instance_id
+	16: {0, 5},  // ListGroups: v5 group types (all "classic")
+	17: {0, 1},  // SaslHandshake: both flows
+	18: {0, 3},  // ApiVersions: v4 clients retry at v3
+	19: {2, 6},  // CreateTopics: v7 topic ids
+	20: {1, 5},  // DeleteTopics
+	22: {0, 4},  // InitProducerId: v5 is KIP-890
+	24: {0, 3},  // AddPartitionsToTxn
+	25: {0, 3},  // AddOffsetsToTxn
+	26: {0, 3},  // EndTxn
+	28: {0, 3},  // TxnOffsetCommit
+	29: {1, 3},  // DescribeAcls: always SECURITY_DISABLED
+	30: {1, 3},  // CreateAcls: always SECURITY_DISABLED
+	31: {1, 3},  // DeleteAcls: always SECURITY_DISABLED
+	32: {1, 4},  // DescribeConfigs
+	33: {0, 2},  // AlterConfigs
+	35: {1, 4},  // DescribeLogDirs
+	36: {0, 1},  // SaslAuthenticate: session_lifetime_ms = 0
+	37: {0, 3},  // CreatePartitions: increase only
+	42: {0, 2},  // DeleteGroups
+	44: {0, 1},  // IncrementalAlterConfigs
+	47: {0, 0},  // OffsetDelete
+	60: {0, 1},  // DescribeCluster: v2 endpoint types
+	68: {0, 1},  // ConsumerGroupHeartbeat: KIP-848; v1 member-named, regex
+	69: {0, 1},  // ConsumerGroupDescribe
 }
 
 // SupportedVersions returns the version window queen accepts for key, and

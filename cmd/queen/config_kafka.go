@@ -9,6 +9,7 @@ import (
 	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/broker"
+	"github.com/queen-mq/queen/kafka/broker/groups"
 )
 
 // KafkaConfig is the Kafka facade's part of Config.
@@ -67,11 +68,15 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 			GroupMinSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS", 6*time.Second, time.Millisecond, time.Hour),
 			GroupMaxSessionTimeout: e.millis("QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS", 300*time.Second, time.Millisecond, time.Hour),
 			GroupJoinDelay:         e.millis("QUEEN_KAFKA_GROUP_JOIN_DELAY_MS", 3*time.Second, 0, time.Hour),
-			MaxMessageBytes:        e.int("QUEEN_KAFKA_MAX_MESSAGE_BYTES", broker.DefaultMaxMessageBytes, 1024, 1<<30),
-			MaxDecompressedBytes:   e.int("QUEEN_KAFKA_MAX_DECOMPRESSED_BYTES", broker.DefaultMaxDecompressedBytes, 1<<20, 1<<30),
-			FetchMaxBytes:          e.int("QUEEN_KAFKA_FETCH_MAX_BYTES", broker.DefaultFetchMaxBytes, 1<<10, 1<<30),
-			TxnMaxTimeout:          e.millis("QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", broker.DefaultTxnMaxTimeout, time.Second, 24*time.Hour),
-			LogCleanerInterval:     e.millis("QUEEN_KAFKA_LOG_CLEANER_INTERVAL_MS", broker.DefaultLogCleanerInterval, 10*time.Millisecond, time.Hour),
+			ConsumerGroupSessionTimeout: e.millis("QUEEN_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS",
+				groups.DefaultConsumerSessionTimeout, 100*time.Millisecond, time.Hour),
+			ConsumerGroupHeartbeatInterval: e.millis("QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS",
+				groups.DefaultConsumerHeartbeatInterval, 10*time.Millisecond, time.Hour),
+			MaxMessageBytes:      e.int("QUEEN_KAFKA_MAX_MESSAGE_BYTES", broker.DefaultMaxMessageBytes, 1024, 1<<30),
+			MaxDecompressedBytes: e.int("QUEEN_KAFKA_MAX_DECOMPRESSED_BYTES", broker.DefaultMaxDecompressedBytes, 1<<20, 1<<30),
+			FetchMaxBytes:        e.int("QUEEN_KAFKA_FETCH_MAX_BYTES", broker.DefaultFetchMaxBytes, 1<<10, 1<<30),
+			TxnMaxTimeout:        e.millis("QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS", broker.DefaultTxnMaxTimeout, time.Second, 24*time.Hour),
+			LogCleanerInterval:   e.millis("QUEEN_KAFKA_LOG_CLEANER_INTERVAL_MS", broker.DefaultLogCleanerInterval, 10*time.Millisecond, time.Hour),
 		},
 		TLSCert:        e.str("QUEEN_KAFKA_TLS_CERT", ""),
 		TLSKey:         e.str("QUEEN_KAFKA_TLS_KEY", ""),

@@ -190,6 +190,8 @@ func (b *Broker) checkProduce(ctx context.Context, req *kmsg.ProduceRequest, ten
 	// locks; a miss asks whether the topic exists at all.
 	part, known := b.partition(tenant, topic, p.Partition)
 	switch {
+	case isInternalTopic(topic):
+		return nil, cachedPartition{}, errInternalTopic // as Kafka refuses clients; an HTTP queue of the name is hidden
 	case known && !b.engine.Leads(part.group):
 		return nil, cachedPartition{}, errNotLeader
 	case known:

@@ -39,18 +39,17 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition, rp.Timestamp, rp.Offset = lp.Partition, -1, -1
 			err := func() error {
+				if isInternalTopic(t.Topic) {
+					return b.listInternalOffsets(tenant, lp, rp)
+				}
 				p, ok := b.partition(tenant, t.Topic, lp.Partition)
 				if !ok {
 					return wire.ErrPartitionNotFound
 				}
-				term, leads, caughtUp := b.engine.LeaderEpoch(p.group)
-				if err := checkLeaderEpoch(lp.CurrentLeaderEpoch, term); err != nil {
+				caughtUp, err := b.listingLeader(p.group, lp, rp)
+				if err != nil {
 					return err
 				}
-				if !leads {
-					return errNotLeader
-				}
-				rp.LeaderEpoch = epochOf(term)
 				switch ts := lp.Timestamp; {
 				case ts == listEarliest:
 					rp.Offset = int64(p.LogStart())
@@ -78,4 +77,39 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 		}
 	}
 	return resp, nil
+}
+
+// listInternalOffsets answers for a partition of an internal topic, which
+// holds no records: both ends are 0 and no record has a timestamp. It is
+// answered by the leader of the raft group the partition stands for.
+func (b *Broker) listInternalOffsets(tenant wire.ID, lp kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) error {
+	groups := b.internalTopicGroups(tenant)
+	if lp.Partition < 0 || int(lp.Partition) >= len(groups) {
+		return wire.ErrPartitionNotFound
+	}
+	if _, err := b.listingLeader(groups[lp.Partition], lp, rp); err != nil {
+		return err
+	}
+	switch ts := lp.Timestamp; {
+	case ts == listEarliest, ts == listLatest:
+		rp.Offset = 0
+	case ts < 0:
+		return fmt.Errorf("%w: timestamp %d", wire.ErrBadRequest, ts)
+	}
+	return nil
+}
+
+// listingLeader checks that this node leads raft group n in the epoch the
+// client believes current, and answers with that epoch; caughtUp is
+// whether the leader has applied everything committed before its term.
+func (b *Broker) listingLeader(n int, lp kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) (caughtUp bool, err error) {
+	term, leads, caughtUp := b.engine.LeaderEpoch(n)
+	if err := checkLeaderEpoch(lp.CurrentLeaderEpoch, term); err != nil {
+		return false, err
+	}
+	if !leads {
+		return false, errNotLeader
+	}
+	rp.LeaderEpoch = epochOf(term)
+	return caughtUp, nil
 }

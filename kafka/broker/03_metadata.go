@@ -24,7 +24,10 @@ import (
 // topics (TOPIC_AUTHORIZATION_FAILED otherwise), with
 // QUEEN_KAFKA_DEFAULT_PARTITIONS partitions. A topic with more partitions
 // than QUEEN_KAFKA_METADATA_MAX_PARTITIONS (an HTTP queue per customer)
-// answers POLICY_VIOLATION without partitions (partition_caps.go).
+// answers POLICY_VIOLATION without partitions (partition_caps.go). Kafka's
+// internal topics are listed too, marked internal (internal_topics.go), and
+// never created. From v10 each topic carries its id (topic_ids.go), and
+// from v12 topics may be asked for by id.
 func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -36,14 +39,34 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 
 	var topics []storage.Topic
 	var missing []string
+	var internal []string // internal topics asked for (internal_topics.go)
 	if req.Topics == nil {
-		topics = b.engine.KafkaTopics(tenant)
+		internal = internalTopics
+		for _, t := range b.engine.KafkaTopics(tenant) {
+			if !isInternalTopic(t.Name) { // an HTTP queue of that name is hidden
+				topics = append(topics, t)
+			}
+		}
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic == nil {
-				continue // by topic id (v10+): not spoken
+				// By topic id (v12+).
+				topic, isInternal, ok := b.topicByID(tenant, t.TopicID)
+				switch {
+				case !ok:
+					rt := kmsg.NewMetadataResponseTopic()
+					rt.TopicID, rt.ErrorCode = t.TopicID, kerr.UnknownTopicID.Code
+					resp.Topics = append(resp.Topics, rt)
+				case isInternal:
+					internal = append(internal, topic.Name)
+				default:
+					topics = append(topics, topic)
+				}
+				continue
 			}
-			if topic, ok := b.engine.KafkaTopic(tenant, *t.Topic); ok {
+			if isInternalTopic(*t.Topic) {
+				internal = append(internal, *t.Topic)
+			} else if topic, ok := b.engine.KafkaTopic(tenant, *t.Topic); ok {
 				topics = append(topics, topic)
 			} else {
 				missing = append(missing, *t.Topic)
@@ -80,30 +103,25 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	leaders := groupLeaders{b: b, replicas: brokerIDs(resp.Brokers)}
 	for _, t := range topics {
 		rt := kmsg.NewMetadataResponseTopic()
-		rt.Topic = kmsg.StringPtr(t.Name)
+		rt.Topic, rt.TopicID = kmsg.StringPtr(t.Name), topicID(tenant, t)
 		if b.overMetadataCap(t.Partitions) {
 			rt.ErrorCode = kerr.PolicyViolation.Code
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
-		rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, t.Partitions)
 		dir := b.engine.Dir(tenant, t.Name, 0, t.Partitions)
-		for i := range rt.Partitions {
-			p := kmsg.NewMetadataResponseTopicPartition()
-			p.Partition, p.Leader, p.LeaderEpoch = int32(i), -1, -1
-			p.Replicas, p.ISR = []int32{}, []int32{}
-			var l *groupLeader
-			if i < len(dir) { // else the topic was deleted since it was listed
-				l = leaders.of(int(dir[i].Group))
+		groups := make([]int, t.Partitions)
+		for i := range groups {
+			groups[i] = -1 // the topic was deleted since it was listed
+			if i < len(dir) {
+				groups[i] = int(dir[i].Group)
 			}
-			if l == nil {
-				p.ErrorCode = kerr.LeaderNotAvailable.Code
-			} else {
-				p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = l.id, l.epoch, l.replicas, l.replicas
-			}
-			rt.Partitions[i] = p
 		}
+		rt.Partitions = leaders.partitions(groups)
 		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, name := range internal {
+		resp.Topics = append(resp.Topics, b.internalTopicMetadata(tenant, name, &leaders))
 	}
 	return resp, nil
 }
@@ -122,6 +140,29 @@ type groupLeader struct {
 	id       int32
 	epoch    int32
 	replicas []int32 // every registered node, the leader first
+}
+
+// partitions lists the partitions held by raft groups groups (by
+// partition index; -1 for one that no longer exists), each led by its
+// group's leader.
+func (g *groupLeaders) partitions(groups []int) []kmsg.MetadataResponseTopicPartition {
+	out := make([]kmsg.MetadataResponseTopicPartition, len(groups))
+	for i, n := range groups {
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Partition, p.Leader, p.LeaderEpoch = int32(i), -1, -1
+		p.Replicas, p.ISR = []int32{}, []int32{}
+		var l *groupLeader
+		if n >= 0 {
+			l = g.of(n)
+		}
+		if l == nil {
+			p.ErrorCode = kerr.LeaderNotAvailable.Code
+		} else {
+			p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = l.id, l.epoch, l.replicas, l.replicas
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // of is raft group n's leader, nil while it has none (or its address is
@@ -189,10 +230,14 @@ const maxTopicName = 249
 
 // checkTopicName applies Kafka's topic naming rules: 1 to 249 of
 // [a-zA-Z0-9._-], and not "." or "..". Topics named otherwise can only come
-// from HTTP queues, which Kafka clients still see by their names.
+// from HTTP queues, which Kafka clients still see by their names. Kafka's
+// internal topics are never created: they exist already.
 func checkTopicName(name string) error {
 	if name == "" || len(name) > maxTopicName || name == "." || name == ".." {
 		return fmt.Errorf("%w: %q", errInvalidTopic, name)
+	}
+	if isInternalTopic(name) {
+		return fmt.Errorf("%w: %q", errInternalTopic, name)
 	}
 	for i := 0; i < len(name); i++ {
 		ch := name[i]

@@ -7,21 +7,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/broker/groups"
 	"github.com/queen-mq/queen/wire"
 )
 
-// OffsetCommit (key 8), v2-6. A committed offset IS the Queen group's
+// OffsetCommit (key 8), v2-9 (v9: the generation is a consumer-protocol
+// member's epoch). A committed offset IS the Queen group's
 // position in the partition (spec §3.2): every partition of the request is
 // one CommitPosition command, proposed to the raft group holding the
 // partition (one raft entry per group), so a commit is durable on a quorum
 // before it is acknowledged. The coordinator first
 // checks the member and generation as Kafka does (ILLEGAL_GENERATION,
-// UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS); a commit with generation -1
+// UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, and from v7 FENCED_INSTANCE_ID
+// for an old incarnation of a static member); a commit with generation -1
 // and no member (an admin tool, a consumer without group management) is
 // taken while the group has no live members.
 func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	tenant, kErr := b.admitGroupCommit(c, req.Group, req.MemberID, req.Generation)
+	cm := groups.Commit{Group: req.Group, MemberID: req.MemberID, InstanceID: deref(req.InstanceID),
+		Generation: req.Generation, Version: req.Version, Partitions: map[string][]int32{}}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			cm.Partitions[t.Topic] = append(cm.Partitions[t.Topic], p.Partition)
+		}
+	}
+	tenant, kErr := b.admitGroupCommit(c, cm)
 	if kErr != nil {
 		return kafka.ErrorResponse(req, kErr.Code), nil
 	}

@@ -10,15 +10,20 @@ import (
 	"github.com/queen-mq/queen/kafka/broker/groups"
 )
 
-// JoinGroup (key 11), v0-4. The request parks in the coordinator until the
+// JoinGroup (key 11), v0-9. The request parks in the coordinator until the
 // rebalance it joins completes; v4 joins without a member id are answered
 // MEMBER_ID_REQUIRED with one to join again with. v0 has no rebalance
-// timeout: the session timeout stands in, as in Kafka.
+// timeout: the session timeout stands in, as in Kafka. v5 brings static
+// membership (group.instance.id, groups/static.go), v9 KIP-814's
+// SkipAssignment; v8's reason is only logged by clients' brokers, and here
+// not at all. A join answer goes out once the membership it recorded was
+// written, and as NOT_COORDINATOR if this node stopped coordinating the
+// group meanwhile (members_writer.go).
 func (b *Broker) handleJoinGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation, resp.MemberID = -1, req.MemberID
-	_, coord, kErr := b.groupCoordinator(c, req.Group)
+	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil
@@ -31,6 +36,8 @@ func (b *Broker) handleJoinGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.R
 		SessionTimeout:       millis(req.SessionTimeoutMillis),
 		RebalanceTimeout:     millis(req.RebalanceTimeoutMillis),
 		RequireKnownMemberID: req.Version >= 4,
+		InstanceID:           deref(req.InstanceID),
+		SkipAssignment:       req.Version >= 9,
 	}
 	if req.Version == 0 {
 		jr.RebalanceTimeout = jr.SessionTimeout
@@ -45,13 +52,20 @@ func (b *Broker) handleJoinGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.R
 	if err != nil {
 		return nil, err // the connection is closing
 	}
+	if res.Err == nil {
+		if kErr := b.groups.confirm(ctx, b.groupKey(tenant, req.Group), req.Group, coord); kErr != nil {
+			resp.ErrorCode = kErr.Code
+			return resp, nil
+		}
+	}
 	resp.ErrorCode = errCode(res.Err)
 	resp.Generation, resp.LeaderID, resp.MemberID = res.Generation, res.LeaderID, res.MemberID
+	resp.SkipAssignment = res.SkipAssignment
 	resp.Protocol = kmsg.StringPtr(res.Protocol)
 	resp.ProtocolType = kmsg.StringPtr(res.ProtocolType)
 	for _, m := range res.Members {
 		rm := kmsg.NewJoinGroupResponseMember()
-		rm.MemberID, rm.ProtocolMetadata = m.MemberID, m.Metadata
+		rm.MemberID, rm.InstanceID, rm.ProtocolMetadata = m.MemberID, nullable(m.InstanceID), m.Metadata
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp, nil

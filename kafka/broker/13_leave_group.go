@@ -6,11 +6,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/kafka/broker/groups"
 )
 
-// LeaveGroup (key 13), v0-2: one member leaves and the others rebalance
-// without waiting for its session to time out. (The batched v3+ form is
-// outside the window, but its member list is honoured if it arrives.)
+// LeaveGroup (key 13), v0-5: members leave and the others rebalance
+// without waiting for their sessions to time out. From v3 a request lists
+// several, each by member id, instance id or both (admin tools remove
+// static members by instance id alone).
 func (b *Broker) handleLeaveGroup(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
@@ -19,14 +21,14 @@ func (b *Broker) handleLeaveGroup(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 		resp.ErrorCode = kErr.Code
 		return resp, nil
 	}
-	ids := []string{req.MemberID}
+	leaving := []groups.Leaving{{MemberID: req.MemberID}}
 	if req.Version >= 3 {
-		ids = ids[:0]
+		leaving = leaving[:0]
 		for _, m := range req.Members {
-			ids = append(ids, m.MemberID)
+			leaving = append(leaving, groups.Leaving{MemberID: m.MemberID, InstanceID: deref(m.InstanceID)})
 		}
 	}
-	codes := coord.Leave(req.Group, ids)
+	codes := coord.Leave(req.Group, leaving)
 	if req.Version < 3 {
 		resp.ErrorCode = errCode(codes[0])
 		return resp, nil

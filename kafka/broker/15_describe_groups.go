@@ -9,7 +9,7 @@ import (
 	"github.com/queen-mq/queen/kafka/broker/groups"
 )
 
-// DescribeGroups (key 15), v0-3: a group's state, protocol and members
+// DescribeGroups (key 15), v0-5 (v4 adds static members' instance ids): a group's state, protocol and members
 // from the coordinator's memory. A Queen group the coordinator does not
 // hold (only positions: an HTTP bus-mode group, or a Kafka group whose
 // members left long ago) is Empty; an unknown one is Dead, as in Kafka.
@@ -26,7 +26,7 @@ func (b *Broker) handleDescribeGroups(_ context.Context, c *kafka.Conn, kreq kms
 			rg.State, rg.ProtocolType, rg.Protocol = d.State.String(), d.ProtocolType, d.Protocol
 			for _, m := range d.Members {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
-				rm.MemberID, rm.ClientID, rm.ClientHost = m.MemberID, m.ClientID, m.ClientHost
+				rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.MemberID, nullable(m.InstanceID), m.ClientID, m.ClientHost
 				rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
 				rg.Members = append(rg.Members, rm)
 			}

@@ -12,13 +12,15 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// ListGroups (key 16), v0-4. As in Kafka, a node lists the consumer groups
+// ListGroups (key 16), v0-5. As in Kafka, a node lists the consumer groups
 // it coordinates (those whose ids hash onto a raft group it leads), and
 // clients ask every node and merge the answers. A coordinator lists the
 // groups in its memory with their states, and every other Queen group of
 // the tenant (groups with positions) it coordinates as Empty, since a
 // Kafka consumer group IS a Queen consumer group; the queue-mode group is
-// not one. v4's state filter is honoured, ignoring case as Kafka does.
+// not one. v4's state filter and v5's type filter are honoured, ignoring
+// case as Kafka does: a group is "consumer" while it has KIP-848 members,
+// else "classic".
 func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -28,15 +30,18 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 		resp.ErrorCode = kErr.Code
 		return resp, nil
 	}
-	wanted := func(s groups.State) bool {
-		return len(req.StatesFilter) == 0 || slices.ContainsFunc(req.StatesFilter, func(f string) bool { return strings.EqualFold(f, s.String()) })
+	matches := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+	}
+	wanted := func(l groups.Listing) bool {
+		return matches(req.StatesFilter, l.State.String()) && matches(req.TypesFilter, groupType(l))
 	}
 	listed := map[string]bool{}
 	add := func(l groups.Listing) {
 		listed[l.Group] = true
-		if wanted(l.State) {
+		if wanted(l) {
 			rg := kmsg.NewListGroupsResponseGroup()
-			rg.Group, rg.ProtocolType, rg.GroupState = l.Group, l.ProtocolType, l.State.String()
+			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.Group, l.ProtocolType, l.State.String(), groupType(l)
 			resp.Groups = append(resp.Groups, rg)
 		}
 	}
@@ -53,4 +58,12 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 	}
 	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 	return resp, nil
+}
+
+// groupType is a group's type as ListGroups v5 names it.
+func groupType(l groups.Listing) string {
+	if l.Consumer {
+		return "consumer"
+	}
+	return "classic"
 }

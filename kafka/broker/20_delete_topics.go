@@ -10,7 +10,8 @@ import (
 )
 
 // handleDeleteTopics deletes queues, however they were created (spec §3.2),
-// with their messages, consumer positions and Kafka bookkeeping.
+// with their messages, consumer positions and Kafka bookkeeping. Kafka's
+// internal topics are not queues and are refused (internal_topics.go).
 func (b *Broker) handleDeleteTopics(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -26,9 +27,15 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *kafka.Conn, kreq kms
 	for _, name := range names {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		res, err := b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
-		if err == nil {
-			err = res.Code.Err()
+		var err error
+		if isInternalTopic(name) {
+			err = errInternalTopic
+		} else {
+			var res wire.CodeResult
+			res, err = b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
+			if err == nil {
+				err = res.Code.Err()
+			}
 		}
 		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 		resp.Topics = append(resp.Topics, rt)

@@ -73,6 +73,9 @@ var apiAccess = map[kmsg.Key][]need{
 	kmsg.Heartbeat:       {group(readWrite)},
 	kmsg.LeaveGroup:      {group(readWrite)},
 
+	kmsg.ConsumerGroupHeartbeat: {group(readWrite)},
+	kmsg.ConsumerGroupDescribe:  {group(readOnly)},
+
 	kmsg.InitProducerID:     {txnID(writeOnly)}, // an idempotent producer's: CLUSTER_AUTHORIZATION_FAILED
 	kmsg.AddPartitionsToTxn: {txnID(writeOnly)},
 	kmsg.EndTxn:             {txnID(writeOnly)},

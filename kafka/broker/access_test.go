@@ -76,6 +76,8 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.DescribeCluster:         {C, ok, ok, ok, ok, ok},
 	kmsg.DeleteGroups:            {G, G, G, G, ok, G},
 	kmsg.OffsetDelete:            {G, G, G, G, ok, G},
+	kmsg.ConsumerGroupHeartbeat:  {G, G, G, ok, ok, G},
+	kmsg.ConsumerGroupDescribe:   {G, ok, G, ok, ok, ok},
 }
 
 // TestAccessTable checks every API key the broker serves against every

@@ -71,6 +71,14 @@ type Config struct {
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
 	GroupJoinDelay         time.Duration
+	// ConsumerGroupSessionTimeout and ConsumerGroupHeartbeatInterval are
+	// the session timeout of KIP-848 consumer-protocol members and the
+	// heartbeat interval they are told
+	// (QUEEN_KAFKA_CONSUMER_GROUP_SESSION_TIMEOUT_MS,
+	// QUEEN_KAFKA_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS; 0 for Kafka's
+	// defaults).
+	ConsumerGroupSessionTimeout    time.Duration
+	ConsumerGroupHeartbeatInterval time.Duration
 
 	// MaxMessageBytes bounds one produced record batch, Kafka's
 	// message.max.bytes (QUEEN_KAFKA_MAX_MESSAGE_BYTES).
@@ -232,6 +240,8 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.ListGroups):              b.handleListGroups,
 		int16(kmsg.DeleteGroups):            b.handleDeleteGroups,
 		int16(kmsg.OffsetDelete):            b.handleOffsetDelete,
+		int16(kmsg.ConsumerGroupHeartbeat):  b.handleConsumerGroupHeartbeat,
+		int16(kmsg.ConsumerGroupDescribe):   b.handleConsumerGroupDescribe,
 	}
 }
 

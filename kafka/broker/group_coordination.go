@@ -65,10 +65,13 @@ type coordinators struct {
 	pmu     sync.Mutex
 	pending map[memberKey]pendingMembers
 	kick    chan struct{}
-	// written is the newest generation of each group whose write was
-	// tried; wrote is closed and replaced after each write.
-	written map[memberKey]int32
-	wrote   chan struct{}
+	// seq orders enqueued memberships; enqueued is the newest seq of each
+	// group, tried the newest whose write was tried. wrote is closed and
+	// replaced after each write.
+	seq      uint64
+	enqueued map[memberKey]uint64
+	tried    map[memberKey]uint64
+	wrote    chan struct{}
 }
 
 type termCoordinator struct {
@@ -82,6 +85,9 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 		MaxSessionTimeout:     cfg.GroupMaxSessionTimeout,
 		InitialRebalanceDelay: cfg.GroupJoinDelay,
 		Logger:                log,
+
+		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
+		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 	}
 	if gc.MaxSessionTimeout <= 0 {
 		gc.MinSessionTimeout, gc.MaxSessionTimeout = 6*time.Second, 5*time.Minute // spec §3.6 defaults
@@ -90,7 +96,7 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc, log: log,
 		byKey: map[coordKey]*termCoordinator{}, stop: make(chan struct{}),
 		ctx: ctx, cancel: cancel, pending: map[memberKey]pendingMembers{}, kick: make(chan struct{}, 1),
-		written: map[memberKey]int32{}, wrote: make(chan struct{})}
+		enqueued: map[memberKey]uint64{}, tried: map[memberKey]uint64{}, wrote: make(chan struct{})}
 }
 
 // get returns the coordinator of the tenant's consumer groups hashed onto
@@ -132,11 +138,12 @@ func (cs *coordinators) get(k coordKey) (*groups.Coordinator, *kerr.Error) {
 	}
 	cfg := cs.cfg
 	cfg.Known = func(group string) bool { return cs.engine.HasGroup(k.tenant, group) }
+	cfg.Topics = func() []groups.TopicInfo { return topicInfos(cs.engine, k.tenant) }
 	cfg.Restore = map[string]groups.Recorded{}
 	for name, m := range recorded {
 		cfg.Restore[name] = groups.Recorded{Generation: m.Generation, State: m.State}
 	}
-	cfg.Persist = func(group string, generation int32, state []byte) { cs.enqueue(k, group, generation, state) }
+	cfg.Persist = func(group string, generation int32, state []byte) { cs.enqueue(k, term, group, generation, state) }
 	tc := &termCoordinator{term: term, c: groups.New(cfg)}
 	cs.byKey[k] = tc
 	if !cs.watching {
@@ -213,8 +220,13 @@ func (b *Broker) groupCoordinator(c *kafka.Conn, group string) (wire.ID, *groups
 	if group == wire.QueueModeGroup {
 		return tenant, nil, kerr.InvalidGroupID
 	}
-	coord, err := b.groups.get(coordKey{tenant, b.engine.CoordinatorGroup(tenant, 'g', group)})
+	coord, err := b.groups.get(b.groupKey(tenant, group))
 	return tenant, coord, err
+}
+
+// groupKey names the coordinator of the tenant's consumer group.
+func (b *Broker) groupKey(tenant wire.ID, group string) coordKey {
+	return coordKey{tenant, b.engine.CoordinatorGroup(tenant, 'g', group)}
 }
 
 // ledCoordinators returns the coordinators of the tenant's consumer groups
@@ -238,15 +250,33 @@ func (b *Broker) ledCoordinators(tenant wire.ID) (map[int]*groups.Coordinator, *
 
 // admitGroupCommit checks that offsets of group may be committed by member
 // at generation through this node: it coordinates the group and the member
-// is in it at that generation (see groups.Coordinator.ValidateCommit).
+// (not fenced by a newer incarnation of its static instance) is in it at
+// that generation (see groups.Coordinator.AdmitCommit; a consumer-protocol
+// member at its epoch, holding the partitions).
 // OffsetCommit asks it before writing; TxnOffsetCommit v3, which carries
 // the member and generation too, can ask it as well.
-func (b *Broker) admitGroupCommit(c *kafka.Conn, group, member string, generation int32) (wire.ID, *kerr.Error) {
-	tenant, coord, kErr := b.groupCoordinator(c, group)
+func (b *Broker) admitGroupCommit(c *kafka.Conn, cm groups.Commit) (wire.ID, *kerr.Error) {
+	tenant, coord, kErr := b.groupCoordinator(c, cm.Group)
 	if kErr != nil {
 		return tenant, kErr
 	}
-	return tenant, coord.ValidateCommit(group, member, generation)
+	return tenant, coord.AdmitCommit(cm)
+}
+
+// nullable is s as a nullable string of a response, null for "".
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// deref is a nullable string of a request, "" for null.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // answerPositions writes the outcome of a write of group positions into

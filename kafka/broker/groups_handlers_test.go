@@ -231,15 +231,27 @@ func TestGroupAPIsOverTheWire(t *testing.T) {
 	if got := tb.listGroups("stable"); got["g"] != "Stable" || len(got) != 1 {
 		t.Fatalf("list of stable groups: %v", got)
 	}
+	// v5: every group is classic.
+	for filter, want := range map[string]int{"Classic": 1, "consumer": 0} {
+		lr := kmsg.NewPtrListGroupsRequest()
+		lr.TypesFilter = []string{filter}
+		r := groupReq[*kmsg.ListGroupsResponse](tb, lr)
+		if len(r.Groups) != want || (want == 1 && r.Groups[0].GroupType != "classic") {
+			t.Fatalf("list of %s groups: %+v", filter, r.Groups)
+		}
+	}
 
 	if codes := tb.deleteGroups("g"); codes["g"] != kerr.NonEmptyGroup.Code {
 		t.Fatalf("delete of a live group: %v", kerr.ErrorForCode(codes["g"]))
 	}
 
 	lv := kmsg.NewPtrLeaveGroupRequest()
-	lv.Group, lv.MemberID = "g", j.MemberID
-	if r := groupReq[*kmsg.LeaveGroupResponse](tb, lv); r.ErrorCode != 0 {
-		t.Fatalf("leave: %v", kerr.ErrorForCode(r.ErrorCode))
+	lv.Group = "g"
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = j.MemberID
+	lv.Members = append(lv.Members, lm)
+	if r := groupReq[*kmsg.LeaveGroupResponse](tb, lv); r.ErrorCode != 0 || len(r.Members) != 1 || r.Members[0].ErrorCode != 0 {
+		t.Fatalf("leave: %+v", r)
 	}
 	if got := tb.listGroups("Empty"); got["g"] != "Empty" {
 		t.Fatalf("list of empty groups after the leave: %v", got)

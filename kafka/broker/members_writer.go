@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/queen-mq/queen/kafka/broker/groups"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -21,17 +24,22 @@ type memberKey struct {
 }
 
 type pendingMembers struct {
+	term       uint64 // of the coordinator that enqueued it
 	generation int32
 	state      []byte
+	seq        uint64
 }
 
 // enqueue keeps a group's newest membership for the writer. The
 // coordinator calls it under its own lock, so it only records and wakes:
 // a raft write here would stall every request of the coordinator. A newer
 // membership replaces one not yet written, as only the newest matters.
-func (cs *coordinators) enqueue(k coordKey, group string, generation int32, state []byte) {
+func (cs *coordinators) enqueue(k coordKey, term uint64, group string, generation int32, state []byte) {
+	mk := memberKey{k, group}
 	cs.pmu.Lock()
-	cs.pending[memberKey{k, group}] = pendingMembers{generation, state}
+	cs.seq++
+	cs.pending[mk] = pendingMembers{term, generation, state, cs.seq}
+	cs.enqueued[mk] = cs.seq
 	cs.pmu.Unlock()
 	select {
 	case cs.kick <- struct{}{}:
@@ -43,8 +51,10 @@ func (cs *coordinators) enqueue(k coordKey, group string, generation int32, stat
 // coordinator until close. A write that fails is not retried: the
 // membership recorded before it stays, and a coordinator restoring that
 // older generation makes the members rejoin, which is what happened
-// before memberships were recorded at all. Membership answers are never
-// delayed by the write: it records coordination state, not client data.
+// before memberships were recorded at all. A membership enqueued by a
+// coordinator that no longer leads is not written at all: its successor
+// read the record already, and a late write would only leave behind a
+// record its successor never knew.
 func (cs *coordinators) writer() {
 	defer cs.wg.Done()
 	for {
@@ -58,16 +68,18 @@ func (cs *coordinators) writer() {
 		cs.pending = map[memberKey]pendingMembers{}
 		cs.pmu.Unlock()
 		for k, p := range batch {
-			ctx, cancel := context.WithTimeout(cs.ctx, writeTimeout)
-			err := cs.engine.SaveGroupMembers(ctx, k.coord.group, &wire.GroupMembersCmd{
-				Tenant: k.coord.tenant, Group: k.group, Generation: p.generation, State: p.state})
-			cancel()
-			if err != nil {
-				cs.log.Warn("kafka group membership not recorded", "group", k.group, "generation", p.generation, "err", err)
+			if leader, term, ok := cs.engine.Leader(k.coord.group); ok && leader == cs.self && term == p.term {
+				ctx, cancel := context.WithTimeout(cs.ctx, writeTimeout)
+				err := cs.engine.SaveGroupMembers(ctx, k.coord.group, &wire.GroupMembersCmd{
+					Tenant: k.coord.tenant, Group: k.group, Generation: p.generation, State: p.state})
+				cancel()
+				if err != nil {
+					cs.log.Warn("kafka group membership not recorded", "group", k.group, "generation", p.generation, "err", err)
+				}
 			}
 			cs.pmu.Lock()
-			if p.generation > cs.written[k] {
-				cs.written[k] = p.generation
+			if p.seq > cs.tried[k] {
+				cs.tried[k] = p.seq
 			}
 			close(cs.wrote)
 			cs.wrote = make(chan struct{})
@@ -76,29 +88,47 @@ func (cs *coordinators) writer() {
 	}
 }
 
-// awaitRecorded waits until the write of group's membership at generation
-// (or a later one) has been tried, at most writeTimeout. SyncGroup answers
-// after it, so a member that holds its assignment is known to the next
-// coordinator whenever raft could record it: a coordinator change right
-// after a rebalance then costs no second one.
-func (cs *coordinators) awaitRecorded(ctx context.Context, k coordKey, group string, generation int32) {
+// confirm is asked before a JoinGroup or SyncGroup answer that coord gave
+// for group goes out. It waits until the membership coord enqueued for the
+// group by then has been written (at most writeTimeout), then answers
+// NOT_COORDINATOR if this node no longer coordinates k in the term coord
+// was built in (a leadership hand-off as the node stops, or a lost
+// election). Such an answer would name a generation the next coordinator,
+// which read the record when it took over, may never have heard of; told
+// NOT_COORDINATOR, the client finds that coordinator and joins or syncs
+// again there, where the record it holds is the truth. So a member that
+// holds an answer is known to the next coordinator whenever raft could
+// record it, and a coordinator change costs no rebalance.
+func (cs *coordinators) confirm(ctx context.Context, k coordKey, group string, coord *groups.Coordinator) *kerr.Error {
+	mk := memberKey{k, group}
 	t := time.NewTimer(writeTimeout)
 	defer t.Stop()
+	cs.pmu.Lock()
+	target := cs.enqueued[mk]
+	cs.pmu.Unlock()
+wait:
 	for {
 		cs.pmu.Lock()
-		done, wrote := cs.written[memberKey{k, group}] >= generation, cs.wrote
+		done, wrote := cs.tried[mk] >= target, cs.wrote
 		cs.pmu.Unlock()
 		if done {
-			return
+			break
 		}
 		select {
 		case <-wrote:
 		case <-ctx.Done():
-			return
+			break wait
 		case <-cs.stop:
-			return
+			break wait
 		case <-t.C:
-			return
+			break wait
 		}
 	}
+	leader, term, ok := cs.engine.Leader(k.group)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if tc := cs.byKey[k]; !ok || leader != cs.self || tc == nil || tc.c != coord || tc.term != term {
+		return kerr.NotCoordinator
+	}
+	return nil
 }

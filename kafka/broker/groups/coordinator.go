@@ -1,8 +1,10 @@
-// Package groups is the classic Kafka group coordinator: members,
-// generations, protocol selection and the join/sync/heartbeat/leave state
-// machine of Apache Kafka's GroupCoordinator, held in memory on the node
-// that leads the raft group a group's id hashes onto (spec queen.md §3.1,
-// docs/placement.md).
+// Package groups is the Kafka group coordinator: the classic protocol's
+// members, generations, protocol selection and join/sync/heartbeat/leave
+// state machine of Apache Kafka's GroupCoordinator (static membership
+// included, static.go), and KIP-848's consumer protocol, where the
+// coordinator assigns partitions itself (consumer*.go); held in memory on
+// the node that leads the raft group a group's id hashes onto (spec
+// queen.md §3.1, docs/placement.md).
 //
 // It knows nothing of the network, the engine or committed offsets: the
 // broker turns requests into calls here and persists offsets itself, asking
@@ -72,7 +74,22 @@ type Config struct {
 	NewMemberID func(clientID string) string
 	// Logger receives rebalance events at debug level.
 	Logger *slog.Logger
+
+	// Topics lists the topics consumer-protocol groups (KIP-848) may
+	// subscribe to; it is called under the coordinator's lock.
+	Topics func() []TopicInfo
+	// ConsumerSessionTimeout is how long a consumer-protocol member may
+	// go without a heartbeat (Kafka's group.consumer.session.timeout.ms);
+	// ConsumerHeartbeatInterval is the interval members are told to
+	// heartbeat at (group.consumer.heartbeat.interval.ms).
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 }
+
+// Kafka's defaults for consumer-protocol groups.
+const (
+	DefaultConsumerSessionTimeout    = 45 * time.Second
+	DefaultConsumerHeartbeatInterval = 5 * time.Second
+)
 
 // DefaultIdleTimeout is how long an empty group stays in memory (spec §3.1).
 const DefaultIdleTimeout = 10 * time.Minute
@@ -88,6 +105,11 @@ const (
 	CompletingRebalance
 	Stable
 	Dead
+	// Assigning and Reconciling are consumer-protocol states: a new
+	// target assignment is being computed, or members are still moving
+	// towards it.
+	Assigning
+	Reconciling
 )
 
 func (s State) String() string {
@@ -100,6 +122,10 @@ func (s State) String() string {
 		return "CompletingRebalance"
 	case Stable:
 		return "Stable"
+	case Assigning:
+		return "Assigning"
+	case Reconciling:
+		return "Reconciling"
 	}
 	return "Dead"
 }
@@ -111,9 +137,10 @@ type Coordinator struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex
-	closed bool
-	groups map[string]*group
+	mu        sync.Mutex
+	closed    bool
+	groups    map[string]*group
+	consumers map[string]*cgroup // consumer-protocol groups (consumer.go)
 }
 
 // New returns an empty coordinator.
@@ -130,7 +157,13 @@ func New(cfg Config) *Coordinator {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: map[string]*group{}}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, groups: map[string]*group{}, consumers: map[string]*cgroup{}}
 	c.mu.Lock()
 	c.restore(cfg.Restore)
 	c.mu.Unlock()
@@ -157,6 +190,13 @@ func (c *Coordinator) Close() {
 		g.join.stop()
 		g.idle.stop()
 		delete(c.groups, name)
+	}
+	for name, cg := range c.consumers {
+		for _, m := range cg.members {
+			m.session.stop()
+			m.revokeBy.stop()
+		}
+		delete(c.consumers, name)
 	}
 }
 
@@ -195,6 +235,7 @@ type Listing struct {
 	Group        string
 	ProtocolType string
 	State        State
+	Consumer     bool // a consumer-protocol group, not a classic one
 }
 
 // List returns every group in memory.
@@ -205,12 +246,16 @@ func (c *Coordinator) List() []Listing {
 	for _, g := range c.groups {
 		out = append(out, Listing{Group: g.name, ProtocolType: g.protocolType, State: g.state})
 	}
+	for _, cg := range c.consumers {
+		out = append(out, Listing{Group: cg.name, ProtocolType: "consumer", State: cg.state(), Consumer: true})
+	}
 	return out
 }
 
 // MemberDescription is one member as DescribeGroups shows it.
 type MemberDescription struct {
 	MemberID   string
+	InstanceID string // a static member's group.instance.id
 	ClientID   string
 	ClientHost string
 	Metadata   []byte // for the selected protocol, once Stable
@@ -230,6 +275,9 @@ type Description struct {
 func (c *Coordinator) Describe(group string) (Description, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if cg := c.consumers[group]; cg != nil {
+		return c.describeConsumer(cg), true
+	}
 	g := c.groups[group]
 	if g == nil {
 		return Description{}, false
@@ -240,7 +288,7 @@ func (c *Coordinator) Describe(group string) (Description, bool) {
 		d.Protocol = g.protocol
 	}
 	for _, m := range g.ordered() {
-		md := MemberDescription{MemberID: m.id, ClientID: m.clientID, ClientHost: m.clientHost}
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
 		if stable {
 			md.Metadata, md.Assignment = m.metadata(g.protocol), m.assignment
 		}
@@ -256,6 +304,9 @@ func (c *Coordinator) Describe(group string) (Description, bool) {
 func (c *Coordinator) Delete(group string) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.consumers[group] != nil {
+		return kerr.NonEmptyGroup // a consumer group in memory has members
+	}
 	g := c.groups[group]
 	if g == nil {
 		return nil

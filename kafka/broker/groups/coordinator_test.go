@@ -193,14 +193,14 @@ func TestMemberIDRequiredJoinSyncHeartbeat(t *testing.T) {
 		len(r.Members) != 1 || r.Members[0].MemberID != id {
 		t.Fatalf("join: %+v", r)
 	}
-	if err := h.c.Heartbeat("g", id, 1); err != nil {
+	if err := h.c.Heartbeat("g", id, "", 1); err != nil {
 		t.Fatalf("heartbeat between join and sync: %v", err)
 	}
 	s := mustAnswer(t, h.sync(id, 1, map[string][]byte{id: []byte("a")}))
 	if s.Err != nil || string(s.Assignment) != "a" || s.Protocol != "range" || s.ProtocolType != "consumer" {
 		t.Fatalf("sync: %+v", s)
 	}
-	if err := h.c.Heartbeat("g", id, 1); err != nil {
+	if err := h.c.Heartbeat("g", id, "", 1); err != nil {
 		t.Fatalf("heartbeat: %v", err)
 	}
 	d, ok := h.c.Describe("g")
@@ -275,14 +275,14 @@ func TestNewMemberRebalancesStableGroup(t *testing.T) {
 	c, pc := h.newMember()
 	mustWait(t, pc)
 	for _, id := range ids {
-		if err := h.c.Heartbeat("g", id, gen); err != kerr.RebalanceInProgress {
+		if err := h.c.Heartbeat("g", id, "", gen); err != kerr.RebalanceInProgress {
 			t.Fatalf("heartbeat of %s during rebalance: %v", id, err)
 		}
 	}
 	if s := mustAnswer(t, h.sync(ids[1], gen, nil)); s.Err != kerr.RebalanceInProgress {
 		t.Fatalf("sync during rebalance: %+v", s)
 	}
-	if err := h.c.ValidateCommit("g", ids[0], gen); err != nil {
+	if err := h.c.ValidateCommit("g", ids[0], "", gen); err != nil {
 		t.Fatalf("commit of the old generation while preparing: %v", err)
 	}
 	pa := h.join(joinReq(ids[0]))
@@ -292,10 +292,10 @@ func TestNewMemberRebalancesStableGroup(t *testing.T) {
 	if ra.Generation != gen+1 || rb.Generation != gen+1 || rc.Generation != gen+1 || len(ra.Members) != 3 || rc.LeaderID != ids[0] {
 		t.Fatalf("a: %+v\nb: %+v\nc: %+v", ra, rb, rc)
 	}
-	if err := h.c.Heartbeat("g", ids[0], gen); err != kerr.IllegalGeneration {
+	if err := h.c.Heartbeat("g", ids[0], "", gen); err != kerr.IllegalGeneration {
 		t.Fatalf("heartbeat of the old generation: %v", err)
 	}
-	if err := h.c.ValidateCommit("g", ids[0], gen+1); err != kerr.RebalanceInProgress {
+	if err := h.c.ValidateCommit("g", ids[0], "", gen+1); err != kerr.RebalanceInProgress {
 		t.Fatalf("commit between join and sync: %v", err)
 	}
 	h.syncAll([]string{ids[0], ids[1], c}, gen+1)
@@ -320,37 +320,37 @@ func TestGenerationAndMemberChecks(t *testing.T) {
 		{"unknown member", "x", gen, kerr.UnknownMemberID},
 	}
 	for _, tc := range cases {
-		if err := h.c.Heartbeat("g", tc.member, tc.gen); err != tc.want {
+		if err := h.c.Heartbeat("g", tc.member, "", tc.gen); err != tc.want {
 			t.Errorf("heartbeat %s: %v, want %v", tc.name, err, tc.want)
 		}
-		if err := h.c.ValidateCommit("g", tc.member, tc.gen); err != tc.want {
+		if err := h.c.ValidateCommit("g", tc.member, "", tc.gen); err != tc.want {
 			t.Errorf("commit %s: %v, want %v", tc.name, err, tc.want)
 		}
 		if s := mustAnswer(t, h.sync(tc.member, tc.gen, nil)); s.Err != tc.want {
 			t.Errorf("sync %s: %v, want %v", tc.name, s.Err, tc.want)
 		}
 	}
-	if err := h.c.Heartbeat("other", ids[0], gen); err != kerr.RebalanceInProgress {
+	if err := h.c.Heartbeat("other", ids[0], "", gen); err != kerr.RebalanceInProgress {
 		t.Errorf("heartbeat of a generation to a group not in memory: %v", err)
 	}
-	if err := h.c.Heartbeat("other", ids[0], 0); err != kerr.UnknownMemberID {
+	if err := h.c.Heartbeat("other", ids[0], "", 0); err != kerr.UnknownMemberID {
 		t.Errorf("heartbeat to an unknown group: %v", err)
 	}
 	if s := mustAnswer(t, h.sync("x", 4, nil)); s.Err != kerr.RebalanceInProgress {
 		t.Errorf("sync of a generation this coordinator never saw: %v", s.Err)
 	}
 	// Admin commits (no member, generation -1) need an empty group.
-	if err := h.c.ValidateCommit("g", "", -1); err != kerr.UnknownMemberID {
+	if err := h.c.ValidateCommit("g", "", "", -1); err != kerr.UnknownMemberID {
 		t.Errorf("admin commit to a live group: %v", err)
 	}
-	if err := h.c.ValidateCommit("other", "", -1); err != nil {
+	if err := h.c.ValidateCommit("other", "", "", -1); err != nil {
 		t.Errorf("admin commit to a group not in memory: %v", err)
 	}
-	if err := h.c.ValidateCommit("other", "m", 3); err != kerr.RebalanceInProgress {
+	if err := h.c.ValidateCommit("other", "m", "", 3); err != kerr.RebalanceInProgress {
 		t.Errorf("member commit to a group not in memory: %v", err)
 	}
-	h.c.Leave("g", ids)
-	if err := h.c.ValidateCommit("g", "", -1); err != nil {
+	h.c.Leave("g", byID(ids...))
+	if err := h.c.ValidateCommit("g", "", "", -1); err != nil {
 		t.Errorf("admin commit to an empty group: %v", err)
 	}
 }
@@ -362,7 +362,7 @@ func TestSessionTimeoutEvictsDeadMember(t *testing.T) {
 	// one's 10 s session runs out.
 	for range 3 {
 		h.clock.Advance(4 * time.Second)
-		err := h.c.Heartbeat("g", ids[0], gen)
+		err := h.c.Heartbeat("g", ids[0], "", gen)
 		if err == kerr.RebalanceInProgress {
 			break
 		}
@@ -370,10 +370,10 @@ func TestSessionTimeoutEvictsDeadMember(t *testing.T) {
 			t.Fatalf("heartbeat: %v", err)
 		}
 	}
-	if err := h.c.Heartbeat("g", ids[0], gen); err != kerr.RebalanceInProgress {
+	if err := h.c.Heartbeat("g", ids[0], "", gen); err != kerr.RebalanceInProgress {
 		t.Fatalf("survivor's heartbeat after the eviction: %v", err)
 	}
-	if err := h.c.Heartbeat("g", ids[1], gen); err != kerr.UnknownMemberID {
+	if err := h.c.Heartbeat("g", ids[1], "", gen); err != kerr.UnknownMemberID {
 		t.Fatalf("dead member's heartbeat: %v", err)
 	}
 	r := mustAnswer(t, h.join(joinReq(ids[0])))
@@ -391,14 +391,14 @@ func TestRebalanceTimeoutDropsMembersThatDoNotRejoin(t *testing.T) {
 	// rejoins: the rebalance timeout drops it and b leads.
 	for i := 0; i < int(rebalance/(4*time.Second)); i++ {
 		h.clock.Advance(4 * time.Second)
-		_ = h.c.Heartbeat("g", ids[0], gen)
+		_ = h.c.Heartbeat("g", ids[0], "", gen)
 	}
 	h.clock.Advance(rebalance % (4 * time.Second))
 	r := mustAnswer(t, pb)
 	if r.Err != nil || r.Generation != gen+1 || r.LeaderID != ids[1] || len(r.Members) != 1 {
 		t.Fatalf("join after the rebalance timeout: %+v", r)
 	}
-	if err := h.c.Heartbeat("g", ids[0], gen); err != kerr.UnknownMemberID {
+	if err := h.c.Heartbeat("g", ids[0], "", gen); err != kerr.UnknownMemberID {
 		t.Fatalf("dropped member's heartbeat: %v", err)
 	}
 }
@@ -410,7 +410,7 @@ func TestParkedSyncKeepsMemberAlive(t *testing.T) {
 	h.clock.Advance(time.Second)
 	sb := h.sync(ids[1], gen+1, nil) // b's session now ends 11 s after the join
 	h.clock.Advance(7 * time.Second)
-	if err := h.c.Heartbeat("g", ids[0], gen+1); err != nil {
+	if err := h.c.Heartbeat("g", ids[0], "", gen+1); err != nil {
 		t.Fatalf("leader's heartbeat before its sync: %v", err)
 	}
 	// b stays parked past its session end and is still a member.
@@ -440,7 +440,7 @@ func TestLeaderThatNeverSyncsIsDropped(t *testing.T) {
 	for range 7 {
 		h.clock.Advance(4 * time.Second)
 		mustWait(t, sb)
-		if err := h.c.Heartbeat("g", ids[0], gen+1); err != nil {
+		if err := h.c.Heartbeat("g", ids[0], "", gen+1); err != nil {
 			t.Fatalf("leader's heartbeat: %v", err)
 		}
 	}
@@ -448,7 +448,7 @@ func TestLeaderThatNeverSyncsIsDropped(t *testing.T) {
 	if s := mustAnswer(t, sb); s.Err != kerr.RebalanceInProgress {
 		t.Fatalf("b's parked sync: %+v", s)
 	}
-	if err := h.c.Heartbeat("g", ids[0], gen+1); err != kerr.UnknownMemberID {
+	if err := h.c.Heartbeat("g", ids[0], "", gen+1); err != kerr.UnknownMemberID {
 		t.Fatalf("dropped leader's heartbeat: %v", err)
 	}
 	r := h.rejoin(ids[1])
@@ -460,7 +460,7 @@ func TestLeaderThatNeverSyncsIsDropped(t *testing.T) {
 func TestLeaveRebalancesAndMovesLeadership(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stable(3)
-	codes := h.c.Leave("g", []string{ids[0], "nobody"})
+	codes := h.c.Leave("g", byID(ids[0], "nobody"))
 	if codes[0] != nil || codes[1] != kerr.UnknownMemberID {
 		t.Fatalf("leave codes: %v", codes)
 	}
@@ -471,7 +471,7 @@ func TestLeaveRebalancesAndMovesLeadership(t *testing.T) {
 		t.Fatalf("b: %+v\nc: %+v", rb, rc)
 	}
 	h.syncAll(ids[1:], gen+1)
-	h.c.Leave("g", ids[1:])
+	h.c.Leave("g", byID(ids[1:]...))
 	d, ok := h.c.Describe("g")
 	if !ok || d.State != Empty || len(d.Members) != 0 {
 		t.Fatalf("after everyone left: %+v", d)
@@ -520,7 +520,7 @@ func TestCooperativeRounds(t *testing.T) {
 	// metadata changed, so the stable group rebalances again.
 	pa = h.join(joinReq(a, coop(0, 1)))
 	mustWait(t, pa)
-	if err := h.c.Heartbeat("g", b, r1a.Generation); err != kerr.RebalanceInProgress {
+	if err := h.c.Heartbeat("g", b, "", r1a.Generation); err != kerr.RebalanceInProgress {
 		t.Fatalf("b's heartbeat in round 2: %v", err)
 	}
 	pb = h.join(joinReq(b, coop()))
@@ -560,7 +560,7 @@ func TestPendingMemberExpiresAndIdleGroupIsDropped(t *testing.T) {
 		t.Fatalf("join with an expired member id: %+v", r)
 	}
 	ids, _ := h.stable(1)
-	h.c.Leave("g", ids)
+	h.c.Leave("g", byID(ids...))
 	h.clock.Advance(DefaultIdleTimeout - time.Second)
 	if _, ok := h.c.Describe("g"); !ok {
 		t.Fatal("empty group dropped before its idle timeout")
@@ -581,7 +581,7 @@ func TestDeleteAndSubscriptions(t *testing.T) {
 	if err != nil || !in || !topics["t"] || len(topics) != 1 {
 		t.Fatalf("subscriptions: %v %v %v", topics, in, err)
 	}
-	h.c.Leave("g", ids)
+	h.c.Leave("g", byID(ids...))
 	if topics, _, _ := h.c.Subscriptions("g"); len(topics) != 0 {
 		t.Fatalf("an empty group subscribes to %v", topics)
 	}
@@ -646,7 +646,7 @@ func TestBlockingJoinAndSync(t *testing.T) {
 	}
 	cctx, ccancel := context.WithCancel(ctx)
 	ccancel()
-	h.c.Leave("g", []string{r.MemberID})
+	h.c.Leave("g", byID(r.MemberID))
 	first, _ = h.c.Join(ctx, joinReq(""))
 	if _, err := h.c.Join(cctx, joinReq(first.MemberID)); err == nil {
 		t.Fatal("a join whose context ended returned no error")
@@ -680,4 +680,13 @@ func TestKnownGroupFirstRebalanceWaitsLonger(t *testing.T) {
 	if r := mustAnswer(t, pu); r.Err != nil || r.Generation != 1 {
 		t.Fatalf("a new group waits the usual delay: %+v", r)
 	}
+}
+
+// byID names members leaving by member id alone.
+func byID(ids ...string) []Leaving {
+	out := make([]Leaving, len(ids))
+	for i, id := range ids {
+		out[i] = Leaving{MemberID: id}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ type group struct {
 	leader       string
 	members      map[string]*member
 	pending      map[string]*timer // member ids told MEMBER_ID_REQUIRED, expiring unless they rejoin
+	static       map[string]string // group.instance.id -> member id of each static member (static.go)
 	joinSeq      uint64            // orders members by first join, for deterministic choices
 
 	// join is the deadline of the current phase: the rebalance timeout
@@ -34,9 +35,14 @@ type group struct {
 	idle *timer // drops the group once it has been empty for IdleTimeout
 }
 
+func newGroup(name string) *group {
+	return &group{name: name, members: map[string]*member{}, pending: map[string]*timer{}, static: map[string]string{}}
+}
+
 // member is one joined member of a group.
 type member struct {
 	id         string
+	instanceID string // group.instance.id of a static member, "" for a dynamic one
 	clientID   string
 	clientHost string
 	seq        uint64

@@ -22,12 +22,20 @@ type JoinRequest struct {
 	// MEMBER_ID_REQUIRED and a member id to join again with, so a client
 	// that times out and retries cannot leave orphan members behind.
 	RequireKnownMemberID bool
+	// InstanceID is the member's group.instance.id (JoinGroup v5+), ""
+	// for a dynamic member (static.go).
+	InstanceID string
+	// SkipAssignment (JoinGroup v9+) lets a static leader that rejoins a
+	// stable group be told it leads without being asked to assign
+	// (KIP-814).
+	SkipAssignment bool
 }
 
 // JoinMember is one member as the leader's JoinGroup response lists it.
 type JoinMember struct {
-	MemberID string
-	Metadata []byte
+	MemberID   string
+	InstanceID string // a static member's
+	Metadata   []byte
 }
 
 // JoinResult is the answer to a JoinGroup.
@@ -39,6 +47,9 @@ type JoinResult struct {
 	LeaderID     string
 	MemberID     string
 	Members      []JoinMember // the leader's only: every member with its metadata
+	// SkipAssignment tells a leader to keep the current assignments: a
+	// static leader rejoined a stable group (KIP-814).
+	SkipAssignment bool
 }
 
 // Join handles a JoinGroup. It blocks until the rebalance the join takes
@@ -77,6 +88,10 @@ func (c *Coordinator) join(req JoinRequest) (JoinResult, chan JoinResult) {
 	case req.ProtocolType == "" || len(req.Protocols) == 0:
 		return errJoin(kerr.InconsistentGroupProtocol, req.MemberID), nil
 	}
+	if c.consumers[req.Group] != nil {
+		// A consumer-protocol group with members: one kind at a time.
+		return errJoin(kerr.InconsistentGroupProtocol, req.MemberID), nil
+	}
 	g := c.groups[req.Group]
 	if g != nil && !g.supports(req.ProtocolType, req.Protocols) {
 		return errJoin(kerr.InconsistentGroupProtocol, req.MemberID), nil
@@ -87,10 +102,13 @@ func (c *Coordinator) join(req JoinRequest) (JoinResult, chan JoinResult) {
 			// built by an earlier leader): it must join afresh.
 			return errJoin(kerr.UnknownMemberID, req.MemberID), nil
 		}
-		g = &group{name: req.Group, members: map[string]*member{}, pending: map[string]*timer{}}
+		g = newGroup(req.Group)
 		c.groups[req.Group] = g
 	}
 	g.idle.stop()
+	if req.MemberID == "" && req.InstanceID != "" {
+		return c.joinStatic(g, req)
+	}
 	if req.MemberID == "" {
 		id := c.cfg.NewMemberID(req.ClientID)
 		if req.RequireKnownMemberID {
@@ -104,10 +122,10 @@ func (c *Coordinator) join(req JoinRequest) (JoinResult, chan JoinResult) {
 		delete(g.pending, req.MemberID)
 		return JoinResult{}, c.addMember(g, req.MemberID, req)
 	}
-	m := g.members[req.MemberID]
-	if m == nil {
+	m, err := g.current(req.MemberID, req.InstanceID)
+	if err != nil {
 		c.checkIdle(g)
-		return errJoin(kerr.UnknownMemberID, req.MemberID), nil
+		return errJoin(err, req.MemberID), nil
 	}
 	switch g.state {
 	case CompletingRebalance:
@@ -140,11 +158,14 @@ func (c *Coordinator) addPending(g *group, id string, session time.Duration) {
 
 func (c *Coordinator) addMember(g *group, id string, req JoinRequest) chan JoinResult {
 	g.joinSeq++
-	m := &member{id: id, clientID: req.ClientID, clientHost: req.ClientHost, seq: g.joinSeq}
+	m := &member{id: id, instanceID: req.InstanceID, clientID: req.ClientID, clientHost: req.ClientHost, seq: g.joinSeq}
 	if len(g.members) == 0 {
 		g.protocolType = req.ProtocolType
 	}
 	g.members[id] = m
+	if m.instanceID != "" {
+		g.static[m.instanceID] = id
+	}
 	if g.leader == "" {
 		g.leader = id
 	}
@@ -259,6 +280,10 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	gen := g.generation
 	g.join = c.after(g.maxRebalanceTimeout(), func() { c.syncExpired(g, gen) })
+	// Recorded before the joins are answered on the wire (the broker waits
+	// for the write), so a coordinator that takes over before the leader's
+	// sync knows this generation.
+	c.persist(g)
 }
 
 // syncExpired ends a sync phase that outlived the rebalance timeout (a
@@ -285,7 +310,7 @@ func (c *Coordinator) joinResult(g *group, m *member) JoinResult {
 		LeaderID: g.leader, MemberID: m.id}
 	if m.id == g.leader {
 		for _, o := range g.ordered() {
-			r.Members = append(r.Members, JoinMember{MemberID: o.id, Metadata: o.metadata(g.protocol)})
+			r.Members = append(r.Members, JoinMember{MemberID: o.id, InstanceID: o.instanceID, Metadata: o.metadata(g.protocol)})
 		}
 	}
 	return r
@@ -314,6 +339,9 @@ func (c *Coordinator) armSession(g *group, m *member, d time.Duration) {
 func (c *Coordinator) removeMember(g *group, m *member, err *kerr.Error) {
 	c.dropMember(m, err)
 	delete(g.members, m.id)
+	if m.instanceID != "" && g.static[m.instanceID] == m.id {
+		delete(g.static, m.instanceID)
+	}
 }
 
 func (c *Coordinator) dropMember(m *member, err *kerr.Error) {

@@ -11,7 +11,11 @@ import (
 type SyncRequest struct {
 	Group      string
 	MemberID   string
+	InstanceID string // a static member's (SyncGroup v3+)
 	Generation int32
+	// ProtocolType and Protocol (SyncGroup v5+, "" when not sent) must be
+	// the group's.
+	ProtocolType, Protocol string
 	// Assignments, from the leader only, maps member ids to the bytes
 	// each will receive.
 	Assignments map[string][]byte
@@ -32,9 +36,12 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) (SyncResult, er
 }
 
 func (c *Coordinator) sync(req SyncRequest) (SyncResult, chan SyncResult) {
-	g, m, err := c.member(req.Group, req.MemberID, req.Generation)
+	g, m, err := c.member(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if err != nil {
 		return SyncResult{Err: err}, nil
+	}
+	if (req.ProtocolType != "" && req.ProtocolType != g.protocolType) || (req.Protocol != "" && req.Protocol != g.protocol) {
+		return SyncResult{Err: kerr.InconsistentGroupProtocol}, nil
 	}
 	switch g.state {
 	case PreparingRebalance:
@@ -72,10 +79,11 @@ func (c *Coordinator) sync(req SyncRequest) (SyncResult, chan SyncResult) {
 }
 
 // member finds a member of a group at a generation: UNKNOWN_MEMBER_ID when
-// either is unknown, ILLEGAL_GENERATION when the generation is an older
-// one, REBALANCE_IN_PROGRESS when it is newer than any this coordinator
-// saw (see unseenGeneration). The caller holds c.mu.
-func (c *Coordinator) member(group, id string, generation int32) (*group, *member, *kerr.Error) {
+// either is unknown, FENCED_INSTANCE_ID for an old incarnation of a static
+// member (group.current), ILLEGAL_GENERATION when the generation is an
+// older one, REBALANCE_IN_PROGRESS when it is newer than any this
+// coordinator saw (see unseenGeneration). The caller holds c.mu.
+func (c *Coordinator) member(group, id, instanceID string, generation int32) (*group, *member, *kerr.Error) {
 	if c.closed {
 		return nil, nil, kerr.NotCoordinator
 	}
@@ -86,9 +94,9 @@ func (c *Coordinator) member(group, id string, generation int32) (*group, *membe
 	if g == nil {
 		return nil, nil, kerr.UnknownMemberID
 	}
-	m := g.members[id]
-	if m == nil {
-		return g, nil, kerr.UnknownMemberID
+	m, err := g.current(id, instanceID)
+	if err != nil {
+		return g, nil, err
 	}
 	if generation != g.generation {
 		return g, m, kerr.IllegalGeneration
@@ -113,10 +121,10 @@ func unseenGeneration(g *group, generation int32) bool {
 
 // Heartbeat keeps a member's session alive and tells it whether a
 // rebalance is under way (REBALANCE_IN_PROGRESS: join again).
-func (c *Coordinator) Heartbeat(group, memberID string, generation int32) *kerr.Error {
+func (c *Coordinator) Heartbeat(group, memberID, instanceID string, generation int32) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g, m, err := c.member(group, memberID, generation)
+	g, m, err := c.member(group, memberID, instanceID, generation)
 	if err != nil {
 		return err
 	}
@@ -133,31 +141,49 @@ func (c *Coordinator) Heartbeat(group, memberID string, generation int32) *kerr.
 	return kerr.UnknownMemberID
 }
 
-// Leave removes members (LeaveGroup) and returns one code per member id,
-// in order. The group rebalances without them.
-func (c *Coordinator) Leave(group string, memberIDs []string) []*kerr.Error {
+// Leaving is one member a LeaveGroup removes: by member id, by member id
+// and instance id, or (v3+, admin tools) by instance id alone.
+type Leaving struct {
+	MemberID   string
+	InstanceID string
+}
+
+// Leave removes members (LeaveGroup) and returns one code per member, in
+// order. The group rebalances without them.
+func (c *Coordinator) Leave(group string, leaving []Leaving) []*kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*kerr.Error, len(memberIDs))
+	out := make([]*kerr.Error, len(leaving))
 	g := c.groups[group]
-	for i, id := range memberIDs {
+	for i, l := range leaving {
 		switch {
 		case c.closed:
 			out[i] = kerr.NotCoordinator
 		case g == nil:
 			out[i] = kerr.UnknownMemberID
-		case g.pending[id] != nil:
-			g.pending[id].stop()
-			delete(g.pending, id)
+		case l.MemberID == "" && l.InstanceID != "":
+			m := g.members[g.static[l.InstanceID]]
+			if m == nil {
+				out[i] = kerr.UnknownMemberID
+				continue
+			}
+			c.log.Debug("kafka group static member removed", "group", group, "instance", l.InstanceID, "member", m.id)
+			c.removeAndRebalance(g, m)
+		case g.pending[l.MemberID] != nil:
+			g.pending[l.MemberID].stop()
+			delete(g.pending, l.MemberID)
 			if g.state == PreparingRebalance {
 				c.tryCompleteJoin(g)
 			}
 			c.checkIdle(g)
-		case g.members[id] != nil:
-			c.log.Debug("kafka group member left", "group", group, "member", id)
-			c.removeAndRebalance(g, g.members[id])
 		default:
-			out[i] = kerr.UnknownMemberID
+			m, err := g.current(l.MemberID, l.InstanceID)
+			if err != nil {
+				out[i] = err
+				continue
+			}
+			c.log.Debug("kafka group member left", "group", group, "member", m.id)
+			c.removeAndRebalance(g, m)
 		}
 	}
 	return out
@@ -169,7 +195,7 @@ func (c *Coordinator) Leave(group string, memberIDs []string) []*kerr.Error {
 // allowed while the group has no members; otherwise the member must be in
 // the group at its generation, and not between join and sync. A valid
 // commit counts as a heartbeat.
-func (c *Coordinator) ValidateCommit(group, memberID string, generation int32) *kerr.Error {
+func (c *Coordinator) ValidateCommit(group, memberID, instanceID string, generation int32) *kerr.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -190,7 +216,7 @@ func (c *Coordinator) ValidateCommit(group, memberID string, generation int32) *
 		}
 		return kerr.UnknownMemberID
 	}
-	g, m, err := c.member(group, memberID, generation)
+	g, m, err := c.member(group, memberID, instanceID, generation)
 	if err != nil {
 		return err
 	}
@@ -210,6 +236,15 @@ func (c *Coordinator) Subscriptions(group string) (topics map[string]bool, inMem
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, false, kerr.NotCoordinator
+	}
+	if cg := c.consumers[group]; cg != nil {
+		topics = map[string]bool{}
+		for _, ts := range c.resolve(cg) {
+			for _, t := range ts {
+				topics[t.Name] = true
+			}
+		}
+		return topics, true, nil
 	}
 	g := c.groups[group]
 	if g == nil {

@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// TestRebalanceSurvivesACoordinatorHandOffBeforeTheSync: a member's join
+// is answered, then the node coordinating its group hands leadership off
+// (as it does when it stops) before the member's SyncGroup. The sync, sent
+// on to the new coordinator, must find the generation the join answered
+// (Kafka's rule: a coordinator change keeps members and generations).
+// Anything the deposed coordinator still answers goes out as
+// NOT_COORDINATOR, so no client holds a generation only it knew.
+// This is what TestRollingRestartUnderLoad (e2e) hit: the new coordinator
+// had never heard of the group and answered UNKNOWN_MEMBER_ID, which
+// franz-go hands to its user as a failed group session.
+func TestRebalanceSurvivesACoordinatorHandOffBeforeTheSync(t *testing.T) {
+	nodes := startCluster(t, 3)
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(testWait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+
+	const group = "handoff"
+	raftGroup := nodes[0].engine.CoordinatorGroup(wire.DefaultTenant, 'g', group)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = group, "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte("m")
+	join.Protocols = append(join.Protocols, p)
+	jr, err := join.RequestWith(ctx, cl)
+	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first join: %+v %v", jr, err)
+	}
+	join.MemberID = jr.MemberID
+	if jr, err = join.RequestWith(ctx, cl); err != nil || jr.ErrorCode != 0 || jr.LeaderID != jr.MemberID {
+		t.Fatalf("join: %+v %v", jr, err)
+	}
+
+	// The coordinator's node hands off every raft group it leads.
+	was, _, _ := nodes[0].engine.Leader(raftGroup)
+	old := nodes[was-1].broker
+	key := old.groupKey(wire.DefaultTenant, group)
+	coord, kErr := old.groups.get(key)
+	if kErr != nil {
+		t.Fatalf("the coordinator before the hand-off: %v", kErr)
+	}
+	if kErr := old.groups.confirm(ctx, key, group, coord); kErr != nil {
+		t.Fatalf("an answer of the coordinator before the hand-off: %v", kErr)
+	}
+	if left := nodes[was-1].host.HandOff(testWait); len(left) > 0 {
+		t.Fatalf("node %d still leads raft groups %v", was, left)
+	}
+	// Whatever the deposed coordinator still answers (a join its timers
+	// complete before it is discarded) goes out as NOT_COORDINATOR.
+	if kErr := old.groups.confirm(ctx, key, group, coord); kErr != kerr.NotCoordinator {
+		t.Fatalf("an answer of the deposed coordinator: %v, want NOT_COORDINATOR", kErr)
+	}
+
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = group, jr.MemberID, jr.Generation
+	a := kmsg.NewSyncGroupRequestGroupAssignment()
+	a.MemberID, a.MemberAssignment = jr.MemberID, []byte("assigned")
+	sync.GroupAssignment = append(sync.GroupAssignment, a)
+	sr, err := sync.RequestWith(ctx, cl)
+	if err != nil || sr.ErrorCode != 0 || string(sr.MemberAssignment) != "assigned" {
+		code := int16(-1)
+		if sr != nil {
+			code = sr.ErrorCode
+		}
+		t.Fatalf("sync after the hand-off: %v %v", kerr.ErrorForCode(code), err)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = group, jr.MemberID, jr.Generation
+	if hr, err := hb.RequestWith(ctx, cl); err != nil || hr.ErrorCode != 0 {
+		t.Fatalf("heartbeat after the hand-off: %+v %v", hr, err)
+	}
+	if now, _, _ := nodes[0].engine.Leader(raftGroup); now == was {
+		t.Logf("leadership of raft group %d went back to node %d meanwhile", raftGroup, was)
+	}
+}
