@@ -266,8 +266,18 @@ func (b *Broker) Addr() string { return b.srv.Addr().String() }
 // clients that ask again move to the others; the listener stops accepting;
 // each connection closes once it has answered what it read (ctx bounds the
 // wait). Close follows.
+//
+// The consumer-group coordinators stop first. A raft group the hand-off
+// could not move is still led here, so its consumer groups are still
+// coordinated here, but their members can no longer reach this node once
+// the listener stops accepting: a coordinator left running would expire
+// them one by one and record the rebalance, and the member that lost its
+// partitions would see UNKNOWN_MEMBER_ID and its partitions' records
+// again at another member. Stopped, it records nothing more; the next
+// leader restores the memberships last recorded, with fresh sessions.
 func (b *Broker) Drain(ctx context.Context) error {
 	b.draining.Store(true)
+	b.groups.close()
 	return b.srv.Drain(ctx)
 }
 

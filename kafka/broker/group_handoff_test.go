@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -92,5 +93,72 @@ func TestRebalanceSurvivesACoordinatorHandOffBeforeTheSync(t *testing.T) {
 	}
 	if now, _, _ := nodes[0].engine.Leader(raftGroup); now == was {
 		t.Logf("leadership of raft group %d went back to node %d meanwhile", raftGroup, was)
+	}
+}
+
+// TestDrainingNodeRecordsNoExpiry: a node that stops accepting Kafka
+// clients while it still leads a raft group (its hand-off ran out of time)
+// must not expire the members it coordinates, which can no longer reach
+// it: the next leader restores the membership last recorded, and an
+// expiry recorded here would cost a member its partitions (franz-go sees
+// UNKNOWN_MEMBER_ID, another member reads its uncommitted records again).
+// TestRollingRestartUnderLoad (e2e) hit this.
+func TestDrainingNodeRecordsNoExpiry(t *testing.T) {
+	n := startNode(t, func(c *Config) {
+		c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout = 100*time.Millisecond, time.Minute
+		c.GroupJoinDelay = time.Millisecond
+	})
+	cl := n.client()
+	ctx := ctxFor(t)
+	const group = "drained"
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = group, "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 300, 300
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte("m")
+	join.Protocols = append(join.Protocols, p)
+	jr, err := join.RequestWith(ctx, cl)
+	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first join: %+v %v", jr, err)
+	}
+	join.MemberID = jr.MemberID
+	if jr, err = join.RequestWith(ctx, cl); err != nil || jr.ErrorCode != 0 {
+		t.Fatalf("join: %+v %v", jr, err)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation = group, jr.MemberID, jr.Generation
+	a := kmsg.NewSyncGroupRequestGroupAssignment()
+	a.MemberID, a.MemberAssignment = jr.MemberID, []byte("assigned")
+	sync.GroupAssignment = append(sync.GroupAssignment, a)
+	if sr, err := sync.RequestWith(ctx, cl); err != nil || sr.ErrorCode != 0 {
+		t.Fatalf("sync: %+v %v", sr, err)
+	}
+	raftGroup := n.engine.CoordinatorGroup(wire.DefaultTenant, 'g', group)
+	recorded := func() int32 {
+		ms, err := n.engine.GroupMembers(ctx, raftGroup, wire.DefaultTenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := ms[group]; ok && len(m.State) > 0 {
+			return m.Generation
+		}
+		return 0
+	}
+	if g := recorded(); g != jr.Generation {
+		t.Fatalf("recorded generation %d before the drain, want %d", g, jr.Generation)
+	}
+
+	// The member sends nothing more; the node drains while leading.
+	cl.Close()
+	drainCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = n.broker.Drain(drainCtx)
+	// Ten session timeouts: without the fix the expiry is recorded after one.
+	until := time.Now().Add(3 * time.Second)
+	for time.Now().Before(until) {
+		if g := recorded(); g != jr.Generation {
+			t.Fatalf("the draining node recorded the group at generation %d (0: emptied), want %d kept", g, jr.Generation)
+		}
+		time.Sleep(50 * time.Millisecond) // an observation window, not synchronisation
 	}
 }
