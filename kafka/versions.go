@@ -15,7 +15,7 @@ func (r VersionRange) Contains(v int16) bool { return v >= r.Min && v <= r.Max }
 // ApiVersions only once a handler for it is registered; DeleteRecords (21),
 // OffsetForLeaderEpoch (23) and the controller keys are absent on purpose.
 var supportedVersions = map[int16]VersionRange{
-	0:  {3, 9},  // Produce: v3 is the RecordBatch v2 floor; v10 adds leader-change hints
+	0:  {3, 10}, // Produce: v3 is the RecordBatch v2 floor; v10 leader-change hints (KIP-951); v11 is KIP-890
 	1:  {4, 9},  // Fetch: v9 CurrentLeaderEpoch; sessions (v7) declined; v10+ nothing we need
 	2:  {1, 5},  // ListOffsets: v7 MAX_TIMESTAMP not supported
 	3:  {0, 12}, // Metadata: v10 topic ids, v12 lookups by id; v13 top-level error code

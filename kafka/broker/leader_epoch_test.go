@@ -15,6 +15,7 @@ import (
 
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/wire"
 )
 
 // nodeClient is a franz-go client seeded with one node, for requests sent
@@ -230,5 +231,57 @@ func TestFetchChecksTheLeaderEpoch(t *testing.T) {
 	}
 	if resp := fetch(-1, 7); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || len(resp.Topics) != 0 {
 		t.Fatalf("incremental fetch of an unknown session: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
+}
+
+// TestProduceToAFollowerNamesTheLeader: produce v10 answered
+// NOT_LEADER_OR_FOLLOWER carries the partition's current leader, its
+// epoch and address (KIP-951), so a client moves at once instead of
+// waiting out its metadata refresh interval.
+func TestProduceToAFollowerNamesTheLeader(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl := nodeClient(t, nodes[0])
+	createTopic(t, cl, "hinted", 1)
+	part, ok := nodes[0].broker.partition(wire.DefaultTenant, "hinted", 0)
+	if !ok {
+		t.Fatal("partition not known")
+	}
+	var leader, epoch int32
+	for deadline := time.Now().Add(testWait); ; {
+		id, term, ok := nodes[0].broker.groupLeader(part.group)
+		if ok {
+			leader, epoch = id, epochOf(term)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the partition's group has no leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	follower := nodes[leader%3] // any node but the leader
+	fcl := nodeClient(t, follower)
+	for _, version := range []int16{9, 10} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = version, -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "hinted"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = mustBatch(t, []byte("v"))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := request[*kmsg.ProduceResponse](t, fcl, int32(follower.broker.cfg.NodeID), req)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("v%d: error %d, want NOT_LEADER_OR_FOLLOWER", version, p.ErrorCode)
+		}
+		if version < 10 {
+			continue // the fields do not exist before v10
+		}
+		if p.CurrentLeader.LeaderID != leader || p.CurrentLeader.LeaderEpoch != epoch {
+			t.Fatalf("current leader %+v, want node %d at epoch %d", p.CurrentLeader, leader, epoch)
+		}
+		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != leader || resp.Brokers[0].Port == 0 {
+			t.Fatalf("brokers %+v, want the leader's address", resp.Brokers)
+		}
 	}
 }
