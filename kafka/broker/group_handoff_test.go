@@ -38,20 +38,7 @@ func TestRebalanceSurvivesACoordinatorHandOffBeforeTheSync(t *testing.T) {
 
 	const group = "handoff"
 	raftGroup := nodes[0].engine.CoordinatorGroup(wire.DefaultTenant, 'g', group)
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.ProtocolType = group, "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
-	p := kmsg.NewJoinGroupRequestProtocol()
-	p.Name, p.Metadata = "range", []byte("m")
-	join.Protocols = append(join.Protocols, p)
-	jr, err := join.RequestWith(ctx, cl)
-	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
-		t.Fatalf("first join: %+v %v", jr, err)
-	}
-	join.MemberID = jr.MemberID
-	if jr, err = join.RequestWith(ctx, cl); err != nil || jr.ErrorCode != 0 || jr.LeaderID != jr.MemberID {
-		t.Fatalf("join: %+v %v", jr, err)
-	}
+	jr := joinAlone(ctx, t, cl, group, 10000)
 
 	// The coordinator's node hands off every raft group it leads.
 	was, _, _ := nodes[0].engine.Leader(raftGroup)
@@ -111,20 +98,7 @@ func TestDrainingNodeRecordsNoExpiry(t *testing.T) {
 	cl := n.client()
 	ctx := ctxFor(t)
 	const group = "drained"
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.ProtocolType = group, "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 300, 300
-	p := kmsg.NewJoinGroupRequestProtocol()
-	p.Name, p.Metadata = "range", []byte("m")
-	join.Protocols = append(join.Protocols, p)
-	jr, err := join.RequestWith(ctx, cl)
-	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
-		t.Fatalf("first join: %+v %v", jr, err)
-	}
-	join.MemberID = jr.MemberID
-	if jr, err = join.RequestWith(ctx, cl); err != nil || jr.ErrorCode != 0 {
-		t.Fatalf("join: %+v %v", jr, err)
-	}
+	jr := joinAlone(ctx, t, cl, group, 300)
 	sync := kmsg.NewPtrSyncGroupRequest()
 	sync.Group, sync.MemberID, sync.Generation = group, jr.MemberID, jr.Generation
 	a := kmsg.NewSyncGroupRequestGroupAssignment()
@@ -161,4 +135,25 @@ func TestDrainingNodeRecordsNoExpiry(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // an observation window, not synchronisation
 	}
+}
+
+// joinAlone joins group as its only member (so its leader), with session
+// and rebalance timeouts of timeoutMs, and returns the answered join.
+func joinAlone(ctx context.Context, t *testing.T, cl *kgo.Client, group string, timeoutMs int32) *kmsg.JoinGroupResponse {
+	t.Helper()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = group, "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = timeoutMs, timeoutMs
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte("m")
+	join.Protocols = append(join.Protocols, p)
+	jr, err := join.RequestWith(ctx, cl)
+	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first join: %+v %v", jr, err)
+	}
+	join.MemberID = jr.MemberID
+	if jr, err = join.RequestWith(ctx, cl); err != nil || jr.ErrorCode != 0 || jr.LeaderID != jr.MemberID {
+		t.Fatalf("join: %+v %v", jr, err)
+	}
+	return jr
 }
