@@ -55,13 +55,14 @@ func txnID(levels []authn.Level) need {
 // Kafka (mayCreateTopics). ApiVersions and the SASL keys are package
 // kafka's, served before any login.
 var apiAccess = map[kmsg.Key][]need{
-	kmsg.Produce:         {topic(writeOnly)},
-	kmsg.Fetch:           {topic(readOnly)},
-	kmsg.ListOffsets:     {topic(readOnly)},
-	kmsg.Metadata:        {topic(describe)},
-	kmsg.DescribeConfigs: {topic(readOnly)},
-	kmsg.DescribeLogDirs: {cluster(readOnly)},
-	kmsg.DescribeCluster: {cluster(describe)},
+	kmsg.Produce:              {topic(writeOnly)},
+	kmsg.Fetch:                {topic(readOnly)},
+	kmsg.ListOffsets:          {topic(readOnly)},
+	kmsg.OffsetForLeaderEpoch: {topic(readOnly)},
+	kmsg.Metadata:             {topic(describe)},
+	kmsg.DescribeConfigs:      {topic(readOnly)},
+	kmsg.DescribeLogDirs:      {cluster(readOnly)},
+	kmsg.DescribeCluster:      {cluster(describe)},
 
 	kmsg.FindCoordinator: {group(describe)}, // a transactional id's: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 	kmsg.OffsetFetch:     {group(readOnly)},

@@ -212,6 +212,7 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.Produce):                 b.handleProduce,
 		int16(kmsg.Fetch):                   b.handleFetch,
 		int16(kmsg.ListOffsets):             b.handleListOffsets,
+		int16(kmsg.OffsetForLeaderEpoch):    b.handleOffsetForLeaderEpoch,
 		int16(kmsg.Metadata):                b.handleMetadata,
 		int16(kmsg.CreateTopics):            b.handleCreateTopics,
 		int16(kmsg.DeleteTopics):            b.handleDeleteTopics,

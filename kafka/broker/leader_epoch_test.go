@@ -246,18 +246,7 @@ func TestProduceToAFollowerNamesTheLeader(t *testing.T) {
 	if !ok {
 		t.Fatal("partition not known")
 	}
-	var leader, epoch int32
-	for deadline := time.Now().Add(testWait); ; {
-		id, term, ok := nodes[0].broker.groupLeader(part.group)
-		if ok {
-			leader, epoch = id, epochOf(term)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the partition's group has no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	leader, epoch := settledLeader(t, nodes, part.group)
 	follower := nodes[leader%3] // any node but the leader
 	fcl := nodeClient(t, follower)
 	for _, version := range []int16{9, 10} {
@@ -283,5 +272,84 @@ func TestProduceToAFollowerNamesTheLeader(t *testing.T) {
 		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != leader || resp.Brokers[0].Port == 0 {
 			t.Fatalf("brokers %+v, want the leader's address", resp.Brokers)
 		}
+	}
+}
+
+// TestOffsetForLeaderEpochEndsAtTheHighWaterMark: the epoch a consumer
+// asks about ends at the high-water mark for every epoch up to the
+// current one, never before a position a consumer can hold; a future
+// epoch is unknown; a fenced epoch and a follower are refused as Kafka
+// refuses them.
+func TestOffsetForLeaderEpochEndsAtTheHighWaterMark(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl := nodeClient(t, nodes[0])
+	createTopic(t, cl, "epochs", 1)
+	part, ok := nodes[0].broker.partition(wire.DefaultTenant, "epochs", 0)
+	if !ok {
+		t.Fatal("partition not known")
+	}
+	leader, epoch := settledLeader(t, nodes, part.group)
+	lcl := nodeClient(t, nodes[leader-1])
+	for i := range 3 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "epochs"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = mustBatch(t, []byte{byte(i)})
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		if p := request[*kmsg.ProduceResponse](t, lcl, leader, req).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			t.Fatalf("produce: %d", p.ErrorCode)
+		}
+	}
+	ask := func(n *testNode, current, asked int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "epochs"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = current, asked
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return request[*kmsg.OffsetForLeaderEpochResponse](t, nodeClient(t, n), int32(n.broker.cfg.NodeID), req).Topics[0].Partitions[0]
+	}
+	leaderNode := nodes[leader-1]
+	for _, asked := range []int32{0, epoch - 1, epoch} {
+		if p := ask(leaderNode, epoch, asked); p.ErrorCode != 0 || p.LeaderEpoch != asked || p.EndOffset != 3 {
+			t.Fatalf("epoch %d: %+v, want it ending at 3", asked, p)
+		}
+	}
+	if p := ask(leaderNode, epoch, epoch+1); p.ErrorCode != 0 || p.LeaderEpoch != -1 || p.EndOffset != -1 {
+		t.Fatalf("a future epoch: %+v, want -1/-1", p)
+	}
+	if p := ask(leaderNode, epoch-1, epoch-1); p.ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("an old current epoch: %+v, want FENCED_LEADER_EPOCH", p)
+	}
+	if p := ask(nodes[leader%3], -1, epoch); p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("a follower: %+v, want NOT_LEADER_OR_FOLLOWER", p)
+	}
+}
+
+// settledLeader waits until raft group n is led by its preferred node
+// (voter n mod 3 of a three-node cluster), where the leader balancing
+// leaves it, as every node sees it, and returns that node and its epoch.
+func settledLeader(t *testing.T, nodes []*testNode, n int) (leader, epoch int32) {
+	t.Helper()
+	want := int32(n%len(nodes) + 1)
+	for deadline := time.Now().Add(testWait); ; {
+		agreed := true
+		for _, node := range nodes {
+			id, term, ok := node.broker.groupLeader(n)
+			agreed = agreed && ok && id == want
+			leader, epoch = id, epochOf(term)
+		}
+		if agreed {
+			return leader, epoch
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("raft group %d is not led by node %d", n, want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
