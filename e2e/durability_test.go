@@ -187,7 +187,7 @@ func TestClusterLeaderSIGKILLLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The leader of the group holding the partition, and a follower of it.
-	leader := groupLeader(t, ctx, c, placementOf(ctx, t, c.Nodes[0].URL(), "ha").Queue.Partitions[0].Group)
+	leader := groupLeader(t, ctx, c, firstPartitionGroup(ctx, t, c.Nodes[0].URL(), "ha"))
 	follower := c.Nodes[(leader+1)%3]
 	// Writes through a follower are proposed locally and forwarded by raft.
 

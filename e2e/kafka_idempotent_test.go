@@ -55,7 +55,7 @@ func TestKafkaIdempotentProducerAcrossLeaderSIGKILL(t *testing.T) {
 	admin := kgoClient(t, c)
 	waitBrokers(ctx, t, admin, 3)
 	createTopicOn(ctx, t, admin, "idem", partitions)
-	leader := groupLeader(t, ctx, c, placementOf(ctx, t, c.Nodes[0].URL(), "idem").Queue.Partitions[0].Group)
+	leader := groupLeader(t, ctx, c, firstPartitionGroup(ctx, t, c.Nodes[0].URL(), "idem"))
 
 	prod := kgoClient(t, c, kgo.DefaultProduceTopic("idem"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(2*time.Millisecond), kgo.RetryTimeout(time.Minute))

@@ -412,6 +412,25 @@ func placementOf(ctx context.Context, t *testing.T, base, queue string) placemen
 	return p
 }
 
+// firstPartitionGroup waits until the node at base lists the queue's
+// partition 0 (a topic created through another node reaches it when it
+// applies the creation) and returns its raft group.
+func firstPartitionGroup(ctx context.Context, t *testing.T, base, queue string) int {
+	t.Helper()
+	var group int
+	if err := harness.Poll(ctx, 20*time.Millisecond, func() (bool, error) {
+		p := placementOf(ctx, t, base, queue)
+		if len(p.Queue.Partitions) == 0 {
+			return false, nil
+		}
+		group = p.Queue.Partitions[0].Group
+		return true, nil
+	}); err != nil {
+		t.Fatalf("%s has no partition 0 at %s: %v", queue, base, err)
+	}
+	return group
+}
+
 // groupLeader waits until group g has a leader and returns the index of the
 // node leading it.
 func groupLeader(t *testing.T, ctx context.Context, c *harness.Cluster, g int) int {
