@@ -55,6 +55,7 @@ export async function call(method, path, body, signal) {
   }
   if (!res.ok) {
     const err = new ApiError(res.status, data, path);
+    err.sentToken = t; // a 401 for an older token must not sign out a newer one
     if (res.status === 401) unauthorized.forEach((fn) => fn(err));
     throw err;
   }

@@ -105,7 +105,8 @@ closeMenu();
 const dialog = document.getElementById("token-dialog");
 const tokenButton = document.getElementById("token-button");
 function showSignedIn() { tokenButton.hidden = !token(); }
-onUnauthorized(() => {
+onUnauthorized((err) => {
+  if (err.sentToken !== token()) return; // the user signed in since this call left
   setToken("");
   showSignedIn();
   if (!dialog.open) {
@@ -137,5 +138,12 @@ dialog.addEventListener("cancel", (ev) => ev.preventDefault()); // nothing works
 tokenButton.addEventListener("click", () => { setToken(""); showSignedIn(); location.reload(); });
 showSignedIn();
 
-window.addEventListener("hashchange", render);
-render().then(() => view.focus());
+// The skip link moves focus to the content without touching the hash,
+// which holds the route.
+document.querySelector(".skip").addEventListener("click", (ev) => { ev.preventDefault(); view.focus(); });
+
+// Moving between pages puts focus on the new content, as a page load
+// would put it at the top; the first load leaves it at the top, where
+// the skip link is the first stop.
+window.addEventListener("hashchange", () => render().then(() => view.focus()));
+render();
