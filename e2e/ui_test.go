@@ -71,6 +71,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	if rec[0] != "0" || rec[2] != `k-1` || rec[3] != `src=ui-test` || strings.Join(strings.Fields(rec[4]), "") != `{"click":1}` {
 		t.Fatalf("first record of partition 1 shows %q", rec)
 	}
+	// Its trace (none recorded), then the same partition read from the
+	// start by time (/api/v1/fetch/offsets).
+	b.run(t, "trace", chromedp.Click(chromedp.CSS(`#browser-out button[aria-label="Trace of offset 0"]`)))
+	b.waitFor(t, "the trace", `document.getElementById("browser-out").innerText.includes("No trace events for this message.")`, nil)
+	b.run(t, "read from the start", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = document.querySelector("form[aria-label='Read messages']");
+		f.mode.value = "earliest";
+		f.requestSubmit();
+	})()`))
+	b.waitFor(t, "the records from the start", `document.querySelectorAll("#browser-out tbody tr").length === 3 &&
+		!document.getElementById("browser-out").innerText.includes("No trace")`, nil)
 	b.run(t, "scroll to the browser", chromedp.ScrollIntoView(chromedp.ID("browser-title")))
 	b.screenshot(t, "queue")
 	b.everyFieldLabelled(t, "the queue page")
@@ -79,12 +90,24 @@ func TestDashboardInBrowser(t *testing.T) {
 	popAck(t, ctx, base, "ui-orders", "p1", "ui-workers", 2, "completed")
 	b.run(t, "open groups", chromedp.Navigate(base+"/#/groups"))
 	b.waitRow(t, "ui-workers", map[int]string{1: "ui-orders", 6: "5"})
-	b.screenshot(t, "groups")
 	b.run(t, "open group", chromedp.Click(chromedp.CSS(`a[href="#/groups/ui-workers"]`)))
 	b.waitFor(t, "lag 5", `document.querySelector(".group-lag")?.dataset.lag === "5"`, nil)
 	b.screenshot(t, "group")
 	popAck(t, ctx, base, "ui-orders", "p1", "ui-workers", 3, "completed")
 	b.waitFor(t, "lag 2 after consuming 3 more", `document.querySelector(".group-lag")?.dataset.lag === "2"`, nil)
+	// Seek to a time after every message: nothing left behind.
+	b.run(t, "seek", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = document.querySelector("form[aria-label='Seek ui-workers on ui-orders']");
+		f.at.value = "2099-01-01T00:00";
+		f.requestSubmit();
+	})()`))
+	b.waitFor(t, "lag 0 after the seek", `document.querySelector(".group-lag")?.dataset.lag === "0"`, nil)
+
+	// A Kafka group's committed offsets are a group like any other.
+	commitKafkaOffsets(t, ctx, n.KafkaAddr, "ui-kafka", map[int32]int64{0: 3, 1: 1, 2: 0})
+	b.run(t, "open groups again", chromedp.Navigate(base+"/#/groups"))
+	b.waitRow(t, "ui-kafka", map[int]string{1: "ui-clicks", 4: "3", 6: "5"})
+	b.screenshot(t, "groups")
 
 	// The dead letter, replayed from the page.
 	b.run(t, "open dead letters", chromedp.Navigate(base+"/#/dlq?queue=ui-jobs"))
@@ -150,6 +173,28 @@ func produceClicks(t *testing.T, ctx context.Context, addr string) {
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
+	}
+}
+
+// commitKafkaOffsets commits offsets of ui-clicks' partitions for group
+// over Kafka (OffsetCommit), as a consumer group would.
+func commitKafkaOffsets(t *testing.T, ctx context.Context, addr, group string, offsets map[int32]int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var os kadm.Offsets
+	for p, at := range offsets {
+		os.Add(kadm.Offset{Topic: "ui-clicks", Partition: p, At: at, LeaderEpoch: -1})
+	}
+	resp, err := kadm.NewClient(cl).CommitOffsets(ctx, group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("commit offsets: %v", err)
 	}
 }
 
