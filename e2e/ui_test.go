@@ -22,7 +22,8 @@ import (
 // dead letter is replayed by clicking its button. Each page's screenshot
 // goes to docs/ui/ for docs/ui.md.
 func TestDashboardInBrowser(t *testing.T) {
-	c := startCluster(t, harness.Options{Nodes: 1})
+	// A Kafka group settles at once instead of waiting for more members.
+	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0"}})
 	n := c.Nodes[0]
 	base := n.URL()
 	ctx := deadline(t, 90*time.Second)
@@ -108,6 +109,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.run(t, "open groups again", chromedp.Navigate(base+"/#/groups"))
 	b.waitRow(t, "ui-kafka", map[int]string{1: "ui-clicks", 4: "3", 6: "5"})
 	b.screenshot(t, "groups")
+
+	// A live Kafka consumer: its group's page lists it as a member.
+	consumeClicks(t, n.KafkaAddr, "ui-live")
+	b.run(t, "open the live group", chromedp.Navigate(base+"/#/groups/ui-live"))
+	b.waitFor(t, "the Kafka member", `document.querySelector("section[aria-label='Kafka members'] tbody tr")?.innerText.includes("ui-test-consumer")`, nil)
+	b.screenshot(t, "group-kafka")
 
 	// The dead letter, replayed from the page.
 	b.run(t, "open dead letters", chromedp.Navigate(base+"/#/dlq?queue=ui-jobs"))
@@ -196,6 +203,26 @@ func commitKafkaOffsets(t *testing.T, ctx context.Context, addr, group string, o
 	if err != nil {
 		t.Fatalf("commit offsets: %v", err)
 	}
+}
+
+// consumeClicks runs a Kafka consumer (client id ui-test-consumer) in
+// group on ui-clicks until the test ends.
+func consumeClicks(t *testing.T, addr, group string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("ui-test-consumer"), kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics("ui-clicks"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; cl.Close() })
 }
 
 // The broker's JWT on: the page asks for a token, keeps it in

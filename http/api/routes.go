@@ -107,6 +107,7 @@ func (s *Server) routes() []route {
 		{get, "/api/v1/consumer-groups/lagging", authn.LevelReadOnly, s.laggingGroups},
 		{post, "/api/v1/consumer-groups/positions", authn.LevelReadWrite, s.positions},
 		{get, "/api/v1/consumer-groups/{group}", authn.LevelReadOnly, s.groupDetail},
+		{get, "/api/v1/consumer-groups/{group}/members", authn.LevelReadOnly, s.groupMembers},
 		{del, "/api/v1/consumer-groups/{group}", authn.LevelAdmin, s.deleteGroup},
 		{post, "/api/v1/consumer-groups/{group}/subscription", authn.LevelReadWrite, s.groupSubscription},
 		{del, "/api/v1/consumer-groups/{group}/queues/{queue}", authn.LevelAdmin, s.deleteGroup},

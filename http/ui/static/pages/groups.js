@@ -36,17 +36,39 @@ async function renderGroup(view, name, life) {
   const box = h("div");
   view.append(h("div", { class: "crumbs" }, h("a", { href: "#/groups" }, "Consumer groups"), " / ", name),
     h("h1", null, name),
-    h("p", null, "Members are the partitions a consumer holds a lease on now; lag is messages after the group's position. Refreshed every 3 seconds."),
+    h("p", null, "A Kafka group's members are as its coordinator recorded them at the last rebalance. Lag is messages after the group's position; a lease is an HTTP consumer holding the partition now. Refreshed every 3 seconds."),
     box);
-  // The detail answers an object keyed by queue, one page of them.
-  let cursor = null;
+  // The detail answers an object keyed by queue, one page of them; a
+  // Kafka group's members come from its coordinator's record.
   life.every(3000, async () => {
-    const r = await page(`/api/v1/consumer-groups/${enc(name)}`, { limit: pageSize, cursor }, life.signal);
+    const [r, m] = await Promise.all([
+      page(`/api/v1/consumer-groups/${enc(name)}`, { limit: pageSize }, life.signal),
+      page(`/api/v1/consumer-groups/${enc(name)}/members`, { limit: pageSize }, life.signal),
+    ]);
     const queues = Object.entries(r.data || {});
     if (document.activeElement && box.contains(document.activeElement) && document.activeElement.tagName === "INPUT") return; // do not reset a form being typed in
-    box.replaceChildren(...queues.map(([queue, d]) => section(name, queue, d, life)),
+    box.replaceChildren(members(m.data),
+      ...queues.map(([queue, d]) => section(name, queue, d, life)),
       queues.length ? "" : notice("This group has no positions."));
   });
+}
+
+// members shows a Kafka group's members as of its last settled
+// generation; nothing for a group without a Kafka membership.
+function members(m) {
+  if (!m || !m.kafka) return "";
+  return h("section", { class: "panel", "aria-label": "Kafka members" },
+    h("h2", null, `Kafka members: ${num(m.totalMembers)}`, " ",
+      h("span", { class: "badge ok" }, `generation ${m.generation}`), " ",
+      h("span", { class: "badge ok" }, `${m.protocolType} / ${m.protocol}`)),
+    table(null, [
+      { label: "Client id", cell: (x) => x.clientId },
+      { label: "Host", cell: (x) => x.clientHost },
+      { label: "Member id", cell: (x) => h("code", null, x.memberId) },
+      { label: "Role", cell: (x) => x.memberId === m.leader ? badge("leader", "ok") : "member" },
+      { label: "Assigned partitions", wrap: true, cell: (x) => (x.assignment || [])
+        .map((a) => `${a.topic}: ${a.partitions.join(", ")}`).join("; ") || "—" },
+    ], m.members));
 }
 
 function section(group, queue, d, life) {
