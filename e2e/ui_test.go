@@ -43,8 +43,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitRow(t, "ui-orders", map[int]string{1: "2", 2: "12", 3: "12"})
 	b.waitRow(t, "ui-clicks", map[int]string{1: "3", 2: "9"})
 	b.screenshot(t, "queues")
+	// Paging: two a page, Next and Previous.
+	b.run(t, "two a page", chromedp.Navigate(base+"/#/queues?limit=2"))
+	b.waitFor(t, "page 1", `[...document.querySelectorAll("#view tbody tr")].map((r) => r.cells[0].innerText).join() === "ui-clicks,ui-jobs"`, nil)
+	b.run(t, "next", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll("#view .pager button")].find((x) => x.innerText === "Next").click()`))
+	b.waitFor(t, "page 2", `[...document.querySelectorAll("#view tbody tr")].map((r) => r.cells[0].innerText).join() === "ui-orders" &&
+		document.querySelector("#view .pager").innerText.includes("Page 2")`, nil)
+	b.run(t, "previous", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll("#view .pager button")].find((x) => x.innerText === "Previous").click()`))
+	b.waitFor(t, "page 1 again", `[...document.querySelectorAll("#view tbody tr")].map((r) => r.cells[0].innerText).join() === "ui-clicks,ui-jobs"`, nil)
+
 	// The keyboard: the first Tab stops on the skip link, and Enter moves
 	// focus to the content, staying on the page.
+	b.run(t, "reload", chromedp.Navigate("about:blank"), chromedp.Navigate(base+"/#/queues"))
+	b.waitRow(t, "ui-orders", nil)
 	b.run(t, "tab", chromedp.KeyEvent("\t"))
 	b.waitFor(t, "the skip link focused", `document.activeElement?.className === "skip"`, nil)
 	b.run(t, "enter", chromedp.KeyEvent("\r"))
@@ -137,6 +148,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitFor(t, "overview totals", `document.getElementById("tile-queues")?.innerText === "3" &&
 		document.getElementById("tile-partitions")?.innerText === "6" &&
 		document.getElementById("tile-dlq")?.innerText === "0" &&
+		document.getElementById("tile-live")?.innerText === "1 / 1" &&
 		document.querySelector(".chart polyline")?.getAttribute("points").split(" ").length >= 3`, nil)
 	// Traffic while the page polls shows as a rate above zero.
 	pushN(t, ctx, base, "ui-orders", "p2", 40)
@@ -241,7 +253,8 @@ func TestDashboardAsksForToken(t *testing.T) {
 	b.waitFor(t, "the refusal", `document.getElementById("token-error").innerText.includes("refused")`, nil)
 	b.run(t, "sign in", chromedp.Evaluate[chromedp.Void](`document.getElementById("token-input").value = ""`), chromedp.SendKeys(chromedp.ID("token-input"), readOnly),
 		chromedp.Click(chromedp.ID("token-submit")))
-	b.waitFor(t, "the overview", `!document.getElementById("token-dialog").open && document.getElementById("tile-queues")?.innerText === "0"`, nil)
+	b.waitFor(t, "the overview", `!document.getElementById("token-dialog").open && document.getElementById("tile-queues")?.innerText === "0" &&
+		document.getElementById("tile-live")?.innerText === "admin only"`, nil)
 	stored, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`sessionStorage.getItem("queen.token")`))
 	if err != nil || stored != readOnly {
 		t.Fatalf("sessionStorage holds %q (%v)", stored, err)

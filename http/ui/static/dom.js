@@ -77,6 +77,13 @@ export class Pager {
   }
 }
 
+// pageSize is how many rows a list shows: the route's ?limit= when given
+// (a link can ask for a smaller page), else 50.
+export function pageSize(route) {
+  const n = Number(route.query.get("limit"));
+  return Number.isInteger(n) && n > 0 && n <= 1000 ? n : 50;
+}
+
 export function notice(text, kind = "") { return h("p", { class: `notice ${kind}`, role: kind === "bad" ? "alert" : "status" }, text); }
 
 export function field(label, input) {

@@ -3,11 +3,10 @@
 // /api/v1/dlq/:id/replay puts the message back on its partition).
 
 import { page, post, enc } from "../api.js";
-import { h, num, when, table, Pager, field, pretty, notice } from "../dom.js";
+import { h, num, when, table, Pager, field, pretty, notice, pageSize } from "../dom.js";
 import { report } from "../app.js";
 
 export const title = "Dead letters";
-const pageSize = 50;
 
 export async function render(view, route, life) {
   const queue = h("input", { name: "queue", value: route.query.get("queue") || "", autocomplete: "off" });
@@ -19,7 +18,7 @@ export async function render(view, route, life) {
   view.append(h("h1", null, "Dead letters"), form, status, box);
 
   const pager = new Pager(async (cursor) => {
-    const r = await page("/api/v1/dlq", { queue: queue.value.trim(), consumerGroup: group.value.trim(), limit: pageSize, cursor }, life.signal);
+    const r = await page("/api/v1/dlq", { queue: queue.value.trim(), consumerGroup: group.value.trim(), limit: pageSize(route), cursor }, life.signal);
     box.dataset.total = r.data.total;
     return { rows: r.data.messages || [], next: r.next };
   }, (rows, controls) => box.replaceChildren(table(`${num(Number(box.dataset.total))} dead letters`, [

@@ -3,20 +3,19 @@
 // one group's positions per partition with lag, leases and seek.
 
 import { page, post, enc } from "../api.js";
-import { h, num, when, badge, table, Pager, field, notice } from "../dom.js";
+import { h, num, when, badge, table, Pager, field, notice, pageSize } from "../dom.js";
 import { report } from "../app.js";
 
 export const title = "Consumer groups";
-const pageSize = 50;
 
 function stateBadge(s) { return badge(s, s === "Stable" ? "ok" : s === "Lagging" ? "warn" : "bad"); }
 
 export async function render(view, route, life) {
-  if (route.parts.length) return renderGroup(view, route.parts[0], life);
+  if (route.parts.length) return renderGroup(view, route.parts[0], route, life);
   const box = h("div");
   view.append(h("h1", null, "Consumer groups"), box);
   const pager = new Pager(async (cursor) => {
-    const r = await page("/api/v1/consumer-groups", { limit: pageSize, cursor }, life.signal);
+    const r = await page("/api/v1/consumer-groups", { limit: pageSize(route), cursor }, life.signal);
     return { rows: r.data || [], next: r.next };
   }, (rows, controls) => box.replaceChildren(table("One row per group and queue (or Kafka topic)", [
     { label: "Group", cell: (g) => h("a", { href: `#/groups/${enc(g.name)}` }, g.name) },
@@ -32,7 +31,7 @@ export async function render(view, route, life) {
   await pager.first();
 }
 
-async function renderGroup(view, name, life) {
+async function renderGroup(view, name, route, life) {
   const box = h("div");
   view.append(h("div", { class: "crumbs" }, h("a", { href: "#/groups" }, "Consumer groups"), " / ", name),
     h("h1", null, name),
@@ -42,8 +41,8 @@ async function renderGroup(view, name, life) {
   // Kafka group's members come from its coordinator's record.
   life.every(3000, async () => {
     const [r, m] = await Promise.all([
-      page(`/api/v1/consumer-groups/${enc(name)}`, { limit: pageSize }, life.signal),
-      page(`/api/v1/consumer-groups/${enc(name)}/members`, { limit: pageSize }, life.signal),
+      page(`/api/v1/consumer-groups/${enc(name)}`, { limit: pageSize(route) }, life.signal),
+      page(`/api/v1/consumer-groups/${enc(name)}/members`, { limit: pageSize(route) }, life.signal),
     ]);
     const queues = Object.entries(r.data || {});
     if (document.activeElement && box.contains(document.activeElement) && document.activeElement.tagName === "INPUT") return; // do not reset a form being typed in

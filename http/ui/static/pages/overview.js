@@ -3,7 +3,7 @@
 // (messages appended; messages delivered by pops); everything else comes
 // from the paged views, first pages only.
 
-import { get, page } from "../api.js";
+import { get, page, ApiError } from "../api.js";
 import { h, num, rate, badge, table } from "../dom.js";
 import { LineChart } from "../chart.js";
 
@@ -23,14 +23,25 @@ export async function render(view, route, life) {
     h("section", { "aria-label": "Totals", class: "tiles" },
       tile("in", "Messages in / s"), tile("out", "Messages out / s"), tile("queues", "Queues"),
       tile("partitions", "Partitions"), tile("messages", "Messages stored"), tile("lag", "Total lag"),
-      tile("dlq", "Dead letters"), tile("nodes", "Raft groups led here")),
+      tile("dlq", "Dead letters"), tile("live", "Nodes live"), tile("nodes", "Raft groups led here")),
     h("section", { class: "charts", "aria-label": "Charts" }, rates.el, lagChart.el),
     h("div", { class: "cols" },
       h("section", null, h("h2", null, "Consumer groups"), groupsBox),
       h("section", null, h("h2", null, "Raft groups on this node"), nodesBox)));
 
   let prev = null;
+  let membership = true; // admin only: asked until the token proves not to be
   life.every(pollMs, async () => {
+    if (membership) {
+      try {
+        const ms = (await get("/api/v1/system/raft/membership", life.signal)).membership.members || [];
+        tiles.live.textContent = `${ms.filter((m) => m.live).length} / ${ms.length}`;
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 403)) throw e;
+        membership = false;
+        tiles.live.textContent = "admin only";
+      }
+    }
     const [m, ov, dl, gp] = await Promise.all([
       get("/metrics", life.signal),
       get("/api/v1/resources/overview", life.signal),

@@ -4,10 +4,9 @@
 // headers and the message's trace.
 
 import { get, page, post, enc } from "../api.js";
-import { h, num, rate, when, table, Pager, field, pretty, notice, clear } from "../dom.js";
+import { h, num, rate, when, table, Pager, field, pretty, notice, clear, pageSize } from "../dom.js";
 
 export const title = "Queues";
-const pageSize = 50;
 
 export async function render(view, route, life) {
   if (route.parts.length) return renderQueue(view, route.parts[0], route, life);
@@ -17,8 +16,8 @@ export async function render(view, route, life) {
     // Both listings page by queue name, so one cursor serves both.
     const from = new Date(Date.now() - 5 * 60000).toISOString();
     const [qs, lag] = await Promise.all([
-      page("/api/v1/status/queues", { limit: pageSize, cursor }, life.signal),
-      page("/api/v1/analytics/queue-lag", { limit: pageSize, cursor, from }, life.signal),
+      page("/api/v1/status/queues", { limit: pageSize(route), cursor }, life.signal),
+      page("/api/v1/analytics/queue-lag", { limit: pageSize(route), cursor, from }, life.signal),
     ]);
     const byName = new Map((lag.data.queues || []).map((q) => [q.queue, q]));
     const rows = qs.data.queues.map((q) => ({ ...q, lag: byName.get(q.name) || {} }));
@@ -51,7 +50,7 @@ async function renderQueue(view, name, route, life) {
     h("h2", { id: "browser-title" }, "Message browser"), browser);
   const ids = new Map(); // partition name -> partition id, for traces
   const pager = new Pager(async (cursor) => {
-    const q = (await page(`/api/v1/resources/queues/${enc(name)}`, { limit: pageSize, cursor }, life.signal));
+    const q = (await page(`/api/v1/resources/queues/${enc(name)}`, { limit: pageSize(route), cursor }, life.signal));
     renderHead(head, q.data);
     q.data.partitions.forEach((p) => ids.set(p.name, p.id));
     return { rows: q.data.partitions, next: q.next };

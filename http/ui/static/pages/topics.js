@@ -3,18 +3,17 @@
 // (paged) with the node leading each, offsets and its configs.
 
 import { page, enc } from "../api.js";
-import { h, num, badge, table, Pager } from "../dom.js";
+import { h, num, badge, table, Pager, pageSize } from "../dom.js";
 
 export const title = "Kafka topics";
-const pageSize = 50;
 
 export async function render(view, route, life) {
-  if (route.parts.length) return renderTopic(view, route.parts[0], life);
+  if (route.parts.length) return renderTopic(view, route.parts[0], route, life);
   const box = h("div");
   view.append(h("h1", null, "Kafka topics"),
     h("p", null, "Every queue is a Kafka topic and each of its partitions a Kafka partition, by index."), box);
   const pager = new Pager(async (cursor) => {
-    const r = await page("/api/v1/resources/queues", { limit: pageSize, cursor }, life.signal);
+    const r = await page("/api/v1/resources/queues", { limit: pageSize(route), cursor }, life.signal);
     return { rows: r.data.queues, next: r.next };
   }, (rows, controls) => box.replaceChildren(table(null, [
     { label: "Topic", cell: (q) => h("a", { href: `#/topics/${enc(q.name)}` }, q.name) },
@@ -25,14 +24,14 @@ export async function render(view, route, life) {
   await pager.first();
 }
 
-async function renderTopic(view, name, life) {
+async function renderTopic(view, name, route, life) {
   const head = h("p");
   const parts = h("div");
   const configs = h("div");
   view.append(h("div", { class: "crumbs" }, h("a", { href: "#/topics" }, "Kafka topics"), " / ", name),
     h("h1", null, name), head, h("h2", null, "Partitions"), parts, h("h2", null, "Configs"), configs);
   const pager = new Pager(async (cursor) => {
-    const r = await page(`/api/v1/resources/topics/${enc(name)}`, { limit: pageSize, cursor }, life.signal);
+    const r = await page(`/api/v1/resources/topics/${enc(name)}`, { limit: pageSize(route), cursor }, life.signal);
     const t = r.data;
     head.replaceChildren(`${num(t.totalPartitions)} partitions. `,
       t.kafka ? "Created through Kafka: its configs can be altered with AlterConfigs." : "Created over HTTP: its configs are read-only from Kafka.",
