@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -41,5 +42,41 @@ func TestDashboardServesPageAndAssets(t *testing.T) {
 		if resp, _ := get(p, ""); resp.StatusCode != http.StatusNotFound {
 			t.Fatalf("GET %s: %d", p, resp.StatusCode)
 		}
+	}
+}
+
+// What the dashboard reads besides the listings: the data dir's disk use
+// in /metrics, and the overview's total lag, which is the per-queue lags
+// of /api/v1/analytics/queue-lag added up.
+func TestMetricsDiskAndOverviewTotalLag(t *testing.T) {
+	n := startNode(t)
+	var items []map[string]any
+	for i := range 6 {
+		items = append(items, map[string]any{"queue": fmt.Sprintf("q%d", i%2), "partition": "p", "payload": i})
+	}
+	if code := postJSON(t, n.url+"/api/v1/push", map[string]any{"items": items}, nil); code != http.StatusCreated {
+		t.Fatalf("push: %d", code)
+	}
+	var m struct {
+		Disk struct{ DataDirBytes, FilesystemBytes, AvailableBytes uint64 }
+	}
+	if code := getJSON(t, n.url+"/metrics", &m); code != 200 || m.Disk.FilesystemBytes == 0 || m.Disk.AvailableBytes > m.Disk.FilesystemBytes {
+		t.Fatalf("metrics disk: %d %+v", code, m.Disk)
+	}
+	var ov struct {
+		Lag struct{ Offset struct{ Total uint64 } }
+	}
+	var ql struct {
+		Queues []struct{ LagMessages uint64 }
+	}
+	if getJSON(t, n.url+"/api/v1/resources/overview", &ov) != 200 || getJSON(t, n.url+"/api/v1/analytics/queue-lag", &ql) != 200 {
+		t.Fatal("overview or queue-lag failed")
+	}
+	var sum uint64
+	for _, q := range ql.Queues {
+		sum += q.LagMessages
+	}
+	if len(ql.Queues) != 2 || ov.Lag.Offset.Total != sum || sum == 0 {
+		t.Fatalf("overview total lag %d, queue lags %+v", ov.Lag.Offset.Total, ql.Queues)
 	}
 }
