@@ -40,6 +40,7 @@ export function report(e) {
   alertBox.textContent = e instanceof ApiError ? e.describe() : String(e && e.message || e);
 }
 export function clearReport() { alertBox.textContent = ""; }
+window.addEventListener("queen:error", (ev) => report(ev.detail));
 
 let life = null;
 

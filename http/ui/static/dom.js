@@ -56,6 +56,10 @@ export function table(caption, columns, rows, empty = "Nothing here yet.") {
         h("td", { class: c.num ? "num" : c.wrap ? "wrap" : null }, c.cell(r))))))));
 }
 
+// fail hands an error from an event handler to the app, which shows it
+// (app.js listens): handlers have no caller to throw to.
+export function fail(e) { window.dispatchEvent(new CustomEvent("queen:error", { detail: e })); }
+
 // Pager walks a cursor-paged listing: load(cursor) answers {rows, next}.
 // It keeps the cursors of the pages before, so Previous works too.
 export class Pager {
@@ -71,9 +75,9 @@ export class Pager {
   }
   controls() {
     return h("div", { class: "pager" },
-      h("button", { type: "button", disabled: !this.stack.length, onclick: () => { this.cursor = this.stack.pop(); this.show(); } }, "Previous"),
+      h("button", { type: "button", disabled: !this.stack.length, onclick: () => { this.cursor = this.stack.pop(); this.show().catch(fail); } }, "Previous"),
       h("span", null, `Page ${this.stack.length + 1}`),
-      h("button", { type: "button", disabled: !this.next, onclick: () => { this.stack.push(this.cursor); this.cursor = this.next; this.show(); } }, "Next"));
+      h("button", { type: "button", disabled: !this.next, onclick: () => { this.stack.push(this.cursor); this.cursor = this.next; this.show().catch(fail); } }, "Next"));
   }
 }
 

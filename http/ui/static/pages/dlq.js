@@ -3,8 +3,7 @@
 // /api/v1/dlq/:id/replay puts the message back on its partition).
 
 import { page, post, enc } from "../api.js";
-import { h, num, when, table, Pager, field, pretty, notice, pageSize } from "../dom.js";
-import { report } from "../app.js";
+import { h, num, when, table, Pager, field, pretty, notice, pageSize, fail } from "../dom.js";
 
 export const title = "Dead letters";
 
@@ -42,14 +41,14 @@ export async function render(view, route, life) {
       await pager.show();
     } catch (e) {
       button.disabled = false;
-      report(e);
+      fail(e);
     }
   }
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const q = new URLSearchParams({ queue: queue.value.trim(), consumerGroup: group.value.trim() });
     history.replaceState(null, "", `#/dlq?${q}`);
-    pager.first().catch(report);
+    pager.first().catch(fail);
   });
   await pager.first();
 }

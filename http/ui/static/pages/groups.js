@@ -3,8 +3,7 @@
 // one group's positions per partition with lag, leases and seek.
 
 import { page, post, enc } from "../api.js";
-import { h, num, when, badge, table, Pager, field, notice, pageSize } from "../dom.js";
-import { report } from "../app.js";
+import { h, num, when, badge, table, Pager, field, notice, pageSize, fail } from "../dom.js";
 
 export const title = "Consumer groups";
 
@@ -78,7 +77,7 @@ function section(group, queue, d, life) {
     try {
       await post(path, body, life.signal);
       out.replaceChildren(notice(`Moved ${what}. New positions show on the next refresh.`, "ok"));
-    } catch (e) { report(e); }
+    } catch (e) { fail(e); }
   };
   const at = h("input", { type: "datetime-local", name: "at", required: true });
   const base = `/api/v1/consumer-groups/${enc(group)}/queues/${enc(queue)}`;

@@ -3,8 +3,7 @@
 // cluster's membership with the actions of /api/v1/system/raft/membership.
 
 import { get, call, ApiError } from "../api.js";
-import { h, num, bytes, badge, table, field, notice } from "../dom.js";
-import { report } from "../app.js";
+import { h, num, bytes, badge, table, field, notice, fail } from "../dom.js";
 
 export const title = "System";
 
@@ -72,7 +71,7 @@ export async function render(view, route, life) {
       await showMembership();
     } catch (e) {
       result.replaceChildren(notice(e instanceof ApiError ? e.describe() : String(e), "bad"));
-      if (!(e instanceof ApiError)) report(e);
+      if (!(e instanceof ApiError)) fail(e);
     }
   }
 
