@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -142,6 +143,20 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(got) != 1 || string(got[0].Data) != string(dead.Data) {
 		t.Fatalf("the replayed message is not back on its queue: %+v", got)
 	}
+
+	// Traces: an event recorded under a name, found from the Traces page.
+	trace := map[string]any{"transactionId": got[0].TransactionID, "partitionId": got[0].PartitionID,
+		"eventType": "processed", "data": map[string]bool{"replayed": true}, "traceNames": []string{"ui-flow"}}
+	getJSON(t, ctx, http.MethodPost, base+"/api/v1/traces", trace, http.StatusCreated, nil)
+	b.run(t, "open traces", chromedp.Navigate(base+"/#/traces"))
+	b.waitRow(t, "ui-flow", nil)
+	b.run(t, "open the trace", chromedp.Click(chromedp.CSS(`a[href="#/traces/ui-flow"]`)))
+	b.waitFor(t, "the trace's event", fmt.Sprintf(`(() => {
+		const r = document.querySelector("#view tbody tr");
+		return r && r.cells[1].innerText === "processed" && r.cells[2].innerText === %q &&
+			r.cells[6].innerText.includes('"replayed": true');
+	})()`, got[0].TransactionID), nil)
+	b.screenshot(t, "traces")
 
 	// Overview: the totals, and the live chart once two polls are in.
 	b.run(t, "open overview", chromedp.Navigate(base+"/#/overview"))

@@ -4,6 +4,7 @@
 // headers and the message's trace.
 
 import { get, page, post, enc } from "../api.js";
+import { traceTable } from "./traces.js";
 import { h, num, rate, when, table, Pager, field, pretty, notice, clear, pageSize } from "../dom.js";
 
 export const title = "Queues";
@@ -157,8 +158,7 @@ async function trace(queue, partition, m, ids, button, life) {
   cell.after(row);
   try {
     const t = await get(`/api/v1/traces/${enc(pid)}/${enc(m.transactionId)}`, life.signal);
-    const events = t.traces || t.events || t;
-    clear(row.firstChild).append(Array.isArray(events) && !events.length ? "No trace events for this message." : h("pre", null, pretty(events)));
+    clear(row.firstChild).append(traceTable(t.traces || [], "No trace events for this message."));
   } catch (e) {
     clear(row.firstChild).append(notice(e.describe ? e.describe() : e.message, "bad"));
   }
