@@ -18,6 +18,20 @@ import (
 
 // A real headless Chromium for the dashboard tests (e2e/browser).
 
+// needChromium skips the test when no Chromium is installed, as the tests
+// of other missing clients skip, unless QUEEN_E2E_REQUIRE_CHROMIUM is set
+// (.ci/run sets it after installing Chromium): there a missing browser is
+// a failure, not a silent skip.
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := browser.Path(); err != nil {
+		if os.Getenv("QUEEN_E2E_REQUIRE_CHROMIUM") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
 // tab is one headless Chromium tab; it records the page's uncaught
 // exceptions and console errors so a test can insist there were none.
 type tab struct {

@@ -23,6 +23,7 @@ import (
 // dead letter is replayed by clicking its button. Each page's screenshot
 // goes to docs/ui/ for docs/ui.md.
 func TestDashboardInBrowser(t *testing.T) {
+	needChromium(t)
 	// A Kafka group settles at once instead of waiting for more members.
 	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"QUEEN_KAFKA_GROUP_JOIN_DELAY_MS": "0"}})
 	n := c.Nodes[0]
@@ -179,6 +180,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.waitFor(t, "membership", `[...document.querySelectorAll("#view caption")].some((c) => c.innerText.startsWith("Leader node 1"))`, nil)
 	b.screenshot(t, "system")
 	b.everyFieldLabelled(t, "the system page")
+	// A membership action goes to the API and its refusal shows as the
+	// broker words it.
+	b.run(t, "promote a stranger", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = document.querySelector("form[aria-label='Promote learners']");
+		f.ids.value = "9";
+		f.requestSubmit();
+	})()`))
+	b.waitFor(t, "the refusal", `document.querySelector("#view .notice.bad")?.innerText.includes("node 9 is not a learner")`, nil)
 
 	// A phone-sized window: the menu folds behind a button.
 	b.run(t, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), chromedp.Navigate(base+"/#/queues"))
@@ -255,6 +264,7 @@ func consumeClicks(t *testing.T, addr, group string) {
 // The broker's JWT on: the page asks for a token, keeps it in
 // sessionStorage, and what the token's role may not do shows as such.
 func TestDashboardAsksForToken(t *testing.T) {
+	needChromium(t)
 	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": jwtSecret,
 		"QUEEN_KAFKA_SASL": "plain"}})
 	base := c.Nodes[0].URL()
