@@ -165,6 +165,13 @@ func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx) error {
 	if len(groups) > 0 {
 		ans["raft"] = groups[0]
 	}
+	if s.engine != nil {
+		// The data dir's size and its filesystem's room, as the
+		// queen_data_dir_* families show them (the dashboard's System page).
+		if du, err := s.engine.Host().DiskUse(); err == nil {
+			ans["disk"] = map[string]uint64{"dataDirBytes": du.DirBytes, "filesystemBytes": du.FSSizeBytes, "availableBytes": du.FSAvailBytes}
+		}
+	}
 	writeJSON(ctx, http.StatusOK, ans)
 	return nil
 }

@@ -32,6 +32,8 @@ func (s *Server) routes() []route {
 		{get, "/health", authn.LevelPublic, s.health},
 		{get, "/metrics", authn.LevelPublic, s.metricsJSON},
 		{get, "/metrics/prometheus", authn.LevelPublic, s.metricsPrometheus},
+		{get, "/", authn.LevelPublic, s.dashboard},
+		{get, "/assets/{path:*}", authn.LevelPublic, s.dashboardAsset},
 
 		// Data plane, spec §2.3 routes 1-12.
 		{post, "/api/v1/push", authn.LevelWriteOnly, s.push},
@@ -69,6 +71,7 @@ func (s *Server) routes() []route {
 		{get, "/api/v1/resources/overview", authn.LevelReadOnly, s.overview},
 		{get, "/api/v1/resources/namespaces", authn.LevelReadOnly, s.listNamespaces},
 		{get, "/api/v1/resources/tasks", authn.LevelReadOnly, s.listTasks},
+		{get, "/api/v1/resources/topics/{topic}", authn.LevelReadOnly, s.getTopic},
 		{get, "/api/v1/system/placement", authn.LevelReadOnly, s.placement},
 		{get, "/api/v1/system/raft/membership", authn.LevelAdmin, s.membershipGet},
 		{post, "/api/v1/system/raft/membership/learners", authn.LevelAdmin, s.membershipLearner},
@@ -104,6 +107,7 @@ func (s *Server) routes() []route {
 		{get, "/api/v1/consumer-groups/lagging", authn.LevelReadOnly, s.laggingGroups},
 		{post, "/api/v1/consumer-groups/positions", authn.LevelReadWrite, s.positions},
 		{get, "/api/v1/consumer-groups/{group}", authn.LevelReadOnly, s.groupDetail},
+		{get, "/api/v1/consumer-groups/{group}/members", authn.LevelReadOnly, s.groupMembers},
 		{del, "/api/v1/consumer-groups/{group}", authn.LevelAdmin, s.deleteGroup},
 		{post, "/api/v1/consumer-groups/{group}/subscription", authn.LevelReadWrite, s.groupSubscription},
 		{del, "/api/v1/consumer-groups/{group}/queues/{queue}", authn.LevelAdmin, s.deleteGroup},

@@ -14,6 +14,7 @@ var publicRoutes = map[string]bool{
 	"GET /metrics":            true,
 	"GET /metrics/prometheus": true,
 	"GET /":                   true,
+	"GET /assets/{path:*}":    true, // the dashboard's files (spec §2.2: /assets/* is public)
 	// The node-to-node ephemeral routes are on the node channel only
 	// (node.go), behind the raft token: not here.
 }

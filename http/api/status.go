@@ -112,7 +112,7 @@ func (l *lagStats) json() map[string]any {
 	}
 	return map[string]any{
 		"time":   map[string]any{"avg": avg(float64(l.timeSum)), "median": 0, "min": 0, "max": l.timeMax},
-		"offset": map[string]any{"avg": avg(float64(l.offsetSum)), "median": 0, "min": 0, "max": l.offsetMax},
+		"offset": map[string]any{"avg": avg(float64(l.offsetSum)), "median": 0, "min": 0, "max": l.offsetMax, "total": l.offsetSum},
 	}
 }
 
