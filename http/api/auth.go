@@ -18,6 +18,9 @@ const principalKey = "queen.principal"
 // JWT is on (spec §2.2, §5.2): no or bad token → 401, a token whose roles
 // do not pass the level → 403. Public routes and JWT_SKIP_PATHS pass.
 func (s *Server) authorize(ctx *fasthttp.RequestCtx, level authn.Level) bool {
+	if _, ok := proxiedTenant(ctx); ok {
+		return true // the embedded proxy authorized it by its own credentials
+	}
 	v := s.cfg.Auth
 	if v == nil || !v.Enabled() || level == authn.LevelPublic || v.SkipPath(string(ctx.Path())) {
 		return true
@@ -73,6 +76,9 @@ func producerSub(ctx *fasthttp.RequestCtx) string {
 // otherwise. A token that names a tenant (JWT_TENANT_CLAIM) acts for that
 // tenant only: the header is then checked against it (403 wrong_tenant).
 func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
+	if id, ok := proxiedTenant(ctx); ok {
+		return id, nil
+	}
 	if !s.cfg.TenancyHeader {
 		return wire.DefaultTenant, nil
 	}
@@ -108,4 +114,19 @@ func (s *Server) callerAllows(ctx *fasthttp.RequestCtx, level authn.Level) bool 
 	}
 	p, err := v.Verify(token)
 	return err == nil && p.Allows(level)
+}
+
+// proxiedKey is where a request the embedded proxy hands in keeps its
+// tenant. User values cannot be set by a client, so unlike the
+// x-queen-tenant header it needs no trusted-proxy assertion.
+const proxiedKey = "queen.proxied-tenant"
+
+// Proxied marks a request as authenticated and authorized by the embedded
+// proxy, acting for tenant: Handler then skips the broker's own JWT check
+// and scopes the request by tenant whatever QUEEN_TENANCY_HEADER says.
+func Proxied(ctx *fasthttp.RequestCtx, tenant wire.ID) { ctx.SetUserValue(proxiedKey, tenant) }
+
+func proxiedTenant(ctx *fasthttp.RequestCtx) (wire.ID, bool) {
+	id, ok := ctx.UserValue(proxiedKey).(wire.ID)
+	return id, ok
 }

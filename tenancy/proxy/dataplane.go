@@ -1,0 +1,343 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/http/api"
+	"github.com/queen-mq/queen/raftgroups/transport"
+	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/wire"
+)
+
+// credential is who a data-plane request acts as: its cluster and what it
+// may do there.
+type credential struct {
+	cluster *Cluster
+	scopes  []string
+	keyID   string // API keys
+	userID  string // sessions
+}
+
+// dataPlane authenticates, classifies, limits, meters and hands a request
+// to the broker.
+func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
+	// Whatever a client says about tenants or the raft token is its own
+	// invention: the proxy sets the tenant, and only nodes hold the token.
+	ctx.Request.Header.Del(tenancy.Header)
+	ctx.Request.Header.Del(transport.TokenHeader)
+	if path == "/health" { // for load balancers: says nothing about any cluster
+		p.broker(ctx)
+		return
+	}
+	method := string(ctx.Method())
+	route := Classify(method, path)
+	switch route.Class {
+	case ClassBlocked:
+		refuse(ctx, errRouteBlocked)
+		return
+	case ClassOperator:
+		p.operatorRoute(ctx)
+		return
+	}
+	cred, err := p.authenticate(ctx)
+	if err != nil {
+		refuse(ctx, err)
+		return
+	}
+	view, err := p.view(ctx, cred.cluster)
+	if err != nil {
+		refuse(ctx, err)
+		return
+	}
+	if err := admit(route, cred, view); err != nil {
+		refuse(ctx, err)
+		return
+	}
+	body, err := readBody(ctx, p.cfg.MaxBodyBytes)
+	if err != nil {
+		refuse(ctx, err)
+		return
+	}
+	msgs := 0
+	if route.Class == ClassProduce && path == "/api/v1/push" {
+		if msgs, err = checkPush(body, view.limits); err != nil {
+			refuse(ctx, err)
+			return
+		}
+	}
+	if !p.withinLimits(ctx, route, path, cred.cluster, view.limits, msgs) {
+		return
+	}
+	if isParkedPop(ctx, path) {
+		if !p.parked.enter(cred.cluster.ID, view.limits[LimitMaxParkedPops], p.cfg.Enforce, p.log) {
+			writeRetry(ctx, time.Second, "parked_limit", "too many long-poll pops parked for this cluster")
+			return
+		}
+		defer p.parked.leave(cred.cluster.ID)
+	}
+	ctx.Request.Header.Del("Authorization")
+	tenant := wire.DefaultTenant
+	if p.cfg.TenantHeader {
+		if tenant, err = wire.ParseID(cred.cluster.BrokerTenant); err != nil {
+			refuse(ctx, err)
+			return
+		}
+	}
+	api.Proxied(ctx, tenant)
+	p.broker(ctx)
+	p.meter.record(cred.cluster.ID, meterOp(path), ctx.Response.StatusCode(), len(body), ctx.Response.Body())
+}
+
+// refuse answers err and closes the connection when the body was not read.
+func refuse(ctx *fasthttp.RequestCtx, err error) {
+	if ctx.Request.Header.ContentLength() != 0 && ctx.RequestBodyStream() != nil {
+		ctx.SetConnectionClose()
+	}
+	writeError(ctx, err)
+}
+
+// bearer is the request's bearer credential, "" when it has none.
+func bearer(ctx *fasthttp.RequestCtx) string {
+	h := string(ctx.Request.Header.Peek("Authorization"))
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// authenticate resolves the request's credential and checks it against
+// the cluster the Host names.
+func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*credential, error) {
+	token := bearer(ctx)
+	if token == "" {
+		return nil, errMissingCredential
+	}
+	label, shared := p.hostLabel(string(ctx.Host()))
+	var host *Cluster
+	if !shared {
+		var found bool
+		var err error
+		if host, found, err = p.clusterBySlug(ctx, label); err != nil {
+			return nil, err
+		}
+		if !found && p.cfg.DefaultCluster != "" {
+			if host, found, err = p.clusterBySlug(ctx, p.cfg.DefaultCluster); err != nil {
+				return nil, err
+			}
+		}
+		if !found {
+			host = nil
+		}
+	}
+	if strings.HasPrefix(token, KeyPrefix) {
+		cred, err := p.keyCredential(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		if host == nil && !shared {
+			return nil, errNoCluster
+		}
+		if host != nil && host.ID != cred.cluster.ID {
+			return nil, errKeyMismatch
+		}
+		return cred, nil
+	}
+	// A person's session holds a role per cluster: the Host must name one.
+	if host == nil {
+		return nil, errNoCluster
+	}
+	s, err := p.session(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	scopes := roleScopes[s.user.Roles[host.ID]]
+	if s.operator {
+		scopes = roleScopes[RoleAdmin]
+	}
+	if len(scopes) == 0 {
+		return nil, errNotPermitted
+	}
+	return &credential{cluster: host, scopes: scopes, userID: s.user.ID}, nil
+}
+
+// keyCredential looks an API key up by its hash.
+func (p *Proxy) keyCredential(ctx context.Context, key string) (*credential, error) {
+	if !ValidKey(key) {
+		return nil, errBadCredential
+	}
+	k, found, err := p.keyByHash(ctx, HashKey(key))
+	if err != nil {
+		return nil, err
+	}
+	if !found || k.Revoked {
+		return nil, errBadCredential
+	}
+	c, found, err := p.clusterByID(ctx, k.ClusterID)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, errBadCredential
+	}
+	return &credential{cluster: c, scopes: k.Scopes, keyID: k.ID}, nil
+}
+
+// admit checks status, scopes and plan features.
+func admit(r Route, cred *credential, v *clusterView) error {
+	if v.rank >= statusRank(StatusSuspended) {
+		return errSuspended
+	}
+	if !r.allowedFor(cred.scopes) {
+		return errNotPermitted
+	}
+	if v.rank >= 1 && (r.Class == ClassProduce || (r.Class == ClassGated && r.Op == OpGrow)) {
+		return errPushBlocked
+	}
+	if r.Class == ClassGated && !slices.Contains(v.plan.Features, r.Feature) {
+		return errNotInPlan
+	}
+	return nil
+}
+
+// readBody reads the request body within limit (413 above it).
+func readBody(ctx *fasthttp.RequestCtx, limit int) ([]byte, error) {
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return ctx.Request.Body(), nil
+	}
+	if ctx.Request.Header.ContentLength() > limit {
+		return nil, errTooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(stream, int64(limit)+1))
+	if err != nil {
+		return nil, newError(http.StatusBadRequest, "bad_request", "unreadable request body")
+	}
+	if len(body) > limit {
+		return nil, errTooLarge
+	}
+	ctx.Request.SetBodyRaw(body)
+	return body, nil
+}
+
+var errTooLarge = newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the request body is larger than allowed")
+
+// checkPush applies the size caps to a push body, which hold in shadow
+// mode too, and counts its items.
+func checkPush(body []byte, lim Limits) (int, error) {
+	var req struct {
+		Items []struct {
+			Payload json.RawMessage `json:"payload"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return 0, nil // the broker answers a malformed body
+	}
+	if m := lim[LimitMaxItemsPerPush]; m != nil && int64(len(req.Items)) > *m {
+		return 0, newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the push has more items than the plan allows")
+	}
+	if m := lim[LimitMaxPayloadBytes]; m != nil {
+		for _, it := range req.Items {
+			if int64(len(it.Payload)) > *m {
+				return 0, newError(http.StatusRequestEntityTooLarge, "payload_too_large", "a payload is larger than the plan allows")
+			}
+		}
+	}
+	return len(req.Items), nil
+}
+
+// withinLimits applies the rate buckets: in shadow mode a request over
+// them is logged with would_block=true and passes; enforced it gets 429.
+func (p *Proxy) withinLimits(ctx *fasthttp.RequestCtx, r Route, path string, c *Cluster, lim Limits, msgs int) bool {
+	if r.Class == ClassGated && (r.Op == OpRead || r.Op == OpOpen) {
+		return true // never blocked (spec §6.6)
+	}
+	ok, wait := p.rates.take(c.ID, lim, msgs, time.Now())
+	if ok {
+		return true
+	}
+	p.log.Info("proxy: rate limit", "target", "limits", "would_block", true, "cluster", c.Slug, "path", path,
+		"enforced", p.cfg.Enforce, "retry_after_ms", wait.Milliseconds())
+	if !p.cfg.Enforce {
+		return true
+	}
+	writeRetry(ctx, wait, "rate_limited", "the cluster's request or message rate is over its plan")
+	return false
+}
+
+// isParkedPop reports whether a request is a long-poll pop, which holds a
+// parked slot while it waits.
+func isParkedPop(ctx *fasthttp.RequestCtx, path string) bool {
+	if !strings.HasPrefix(path, "/api/v1/pop/queue/") && path != "/api/v1/ephemeral/pop" {
+		return false
+	}
+	w := ctx.QueryArgs().Peek("wait")
+	return bytes.Equal(w, []byte("true")) || bytes.Equal(w, []byte("1"))
+}
+
+// parkedPops counts long-poll pops parked per cluster on this node.
+type parkedPops struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+// enter takes a slot; over the cap it logs would_block and, enforced,
+// refuses.
+func (pp *parkedPops) enter(cluster string, limit *int64, enforce bool, log interface {
+	Info(string, ...any)
+}) bool {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.n == nil {
+		pp.n = map[string]int64{}
+	}
+	if limit != nil && pp.n[cluster] >= *limit {
+		log.Info("proxy: parked pops", "target", "limits", "would_block", true, "cluster", cluster, "enforced", enforce)
+		if enforce {
+			return false
+		}
+	}
+	pp.n[cluster]++
+	return true
+}
+
+func (pp *parkedPops) leave(cluster string) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.n[cluster]--; pp.n[cluster] <= 0 {
+		delete(pp.n, cluster)
+	}
+}
+
+// operatorRoute serves the cell-wide routes: /metrics/prometheus to the
+// control-plane token, the others to a live operator; 404 to anyone else
+// and everywhere when operators are off.
+func (p *Proxy) operatorRoute(ctx *fasthttp.RequestCtx) {
+	allowed := false
+	if string(ctx.Path()) == "/metrics/prometheus" && p.cfg.CPToken != "" {
+		allowed = p.cpTokenOK(ctx) || tokenEqual(bearer(ctx), p.cfg.CPToken)
+	}
+	if !allowed && p.cfg.OperatorEnabled {
+		if s, err := p.session(ctx, bearer(ctx)); err == nil && s.operator {
+			allowed = true
+		}
+	}
+	if !allowed {
+		refuse(ctx, errNotFound)
+		return
+	}
+	ctx.Request.Header.Del("Authorization")
+	api.Proxied(ctx, wire.DefaultTenant)
+	p.broker(ctx)
+}
+
