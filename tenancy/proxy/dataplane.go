@@ -340,4 +340,3 @@ func (p *Proxy) operatorRoute(ctx *fasthttp.RequestCtx) {
 	api.Proxied(ctx, wire.DefaultTenant)
 	p.broker(ctx)
 }
-
