@@ -22,7 +22,7 @@ const (
 
 // proxyNode starts one node with the proxy on its own port and the
 // seed's bootstrap environment plus extra, and waits for the bootstrap.
-func proxyNode(t *testing.T, key, cpToken string, extra map[string]string) (*harness.Node, string) {
+func proxyNode(t *testing.T, key, cpToken string, extra map[string]string) (*harness.Cluster, string) {
 	t.Helper()
 	port := proxyPort(t)
 	env := map[string]string{
@@ -49,7 +49,7 @@ func proxyNode(t *testing.T, key, cpToken string, extra map[string]string) (*har
 	}); err != nil {
 		t.Fatalf("no bootstrap line: %v", err)
 	}
-	return n, fmt.Sprintf("http://127.0.0.1:%d", port)
+	return c, fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
 // TestProxySeedWalkthrough runs the seed's page command for command:
@@ -60,7 +60,8 @@ func proxyNode(t *testing.T, key, cpToken string, extra map[string]string) (*har
 func TestProxySeedWalkthrough(t *testing.T) {
 	key, _ := newAPIKey(t)
 	const token = "cp-token-for-tests"
-	n, base := proxyNode(t, key, token, nil)
+	c, base := proxyNode(t, key, token, nil)
+	n := c.Nodes[0]
 	ctx := deadline(t, 40*time.Second)
 	if !n.Grep("boot: single binary: proxy in-process on its own port; the broker router serves PORT (internal)") ||
 		!n.Grep("tenant=acme created=true") {
