@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen/e2e/harness"
 )
 
 // TestProxyEnforceAnswers429AndSizeCaps: with QUEEN_PROXY_ENFORCE=true
@@ -47,5 +49,28 @@ func TestProxyEnforceAnswers429AndSizeCaps(t *testing.T) {
 		if code != http.StatusNotFound {
 			t.Fatalf("%s without QUEEN_PROXY_CP_TOKEN: %d, want 404", path, code)
 		}
+	}
+}
+
+// TestProxyFrontsPortOnASingleNode: without QUEEN_PROXY_PORT the proxy
+// serves PORT itself, so the raw broker is not reachable at all.
+func TestProxyFrontsPortOnASingleNode(t *testing.T) {
+	key, _ := newAPIKey(t)
+	c := startCluster(t, harness.Options{Nodes: 1, Env: map[string]string{"QUEEN_PROXY_EMBEDDED": "true",
+		"QUEEN_PROXY_BOOTSTRAP_TENANT": "acme", "QUEEN_PROXY_BOOTSTRAP_API_KEY": key, "QUEEN_PROXY_DEFAULT_CLUSTER": "acme"}})
+	n := c.Nodes[0]
+	ctx := deadline(t, 20*time.Second)
+	if !n.Grep("boot: single binary: proxy in-process in front of PORT") {
+		t.Fatalf("no boot line:\n%s", n.Tail(2000))
+	}
+	code, _, body := proxyDo(t, ctx, n.URL(), proxyReq{method: "GET", path: "/api/v1/resources/queues"})
+	if code != http.StatusUnauthorized || body != missingCredentialBody {
+		t.Fatalf("PORT without a key: %d %s", code, body)
+	}
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		code, _, _ := proxyDo(t, ctx, n.URL(), proxyReq{method: "POST", path: "/api/v1/push", body: pushBody("q", `1`), bearer: key})
+		return code == http.StatusCreated, nil
+	}); err != nil {
+		t.Fatal("the bootstrap key never pushed through PORT")
 	}
 }
