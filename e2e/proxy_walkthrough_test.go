@@ -169,6 +169,21 @@ func TestProxySeedWalkthrough(t *testing.T) {
 
 	teardown(t, ctx, base, token, gkey, globex)
 	sizeCapsAndShadow(t, ctx, n, base, key)
+
+	// A per-cluster override replaces one limit; a null body clears them.
+	small := pushBody("orders", `"`+strings.Repeat("y", 40)+`"`)
+	if c := cp(t, ctx, base, token, "PUT", "/api/cp/clusters/"+acme.Cluster.ID+"/overrides", `{"max_payload_bytes": 16, "max_queues": null}`, nil); c != http.StatusOK {
+		t.Fatalf("overrides: %d", c)
+	}
+	if code, _, body := proxyDo(t, ctx, base, proxyReq{method: "POST", path: "/api/v1/push", body: small, bearer: key}); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a payload over the overridden cap: %d %s", code, body)
+	}
+	if c := cp(t, ctx, base, token, "PUT", "/api/cp/clusters/"+acme.Cluster.ID+"/overrides", `null`, nil); c != http.StatusOK {
+		t.Fatalf("clearing overrides: %d", c)
+	}
+	if code, _, body := proxyDo(t, ctx, base, proxyReq{method: "POST", path: "/api/v1/push", body: small, bearer: key}); code != http.StatusCreated {
+		t.Fatalf("the same push with the overrides cleared: %d %s", code, body)
+	}
 	consoleSignIn(t, ctx, base, key)
 }
 

@@ -39,6 +39,7 @@ var (
 	errSystemTenant   = newError(http.StatusConflict, "system_tenant", "the cluster's data is in the broker's default tenant (QUEEN_PROXY_TENANT_HEADER=false)")
 	errTenantDeleting = newError(http.StatusConflict, "deleting", "the tenant is being deleted")
 	errNotSeeded      = newError(http.StatusServiceUnavailable, "unavailable", "the proxy's state is not seeded yet")
+	errS3Unavailable  = newError(http.StatusNotFound, "s3_unavailable", "this build has no S3 sink")
 	errCPTooLarge     = newError(http.StatusRequestEntityTooLarge, "payload_too_large", "control-plane bodies are capped at 1 MiB")
 )
 
@@ -106,6 +107,8 @@ func (p *Proxy) cpRoute(ctx context.Context, r *cpRequest) (int, any, error) {
 	switch {
 	case m == "POST" && len(parts) == 1 && parts[0] == "provision":
 		return p.cpProvision(ctx, r)
+	case m == "POST" && len(parts) == 1 && parts[0] == "bootstrap":
+		return p.cpBootstrap(ctx, r)
 	case m == "POST" && len(parts) == 1 && parts[0] == "tenants":
 		return p.cpCreateTenant(ctx, r)
 	case m == "PUT" && len(parts) == 3 && parts[0] == "tenants" && parts[2] == "status":
@@ -546,6 +549,8 @@ func (p *Proxy) cpCluster(ctx context.Context, r *cpRequest) (int, any, error) {
 		c.Status = q.Status
 		_, err := p.store.apply(ctx, putOp(clusterKey(c.ID), c, false))
 		return http.StatusOK, map[string]bool{"ok": true}, err
+	case sub == "s3" && (r.method == "GET" || r.method == "PUT" || r.method == "DELETE"):
+		return 0, nil, errS3Unavailable
 	case r.method == "GET" && sub == "usage":
 		rows, err := p.store.usage(ctx, c.ID, time.Now().Add(-time.Hour))
 		return http.StatusOK, map[string]any{"minutes": rows}, err
