@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"net/http"
 	"strconv"
 	"testing"
@@ -12,11 +14,12 @@ import (
 	"github.com/queen-mq/queen/e2e/harness"
 )
 
-// TestProxyRevocationReachesEveryNode: on 3 nodes each running the proxy
-// on its own port, a key minted through one node's control plane works on
-// all three, and once revoked through another it stops working on all
-// three within 2 s.
-func TestProxyRevocationReachesEveryNode(t *testing.T) {
+// TestProxyOnThreeNodes: on 3 nodes each running the proxy on its own
+// port, a key minted through one node's control plane works on all three,
+// and once revoked through another it stops working on all three within
+// 2 s. Then usage a node cannot write (no majority) is spooled at its
+// shutdown and appears after the restart.
+func TestProxyOnThreeNodes(t *testing.T) {
 	const token = "cp-token-cluster"
 	bootKey, _ := newAPIKey(t)
 	env := map[string]string{
@@ -27,10 +30,17 @@ func TestProxyRevocationReachesEveryNode(t *testing.T) {
 	var bases []string
 	for i := 1; i <= 3; i++ {
 		p := proxyPort(t)
-		nodeEnv[i] = map[string]string{"QUEEN_PROXY_PORT": strconv.Itoa(p)}
+		nodeEnv[i] = map[string]string{"QUEEN_PROXY_PORT": strconv.Itoa(p), "QUEEN_PROXY_METER_FLUSH_MS": "200"}
 		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", p))
 	}
-	c := startCluster(t, harness.Options{Nodes: 3, Groups: 2, Env: env, NodeEnv: nodeEnv})
+	// Node 3 writes its usage only at shutdown, so it still holds it when
+	// the others are gone.
+	nodeEnv[3]["QUEEN_PROXY_METER_FLUSH_MS"] = "600000"
+	c := startPreparedCluster(t, harness.Options{Nodes: 3, Groups: 2, Env: env, NodeEnv: nodeEnv}, func(c *harness.Cluster) {
+		for _, n := range c.Nodes {
+			n.Env["QUEEN_PROXY_SPOOL_DIR"] = filepath.Join(n.Dir, "spool")
+		}
+	})
 	ctx := deadline(t, 50*time.Second)
 	for _, n := range c.Nodes {
 		if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) { return n.Grep("proxy: bootstrap tenant ready"), nil }); err != nil {
@@ -79,5 +89,63 @@ func TestProxyRevocationReachesEveryNode(t *testing.T) {
 	t.Logf("revocation reached all 3 nodes within %v", time.Since(revoked))
 	if code := cp(t, ctx, bases[2], token, "DELETE", "/api/cp/keys/"+minted.ID, "", nil); code != http.StatusOK {
 		t.Fatalf("revoke again: %d, want 200", code)
+	}
+	spoolAcrossARestart(t, ctx, c, bases, token, bootKey)
+}
+
+// spoolAcrossARestart pushes through node 3, takes the majority away so
+// node 3 cannot write its usage at shutdown, restarts everyone and reads
+// the usage back through node 1.
+func spoolAcrossARestart(t *testing.T, ctx context.Context, c *harness.Cluster, bases []string, token, bootKey string) {
+	t.Helper()
+	code, _, body := proxyDo(t, ctx, bases[2], proxyReq{method: "POST", path: "/api/v1/push", bearer: bootKey, host: "acme.queen.example.com",
+		body: pushBody("spooled", `{"n":1}`, `{"n":2}`)})
+	if code != http.StatusCreated {
+		t.Fatalf("push through node 3: %d %s", code, body)
+	}
+	var acme struct {
+		Cluster struct {
+			ID string `json:"id"`
+		} `json:"cluster"`
+	}
+	if code := cp(t, ctx, bases[0], token, "GET", "/api/cp/clusters/acme", "", &acme); code != http.StatusOK {
+		t.Fatalf("cluster acme: %d", code)
+	}
+	c.Nodes[0].Stop()
+	c.Nodes[1].Stop()
+	c.Nodes[2].Stop()
+	spool := filepath.Join(c.Nodes[2].Dir, "spool")
+	if files, _ := filepath.Glob(filepath.Join(spool, "*.json")); len(files) != 1 || !c.Nodes[2].Grep("usage spooled") {
+		t.Fatalf("node 3 spooled %v:\n%s", files, c.Nodes[2].Tail(3000))
+	}
+	for _, n := range c.Nodes {
+		if err := c.Start(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.WaitAllHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var usage struct {
+		Minutes []struct {
+			Op   string `json:"op"`
+			Msgs int    `json:"msgs"`
+		} `json:"minutes"`
+	}
+	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		if cp(t, ctx, bases[0], token, "GET", "/api/cp/clusters/"+acme.Cluster.ID+"/usage", "", &usage) != http.StatusOK {
+			return false, nil
+		}
+		for _, m := range usage.Minutes {
+			if m.Op == "push" && m.Msgs == 2 {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("the spooled usage never appeared: %+v", usage)
+	}
+	if files, _ := filepath.Glob(filepath.Join(spool, "*.json")); len(files) != 0 {
+		t.Fatalf("spool files left after the replay: %v", files)
 	}
 }
