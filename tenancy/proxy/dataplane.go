@@ -78,6 +78,9 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 	if !p.withinLimits(ctx, route, path, cred.cluster, view.limits, msgs) {
 		return
 	}
+	if !p.withinCaps(ctx, path, cred.cluster, view.limits, body) {
+		return
+	}
 	if isParkedPop(ctx, path) {
 		if !p.parked.enter(cred.cluster.ID, view.limits[LimitMaxParkedPops], p.cfg.Enforce, p.log) {
 			writeRetry(ctx, time.Second, "parked_limit", "too many long-poll pops parked for this cluster")
@@ -86,12 +89,10 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		defer p.parked.leave(cred.cluster.ID)
 	}
 	ctx.Request.Header.Del("Authorization")
-	tenant := wire.DefaultTenant
-	if p.cfg.TenantHeader {
-		if tenant, err = wire.ParseID(cred.cluster.BrokerTenant); err != nil {
-			refuse(ctx, err)
-			return
-		}
+	tenant, err := p.tenantOf(cred.cluster)
+	if err != nil {
+		refuse(ctx, err)
+		return
 	}
 	api.Proxied(ctx, tenant)
 	p.broker(ctx)
@@ -273,6 +274,43 @@ func (p *Proxy) withinLimits(ctx *fasthttp.RequestCtx, r Route, path string, c *
 	}
 	writeRetry(ctx, wait, "rate_limited", "the cluster's request or message rate is over its plan")
 	return false
+}
+
+// withinCaps applies the queue and partition caps to pushes and
+// configures, in shadow mode or enforced like the rates.
+func (p *Proxy) withinCaps(ctx *fasthttp.RequestCtx, path string, c *Cluster, lim Limits, body []byte) bool {
+	var targets []queueTarget
+	switch path {
+	case "/api/v1/push":
+		targets = pushTargets(body)
+	case "/api/v1/configure":
+		targets = configureTarget(body)
+	default:
+		return true
+	}
+	tenant, err := p.tenantOf(c)
+	if err != nil {
+		return true
+	}
+	over := p.census.overCaps(tenant, targets, lim, time.Now())
+	if over == nil {
+		return true
+	}
+	p.log.Info("proxy: queue caps", "target", "limits", "would_block", true, "cluster", c.Slug, "path", path,
+		"enforced", p.cfg.Enforce, "limit", status(over).code)
+	if !p.cfg.Enforce {
+		return true
+	}
+	writeError(ctx, over)
+	return false
+}
+
+// tenantOf is the broker tenant a cluster's requests run in.
+func (p *Proxy) tenantOf(c *Cluster) (wire.ID, error) {
+	if !p.cfg.TenantHeader {
+		return wire.DefaultTenant, nil
+	}
+	return wire.ParseID(c.BrokerTenant)
 }
 
 // isParkedPop reports whether a request is a long-poll pop, which holds a

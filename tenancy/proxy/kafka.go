@@ -9,7 +9,6 @@ import (
 	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/broker"
-	"github.com/queen-mq/queen/wire"
 )
 
 // scopeLimits limits a Kafka connection logged in with an API key by the
@@ -65,11 +64,9 @@ func (p *Proxy) KafkaPlain(next kafka.PlainAuthenticator) kafka.PlainAuthenticat
 		if view.rank >= statusRank(StatusSuspended) {
 			return kafka.Principal{}, fmt.Errorf("%w: the cluster is suspended", broker.ErrBadCredentials)
 		}
-		tenant := wire.DefaultTenant
-		if p.cfg.TenantHeader {
-			if tenant, err = wire.ParseID(cred.cluster.BrokerTenant); err != nil {
-				return kafka.Principal{}, fmt.Errorf("%w: %w", broker.ErrBadCredentials, err)
-			}
+		tenant, err := p.tenantOf(cred.cluster)
+		if err != nil {
+			return kafka.Principal{}, fmt.Errorf("%w: %w", broker.ErrBadCredentials, err)
 		}
 		return kafka.Principal{User: user, Identity: broker.Identity{Tenant: tenant, Limited: scopeLimits(cred.scopes)}}, nil
 	}

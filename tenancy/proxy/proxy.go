@@ -88,6 +88,7 @@ type Proxy struct {
 	cache  *cache
 	rates  rates
 	parked parkedPops
+	census census
 	meter  *meter
 	// seeded is set once the plans and bootstrap rows are in the KV.
 	seeded atomic.Bool
@@ -131,6 +132,7 @@ func New(cfg Config, engine *raftgroups.Engine, broker fasthttp.RequestHandler, 
 	}
 	p := &Proxy{cfg: cfg, log: log, engine: engine, broker: broker}
 	p.store = &kvStore{engine: engine, timeout: cfg.RequestTimeout}
+	p.census.engine = engine
 	p.cache = newCache(p.store, cfg.InvalPoll, cfg.StaleGrace, log)
 	p.store.changed = p.cache.drop
 	p.meter = newMeter(p.store, cfg.NodeID, cfg.SpoolDir, cfg.UsageKeep, log)
