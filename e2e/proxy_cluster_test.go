@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
