@@ -84,20 +84,11 @@ type queueTarget struct {
 	partitions map[string]bool
 }
 
-// pushTargets reads the queues and partitions a push names.
-func pushTargets(body []byte) []queueTarget {
-	var req struct {
-		Items []struct {
-			Queue     string `json:"queue"`
-			Partition string `json:"partition"`
-		} `json:"items"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return nil
-	}
+// pushTargets groups a push's items by queue.
+func pushTargets(items []pushItem) []queueTarget {
 	var out []queueTarget
 	at := map[string]int{}
-	for _, it := range req.Items {
+	for _, it := range items {
 		if it.Partition == "" {
 			it.Partition = "Default"
 		}

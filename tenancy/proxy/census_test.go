@@ -38,7 +38,7 @@ func TestQueueAndPartitionCaps(t *testing.T) {
 		{`{"items":[{"queue":"q5","partition":"1"},{"queue":"q5","partition":"2"},{"queue":"q5","partition":"3"}]}`, errPartitionLimit},
 	}
 	for _, c := range cases {
-		if got := p.census.overCaps(tenant, pushTargets([]byte(c.body)), lim, now); !errors.Is(got, c.want) && got != c.want {
+		if got := p.census.overCaps(tenant, targetsOf(c.body), lim, now); !errors.Is(got, c.want) && got != c.want {
 			t.Errorf("%s: %v, want %v", c.body, got, c.want)
 		}
 	}
@@ -48,4 +48,10 @@ func TestQueueAndPartitionCaps(t *testing.T) {
 	if got := p.census.overCaps(tenant, configureTarget([]byte(`{"queue":"q1"}`)), Limits{LimitMaxQueues: n(2)}, now); got != nil {
 		t.Errorf("configure of an existing queue: %v", got)
 	}
+}
+
+// targetsOf reads a push body's targets as the data plane does.
+func targetsOf(body string) []queueTarget {
+	items, _ := readPush([]byte(body), Limits{LimitMaxQueues: n(1)})
+	return pushTargets(items)
 }

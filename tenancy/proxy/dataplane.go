@@ -68,17 +68,24 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		refuse(ctx, err)
 		return
 	}
+	var targets []queueTarget
 	msgs := 0
-	if route.Class == ClassProduce && path == "/api/v1/push" {
-		if msgs, err = checkPush(body, view.limits); err != nil {
-			refuse(ctx, err)
-			return
+	switch path {
+	case "/api/v1/push":
+		if items, ok := readPush(body, view.limits); ok {
+			if err := checkPush(items, view.limits); err != nil {
+				refuse(ctx, err)
+				return
+			}
+			msgs, targets = len(items), pushTargets(items)
 		}
+	case "/api/v1/configure":
+		targets = configureTarget(body)
 	}
 	if !p.withinLimits(ctx, route, path, cred.cluster, view.limits, msgs) {
 		return
 	}
-	if !p.withinCaps(ctx, path, cred.cluster, view.limits, body) {
+	if !p.withinCaps(ctx, path, cred.cluster, view.limits, targets) {
 		return
 	}
 	if isParkedPop(ctx, path) {
@@ -220,7 +227,11 @@ func readBody(ctx *fasthttp.RequestCtx, limit int) ([]byte, error) {
 	if ctx.Request.Header.ContentLength() > limit {
 		return nil, errTooLarge
 	}
-	body, err := io.ReadAll(io.LimitReader(stream, int64(limit)+1))
+	// Read into a buffer of the declared size: no regrowing for the
+	// usual body whose length is known.
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, ctx.Request.Header.ContentLength())+1))
+	_, err := buf.ReadFrom(io.LimitReader(stream, int64(limit)+1))
+	body := buf.Bytes()
 	if err != nil {
 		return nil, newError(http.StatusBadRequest, "bad_request", "unreadable request body")
 	}
@@ -233,28 +244,55 @@ func readBody(ctx *fasthttp.RequestCtx, limit int) ([]byte, error) {
 
 var errTooLarge = newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the request body is larger than allowed")
 
-// checkPush applies the size caps to a push body, which hold in shadow
-// mode too, and counts its items.
-func checkPush(body []byte, lim Limits) (int, error) {
+// pushItem is what the proxy reads of one push item: its queue,
+// partition and payload size (the payload is not copied).
+type pushItem struct {
+	Queue     string      `json:"queue"`
+	Partition string      `json:"partition"`
+	Payload   payloadSize `json:"payload"`
+}
+
+// payloadSize decodes a JSON value into its length.
+type payloadSize int
+
+func (p *payloadSize) UnmarshalJSON(b []byte) error {
+	*p = payloadSize(len(b))
+	return nil
+}
+
+// pushLimits are the limits that need a push's items read.
+var pushLimits = []string{LimitMaxItemsPerPush, LimitMaxPayloadBytes, LimitMessagesPerSec, LimitMaxQueues, LimitMaxPartitions}
+
+// readPush decodes a push body's items once, for the size caps, the
+// message rate and the queue caps; not at all when no limit needs them.
+// ok is false for a body the broker will refuse as malformed.
+func readPush(body []byte, lim Limits) (items []pushItem, ok bool) {
+	if !slices.ContainsFunc(pushLimits, func(name string) bool { return lim[name] != nil }) {
+		return nil, false
+	}
 	var req struct {
-		Items []struct {
-			Payload json.RawMessage `json:"payload"`
-		} `json:"items"`
+		Items []pushItem `json:"items"`
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return 0, nil // the broker answers a malformed body
+	if json.Unmarshal(body, &req) != nil {
+		return nil, false
 	}
-	if m := lim[LimitMaxItemsPerPush]; m != nil && int64(len(req.Items)) > *m {
-		return 0, newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the push has more items than the plan allows")
+	return req.Items, true
+}
+
+// checkPush applies the size caps to a push's items; they hold in shadow
+// mode too.
+func checkPush(items []pushItem, lim Limits) error {
+	if m := lim[LimitMaxItemsPerPush]; m != nil && int64(len(items)) > *m {
+		return newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the push has more items than the plan allows")
 	}
 	if m := lim[LimitMaxPayloadBytes]; m != nil {
-		for _, it := range req.Items {
-			if int64(len(it.Payload)) > *m {
-				return 0, newError(http.StatusRequestEntityTooLarge, "payload_too_large", "a payload is larger than the plan allows")
+		for _, it := range items {
+			if int64(it.Payload) > *m {
+				return newError(http.StatusRequestEntityTooLarge, "payload_too_large", "a payload is larger than the plan allows")
 			}
 		}
 	}
-	return len(req.Items), nil
+	return nil
 }
 
 // withinLimits applies the rate buckets: in shadow mode a request over
@@ -278,14 +316,8 @@ func (p *Proxy) withinLimits(ctx *fasthttp.RequestCtx, r Route, path string, c *
 
 // withinCaps applies the queue and partition caps to pushes and
 // configures, in shadow mode or enforced like the rates.
-func (p *Proxy) withinCaps(ctx *fasthttp.RequestCtx, path string, c *Cluster, lim Limits, body []byte) bool {
-	var targets []queueTarget
-	switch path {
-	case "/api/v1/push":
-		targets = pushTargets(body)
-	case "/api/v1/configure":
-		targets = configureTarget(body)
-	default:
+func (p *Proxy) withinCaps(ctx *fasthttp.RequestCtx, path string, c *Cluster, lim Limits, targets []queueTarget) bool {
+	if len(targets) == 0 {
 		return true
 	}
 	tenant, err := p.tenantOf(c)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -98,16 +99,9 @@ func (m *meter) record(cluster, op string, status, bytesIn int, response []byte)
 	row := meterRow{Reqs: 1, BytesIn: int64(bytesIn), BytesOut: int64(len(response))}
 	switch op {
 	case "push":
-		var items []struct {
-			Status string `json:"status"`
-		}
-		if json.Unmarshal(response, &items) == nil {
-			for _, it := range items {
-				if it.Status == "queued" {
-					row.Msgs++
-				}
-			}
-		}
+		// The broker's own answer: a client's text in it (a queue name)
+		// is JSON-escaped, so it cannot hold this with its quotes.
+		row.Msgs = int64(bytes.Count(response, []byte(`"status":"queued"`)))
 	case "delivery":
 		var pop struct {
 			Messages []json.RawMessage `json:"messages"`

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,5 +74,25 @@ func TestRateBuckets(t *testing.T) {
 	}
 	if ok, _ := r.take("m", Limits{}, 1, now); !ok {
 		t.Fatal("no limits refused")
+	}
+}
+
+func TestReadPushOnlyWhenALimitNeedsIt(t *testing.T) {
+	body := []byte(`{"items":[{"queue":"q","payload":"` + strings.Repeat("x", 100) + `"},{"queue":"q","payload":{"a":1}}]}`)
+	if _, ok := readPush(body, Limits{LimitRequestsPerSec: n(1)}); ok {
+		t.Fatal("read a push no limit needs")
+	}
+	items, ok := readPush(body, Limits{LimitMaxPayloadBytes: n(100)})
+	if !ok || len(items) != 2 || items[0].Payload != 102 || items[1].Payload != 7 {
+		t.Fatalf("items %+v", items)
+	}
+	if err := checkPush(items, Limits{LimitMaxPayloadBytes: n(100)}); err == nil {
+		t.Fatal("a 102-byte payload passed a 100-byte cap")
+	}
+	if err := checkPush(items, Limits{LimitMaxItemsPerPush: n(1)}); err == nil {
+		t.Fatal("two items passed a one-item cap")
+	}
+	if err := checkPush(items, Limits{LimitMaxPayloadBytes: n(102), LimitMaxItemsPerPush: n(2)}); err != nil {
+		t.Fatal(err)
 	}
 }
