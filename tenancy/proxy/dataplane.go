@@ -72,6 +72,10 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 	msgs := 0
 	switch path {
 	case "/api/v1/push":
+		if p.overQuota(cred.cluster, view.limits, time.Now()) {
+			refuse(ctx, errStorageQuota)
+			return
+		}
 		if items, ok := readPush(body, view.limits); ok {
 			if err := checkPush(items, view.limits); err != nil {
 				refuse(ctx, err)

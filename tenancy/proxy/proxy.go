@@ -89,7 +89,9 @@ type Proxy struct {
 	rates  rates
 	parked parkedPops
 	census census
-	meter  *meter
+	// retained is each cluster's last storage measurement (storage.go).
+	retained retainedGauge
+	meter    *meter
 	// seeded is set once the plans and bootstrap rows are in the KV.
 	seeded atomic.Bool
 
