@@ -232,3 +232,28 @@ func TestMeterOps(t *testing.T) {
 		}
 	}
 }
+
+func TestMixedBatches(t *testing.T) {
+	kv := gated(FeatureKV, OpMixed)
+	cases := []struct {
+		route Route
+		body  string
+		want  string
+		grows bool
+	}{
+		{kv, `{"operations":[{"op":"get","ns":"app","key":"a"}]}`, "gated kv mixed", false},
+		{kv, `{"operations":[{"op":"get","ns":"app","key":"a"},{"op":"put","ns":"app","key":"b","value":1}]}`, "gated kv mixed", true},
+		{kv, `{"operations":[{"op":"put","ns":"queen-kafka","key":"qk:g1","value":1},{"op":"get","ns":"queen-kafka","key":"qk:g2"}]}`, "consume", false},
+		{kv, `{"operations":[{"op":"put","ns":"queen-kafka","key":"other","value":1}]}`, "gated kv mixed", true},
+		{gated(FeatureTimers, OpMixed), `{"operations":[{"op":"cancel","queue":"q","key":"k"}]}`, "gated timers mixed", false},
+		{gated(FeatureTimers, OpMixed), `{"operations":[{"op":"schedule","queue":"q","key":"k"}]}`, "gated timers mixed", true},
+		{kv, `not json`, "gated kv mixed", true},
+		{class(ClassProduce), `{}`, "produce", false},
+	}
+	for _, c := range cases {
+		got, grows := refineMixed(c.route, []byte(c.body))
+		if got.String() != c.want || grows != c.grows {
+			t.Errorf("%s: %s grows=%v, want %s grows=%v", c.body, got, grows, c.want, c.grows)
+		}
+	}
+}

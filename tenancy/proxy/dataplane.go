@@ -68,6 +68,7 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		refuse(ctx, err)
 		return
 	}
+	route, grows := refineMixed(route, body)
 	var targets []queueTarget
 	msgs := 0
 	switch path {
@@ -86,7 +87,7 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 	case "/api/v1/configure":
 		targets = configureTarget(body)
 	}
-	if !p.withinLimits(ctx, route, path, cred.cluster, view.limits, msgs) {
+	if !p.withinLimits(ctx, route, grows, path, cred.cluster, view.limits, msgs) {
 		return
 	}
 	if !p.withinCaps(ctx, path, cred.cluster, view.limits, targets) {
@@ -301,8 +302,8 @@ func checkPush(items []pushItem, lim Limits) error {
 
 // withinLimits applies the rate buckets: in shadow mode a request over
 // them is logged with would_block=true and passes; enforced it gets 429.
-func (p *Proxy) withinLimits(ctx *fasthttp.RequestCtx, r Route, path string, c *Cluster, lim Limits, msgs int) bool {
-	if r.Class == ClassGated && (r.Op == OpRead || r.Op == OpOpen) {
+func (p *Proxy) withinLimits(ctx *fasthttp.RequestCtx, r Route, grows bool, path string, c *Cluster, lim Limits, msgs int) bool {
+	if r.Class == ClassGated && (r.Op == OpRead || r.Op == OpOpen || (r.Op == OpMixed && !grows)) {
 		return true // never blocked (spec §6.6)
 	}
 	ok, wait := p.rates.take(c.ID, lim, msgs, time.Now())
