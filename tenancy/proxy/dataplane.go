@@ -77,6 +77,10 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 			refuse(ctx, errStorageQuota)
 			return
 		}
+		if p.overMonthly(cred.cluster, view.limits, time.Now()) {
+			refuse(ctx, errMonthlyQuota)
+			return
+		}
 		if items, ok := readPush(body, view.limits); ok {
 			if err := checkPush(items, view.limits); err != nil {
 				refuse(ctx, err)
@@ -86,6 +90,10 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		}
 	case "/api/v1/configure":
 		targets = configureTarget(body)
+	default:
+		if route.Class == ClassQueueAdmin && strings.HasPrefix(path, "/api/v1/dlq/") {
+			msgs = 1 // a replay pushes its message again: it counts like a push
+		}
 	}
 	if !p.withinLimits(ctx, route, grows, path, cred.cluster, view.limits, msgs) {
 		return

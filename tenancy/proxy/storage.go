@@ -23,6 +23,7 @@ const retainedTTL = 15 * time.Second
 
 var errStorageQuota = newError(http.StatusForbidden, "storage_quota_exceeded", "the cluster's queues hold as many bytes as its plan allows")
 
+// retained is one measurement: bytes, or messages for the monthly quota.
 type retained struct {
 	bytes     uint64
 	at        time.Time
@@ -31,48 +32,50 @@ type retained struct {
 
 type retainedGauge struct {
 	mu sync.Mutex
-	by map[string]*retained // cluster id
+	by map[string]*retained // kind/cluster id
 }
 
-// overQuota reports whether cluster c's last measurement is at or over
-// its quota, starting a new measurement when that one is old.
+// overQuota reports whether cluster c's last storage measurement is at or
+// over its quota.
 func (p *Proxy) overQuota(c *Cluster, lim Limits, now time.Time) bool {
-	quota := lim[LimitMaxRetainedBytes]
+	return p.overMeasured("storage", c, lim[LimitMaxRetainedBytes], retainedTTL, now, p.retainedBytes)
+}
+
+// overMeasured reports whether the last measurement of kind for cluster c
+// is at or over quota (nil: no quota), starting a new measurement in the
+// background when that one is older than ttl.
+func (p *Proxy) overMeasured(kind string, c *Cluster, quota *int64, ttl time.Duration, now time.Time,
+	measure func(context.Context, *Cluster) (uint64, error)) bool {
 	if quota == nil {
 		return false
 	}
 	g := &p.retained
+	key := kind + "/" + c.ID
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.by == nil {
 		g.by = map[string]*retained{}
 	}
-	r := g.by[c.ID]
+	r := g.by[key]
 	if r == nil {
 		r = &retained{}
-		g.by[c.ID] = r
+		g.by[key] = r
 	}
-	over := !r.at.IsZero() && r.bytes >= uint64(*quota)
-	if !r.measuring && now.Sub(r.at) >= retainedTTL {
+	if !r.measuring && now.Sub(r.at) >= ttl {
 		r.measuring = true
-		p.goLoop(func(ctx context.Context) { p.measure(ctx, c) })
+		p.goLoop(func(ctx context.Context) {
+			v, err := measure(ctx, c)
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			r.measuring = false
+			if err != nil {
+				p.log.Warn("proxy: quota measurement failed", "quota", kind, "cluster", c.Slug, "err", err)
+				return
+			}
+			r.bytes, r.at = v, time.Now()
+		})
 	}
-	g.mu.Unlock()
-	return over
-}
-
-// measure adds up the bytes of c's queues, as the broker measures them.
-func (p *Proxy) measure(ctx context.Context, c *Cluster) {
-	total, err := p.retainedBytes(ctx, c)
-	g := &p.retained
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	r := g.by[c.ID]
-	r.measuring = false
-	if err != nil {
-		p.log.Warn("proxy: storage measurement failed", "cluster", c.Slug, "err", err)
-		return
-	}
-	r.bytes, r.at = total, time.Now()
+	return !r.at.IsZero() && r.bytes >= uint64(*quota)
 }
 
 func (p *Proxy) retainedBytes(ctx context.Context, c *Cluster) (uint64, error) {

@@ -44,3 +44,30 @@ func TestStorageQuotaFromTheBrokersMeasurement(t *testing.T) {
 	p.stop()
 	p.loops.Wait()
 }
+
+func TestMonthlyQuotaFromUsageRows(t *testing.T) {
+	p, _ := testProxy(t, Config{})
+	ctx := context.Background()
+	c := &Cluster{ID: "c1", Slug: "acme"}
+	m := newMeter(p.store, 1, "", time.Hour, raftgroupstest.Quiet)
+	m.record("c1", "push", 201, 10, []byte(`[{"status":"queued"},{"status":"queued"},{"status":"queued"}]`))
+	m.record("c1", "delivery", 200, 0, []byte(`{"messages":[{},{}]}`))
+	if err := m.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.monthMessages(ctx, c); err != nil || got != 3 {
+		t.Fatalf("month messages %d %v", got, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !p.overMonthly(c, Limits{LimitMonthlyMsgsQuota: n(3)}, time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatal("the monthly quota never stopped pushes")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.overMonthly(c, Limits{}, time.Now()) {
+		t.Fatal("no quota, refused")
+	}
+	p.stop()
+	p.loops.Wait()
+}
