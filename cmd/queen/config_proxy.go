@@ -14,6 +14,9 @@ import (
 type ProxyConfig struct {
 	// Embedded is QUEEN_PROXY_EMBEDDED: run the proxy in this process.
 	Embedded bool
+	// BadDefaultRole is a QUEEN_PROXY_DEFAULT_ROLE that names no role,
+	// replaced by viewer (logged at boot).
+	BadDefaultRole string
 	// OwnPort says QUEEN_PROXY_PORT is set: the proxy listens there and
 	// PORT stays the raw broker port. Unset, the proxy fronts PORT.
 	OwnPort bool
@@ -50,11 +53,25 @@ func (e *env) proxyConfig(bind, brokerAddr string, cluster bool, maxBody int, no
 		MaxBodyBytes:    maxBody,
 		NodeID:          nodeID,
 	}
-	for _, h := range strings.Split(e.str("QUEEN_PROXY_SHARED_HOSTS", ""), ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			p.SharedHosts = append(p.SharedHosts, h)
-		}
+	p.OAuth = proxy.OAuthConfig{
+		Google: proxy.OAuthProvider{ClientID: e.str("GOOGLE_CLIENT_ID", ""), ClientSecret: e.lookup("GOOGLE_CLIENT_SECRET"),
+			AllowedDomains: csv(e.str("GOOGLE_ALLOWED_DOMAINS", ""))},
+		GitHub:          proxy.OAuthProvider{ClientID: e.str("GITHUB_CLIENT_ID", ""), ClientSecret: e.lookup("GITHUB_CLIENT_SECRET")},
+		PublicURL:       e.str("QUEEN_PROXY_PUBLIC_URL", ""),
+		Autoprovision:   e.bool("QUEEN_PROXY_AUTOPROVISION", false),
+		AutoprovisionTo: strings.ToLower(e.str("QUEEN_PROXY_AUTOPROVISION_TENANT", "")),
+		DefaultRole:     e.str("QUEEN_PROXY_DEFAULT_ROLE", proxy.RoleViewer),
 	}
+	if !proxy.ValidRole(p.OAuth.DefaultRole) {
+		c.BadDefaultRole, p.OAuth.DefaultRole = p.OAuth.DefaultRole, proxy.RoleViewer
+	}
+	if (p.OAuth.Google.ClientID != "" || p.OAuth.GitHub.ClientID != "") && p.OAuth.PublicURL == "" {
+		e.fail("QUEEN_PROXY_PUBLIC_URL", "is required with GOOGLE_CLIENT_ID or GITHUB_CLIENT_ID: the sign-in callbacks need an address")
+	}
+	if p.OAuth.Autoprovision && p.OAuth.AutoprovisionTo == "" {
+		e.fail("QUEEN_PROXY_AUTOPROVISION_TENANT", "is required with QUEEN_PROXY_AUTOPROVISION=true: the tenant new accounts join")
+	}
+	p.SharedHosts = csv(e.str("QUEEN_PROXY_SHARED_HOSTS", ""))
 	if ops := e.lookup("QUEEN_PROXY_OPERATORS"); ops != "" || envSet(e, "QUEEN_PROXY_OPERATORS") {
 		p.OperatorsSet = true
 		for _, o := range strings.Split(ops, ",") {
@@ -93,6 +110,18 @@ func (e *env) proxyConfig(bind, brokerAddr string, cluster bool, maxBody int, no
 	return c
 }
 
+// csv splits a comma-separated list, dropping blanks; lowercased, as
+// hosts and domains are.
+func csv(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // envSet reports whether a variable is set, even to "" (an empty
 // QUEEN_PROXY_OPERATORS revokes every operator).
 func envSet(e *env, name string) bool { return e.isSet != nil && e.isSet(name) }
@@ -118,6 +147,14 @@ func logProxy(log *slog.Logger, c *ProxyConfig, brokerAddr string) {
 		log.Info("boot: single binary: proxy in-process in front of PORT; the broker router is reached only through it",
 			"proxy", p.Addr)
 	}
+	if c.BadDefaultRole != "" {
+		log.Warn("config: QUEEN_PROXY_DEFAULT_ROLE names no role (admin, producer, consumer, viewer); using viewer",
+			"value", c.BadDefaultRole)
+	}
+	log.Info("config: proxy_sign_in", "password", p.JWTSecret != "", "google", p.OAuth.Google.ClientID != "",
+		"github", p.OAuth.GitHub.ClientID != "", "public_url", orNone(p.OAuth.PublicURL),
+		"autoprovision", p.OAuth.Autoprovision, "autoprovision_tenant", orNone(p.OAuth.AutoprovisionTo),
+		"default_role", p.OAuth.DefaultRole)
 	if !p.TenantHeader {
 		log.Warn("config: QUEEN_PROXY_TENANT_HEADER=false: every cluster uses the broker's default tenant and they share every queue")
 	}

@@ -19,6 +19,13 @@ func TestProxyConfig(t *testing.T) {
 		p.MeterFlush.Milliseconds() != 15000 || len(p.SharedHosts) != 2 || p.OperatorsSet {
 		t.Fatalf("proxy config %+v", c.Proxy)
 	}
+	if c.Proxy.Proxy.OAuth.DefaultRole != "viewer" {
+		t.Fatalf("default role %q", c.Proxy.Proxy.OAuth.DefaultRole)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_PROXY_DEFAULT_ROLE": "overlord"}))
+	if err != nil || c.Proxy.Proxy.OAuth.DefaultRole != "viewer" || c.Proxy.BadDefaultRole != "overlord" {
+		t.Fatalf("an invalid default role: %+v %v", c.Proxy, err)
+	}
 	// Without QUEEN_PROXY_PORT the proxy fronts PORT.
 	c, err = loadConfig(lookup(map[string]string{"QUEEN_PROXY_EMBEDDED": "true"}))
 	if err != nil || c.Proxy.OwnPort || c.Proxy.Proxy.Addr != c.HTTP.Addr {
@@ -38,6 +45,8 @@ func TestProxyConfigRefusals(t *testing.T) {
 		"QUEEN_TLS_CERT":   {"QUEEN_PROXY_EMBEDDED": "true", "QUEEN_TLS_CERT": "/x.pem"},
 		"QUEEN_PROXY_BOOTSTRAP_API_KEY": {"QUEEN_PROXY_EMBEDDED": "true", "QUEEN_PROXY_BOOTSTRAP_TENANT": "acme",
 			"QUEEN_PROXY_BOOTSTRAP_API_KEY": "not-a-key"},
+		"QUEEN_PROXY_PUBLIC_URL":           {"QUEEN_PROXY_EMBEDDED": "true", "GOOGLE_CLIENT_ID": "g"},
+		"QUEEN_PROXY_AUTOPROVISION_TENANT": {"QUEEN_PROXY_EMBEDDED": "true", "QUEEN_PROXY_AUTOPROVISION": "true"},
 	} {
 		if _, err := loadConfig(lookup(env)); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%v: %v, want an error naming %s", env, err, name)

@@ -66,6 +66,9 @@ func (p *Proxy) console(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	method := string(ctx.Method())
+	if p.oauthRoute(ctx, path) {
+		return
+	}
 	switch {
 	case method == "POST" && path == "/auth/login":
 		p.login(ctx)

@@ -92,3 +92,6 @@ var roleScopes = map[string][]string{
 	RoleConsumer: {ScopeConsume, ScopeRead},
 	RoleViewer:   {ScopeRead},
 }
+
+// ValidRole reports whether r is a human role.
+func ValidRole(r string) bool { return slices.Contains(allRoles, r) }

@@ -60,6 +60,8 @@ type Config struct {
 	OperatorEnabled bool
 	Operators       []string
 	OperatorsSet    bool
+	// OAuth is Google and GitHub sign-in and autoprovisioning.
+	OAuth OAuthConfig
 	// MaxBodyBytes is the broker's body cap (QUEEN_MAX_BODY_BYTES).
 	MaxBodyBytes int
 	// RequestTimeout bounds each read or write of the proxy's state.
