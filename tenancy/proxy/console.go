@@ -77,6 +77,8 @@ func (p *Proxy) console(ctx *fasthttp.RequestCtx, path string) {
 		writeJSON(ctx, http.StatusOK, map[string]bool{"ok": true})
 	case method == "GET" && path == "/api/console/me":
 		p.consoleMe(ctx)
+	case method == "GET" && strings.HasPrefix(path, "/api/console/clusters/"):
+		p.consoleCluster(ctx, strings.Split(strings.TrimPrefix(path, "/api/console/clusters/"), "/"))
 	default:
 		refuse(ctx, errNotFound)
 	}
