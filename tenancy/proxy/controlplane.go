@@ -107,6 +107,8 @@ func (p *Proxy) cpRoute(ctx context.Context, r *cpRequest) (int, any, error) {
 	switch {
 	case m == "POST" && len(parts) == 1 && parts[0] == "provision":
 		return p.cpProvision(ctx, r)
+	case m == "POST" && len(parts) == 1 && parts[0] == "activity":
+		return p.cpActivity(ctx, r)
 	case m == "POST" && len(parts) == 1 && parts[0] == "bootstrap":
 		return p.cpBootstrap(ctx, r)
 	case m == "POST" && len(parts) == 1 && parts[0] == "tenants":

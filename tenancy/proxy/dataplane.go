@@ -116,7 +116,11 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 	}
 	api.Proxied(ctx, tenant)
 	p.broker(ctx)
-	p.meter.record(cred.cluster.ID, meterOp(path), ctx.Response.StatusCode(), len(body), ctx.Response.Body())
+	code := ctx.Response.StatusCode()
+	p.meter.record(cred.cluster.ID, meterOp(path), code, len(body), ctx.Response.Body())
+	if code < 400 {
+		p.activity.touch(cred.cluster.ID, path == "/api/v1/push" && code < 300, cred.keyID != "", time.Now())
+	}
 }
 
 // refuse answers err and closes the connection when the body was not read.

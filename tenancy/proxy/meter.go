@@ -241,8 +241,8 @@ func (m *meter) replay(ctx context.Context) error {
 }
 
 // run replays the spool (until the KV takes it) and flushes every
-// interval until ctx ends.
-func (m *meter) run(ctx context.Context, every time.Duration) {
+// interval until ctx ends, with also (the activity rows).
+func (m *meter) run(ctx context.Context, every time.Duration, also func(context.Context) error) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	replayed := false
@@ -256,6 +256,9 @@ func (m *meter) run(ctx context.Context, every time.Duration) {
 		case <-t.C:
 			if err := m.flush(ctx); err != nil {
 				m.log.Warn("proxy: usage flush failed", "err", err)
+			}
+			if err := also(ctx); err != nil {
+				m.log.Debug("proxy: activity flush failed", "err", err)
 			}
 		}
 	}

@@ -94,6 +94,9 @@ type Proxy struct {
 	// retained is each cluster's last storage measurement (storage.go).
 	retained retainedGauge
 	meter    *meter
+	// activity is each cluster's last traffic, first push and key use
+	// (activity.go), written with the usage.
+	activity activity
 	// seeded is set once the plans and bootstrap rows are in the KV.
 	seeded atomic.Bool
 
@@ -140,6 +143,7 @@ func New(cfg Config, engine *raftgroups.Engine, broker fasthttp.RequestHandler, 
 	p.cache = newCache(p.store, cfg.InvalPoll, cfg.StaleGrace, log)
 	p.store.changed = p.cache.drop
 	p.meter = newMeter(p.store, cfg.NodeID, cfg.SpoolDir, cfg.UsageKeep, log)
+	p.activity = activity{store: p.store, writer: p.meter.writer}
 	p.base, p.stop = context.WithCancel(context.Background())
 	p.srv = &fasthttp.Server{
 		Handler: p.serve,
@@ -178,7 +182,7 @@ func (p *Proxy) Start() error {
 	p.ln = ln
 	p.goLoop(p.cache.run)
 	p.goLoop(p.seedLoop)
-	p.goLoop(func(ctx context.Context) { p.meter.run(ctx, p.cfg.MeterFlush) })
+	p.goLoop(func(ctx context.Context) { p.meter.run(ctx, p.cfg.MeterFlush, p.activity.flush) })
 	p.done = make(chan struct{})
 	go func() {
 		defer close(p.done)
@@ -214,6 +218,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.stop()
 	p.loops.Wait()
 	p.meter.final(ctx)
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = p.activity.flush(fctx) // best effort: activity is not spooled
 	return err
 }
 
