@@ -554,6 +554,10 @@ func (p *Proxy) cpCluster(ctx context.Context, r *cpRequest) (int, any, error) {
 	case sub == "s3" && (r.method == "GET" || r.method == "PUT" || r.method == "DELETE"):
 		return 0, nil, errS3Unavailable
 	case r.method == "GET" && sub == "usage":
+		if days := r.ctx.QueryArgs().GetUintOrZero("days"); days > 0 {
+			rows, err := p.store.usageDays(ctx, c.ID, time.Now().AddDate(0, 0, -min(days, 400)))
+			return http.StatusOK, map[string]any{"days": rows}, err
+		}
 		rows, err := p.store.usage(ctx, c.ID, time.Now().Add(-time.Hour))
 		return http.StatusOK, map[string]any{"minutes": rows}, err
 	case r.method == "GET" && sub == "queues", r.method == "POST" && sub == "configure":

@@ -101,3 +101,28 @@ func TestUsageSumsWritersOverTheKV(t *testing.T) {
 		t.Fatalf("usage %+v", rows)
 	}
 }
+
+func TestUsageRollsIntoDays(t *testing.T) {
+	p, _ := testProxy(t, Config{})
+	ctx := context.Background()
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	c, _, _ := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
+	now := time.Now().UTC()
+	for i, at := range []time.Time{now.Add(-24 * time.Hour), now, now} {
+		m := newMeter(p.store, uint64(i), "", time.Hour, raftgroupstest.Quiet)
+		m.now = func() time.Time { return at }
+		m.record(c.ID, "push", 201, 10, []byte(`[{"status":"queued"}]`))
+		if err := m.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // a repeat counts nothing twice
+		if err := p.rollup(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	days, err := p.store.usageDays(ctx, c.ID, now.AddDate(0, 0, -3))
+	if err != nil || len(days) != 2 || days[0].Msgs != 1 || days[1].Msgs != 2 || days[1].Day != now.Format(time.DateOnly) || days[1].Op != "push" {
+		t.Fatalf("days %+v %v", days, err)
+	}
+}

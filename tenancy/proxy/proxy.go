@@ -183,6 +183,7 @@ func (p *Proxy) Start() error {
 	p.goLoop(p.cache.run)
 	p.goLoop(p.seedLoop)
 	p.goLoop(func(ctx context.Context) { p.meter.run(ctx, p.cfg.MeterFlush, p.activity.flush) })
+	p.goLoop(p.rollupLoop)
 	p.done = make(chan struct{})
 	go func() {
 		defer close(p.done)
