@@ -271,8 +271,16 @@ func consoleSignIn(t *testing.T, ctx context.Context, base, key string) {
 	if code, _, _ := proxyDo(t, ctx, base, proxyReq{method: "GET", path: "/api/console/me", bearer: key}); code != http.StatusUnauthorized {
 		t.Fatalf("an API key on the console: %d", code)
 	}
-	// A session works on the data plane with the admin's role.
+	// A session works on the data plane with the admin's role; its cookie
+	// (the dashboard's) for reads only.
 	if code, _, body := proxyDo(t, ctx, base, proxyReq{method: "GET", path: "/api/v1/resources/queues", bearer: login.Token}); code != http.StatusOK {
 		t.Fatalf("a session listing queues: %d %s", code, body)
+	}
+	cookie := map[string]string{"Cookie": "queen_session=" + login.Token}
+	if code, _, body := proxyDo(t, ctx, base, proxyReq{method: "GET", path: "/api/v1/resources/queues", headers: cookie}); code != http.StatusOK {
+		t.Fatalf("the session cookie listing queues: %d %s", code, body)
+	}
+	if code, _, _ := proxyDo(t, ctx, base, proxyReq{method: "POST", path: "/api/v1/push", body: pushBody("orders", "1"), headers: cookie}); code != http.StatusUnauthorized {
+		t.Fatalf("a push carried by the session cookie alone: %d", code)
 	}
 }

@@ -234,6 +234,7 @@ func readConfig(e *env) (Config, error) {
 	c.PprofAddr, c.PprofToken = e.pprofConfig()
 	c.Proxy = e.proxyConfig(bind, c.HTTP.Addr, len(c.Raft.Peers) > 1 || c.Raft.Join, c.HTTP.MaxBodyBytes, c.Raft.NodeID)
 	c.Proxy.Proxy.RequestTimeout = min(c.HTTP.RequestTimeout, 5*time.Second)
+	c.Proxy.Proxy.MaxConnections, c.Proxy.Proxy.MaxConnsPerIP = c.HTTP.MaxConnections, c.HTTP.MaxConnsPerIP
 	if raw := e.lookup("QUEEN_ENCRYPTION_KEY"); raw != "" {
 		c.EncryptionKeySet = true
 		c.EncryptionKey, c.EncryptionKeyErr = envelope.ParseKey(raw)

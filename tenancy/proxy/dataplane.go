@@ -145,6 +145,11 @@ func bearer(ctx *fasthttp.RequestCtx) string {
 // the cluster the Host names.
 func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*credential, error) {
 	token := bearer(ctx)
+	if token == "" && (ctx.IsGet() || ctx.IsHead()) {
+		// The dashboard's pages, behind the console's sign-in. Reads only:
+		// a cookie must not carry writes a page elsewhere could forge.
+		token = string(ctx.Request.Header.Cookie(sessionCookie))
+	}
 	if token == "" {
 		return nil, errMissingCredential
 	}

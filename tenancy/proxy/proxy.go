@@ -62,8 +62,12 @@ type Config struct {
 	OperatorsSet    bool
 	// OAuth is Google and GitHub sign-in and autoprovisioning.
 	OAuth OAuthConfig
-	// MaxBodyBytes is the broker's body cap (QUEEN_MAX_BODY_BYTES).
-	MaxBodyBytes int
+	// MaxBodyBytes is the broker's body cap (QUEEN_MAX_BODY_BYTES);
+	// MaxConnections and MaxConnsPerIP its connection bounds, which the
+	// proxy port keeps too.
+	MaxBodyBytes   int
+	MaxConnections int
+	MaxConnsPerIP  int
 	// RequestTimeout bounds each read or write of the proxy's state.
 	RequestTimeout time.Duration
 	// NodeID names this node's usage rows.
@@ -108,6 +112,10 @@ type Proxy struct {
 	loops sync.WaitGroup
 	stop  context.CancelFunc
 	base  context.Context
+	// loopsMu and closing keep goLoop from adding to loops once Shutdown
+	// waits for them.
+	loopsMu sync.Mutex
+	closing bool
 }
 
 // New builds the proxy over engine, handing admitted requests to broker
@@ -153,6 +161,8 @@ func New(cfg Config, engine *raftgroups.Engine, broker fasthttp.RequestHandler, 
 		StreamRequestBody:            true,
 		MaxRequestBodySize:           cfg.MaxBodyBytes,
 		DisablePreParseMultipartForm: true,
+		Concurrency:                  cfg.MaxConnections,
+		MaxConnsPerIP:                cfg.MaxConnsPerIP,
 		ReadTimeout:                  2 * time.Minute,
 		IdleTimeout:                  2 * time.Minute,
 		NoDefaultServerHeader:        true,
@@ -195,6 +205,11 @@ func (p *Proxy) Start() error {
 }
 
 func (p *Proxy) goLoop(f func(context.Context)) {
+	p.loopsMu.Lock()
+	defer p.loopsMu.Unlock()
+	if p.closing {
+		return
+	}
 	p.loops.Add(1)
 	go func() {
 		defer p.loops.Done()
@@ -216,6 +231,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		err = p.srv.ShutdownWithContext(ctx)
 		<-p.done
 	}
+	p.loopsMu.Lock()
+	p.closing = true
+	p.loopsMu.Unlock()
 	p.stop()
 	p.loops.Wait()
 	p.meter.final(ctx)
