@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/kafka"
@@ -38,6 +39,11 @@ func (s scopeLimits) Allows(l authn.Level) bool {
 	return false
 }
 
+// KafkaKeySession is how long a Kafka login with an API key lasts: the
+// client logs in again before then (KIP-368), which a revoked key cannot,
+// so its open connections end within this.
+const KafkaKeySession = 5 * time.Minute
+
 // KafkaPlain authenticates SASL/PLAIN logins whose password is an API key
 // (the user name is the key's cluster slug) into that cluster's broker
 // tenant, limited by the key's scopes. Other passwords go to next (nil:
@@ -68,6 +74,7 @@ func (p *Proxy) KafkaPlain(next kafka.PlainAuthenticator) kafka.PlainAuthenticat
 		if err != nil {
 			return kafka.Principal{}, fmt.Errorf("%w: %w", broker.ErrBadCredentials, err)
 		}
-		return kafka.Principal{User: user, Identity: broker.Identity{Tenant: tenant, Limited: scopeLimits(cred.scopes)}}, nil
+		return kafka.Principal{User: user, Identity: broker.Identity{Tenant: tenant, Limited: scopeLimits(cred.scopes)},
+			Expires: time.Now().Add(KafkaKeySession)}, nil
 	}
 }
