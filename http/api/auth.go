@@ -115,18 +115,3 @@ func (s *Server) callerAllows(ctx *fasthttp.RequestCtx, level authn.Level) bool 
 	p, err := v.Verify(token)
 	return err == nil && p.Allows(level)
 }
-
-// proxiedKey is where a request the embedded proxy hands in keeps its
-// tenant. User values cannot be set by a client, so unlike the
-// x-queen-tenant header it needs no trusted-proxy assertion.
-const proxiedKey = "queen.proxied-tenant"
-
-// Proxied marks a request as authenticated and authorized by the embedded
-// proxy, acting for tenant: Handler then skips the broker's own JWT check
-// and scopes the request by tenant whatever QUEEN_TENANCY_HEADER says.
-func Proxied(ctx *fasthttp.RequestCtx, tenant wire.ID) { ctx.SetUserValue(proxiedKey, tenant) }
-
-func proxiedTenant(ctx *fasthttp.RequestCtx) (wire.ID, bool) {
-	id, ok := ctx.UserValue(proxiedKey).(wire.ID)
-	return id, ok
-}

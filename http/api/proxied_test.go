@@ -56,3 +56,43 @@ func TestProxiedRequestsAreScopedToTheirTenant(t *testing.T) {
 		t.Fatal("a client's x-queen-tenant header reached a's queues with tenancy off")
 	}
 }
+
+// TestProxiedPushCheck: the proxy's check sees the items as read, with
+// the default partition and payload sizes, and its refusal writes
+// nothing.
+func TestProxiedPushCheck(t *testing.T) {
+	n := startNode(t)
+	a, _ := wire.ParseID("7c3a1f9e-2b4d-4e8a-9f1c-0d2e3f4a5b6c")
+	var seen []PushItem
+	run := func(refuse bool) (int, string) {
+		var req fasthttp.Request
+		req.Header.SetMethod("POST")
+		req.SetRequestURI("/api/v1/push")
+		req.SetBodyString(`{"items":[{"queue":"checked","payload":{"k":"12345"}},{"queue":"checked","partition":"p","payload":7}]}`)
+		var rc fasthttp.RequestCtx
+		rc.Init(&req, nil, nil)
+		Proxied(&rc, a)
+		ProxiedPush(&rc, func(items []PushItem) *PushRefusal {
+			seen = items
+			if refuse {
+				return &PushRefusal{Status: 413, Code: "payload_too_large", Message: "too big"}
+			}
+			return nil
+		})
+		n.srv.Handler()(&rc)
+		return rc.Response.StatusCode(), string(rc.Response.Body())
+	}
+	if code, body := run(true); code != 413 || !strings.Contains(body, `"code":"payload_too_large"`) {
+		t.Fatalf("refused push: %d %s", code, body)
+	}
+	want := []PushItem{{"checked", "Default", len(`{"k":"12345"}`)}, {"checked", "p", 1}}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Fatalf("the check saw %+v, want %+v", seen, want)
+	}
+	if _, body := inProcess(n.srv, "GET", "/api/v1/resources/queues", &a, ""); strings.Contains(body, "checked") {
+		t.Fatalf("a refused push wrote: %s", body)
+	}
+	if code, body := run(false); code != 201 {
+		t.Fatalf("admitted push: %d %s", code, body)
+	}
+}

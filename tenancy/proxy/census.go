@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
@@ -85,13 +86,10 @@ type queueTarget struct {
 }
 
 // pushTargets groups a push's items by queue.
-func pushTargets(items []pushItem) []queueTarget {
+func pushTargets(items []api.PushItem) []queueTarget {
 	var out []queueTarget
 	at := map[string]int{}
 	for _, it := range items {
-		if it.Partition == "" {
-			it.Partition = "Default"
-		}
 		i, ok := at[it.Queue]
 		if !ok {
 			i = len(out)

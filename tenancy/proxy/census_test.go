@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -50,8 +51,16 @@ func TestQueueAndPartitionCaps(t *testing.T) {
 	}
 }
 
-// targetsOf reads a push body's targets as the data plane does.
+// targetsOf reads a push body's targets as the broker shows them.
 func targetsOf(body string) []queueTarget {
-	items, _ := readPush([]byte(body), Limits{LimitMaxQueues: n(1)})
-	return pushTargets(items)
+	var req struct {
+		Items []api.PushItem `json:"items"`
+	}
+	_ = json.Unmarshal([]byte(body), &req)
+	for i := range req.Items {
+		if req.Items[i].Partition == "" {
+			req.Items[i].Partition = "Default"
+		}
+	}
+	return pushTargets(req.Items)
 }

@@ -3,12 +3,10 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -81,13 +79,8 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 			refuse(ctx, errMonthlyQuota)
 			return
 		}
-		if items, ok := readPush(body, view.limits); ok {
-			if err := checkPush(items, view.limits); err != nil {
-				refuse(ctx, err)
-				return
-			}
-			msgs, targets = len(items), pushTargets(items)
-		}
+		// The broker shows the items as it reads them: no second parse.
+		api.ProxiedPush(ctx, p.pushCheck(ctx, cred.cluster, view.limits))
 	case "/api/v1/configure":
 		targets = configureTarget(body)
 	default:
@@ -102,7 +95,7 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	if isParkedPop(ctx, path) {
-		if !p.parked.enter(cred.cluster.ID, view.limits[LimitMaxParkedPops], p.cfg.Enforce, p.log) {
+		if !p.enterParked(cred.cluster, view.limits[LimitMaxParkedPops]) {
 			writeRetry(ctx, time.Second, "parked_limit", "too many long-poll pops parked for this cluster")
 			return
 		}
@@ -266,149 +259,12 @@ func readBody(ctx *fasthttp.RequestCtx, limit int) ([]byte, error) {
 
 var errTooLarge = newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the request body is larger than allowed")
 
-// pushItem is what the proxy reads of one push item: its queue,
-// partition and payload size (the payload is not copied).
-type pushItem struct {
-	Queue     string      `json:"queue"`
-	Partition string      `json:"partition"`
-	Payload   payloadSize `json:"payload"`
-}
-
-// payloadSize decodes a JSON value into its length.
-type payloadSize int
-
-func (p *payloadSize) UnmarshalJSON(b []byte) error {
-	*p = payloadSize(len(b))
-	return nil
-}
-
-// pushLimits are the limits that need a push's items read.
-var pushLimits = []string{LimitMaxItemsPerPush, LimitMaxPayloadBytes, LimitMessagesPerSec, LimitMaxQueues, LimitMaxPartitions}
-
-// readPush decodes a push body's items once, for the size caps, the
-// message rate and the queue caps; not at all when no limit needs them.
-// ok is false for a body the broker will refuse as malformed.
-func readPush(body []byte, lim Limits) (items []pushItem, ok bool) {
-	if !slices.ContainsFunc(pushLimits, func(name string) bool { return lim[name] != nil }) {
-		return nil, false
-	}
-	var req struct {
-		Items []pushItem `json:"items"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return nil, false
-	}
-	return req.Items, true
-}
-
-// checkPush applies the size caps to a push's items; they hold in shadow
-// mode too.
-func checkPush(items []pushItem, lim Limits) error {
-	if m := lim[LimitMaxItemsPerPush]; m != nil && int64(len(items)) > *m {
-		return newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the push has more items than the plan allows")
-	}
-	if m := lim[LimitMaxPayloadBytes]; m != nil {
-		for _, it := range items {
-			if int64(it.Payload) > *m {
-				return newError(http.StatusRequestEntityTooLarge, "payload_too_large", "a payload is larger than the plan allows")
-			}
-		}
-	}
-	return nil
-}
-
-// withinLimits applies the rate buckets: in shadow mode a request over
-// them is logged with would_block=true and passes; enforced it gets 429.
-func (p *Proxy) withinLimits(ctx *fasthttp.RequestCtx, r Route, grows bool, path string, c *Cluster, lim Limits, msgs int) bool {
-	if r.Class == ClassGated && (r.Op == OpRead || r.Op == OpOpen || (r.Op == OpMixed && !grows)) {
-		return true // never blocked (spec §6.6)
-	}
-	ok, wait := p.rates.take(c.ID, lim, msgs, time.Now())
-	if ok {
-		return true
-	}
-	p.log.Info("proxy: rate limit", "target", "limits", "would_block", true, "cluster", c.Slug, "path", path,
-		"enforced", p.cfg.Enforce, "retry_after_ms", wait.Milliseconds())
-	if !p.cfg.Enforce {
-		return true
-	}
-	writeRetry(ctx, wait, "rate_limited", "the cluster's request or message rate is over its plan")
-	return false
-}
-
-// withinCaps applies the queue and partition caps to pushes and
-// configures, in shadow mode or enforced like the rates.
-func (p *Proxy) withinCaps(ctx *fasthttp.RequestCtx, path string, c *Cluster, lim Limits, targets []queueTarget) bool {
-	if len(targets) == 0 {
-		return true
-	}
-	tenant, err := p.tenantOf(c)
-	if err != nil {
-		return true
-	}
-	over := p.census.overCaps(tenant, targets, lim, time.Now())
-	if over == nil {
-		return true
-	}
-	p.log.Info("proxy: queue caps", "target", "limits", "would_block", true, "cluster", c.Slug, "path", path,
-		"enforced", p.cfg.Enforce, "limit", status(over).code)
-	if !p.cfg.Enforce {
-		return true
-	}
-	writeError(ctx, over)
-	return false
-}
-
 // tenantOf is the broker tenant a cluster's requests run in.
 func (p *Proxy) tenantOf(c *Cluster) (wire.ID, error) {
 	if !p.cfg.TenantHeader {
 		return wire.DefaultTenant, nil
 	}
 	return wire.ParseID(c.BrokerTenant)
-}
-
-// isParkedPop reports whether a request is a long-poll pop, which holds a
-// parked slot while it waits.
-func isParkedPop(ctx *fasthttp.RequestCtx, path string) bool {
-	if !strings.HasPrefix(path, "/api/v1/pop/queue/") && path != "/api/v1/ephemeral/pop" {
-		return false
-	}
-	w := ctx.QueryArgs().Peek("wait")
-	return bytes.Equal(w, []byte("true")) || bytes.Equal(w, []byte("1"))
-}
-
-// parkedPops counts long-poll pops parked per cluster on this node.
-type parkedPops struct {
-	mu sync.Mutex
-	n  map[string]int64
-}
-
-// enter takes a slot; over the cap it logs would_block and, enforced,
-// refuses.
-func (pp *parkedPops) enter(cluster string, limit *int64, enforce bool, log interface {
-	Info(string, ...any)
-}) bool {
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	if pp.n == nil {
-		pp.n = map[string]int64{}
-	}
-	if limit != nil && pp.n[cluster] >= *limit {
-		log.Info("proxy: parked pops", "target", "limits", "would_block", true, "cluster", cluster, "enforced", enforce)
-		if enforce {
-			return false
-		}
-	}
-	pp.n[cluster]++
-	return true
-}
-
-func (pp *parkedPops) leave(cluster string) {
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	if pp.n[cluster]--; pp.n[cluster] <= 0 {
-		delete(pp.n, cluster)
-	}
 }
 
 // operatorRoute serves the cell-wide routes: /metrics/prometheus to the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -69,7 +68,6 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 
 // writeRetry answers a limit's refusal with when to try again.
 func writeRetry(ctx *fasthttp.RequestCtx, wait time.Duration, code, msg string) {
-	secs := max(1, int((wait+time.Second-1)/time.Second))
-	ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
+	ctx.Response.Header.Set("Retry-After", retryAfter(wait))
 	writeError(ctx, newError(http.StatusTooManyRequests, code, msg))
 }

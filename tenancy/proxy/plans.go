@@ -143,56 +143,55 @@ func (b *bucket) take(now time.Time, rate, burst, cost float64) (ok bool, wait t
 // §6.6: buckets are per node).
 type rates struct {
 	mu      sync.Mutex
-	buckets map[string]*bucket // cluster id + "/req" or "/msg"
+	buckets map[rateKey]*bucket
 }
 
-// take charges one request and msgs messages to cluster under lim. It
-// charges only when both buckets have room, and returns the longer wait
-// otherwise.
-func (r *rates) take(cluster string, lim Limits, msgs int, now time.Time) (ok bool, wait time.Duration) {
+// rateKey names one bucket: a cluster's requests or its messages.
+type rateKey struct {
+	cluster  string
+	messages bool
+}
+
+// takeRequest charges one request to cluster under lim.
+func (r *rates) takeRequest(cluster string, lim Limits, now time.Time) (bool, time.Duration) {
+	return r.take(rateKey{cluster, false}, lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1, now)
+}
+
+// takeMessages charges n messages to cluster under lim.
+func (r *rates) takeMessages(cluster string, lim Limits, n int, now time.Time) (bool, time.Duration) {
+	if n <= 0 {
+		return true, 0
+	}
+	return r.take(rateKey{cluster, true}, lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(n), now)
+}
+
+// take charges cost to one bucket (rate nil: unlimited; burst nil: the
+// rate). A refused charge takes nothing; the wait says when it would
+// pass.
+func (r *rates) take(k rateKey, rate, burst *int64, cost float64, now time.Time) (bool, time.Duration) {
+	if rate == nil {
+		return true, 0
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.buckets == nil {
-		r.buckets = map[string]*bucket{}
+		r.buckets = map[rateKey]*bucket{}
 	}
-	get := func(kind string) *bucket {
-		b := r.buckets[cluster+kind]
-		if b == nil {
-			b = &bucket{}
-			r.buckets[cluster+kind] = b
-		}
-		return b
+	b := r.buckets[k]
+	if b == nil {
+		b = &bucket{}
+		r.buckets[k] = b
 	}
-	type charge struct {
-		b           *bucket
-		rate, burst *int64
-		cost        float64
+	size := float64(*rate)
+	if burst != nil {
+		size = float64(*burst)
 	}
-	charges := []charge{{get("/req"), lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1}}
-	if msgs > 0 {
-		charges = append(charges, charge{get("/msg"), lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(msgs)})
-	}
-	ok = true
-	saved := make([]bucket, len(charges))
-	for i, c := range charges {
-		saved[i] = *c.b
-		if c.rate == nil {
-			continue
-		}
-		burst := float64(*c.rate)
-		if c.burst != nil {
-			burst = float64(*c.burst)
-		}
-		// A push larger than the burst could never pass; it empties the
-		// bucket instead.
-		if took, w := c.b.take(now, float64(*c.rate), burst, min(c.cost, burst)); !took {
-			ok, wait = false, max(wait, w)
-		}
-	}
-	if !ok { // charge nothing for a refused request
-		for i, c := range charges {
-			*c.b = saved[i]
-		}
+	saved := *b
+	// A push larger than the burst could never pass; it empties the
+	// bucket instead.
+	ok, wait := b.take(now, float64(*rate), size, min(cost, size))
+	if !ok {
+		*b = saved
 	}
 	return ok, wait
 }

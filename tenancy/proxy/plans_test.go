@@ -1,9 +1,10 @@
 package proxy
 
 import (
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen/http/api"
 )
 
 func TestSeededPlansMatchTheSpec(t *testing.T) {
@@ -50,42 +51,38 @@ func TestRateBuckets(t *testing.T) {
 	lim := Limits{LimitRequestsPerSec: n(10), LimitRequestsBurst: n(5), LimitMessagesPerSec: n(100), LimitMessagesBurst: n(200)}
 	now := time.Unix(1000, 0)
 	for i := range 5 {
-		if ok, _ := r.take("c", lim, 0, now); !ok {
+		if ok, _ := r.takeRequest("c", lim, now); !ok {
 			t.Fatalf("request %d of the burst refused", i)
 		}
 	}
-	ok, wait := r.take("c", lim, 0, now)
+	ok, wait := r.takeRequest("c", lim, now)
 	if ok || wait <= 0 || wait > 100*time.Millisecond {
 		t.Fatalf("over the burst: %v %v", ok, wait)
 	}
-	if ok, _ := r.take("other", lim, 0, now); !ok {
+	if ok, _ := r.takeRequest("other", lim, now); !ok {
 		t.Fatal("buckets are shared between clusters")
 	}
-	if ok, _ := r.take("c", lim, 0, now.Add(100*time.Millisecond)); !ok {
+	if ok, _ := r.takeRequest("c", lim, now.Add(100*time.Millisecond)); !ok {
 		t.Fatal("the bucket did not refill")
 	}
 	// A push larger than the message burst empties the bucket instead of
-	// waiting forever; a refused request charges nothing.
-	if ok, _ := r.take("m", lim, 1000, now); !ok {
+	// waiting forever; a refused charge takes nothing.
+	if ok, _ := r.takeMessages("m", lim, 1000, now); !ok {
 		t.Fatal("a push over the burst is never admitted")
 	}
-	if ok, _ := r.take("m", lim, 1, now); ok {
+	if ok, _ := r.takeMessages("m", lim, 1, now); ok {
 		t.Fatal("the message bucket was not emptied")
 	}
-	if ok, _ := r.take("m", Limits{}, 1, now); !ok {
+	if ok, _ := r.takeMessages("m", lim, 1, now.Add(10*time.Millisecond)); !ok {
+		t.Fatal("a refused charge took tokens")
+	}
+	if ok, _ := r.takeMessages("m", Limits{}, 1, now); !ok {
 		t.Fatal("no limits refused")
 	}
 }
 
-func TestReadPushOnlyWhenALimitNeedsIt(t *testing.T) {
-	body := []byte(`{"items":[{"queue":"q","payload":"` + strings.Repeat("x", 100) + `"},{"queue":"q","payload":{"a":1}}]}`)
-	if _, ok := readPush(body, Limits{LimitRequestsPerSec: n(1)}); ok {
-		t.Fatal("read a push no limit needs")
-	}
-	items, ok := readPush(body, Limits{LimitMaxPayloadBytes: n(100)})
-	if !ok || len(items) != 2 || items[0].Payload != 102 || items[1].Payload != 7 {
-		t.Fatalf("items %+v", items)
-	}
+func TestPushSizeCaps(t *testing.T) {
+	items := []api.PushItem{{Queue: "q", PayloadBytes: 102}, {Queue: "q", PayloadBytes: 7}}
 	if err := checkPush(items, Limits{LimitMaxPayloadBytes: n(100)}); err == nil {
 		t.Fatal("a 102-byte payload passed a 100-byte cap")
 	}
@@ -93,6 +90,9 @@ func TestReadPushOnlyWhenALimitNeedsIt(t *testing.T) {
 		t.Fatal("two items passed a one-item cap")
 	}
 	if err := checkPush(items, Limits{LimitMaxPayloadBytes: n(102), LimitMaxItemsPerPush: n(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPush(items, Limits{}); err != nil {
 		t.Fatal(err)
 	}
 }
