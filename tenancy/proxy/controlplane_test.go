@@ -179,3 +179,29 @@ func TestOperatorRoutes(t *testing.T) {
 		t.Fatalf("the broker was reached %d times, want 2", reached)
 	}
 }
+
+// TestSharedBrokerTenantRefusesDataRoutes: with
+// QUEEN_PROXY_TENANT_HEADER=false every cluster is the broker's default
+// tenant, so the control plane will not act on a cluster's broker data.
+func TestSharedBrokerTenantRefusesDataRoutes(t *testing.T) {
+	p, _ := testProxy(t, Config{CPToken: "tok"})
+	p.cfg.TenantHeader = false
+	ctx := context.Background()
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	if _, _, err := p.store.ensureCluster(ctx, tn, "acme", "dev", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ method, path string }{{"GET", "/api/cp/clusters/acme/queues"}, {"POST", "/api/cp/clusters/acme/configure"}} {
+		if code, body := call(p, r.method, r.path, "tok", strings.NewReader(`{"queue":"q"}`), 13); code != http.StatusConflict ||
+			!strings.Contains(body, "system_tenant") {
+			t.Errorf("%s %s: %d %s", r.method, r.path, code, body)
+		}
+	}
+	body := `{"status":"deleting"}`
+	if code, _ := call(p, "PUT", "/api/cp/tenants/acme/status", "tok", strings.NewReader(body), len(body)); code != http.StatusOK {
+		t.Fatalf("status: %d", code)
+	}
+	if code, out := call(p, "POST", "/api/cp/tenants/acme/purge", "tok", nil, 0); code != http.StatusConflict || !strings.Contains(out, "system_tenant") {
+		t.Fatalf("purge of a shared tenant: %d %s", code, out)
+	}
+}
