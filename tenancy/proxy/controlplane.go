@@ -417,6 +417,14 @@ func (p *Proxy) cpDeleteTenant(ctx context.Context, slug string, force bool) (in
 		}
 		return true
 	})
+	for id := range ids { // usage rows expire by themselves; activity rows do not
+		if err == nil {
+			err = p.store.scan(ctx, activityPrefix(id), "", func(key string, _ []byte) bool {
+				ops = append(ops, deleteOp(key))
+				return true
+			})
+		}
+	}
 	if err != nil {
 		return 0, nil, err
 	}
