@@ -137,3 +137,23 @@ func TestParkedPopCap(t *testing.T) {
 		}
 	}
 }
+
+func TestGatedFeaturesFollowThePlan(t *testing.T) {
+	p, keys, clusters := dataProxy(t, Config{})
+	host := "alpha.example.com"
+	if code, body := dataCall(p, "POST", "/api/v1/traces", host, keys["alpha"]); code != http.StatusForbidden || body !=
+		`{"code":"feature_not_in_plan","error":"the cluster's plan does not include this feature"}` {
+		t.Fatalf("traces on dev: %d %s", code, body)
+	}
+	if code, _ := dataCall(p, "GET", "/api/v1/kv/app/k", host, keys["alpha"]); code != http.StatusOK {
+		t.Fatalf("kv on dev: %d", code)
+	}
+	c := *clusters["alpha"]
+	c.Plan = "pro"
+	if _, err := p.store.apply(context.Background(), putOp(clusterKey(c.ID), c, false)); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := dataCall(p, "POST", "/api/v1/traces", host, keys["alpha"]); code != http.StatusOK {
+		t.Fatalf("traces on pro: %d", code)
+	}
+}
