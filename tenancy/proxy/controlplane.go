@@ -606,6 +606,13 @@ func (p *Proxy) cpCreateKey(ctx context.Context, r *cpRequest) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
+	var t Tenant
+	if _, err := p.store.get(ctx, tenantKey(c.TenantSlug), &t); err != nil {
+		return 0, nil, err
+	}
+	if t.Status == StatusDeleting {
+		return 0, nil, errTenantDeleting
+	}
 	k, created, err := p.store.ensureKey(ctx, c.ID, q.Name, q.KeyHash, scopes)
 	if err != nil {
 		return 0, nil, err
