@@ -11,9 +11,11 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,6 +170,7 @@ func New(cfg Config, engine *raftgroups.Engine, broker fasthttp.RequestHandler, 
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		CloseOnShutdown:              true,
+		ErrorHandler:                 transportError,
 	}
 	return p
 }
@@ -271,4 +274,14 @@ func (p *Proxy) hostLabel(host string) (label string, shared bool) {
 	}
 	label, _, _ = strings.Cut(host, ".")
 	return label, false
+}
+
+// transportError answers requests fasthttp could not read, as JSON like
+// every other answer of the proxy.
+func transportError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		writeError(ctx, errTooLarge)
+		return
+	}
+	writeError(ctx, newError(http.StatusBadRequest, "bad_request", "unreadable request"))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -54,5 +55,18 @@ func TestProxyPortTLS(t *testing.T) {
 		if resp.StatusCode == http.StatusOK {
 			t.Fatal("a plaintext request was served on the TLS port")
 		}
+	}
+}
+
+func TestTransportErrorsAreJSON(t *testing.T) {
+	var rc fasthttp.RequestCtx
+	transportError(&rc, fasthttp.ErrBodyTooLarge)
+	if rc.Response.StatusCode() != http.StatusRequestEntityTooLarge || string(rc.Response.Header.ContentType()) != "application/json" {
+		t.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
+	}
+	var rc2 fasthttp.RequestCtx
+	transportError(&rc2, io.ErrUnexpectedEOF)
+	if rc2.Response.StatusCode() != http.StatusBadRequest || !json.Valid(rc2.Response.Body()) {
+		t.Fatalf("%d %s", rc2.Response.StatusCode(), rc2.Response.Body())
 	}
 }
