@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,13 +14,20 @@ import (
 // takes them (a cluster still electing its leaders cannot).
 func (p *Proxy) seedLoop(ctx context.Context) {
 	wait := 100 * time.Millisecond
-	for {
+	for attempt := 0; ; attempt++ {
 		err := p.seed(ctx)
 		if err == nil {
 			p.seeded.Store(true)
 			return
 		}
-		p.log.Debug("proxy: seeding not done yet; retrying", "err", err)
+		// A KV still electing is expected at boot; anything else (a slug
+		// another tenant holds) is the operator's to fix: say so, now and
+		// then.
+		if !errors.Is(err, ErrUnavailable) && attempt%30 == 0 {
+			p.log.Warn("proxy: seeding the plans and the bootstrap failed; retrying", "err", err)
+		} else {
+			p.log.Debug("proxy: seeding not done yet; retrying", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
