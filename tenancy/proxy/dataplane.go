@@ -151,8 +151,10 @@ func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*credential, error) {
 	if !shared {
 		var found bool
 		var err error
-		if host, found, err = p.clusterBySlug(ctx, label); err != nil {
-			return nil, err
+		if validSlug(label) { // anything else names no cluster: not worth a read
+			if host, found, err = p.clusterBySlug(ctx, label); err != nil {
+				return nil, err
+			}
 		}
 		if !found && p.cfg.DefaultCluster != "" {
 			if host, found, err = p.clusterBySlug(ctx, p.cfg.DefaultCluster); err != nil {
