@@ -58,6 +58,9 @@ func TestConfigMasksSecrets(t *testing.T) {
 		"JWT_SECRET": "hmac-s3cret-value", "QUEEN_RAFT_TOKEN": "raft-t0ken-value", "QUEEN_RAFT_TOKEN_ACCEPT": "old-t0ken-value",
 		"QUEEN_ENCRYPTION_KEY": strings.Repeat("ab", 32), "QUEEN_PPROF_TOKEN": "pprof-t0ken-value",
 		"QUEEN_KAFKA_SASL_USERS": "alice:pa55word-value", "JWT_PUBLIC_KEY": "-----BEGIN PUBLIC KEY-----\\nMIIB\\n-----END PUBLIC KEY-----",
+		"QUEEN_PROXY_JWT_SECRET": "hs-k3y-for-sign1ng", "QUEEN_PROXY_CP_TOKEN": "cp-t0ken-value",
+		"QUEEN_PROXY_BOOTSTRAP_API_KEY": "qk_live_" + strings.Repeat("Zq9", 14) + "x", "QUEEN_PROXY_BOOTSTRAP_PASSWORD": "hunter22-value",
+		"GOOGLE_CLIENT_SECRET": "g00gle-s3cret-value", "GITHUB_CLIENT_SECRET": "g1thub-s3cret-value",
 	}
 	for k, v := range secrets {
 		t.Setenv(k, v)

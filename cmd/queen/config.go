@@ -45,6 +45,8 @@ type Config struct {
 	// bearer token.
 	PprofAddr  string
 	PprofToken string
+	// Proxy is the embedded proxy (QUEEN_PROXY_*).
+	Proxy ProxyConfig
 }
 
 // env reads variables through a lookup function, remembering the first
@@ -55,10 +57,13 @@ type Config struct {
 // Hence every variable is read whatever the others say (a mode that needs
 // it only checks it then), or the list would lose it in some environments.
 type env struct {
-	get  func(string) string
-	err  error
-	read []readVar
-	seen map[string]int
+	get func(string) string
+	// isSet tells a variable set to "" from an unset one, where that
+	// matters (QUEEN_PROXY_OPERATORS); nil: only non-empty counts as set.
+	isSet func(string) bool
+	err   error
+	read  []readVar
+	seen  map[string]int
 }
 
 // readVar is one variable the config read and the default it was read with
@@ -162,6 +167,15 @@ func loadConfig(lookup func(string) string) (Config, error) {
 	return readConfig(&env{get: lookup})
 }
 
+// loadProcessConfig reads the configuration from this process's
+// environment.
+func loadProcessConfig() (Config, error) {
+	return readConfig(&env{get: os.Getenv, isSet: func(name string) bool {
+		_, ok := os.LookupEnv(name)
+		return ok
+	}})
+}
+
 // readConfig reads the whole configuration through e.
 func readConfig(e *env) (Config, error) {
 	var c Config
@@ -218,6 +232,9 @@ func readConfig(e *env) (Config, error) {
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
 	c.PprofAddr, c.PprofToken = e.pprofConfig()
+	c.Proxy = e.proxyConfig(bind, c.HTTP.Addr, len(c.Raft.Peers) > 1 || c.Raft.Join, c.HTTP.MaxBodyBytes, c.Raft.NodeID)
+	c.Proxy.Proxy.RequestTimeout = min(c.HTTP.RequestTimeout, 5*time.Second)
+	c.Proxy.Proxy.MaxConnections, c.Proxy.Proxy.MaxConnsPerIP = c.HTTP.MaxConnections, c.HTTP.MaxConnsPerIP
 	if raw := e.lookup("QUEEN_ENCRYPTION_KEY"); raw != "" {
 		c.EncryptionKeySet = true
 		c.EncryptionKey, c.EncryptionKeyErr = envelope.ParseKey(raw)

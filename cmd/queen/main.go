@@ -20,6 +20,7 @@ import (
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/kafka/broker"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy/proxy"
 )
 
 const version = "0.1.0"
@@ -30,7 +31,7 @@ func main() { os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr)) }
 // run serves as a broker node until SIGTERM or SIGINT and returns the exit
 // code.
 func run() int {
-	cfg, err := loadConfig(os.Getenv)
+	cfg, err := loadProcessConfig()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "queen: bad configuration: %v\n", err)
 		return 2
@@ -81,30 +82,54 @@ func run() int {
 		}
 		return out
 	}
+	brokerAddr := cfg.HTTP.Addr
+	logProxy(log, &cfg.Proxy, brokerAddr)
+	if cfg.Proxy.Embedded && !cfg.Proxy.OwnPort {
+		cfg.HTTP.Addr = "" // the proxy fronts PORT and calls the broker in-process
+	}
 	srv := api.New(cfg.HTTP, engine, log)
+	var px *proxy.Proxy
+	if cfg.Proxy.Embedded {
+		px = proxy.New(cfg.Proxy.Proxy, engine, srv.Handler(), log)
+		if cfg.Kafka.SASLPlain {
+			l := &cfg.Kafka.Broker.Listener
+			l.Authenticate = px.KafkaPlain(l.Authenticate)
+		}
+	}
 	if err := srv.Start(); err != nil {
 		host.Close()
 		log.Error("boot: http listener", "err", err)
 		return 1
+	}
+	if px != nil {
+		if err := px.Start(); err != nil {
+			_ = srv.Shutdown(context.Background())
+			host.Close()
+			log.Error("boot: proxy listener", "err", err)
+			return 1
+		}
 	}
 	kb, err := broker.New(cfg.Kafka.Broker, engine, log)
 	if err == nil {
 		err = kb.Start()
 	}
 	if err != nil {
+		if px != nil {
+			_ = px.Shutdown(context.Background())
+		}
 		_ = srv.Shutdown(context.Background())
 		host.Close()
 		log.Error("boot: kafka listener", "err", err)
 		return 1
 	}
-	log.Info("boot: serving", "http", srv.Addr(), "kafka", kb.Addr(), "raft", cfg.Raft.ListenAddr,
+	log.Info("boot: serving", "http", brokerAddr, "kafka", kb.Addr(), "raft", cfg.Raft.ListenAddr,
 		"groups", cfg.Raft.Groups, "node", cfg.Raft.NodeID, "version", version)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	<-ctx.Done()
 	stop()
 	log.Info("shutdown: signal received, draining")
-	drain(log, cfg.ShutdownGrace, host, kb, srv)
+	drain(log, cfg.ShutdownGrace, host, kb, srv, px)
 	host.Close()
 	log.Info("shutdown: complete")
 	return 0
@@ -120,7 +145,7 @@ func run() int {
 // requests in flight, which still reach the new leaders through this
 // node's raft replicas. grace bounds the whole; half of it at most goes to
 // the hand-off, so draining always gets time.
-func drain(log *slog.Logger, grace time.Duration, host *raftgroups.Host, kb *broker.Broker, srv *api.Server) {
+func drain(log *slog.Logger, grace time.Duration, host *raftgroups.Host, kb *broker.Broker, srv *api.Server, px *proxy.Proxy) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
@@ -156,9 +181,21 @@ func drain(log *slog.Logger, grace time.Duration, host *raftgroups.Host, kb *bro
 		log.Warn("shutdown: kafka drain", "err", err)
 	}
 	log.Info("shutdown: kafka connections drained", "ms", time.Since(start).Milliseconds())
+	// The proxy drains beside the broker: its requests run in srv, whose
+	// shutdown wakes the long polls parked there.
+	proxyDone := make(chan struct{})
+	go func() {
+		defer close(proxyDone)
+		if px != nil {
+			if err := px.Shutdown(ctx); err != nil {
+				log.Warn("shutdown: proxy drain incomplete", "err", err)
+			}
+		}
+	}()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown: http drain incomplete", "err", err)
 	}
+	<-proxyDone
 	if err := kb.Close(); err != nil {
 		log.Warn("shutdown: kafka listener", "err", err)
 	}

@@ -18,6 +18,9 @@ const principalKey = "queen.principal"
 // JWT is on (spec §2.2, §5.2): no or bad token → 401, a token whose roles
 // do not pass the level → 403. Public routes and JWT_SKIP_PATHS pass.
 func (s *Server) authorize(ctx *fasthttp.RequestCtx, level authn.Level) bool {
+	if _, ok := proxiedTenant(ctx); ok {
+		return true // the embedded proxy authorized it by its own credentials
+	}
 	v := s.cfg.Auth
 	if v == nil || !v.Enabled() || level == authn.LevelPublic || v.SkipPath(string(ctx.Path())) {
 		return true
@@ -73,6 +76,9 @@ func producerSub(ctx *fasthttp.RequestCtx) string {
 // otherwise. A token that names a tenant (JWT_TENANT_CLAIM) acts for that
 // tenant only: the header is then checked against it (403 wrong_tenant).
 func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
+	if id, ok := proxiedTenant(ctx); ok {
+		return id, nil
+	}
 	if !s.cfg.TenancyHeader {
 		return wire.DefaultTenant, nil
 	}

@@ -51,6 +51,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if len(req.Items) == 0 {
 		return badRequest("items must be a non-empty array")
 	}
+	if err := checkProxiedPush(ctx, req.Items); err != nil {
+		return err
+	}
 	release, err := takePushItems(s.pushing, tenant, len(req.Items))
 	if err != nil {
 		return err

@@ -134,6 +134,23 @@ func (s *Server) routes() []route {
 	}
 }
 
+// RouteInfo is one route of the API as the embedded proxy's classifier
+// sees it: a method and the router's path pattern.
+type RouteInfo struct {
+	Method string
+	Path   string
+}
+
+// Routes lists every route the API registers, so the proxy's tests can
+// prove each one is classified.
+func Routes() []RouteInfo {
+	var out []RouteInfo
+	for _, rt := range (&Server{}).routes() {
+		out = append(out, RouteInfo{rt.method, rt.path})
+	}
+	return out
+}
+
 // wrap turns a route's handler into a fasthttp handler: errors become the
 // error envelope, a panic becomes a 500 for that request only, and every
 // request is counted and timed per route.

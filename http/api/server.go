@@ -95,6 +95,9 @@ type Server struct {
 	bodies     bodyBudget        // request body bytes held (body.go)
 	pushing    *tenancy.Inflight // push items in flight per tenant (push_limits.go)
 	eph        *ring             // ephemeral queues: store, owners, hand-over
+	// handler is the routed API, served on Addr and called in-process by
+	// the embedded proxy (Handler).
+	handler fasthttp.RequestHandler
 }
 
 // New builds the server and its routes.
@@ -156,6 +159,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	for _, rt := range s.routes() {
 		r.Handle(rt.method, rt.path, s.wrap(rt))
 	}
+	s.handler = r.Handler
 	s.srv = &fasthttp.Server{
 		Handler:            r.Handler,
 		Name:               "queen",
@@ -177,29 +181,41 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 	return s
 }
 
-// Start listens and serves until Shutdown.
+// Start listens and serves until Shutdown. With an empty Addr nothing
+// listens: the embedded proxy fronts the port and calls Handler itself.
 func (s *Server) Start() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("http: listen %s: %w", s.cfg.Addr, err)
-	}
-	s.ln = ln
 	if s.node != nil {
 		s.node.SetNodeHandler(s.nodeHandler())
 	}
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil {
-			s.log.Error("http: serve", "err", err)
+	if s.cfg.Addr != "" {
+		ln, err := net.Listen("tcp", s.cfg.Addr)
+		if err != nil {
+			return fmt.Errorf("http: listen %s: %w", s.cfg.Addr, err)
 		}
-	}()
+		s.ln = ln
+		s.done = make(chan struct{})
+		go func() {
+			defer close(s.done)
+			if err := s.srv.Serve(ln); err != nil {
+				s.log.Error("http: serve", "err", err)
+			}
+		}()
+	}
 	s.eph.start()
 	return nil
 }
 
-// Addr is the address the server listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Addr is the address the server listens on ("" when it does not listen).
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Handler is the routed API, for the embedded proxy to call in-process
+// with requests it authenticated and scoped (Proxied).
+func (s *Server) Handler() fasthttp.RequestHandler { return s.handler }
 
 // Shutdown hands the ephemeral partitions over while still serving (late
 // requests are relayed to the new owners), then wakes parked long polls,

@@ -105,7 +105,7 @@ var apiAccess = map[kmsg.Key][]need{
 func guard(key int16, h kafka.Handler) kafka.Handler {
 	return func(ctx context.Context, c *kafka.Conn, req kmsg.Request) (kmsg.Response, error) {
 		if id, ok := identityOf(c); ok {
-			if code := refusal(key, id.Principal, req); code != 0 {
+			if code := refusal(key, id.limits(), req); code != 0 {
 				return kafka.ErrorResponse(req, code), nil
 			}
 		}
@@ -116,7 +116,7 @@ func guard(key int16, h kafka.Handler) kafka.Handler {
 // refusal is the authorization error p gets for req (of API key key), 0
 // when p may send it. A nil p (a QUEEN_KAFKA_SASL_USERS login) is not
 // limited; a key missing from the table is refused to everyone else.
-func refusal(key int16, p *authn.Principal, req kmsg.Request) int16 {
+func refusal(key int16, p Limits, req kmsg.Request) int16 {
 	if p == nil {
 		return 0
 	}
@@ -145,7 +145,7 @@ func refusal(key int16, p *authn.Principal, req kmsg.Request) int16 {
 	return 0
 }
 
-func grants(p *authn.Principal, levels []authn.Level) bool {
+func grants(p Limits, levels []authn.Level) bool {
 	for _, l := range levels {
 		if p.Allows(l) {
 			return true
@@ -159,5 +159,5 @@ func grants(p *authn.Principal, levels []authn.Level) bool {
 // all three.
 func mayCreateTopics(c *kafka.Conn) bool {
 	id, ok := identityOf(c)
-	return !ok || refusal(int16(kmsg.CreateTopics), id.Principal, kmsg.NewPtrCreateTopicsRequest()) == 0
+	return !ok || refusal(int16(kmsg.CreateTopics), id.limits(), kmsg.NewPtrCreateTopicsRequest()) == 0
 }

@@ -24,6 +24,26 @@ var ErrBadCredentials = errors.New("kafka: bad SASL credentials")
 type Identity struct {
 	Tenant    wire.ID
 	Principal *authn.Principal
+	// Limited, when set, limits the connection instead of Principal: the
+	// embedded proxy's API keys, whose scopes are not broker JWT roles.
+	Limited Limits
+}
+
+// Limits is what a login may do, by HTTP access level (authn.Principal
+// is one).
+type Limits interface {
+	Allows(authn.Level) bool
+}
+
+// limits is what limits the identity's connection; nil: nothing.
+func (id Identity) limits() Limits {
+	if id.Limited != nil {
+		return id.Limited
+	}
+	if id.Principal != nil {
+		return id.Principal
+	}
+	return nil
 }
 
 // loginTenant is the tenant a login acts for: in tenancy mode the SASL user

@@ -1,0 +1,178 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
+)
+
+// testProxy is a proxy over a one-node engine, not listening.
+func testProxy(t *testing.T, cfg Config) (*Proxy, *raftgroups.Host) {
+	t.Helper()
+	host, engine := raftgroupstest.Start(t)
+	cfg.TenantHeader = true
+	return New(cfg, engine, nil, raftgroupstest.Quiet), host
+}
+
+func TestEnsureRowsAreIdempotentUnderRaces(t *testing.T) {
+	p, _ := testProxy(t, Config{})
+	ctx := context.Background()
+	hash := HashKey("k1")
+	type result struct {
+		tenant, cluster, key string
+		created              [3]bool
+	}
+	results := make([]result, 6)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tn, tc, err := p.store.ensureTenant(ctx, "globex", "Globex")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c, cc, err := p.store.ensureCluster(ctx, tn, "globex", "pro", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			k, kc, err := p.store.ensureKey(ctx, c.ID, "default", hash, []string{ScopeProduce})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = result{tn.ID, c.ID, k.ID, [3]bool{tc, cc, kc}}
+		}()
+	}
+	wg.Wait()
+	created := [3]int{}
+	for _, r := range results {
+		if r.tenant != results[0].tenant || r.cluster != results[0].cluster || r.key != results[0].key {
+			t.Fatalf("racing creators disagree: %+v", results)
+		}
+		for j, c := range r.created {
+			if c {
+				created[j]++
+			}
+		}
+	}
+	if created != [3]int{1, 1, 1} {
+		t.Fatalf("rows created %v times, want once each", created)
+	}
+	// A slug another tenant holds, and a hash bound to another cluster,
+	// are conflicts.
+	other, _, _ := p.store.ensureTenant(ctx, "initech", "")
+	if _, _, err := p.store.ensureCluster(ctx, other, "globex", "free", nil); !errors.Is(err, ErrConflict) {
+		t.Fatalf("another tenant's slug: %v", err)
+	}
+	c2, _, _ := p.store.ensureCluster(ctx, other, "initech", "free", nil)
+	if _, _, err := p.store.ensureKey(ctx, c2.ID, "x", hash, AllScopes); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a hash bound to another cluster: %v", err)
+	}
+}
+
+func TestBootstrapRunsAtEveryBootAndChangesNothingTwice(t *testing.T) {
+	key, _ := NewKey("live")
+	p, _ := testProxy(t, Config{Bootstrap: Bootstrap{Tenant: "acme", APIKey: key, Password: "pw"}})
+	ctx := context.Background()
+	if err := p.seed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	created, err := p.bootstrap(ctx, p.cfg.Bootstrap)
+	if err != nil || created {
+		t.Fatalf("second bootstrap: created=%v err=%v", created, err)
+	}
+	cred, err := p.keyCredential(ctx, key)
+	if err != nil || cred.cluster.Slug != "acme" || cred.cluster.Plan != "dev" || len(cred.scopes) != 4 {
+		t.Fatalf("bootstrap key: %+v %v", cred, err)
+	}
+	for _, code := range []string{"free", "dev", "pro", "dedicated-s"} {
+		if _, found, err := p.plan(ctx, code); err != nil || !found {
+			t.Fatalf("plan %s not seeded: %v", code, err)
+		}
+	}
+}
+
+// TestRevocationIsSeenWithinAPoll revokes a key through another writer
+// (as another node would) and waits for this node's cache to drop it.
+func TestRevocationIsSeenWithinAPoll(t *testing.T) {
+	p, _ := testProxy(t, Config{InvalPoll: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key, _ := NewKey("test")
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	c, _, _ := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
+	k, _, err := p.store.ensureKey(ctx, c.ID, "k", HashKey(key), AllScopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cache.refresh(ctx)
+	if _, err := p.keyCredential(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); p.cache.run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	otherNode := &kvStore{engine: p.engine, timeout: time.Second}
+	k.Revoked = true
+	if _, err := otherNode.apply(ctx, putOp(apiKeyKey(k.Hash), k, false)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		_, err := p.keyCredential(ctx, key)
+		if errors.Is(err, errBadCredential) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the revoked key still authenticates: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStaleGrace: with the KV gone, a key checked recently keeps working
+// for the grace, an unseen key is refused, and after the grace all are.
+func TestStaleGrace(t *testing.T) {
+	p, host := testProxy(t, Config{StaleGrace: 500 * time.Millisecond, RequestTimeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	seen, _ := NewKey("test")
+	unseen, _ := NewKey("test")
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	c, _, _ := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
+	for _, k := range []string{seen, unseen} {
+		if _, _, err := p.store.ensureKey(ctx, c.ID, "k", HashKey(k), AllScopes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.cache.refresh(ctx)
+	if _, err := p.keyCredential(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	host.Close()
+	// The grace counts from the last good read of the feed: pretend it
+	// was now, whatever closing the node took.
+	p.cache.mu.Lock()
+	p.cache.lastGood = time.Now()
+	p.cache.mu.Unlock()
+	p.cache.refresh(ctx)
+	if _, err := p.keyCredential(ctx, seen); err != nil {
+		t.Fatalf("a recently checked key within the grace: %v", err)
+	}
+	if _, err := p.keyCredential(ctx, unseen); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an unseen key without the KV: %v", err)
+	}
+	time.Sleep(550 * time.Millisecond)
+	p.cache.refresh(ctx)
+	if _, err := p.keyCredential(ctx, seen); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a key past the grace: %v", err)
+	}
+}
