@@ -15,6 +15,8 @@ import (
 // may use it through the proxy.
 var brokerRouteClasses = map[string]string{
 	"GET /health":                   "read",
+	"GET /":                         "read",
+	"GET /assets/{path:*}":          "read",
 	"GET /metrics":                  "blocked",
 	"GET /metrics/prometheus":       "operator",
 	"POST /api/v1/push":             "produce",
@@ -43,6 +45,7 @@ var brokerRouteClasses = map[string]string{
 	"GET /api/v1/traces/by-name/{name}":                                               "read",
 	"GET /api/v1/traces/{partitionId}/{transactionId}":                                "read",
 	"GET /api/v1/resources/queues":                                                    "read",
+	"GET /api/v1/resources/topics/{topic}":                                            "read",
 	"GET /api/v1/resources/queues/{queue}":                                            "read",
 	"DELETE /api/v1/resources/queues/{queue}":                                         "queue admin",
 	"GET /api/v1/resources/queues/{queue}/depth":                                      "read",
@@ -83,6 +86,7 @@ var brokerRouteClasses = map[string]string{
 	"GET /api/v1/consumer-groups/lagging":                                             "read",
 	"POST /api/v1/consumer-groups/positions":                                          "queue admin",
 	"GET /api/v1/consumer-groups/{group}":                                             "read",
+	"GET /api/v1/consumer-groups/{group}/members":                                     "read",
 	"DELETE /api/v1/consumer-groups/{group}":                                          "queue admin",
 	"POST /api/v1/consumer-groups/{group}/subscription":                               "queue admin",
 	"DELETE /api/v1/consumer-groups/{group}/queues/{queue}":                           "queue admin",
