@@ -48,6 +48,7 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.Produce:                 {T, T, ok, ok, ok, ok},
 	kmsg.Fetch:                   {T, ok, T, ok, ok, ok},
 	kmsg.ListOffsets:             {T, ok, T, ok, ok, ok},
+	kmsg.OffsetForLeaderEpoch:    {T, ok, T, ok, ok, ok}, // offsets, as ListOffsets
 	kmsg.Metadata:                {T, ok, ok, ok, ok, ok},
 	kmsg.OffsetCommit:            {G, G, G, ok, ok, G},
 	kmsg.OffsetFetch:             {G, ok, G, ok, ok, ok},

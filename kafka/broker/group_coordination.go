@@ -66,11 +66,12 @@ type coordinators struct {
 	pending map[memberKey]pendingMembers
 	kick    chan struct{}
 	// seq orders enqueued memberships; enqueued is the newest seq of each
-	// group, tried the newest whose write was tried. wrote is closed and
-	// replaced after each write.
+	// group, tried the newest whose write was tried, written the newest
+	// whose write succeeded. wrote is closed and replaced after each write.
 	seq      uint64
 	enqueued map[memberKey]uint64
 	tried    map[memberKey]uint64
+	written  map[memberKey]uint64
 	wrote    chan struct{}
 }
 
@@ -96,7 +97,8 @@ func newCoordinators(engine *raftgroups.Engine, cfg Config, log *slog.Logger) *c
 	return &coordinators{engine: engine, self: uint64(cfg.NodeID), cfg: gc, log: log,
 		byKey: map[coordKey]*termCoordinator{}, stop: make(chan struct{}),
 		ctx: ctx, cancel: cancel, pending: map[memberKey]pendingMembers{}, kick: make(chan struct{}, 1),
-		enqueued: map[memberKey]uint64{}, tried: map[memberKey]uint64{}, wrote: make(chan struct{})}
+		enqueued: map[memberKey]uint64{}, tried: map[memberKey]uint64{}, written: map[memberKey]uint64{},
+		wrote: make(chan struct{})}
 }
 
 // get returns the coordinator of the tenant's consumer groups hashed onto

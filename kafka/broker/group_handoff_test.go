@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -156,4 +158,46 @@ func joinAlone(ctx context.Context, t *testing.T, cl *kgo.Client, group string, 
 		t.Fatalf("join: %+v %v", jr, err)
 	}
 	return jr
+}
+
+// TestJoinAnswerWaitsForItsRecord: a join's answer names a generation the
+// next coordinator must know, so it goes out only once the membership is
+// recorded in raft. When the write fails (here it cannot apply within its
+// timeout) while the node still leads, the member hears NOT_COORDINATOR
+// and joins again, rather than holding a generation only this node's
+// memory knows; a coordinator change would answer its SyncGroup or
+// heartbeat UNKNOWN_MEMBER_ID, and franz-go would give up the session
+// (TestRollingRestartUnderLoad, e2e, under load).
+func TestJoinAnswerWaitsForItsRecord(t *testing.T) {
+	var hold atomic.Bool
+	release := make(chan struct{})
+	nodes := startClusterWith(t, 1, func(_ int, c *raftgroups.Config) {
+		c.BeforeApply = func(int) {
+			if hold.Load() {
+				<-release
+			}
+		}
+	})
+	t.Cleanup(func() { hold.Store(false); close(release) }) // before the nodes close
+	cl := nodes[0].client()
+	ctx := ctxFor(t)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.ProtocolType = "unrecorded", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte("m")
+	join.Protocols = append(join.Protocols, p)
+	jr, err := join.RequestWith(ctx, cl)
+	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first join: %+v %v", jr, err)
+	}
+	hold.Store(true) // nothing more applies: the membership write times out
+	join.MemberID = jr.MemberID
+	jr, err = join.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jr.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("join answered %d (generation %d) with its membership unrecorded, want NOT_COORDINATOR", jr.ErrorCode, jr.Generation)
+	}
 }

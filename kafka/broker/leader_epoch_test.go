@@ -246,7 +246,11 @@ func TestProduceToAFollowerNamesTheLeader(t *testing.T) {
 	if !ok {
 		t.Fatal("partition not known")
 	}
-	leader, epoch := settledLeader(t, nodes, part.group)
+	leader, term, ok := nodes[0].broker.groupLeader(part.group) // startCluster settled the leaders
+	if !ok {
+		t.Fatal("the partition's group has no leader")
+	}
+	epoch := epochOf(term)
 	follower := nodes[leader%3] // any node but the leader
 	fcl := nodeClient(t, follower)
 	for _, version := range []int16{9, 10} {
@@ -288,7 +292,11 @@ func TestOffsetForLeaderEpochEndsAtTheHighWaterMark(t *testing.T) {
 	if !ok {
 		t.Fatal("partition not known")
 	}
-	leader, epoch := settledLeader(t, nodes, part.group)
+	leader, term, ok := nodes[0].broker.groupLeader(part.group) // startCluster settled the leaders
+	if !ok {
+		t.Fatal("the partition's group has no leader")
+	}
+	epoch := epochOf(term)
 	lcl := nodeClient(t, nodes[leader-1])
 	for i := range 3 {
 		req := kmsg.NewPtrProduceRequest()
@@ -328,28 +336,5 @@ func TestOffsetForLeaderEpochEndsAtTheHighWaterMark(t *testing.T) {
 	}
 	if p := ask(nodes[leader%3], -1, epoch); p.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("a follower: %+v, want NOT_LEADER_OR_FOLLOWER", p)
-	}
-}
-
-// settledLeader waits until raft group n is led by its preferred node
-// (voter n mod 3 of a three-node cluster), where the leader balancing
-// leaves it, as every node sees it, and returns that node and its epoch.
-func settledLeader(t *testing.T, nodes []*testNode, n int) (leader, epoch int32) {
-	t.Helper()
-	want := int32(n%len(nodes) + 1)
-	for deadline := time.Now().Add(testWait); ; {
-		agreed := true
-		for _, node := range nodes {
-			id, term, ok := node.broker.groupLeader(n)
-			agreed = agreed && ok && id == want
-			leader, epoch = id, epochOf(term)
-		}
-		if agreed {
-			return leader, epoch
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("raft group %d is not led by node %d", n, want)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

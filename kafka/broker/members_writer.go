@@ -49,9 +49,8 @@ func (cs *coordinators) enqueue(k coordKey, term uint64, group string, generatio
 
 // writer writes queued memberships to the raft group of their
 // coordinator until close. A write that fails is not retried: the
-// membership recorded before it stays, and a coordinator restoring that
-// older generation makes the members rejoin, which is what happened
-// before memberships were recorded at all. A membership enqueued by a
+// membership recorded before it stays, the answers waiting on it go out
+// as NOT_COORDINATOR (confirm), and the members join again. A membership enqueued by a
 // coordinator that no longer leads is not written at all: its successor
 // read the record already, and a late write would only leave behind a
 // record its successor never knew.
@@ -75,6 +74,10 @@ func (cs *coordinators) writer() {
 				cancel()
 				if err != nil {
 					cs.log.Warn("kafka group membership not recorded", "group", k.group, "generation", p.generation, "err", err)
+				} else {
+					cs.pmu.Lock()
+					cs.written[k] = max(cs.written[k], p.seq)
+					cs.pmu.Unlock()
 				}
 			}
 			cs.pmu.Lock()
@@ -91,9 +94,10 @@ func (cs *coordinators) writer() {
 // confirm is asked before a JoinGroup or SyncGroup answer that coord gave
 // for group goes out. It waits until the membership coord enqueued for the
 // group by then has been written (at most writeTimeout), then answers
-// NOT_COORDINATOR if this node no longer coordinates k in the term coord
-// was built in (a leadership hand-off as the node stops, or a lost
-// election). Such an answer would name a generation the next coordinator,
+// NOT_COORDINATOR if that write failed or did not finish (the answer
+// would name a generation only this node's memory holds), or if this node
+// no longer coordinates k in the term coord was built in (a leadership
+// hand-off as the node stops, or a lost election). Such an answer would name a generation the next coordinator,
 // which read the record when it took over, may never have heard of; told
 // NOT_COORDINATOR, the client finds that coordinator and joins or syncs
 // again there, where the record it holds is the truth. So a member that
@@ -123,6 +127,12 @@ wait:
 		case <-t.C:
 			break wait
 		}
+	}
+	cs.pmu.Lock()
+	recorded := cs.written[mk] >= target
+	cs.pmu.Unlock()
+	if !recorded {
+		return kerr.NotCoordinator
 	}
 	leader, term, ok := cs.engine.Leader(k.group)
 	cs.mu.Lock()
