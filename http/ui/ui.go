@@ -39,12 +39,23 @@ var contentTypes = map[string]string{
 // assets maps a URL path under /assets/ (and "" for the page itself) to
 // its file, built once: the files never change in a running binary.
 var assets = func() map[string]Asset {
-	out := map[string]Asset{}
 	root, err := fs.Sub(files, "static")
 	if err != nil {
 		panic(err) // the embed pattern guarantees the directory
 	}
-	err = fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+	out, err := Load(root)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}()
+
+// Load reads every file of root into assets by their slash paths, with
+// content types and validators: the dashboard's files and the proxy's
+// console's are served the same way.
+func Load(root fs.FS) (map[string]Asset, error) {
+	out := map[string]Asset{}
+	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -60,11 +71,8 @@ var assets = func() map[string]Asset {
 		out[p] = Asset{Body: b, ContentType: ct, ETag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 		return nil
 	})
-	if err != nil {
-		panic(err)
-	}
-	return out
-}()
+	return out, err
+}
 
 // Page is the dashboard's HTML document, served at "/".
 func Page() Asset { return assets["index.html"] }

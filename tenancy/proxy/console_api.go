@@ -18,7 +18,7 @@ import (
 var errNoRole = newError(http.StatusForbidden, "forbidden", "no role on this cluster")
 
 // consoleCluster serves /api/console/clusters/:slug and below.
-func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, parts []string) {
+func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, method string, parts []string) {
 	s, err := p.consoleSession(ctx)
 	if err != nil {
 		writeError(ctx, err)
@@ -40,12 +40,22 @@ func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, parts []string) {
 		writeError(ctx, errNoRole)
 		return
 	}
+	if method != "GET" && method != "HEAD" {
+		p.consoleChange(ctx, method, c, role, parts[1:])
+		return
+	}
 	sub := strings.Join(parts[1:], "/")
 	var out any
 	switch sub {
 	case "":
 		out, err = p.consoleOverview(ctx, c, role)
 	case "usage":
+		if days := ctx.QueryArgs().GetUintOrZero("days"); days > 0 {
+			var rows []usageDay
+			rows, err = p.store.usageDays(ctx, c.ID, time.Now().AddDate(0, 0, -min(days, 400)))
+			out = map[string]any{"days": rows}
+			break
+		}
 		var rows []usageMinute
 		rows, err = p.store.usage(ctx, c.ID, time.Now().Add(-time.Hour))
 		out = map[string]any{"minutes": rows}
@@ -55,7 +65,15 @@ func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, parts []string) {
 			writeError(ctx, terr)
 			return
 		}
-		status, body := p.brokerCall("GET", "/api/v1/resources/queues", tenant, nil)
+		// The broker's list pages; the console walks it by the same cursor.
+		q := fasthttp.AcquireArgs()
+		defer fasthttp.ReleaseArgs(q)
+		for _, name := range []string{"limit", "cursor"} {
+			if v := ctx.QueryArgs().Peek(name); len(v) > 0 {
+				q.SetBytesV(name, v)
+			}
+		}
+		status, body := p.brokerCall("GET", "/api/v1/resources/queues?"+q.String(), tenant, nil)
 		ctx.SetStatusCode(status)
 		ctx.SetContentType("application/json")
 		ctx.SetBody(body)
