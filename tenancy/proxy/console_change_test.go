@@ -33,7 +33,9 @@ func webCall(p *Proxy, method, path, body string, headers map[string]string) (in
 	return rc.Response.StatusCode(), string(rc.Response.Header.Peek("Location")), string(rc.Response.Body())
 }
 
-func bearerHeader(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+func bearerHeader(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token}
+}
 
 // consoleProxy is a seeded proxy over a real broker handler with the
 // bootstrap cluster acme as the default, and an admin session.
