@@ -2,7 +2,7 @@
 // embedded in the binary, so `go run ./cmd/queen` serves the page with
 // nothing else to install or build. The pages read and act through the
 // broker's own HTTP API; this package only serves the files. Its styles
-// and modules (api.js, dom.js, chart.js, style.css) are generic so the
+// and modules (api.js, dom.js, chart.js, shell.js, style.css) are generic so the
 // proxy's console can reuse them.
 package ui
 

@@ -32,7 +32,7 @@ var assets = func() map[string]ui.Asset {
 
 // shared are the dashboard's files the console uses as they are; the
 // dashboard's own pages are not the console's to serve.
-var shared = []string{"style.css", "api.js", "dom.js", "chart.js", "favicon.svg"}
+var shared = []string{"style.css", "api.js", "dom.js", "chart.js", "shell.js", "favicon.svg"}
 
 // Page is the console's HTML document, served at /console.
 func Page() ui.Asset { return assets["index.html"] }

@@ -9,7 +9,7 @@ func TestLookup(t *testing.T) {
 	if p := Page(); !strings.Contains(string(p.Body), `src="/console/assets/app.js"`) || !strings.HasPrefix(p.ContentType, "text/html") {
 		t.Fatalf("the page: %q %.200s", p.ContentType, p.Body)
 	}
-	for _, name := range []string{"app.js", "console.css", "style.css", "api.js", "dom.js", "chart.js"} {
+	for _, name := range []string{"app.js", "pages.js", "console.css", "style.css", "api.js", "dom.js", "chart.js", "shell.js"} {
 		a, ok := Lookup(name)
 		if !ok || len(a.Body) == 0 || a.ETag == "" {
 			t.Fatalf("%s: not served", name)

@@ -5,6 +5,7 @@
 
 import { get, post, ApiError } from "./api.js";
 import { h, clear, notice, field } from "./dom.js";
+import { Life, themeButton, foldingMenu, skipTo } from "./shell.js";
 import * as pages from "./pages.js";
 
 const view = document.getElementById("view");
@@ -33,21 +34,6 @@ function describe(e) {
   return `${e.message}${e.code ? ` (${e.code})` : ""}`;
 }
 
-// Life is one page visit: polls and requests end when the user leaves.
-class Life {
-  constructor() { this.ctl = new AbortController(); this.timers = []; }
-  get signal() { return this.ctl.signal; }
-  get alive() { return !this.ctl.signal.aborted; }
-  every(ms, fn) {
-    const tick = async () => {
-      if (!this.alive) return;
-      try { await fn(); } catch (e) { report(e); }
-      if (this.alive) this.timers.push(setTimeout(tick, ms));
-    };
-    tick();
-  }
-  end() { this.ctl.abort(); this.timers.forEach(clearTimeout); }
-}
 let life = null;
 
 // parseRoute reads "#/c/acme/keys" as {page: "keys", cluster: "acme"}.
@@ -80,7 +66,7 @@ function navFor(route) {
 
 async function render() {
   if (life) life.end();
-  life = new Life();
+  life = new Life(report);
   alertBox.textContent = "";
   closeMenu();
   clear(view);
@@ -170,31 +156,9 @@ signOut.addEventListener("click", async () => {
   render();
 });
 
-// Theme, as on the dashboard: the system's unless the user chose.
-function applyTheme(t) {
-  if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
-  const dark = t ? t === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
-  const b = document.getElementById("theme-toggle");
-  b.textContent = dark ? "Light theme" : "Dark theme";
-  b.setAttribute("aria-pressed", String(dark));
-}
-document.getElementById("theme-toggle").addEventListener("click", () => {
-  const cur = document.documentElement.dataset.theme || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
-  const next = cur === "dark" ? "light" : "dark";
-  localStorage.setItem("queen.theme", next);
-  applyTheme(next);
-});
-applyTheme(localStorage.getItem("queen.theme"));
-
-const nav = document.getElementById("nav");
-const menu = document.getElementById("menu-toggle");
-function closeMenu() { nav.dataset.open = "false"; menu.setAttribute("aria-expanded", "false"); }
-menu.addEventListener("click", () => {
-  const open = nav.dataset.open !== "true";
-  nav.dataset.open = String(open);
-  menu.setAttribute("aria-expanded", String(open));
-});
-document.querySelector(".skip").addEventListener("click", (ev) => { ev.preventDefault(); view.focus(); });
+themeButton(document.getElementById("theme-toggle"));
+const closeMenu = foldingMenu(document.getElementById("nav"), document.getElementById("menu-toggle"));
+skipTo(document.querySelector(".skip"), view);
 window.addEventListener("hashchange", () => render().then(() => view.focus()));
 
 loadMe().then(render);
