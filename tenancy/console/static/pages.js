@@ -53,6 +53,12 @@ function barChart(title, rows) {
       h("span", null, h("i", { style: "background:var(--series-b)" }), "requests")));
 }
 
+// refreshButton reloads a list on demand: lists with links and pagers
+// are not polled, so keyboard focus stays where the user put it.
+function refreshButton(load) {
+  return h("p", null, h("button", { type: "button", onclick: () => load().catch(fail) }, "Refresh"));
+}
+
 function tile(label, value, id) {
   return h("div", { class: "tile" }, h("div", { class: "label" }, label), h("div", { class: "value", id }, value));
 }
@@ -111,7 +117,8 @@ export const queues = {
   async render(view, { cluster }, life) {
     const out = h("div");
     view.append(h("h1", null, `Queues of ${cluster.slug}`),
-      h("p", { class: "muted" }, "Read only. Open the dashboard for partitions, messages and consumer groups."), out);
+      h("p", { class: "muted" }, "Read only. Open the dashboard for partitions, messages and consumer groups."),
+      refreshButton(() => pager.show()), out);
     const pager = new Pager(async (cursor) => {
       const r = await page(api(cluster, "queues"), { limit: 50, cursor }, life.signal);
       return { rows: r.data.queues || [], next: r.next };
@@ -123,7 +130,7 @@ export const queues = {
       { label: "Dead letters", num: true, cell: (q) => num(q.messages.deadLetter) },
       { label: "Created", cell: (q) => new Date(q.createdAt).toLocaleString() },
     ], rows, "No queues yet: push a message with an API key to make one."), controls));
-    life.every(5000, () => pager.show());
+    await pager.first();
   },
 };
 
@@ -207,8 +214,7 @@ export const operator = {
   title: "Clusters",
   async render(view, ctx, life) {
     const out = h("div");
-    view.append(h("h1", null, "Every cluster"), h("p", { class: "muted" }, "Operators are admin on every cluster."), out);
-    life.every(5000, async () => {
+    const load = async () => {
       const r = await get("/api/console/operator/clusters", life.signal);
       clear(out).append(table(null, [
         { label: "Cluster", cell: (c) => h("a", { href: `#/c/${enc(c.slug)}` }, c.slug) },
@@ -217,7 +223,9 @@ export const operator = {
         { label: "Cluster status", cell: (c) => statusBadge(c.status) },
         { label: "Tenant status", cell: (c) => statusBadge(c.tenant_status) },
       ], r.clusters, "No clusters."));
-    });
+    };
+    view.append(h("h1", null, "Every cluster"), h("p", { class: "muted" }, "Operators are admin on every cluster."), refreshButton(load), out);
+    await load();
   },
 };
 
