@@ -125,8 +125,8 @@ func (p *Proxy) mintKey(ctx context.Context, c *Cluster, name string, scopes []s
 	return &mintedKey{ID: k.ID, Name: k.Name, Scopes: k.Scopes, APIKey: plain}, nil
 }
 
-// operatorClusters lists every cluster with its tenant's status, for
-// operators; everyone else is told there is nothing here, as on the
+// operatorClusters lists every cluster with its tenant's status and its
+// last traffic, for operators; everyone else is told there is nothing here, as on the
 // operator routes.
 func (p *Proxy) operatorClusters(ctx *fasthttp.RequestCtx) {
 	s, err := p.consoleSession(ctx)
@@ -150,6 +150,9 @@ func (p *Proxy) operatorClusters(ctx *fasthttp.RequestCtx) {
 		Plan         string `json:"plan_code"`
 		Status       string `json:"status"`
 		TenantStatus string `json:"tenant_status"`
+		// LastTraffic is the last request the proxy admitted for the
+		// cluster (RFC 3339), null before any.
+		LastTraffic *string `json:"last_traffic"`
 	}
 	out := make([]row, 0, len(cs))
 	tenants := map[string]string{}
@@ -163,7 +166,12 @@ func (p *Proxy) operatorClusters(ctx *fasthttp.RequestCtx) {
 			}
 			ts, tenants[c.TenantSlug] = t.Status, t.Status
 		}
-		out = append(out, row{c.ID, c.Slug, c.TenantSlug, c.Plan, c.Status, ts})
+		act, err := p.store.activityOf(ctx, c.ID)
+		if err != nil {
+			writeError(ctx, err)
+			return
+		}
+		out = append(out, row{c.ID, c.Slug, c.TenantSlug, c.Plan, c.Status, ts, msTime(act.LastTrafficMs)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
 	writeJSON(ctx, http.StatusOK, map[string]any{"clusters": out})

@@ -184,7 +184,8 @@ func TestConsolePagesAndSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, out = webCall(p, "GET", "/api/console/operator/clusters", "", bearerHeader(session))
-	if code != http.StatusOK || !strings.Contains(out, `"slug":"acme"`) || !strings.Contains(out, `"tenant_status":"active"`) {
+	if code != http.StatusOK || !strings.Contains(out, `"slug":"acme"`) || !strings.Contains(out, `"tenant_status":"active"`) ||
+		!strings.Contains(out, `"last_traffic":`) {
 		t.Fatalf("an operator: %d %s", code, out)
 	}
 }

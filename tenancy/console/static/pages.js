@@ -4,7 +4,7 @@
 // answer; ctx.cluster is {slug, role}.
 
 import { get, call, enc, page } from "./api.js";
-import { h, clear, num, bytes, badge, table, notice, field, fail, Pager } from "./dom.js";
+import { h, clear, num, bytes, when, badge, table, notice, field, fail, Pager } from "./dom.js";
 import { LineChart } from "./chart.js";
 
 const api = (c, sub = "") => `/api/console/clusters/${enc(c.slug)}${sub ? "/" + sub : ""}`;
@@ -222,6 +222,7 @@ export const operator = {
         { label: "Plan", cell: (c) => c.plan_code },
         { label: "Cluster status", cell: (c) => statusBadge(c.status) },
         { label: "Tenant status", cell: (c) => statusBadge(c.tenant_status) },
+        { label: "Last traffic", cell: (c) => when(c.last_traffic) },
       ], r.clusters, "No clusters."));
     };
     view.append(h("h1", null, "Every cluster"), h("p", { class: "muted" }, "Operators are admin on every cluster."), refreshButton(load), out);
