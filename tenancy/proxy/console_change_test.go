@@ -129,6 +129,11 @@ func TestConsoleMintsAndRevokesKeys(t *testing.T) {
 }
 
 func TestConsolePagesAndSignIn(t *testing.T) {
+	// Without a session secret there is no console.
+	off := &Proxy{cfg: Config{}}
+	if code, _, _ := webCall(off, "GET", "/console", "", nil); code != http.StatusNotFound {
+		t.Fatalf("/console without a secret: %d", code)
+	}
 	p, session := consoleProxy(t, Config{OperatorEnabled: true})
 	code, _, out := webCall(p, "GET", "/console", "", nil)
 	if code != http.StatusOK || !strings.Contains(out, "Queen console") {

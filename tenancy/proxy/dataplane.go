@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -298,7 +299,7 @@ func (p *Proxy) operatorRoute(ctx *fasthttp.RequestCtx) {
 // live session to the console's sign-in (303 to /console), rather than
 // answering it JSON; true when it did.
 func (p *Proxy) toSignIn(ctx *fasthttp.RequestCtx, path string, err error) bool {
-	if p.cfg.JWTSecret == "" || path != "/" || !ctx.IsGet() || (err != errMissingCredential && err != errBadSession) {
+	if p.cfg.JWTSecret == "" || path != "/" || !ctx.IsGet() || !(errors.Is(err, errMissingCredential) || errors.Is(err, errBadSession)) {
 		return false
 	}
 	// A relative Location: behind a TLS-terminating balancer the node
