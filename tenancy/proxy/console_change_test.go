@@ -134,6 +134,11 @@ func TestConsolePagesAndSignIn(t *testing.T) {
 	if code, _, _ := webCall(off, "GET", "/console", "", nil); code != http.StatusNotFound {
 		t.Fatalf("/console without a secret: %d", code)
 	}
+	// The page offers a provider only when its client id is set.
+	github := &Proxy{cfg: Config{JWTSecret: "s", OAuth: OAuthConfig{PublicURL: "https://q.example", GitHub: OAuthProvider{ClientID: "id"}}}}
+	if code, _, out := webCall(github, "GET", "/auth/providers", "", nil); code != http.StatusOK || out != `{"github":true,"google":false,"password":true}` {
+		t.Fatalf("providers with GitHub: %d %s", code, out)
+	}
 	p, session := consoleProxy(t, Config{OperatorEnabled: true})
 	code, _, out := webCall(p, "GET", "/console", "", nil)
 	if code != http.StatusOK || !strings.Contains(out, "Queen console") {
