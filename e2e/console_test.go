@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
@@ -16,8 +18,9 @@ import (
 // Chromium: an API key is refused at sign-in, the bootstrap admin signs in
 // with the password, creates a key on the page and reads it once; the key
 // pushes through the proxy port and the queue appears in the console's
-// list and on the dashboard behind the same sign-in; the key revoked on
-// the page is refused. Each page's screenshot goes to docs/ui/.
+// list and on the dashboard behind the same sign-in, where a seek (a
+// change) works too; the key revoked on the page is refused. Each page's
+// screenshot goes to docs/ui/.
 func TestConsoleInBrowser(t *testing.T) {
 	needChromium(t)
 	bootKey, _ := newAPIKey(t)
@@ -74,6 +77,17 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.screenshot(t, "console-queues")
 	b.run(t, "open the dashboard", chromedp.Navigate(proxy+"/#/queues"))
 	b.waitRow(t, "console-orders", map[int]string{1: "1", 2: "2"})
+	// A change from the dashboard rides the same sign-in: a group that
+	// consumed one of the two messages is sought to the end on the page.
+	consumeOne(t, ctx, proxy, bootKey, "console-orders", "console-workers")
+	b.run(t, "open the group", chromedp.Navigate(proxy+"/#/groups/console-workers"))
+	b.waitFor(t, "lag 1", `document.querySelector(".group-lag")?.dataset.lag === "1"`, nil)
+	b.run(t, "seek to the end", chromedp.Evaluate[chromedp.Void](`(() => {
+		const f = document.querySelector("form[aria-label='Seek console-workers on console-orders']");
+		f.at.value = "2099-01-01T00:00";
+		f.requestSubmit();
+	})()`))
+	b.waitFor(t, "lag 0 after the seek", `document.querySelector(".group-lag")?.dataset.lag === "0"`, nil)
 
 	// Members and the operators' list (the admin is an operator here).
 	b.run(t, "open members", chromedp.Navigate(proxy+"/console#/c/acme/members"))
@@ -121,4 +135,22 @@ func phone(t *testing.T, b *tab, name string) {
 	b.waitFor(t, "the folded menu", `getComputedStyle(document.getElementById("menu-toggle")).display !== "none"`, nil)
 	b.screenshot(t, name)
 	b.run(t, "laptop", chromedp.EmulateReset())
+}
+
+// consumeOne pops one message of queue for group through the proxy with
+// key and acknowledges it.
+func consumeOne(t *testing.T, ctx context.Context, proxy, key, queue, group string) {
+	t.Helper()
+	code, _, body := proxyDo(t, ctx, proxy, proxyReq{method: "GET", bearer: key,
+		path: "/api/v1/pop/queue/" + queue + "?batch=1&subscriptionMode=all&consumerGroup=" + group})
+	var ans struct{ Messages []popMessage }
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &ans) != nil || len(ans.Messages) != 1 {
+		t.Fatalf("pop through the proxy: %d %s", code, body)
+	}
+	m := ans.Messages[0]
+	ack, _ := json.Marshal(map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID, "leaseId": m.LeaseID,
+		"status": "completed", "consumerGroup": group})
+	if code, _, body = proxyDo(t, ctx, proxy, proxyReq{method: "POST", path: "/api/v1/ack", bearer: key, body: string(ack)}); code != http.StatusOK {
+		t.Fatalf("ack through the proxy: %d %s", code, body)
+	}
 }
