@@ -120,6 +120,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	phone(t, b, "console-keys-phone")
 
+	// A session that ends under an open page sends it back to the sign-in,
+	// saying so.
+	b.run(t, "end the session elsewhere", chromedp.Evaluate[chromedp.Void](`fetch("/auth/logout", {method: "POST"}).then(() => { location.hash = "#/c/acme/members"; })`))
+	b.waitFor(t, "the sign-in after the session ended", `!!document.querySelector("form[aria-label='Sign in']") &&
+		document.getElementById("alert").innerText === "Your session ended: sign in again."`, nil)
+	b.run(t, "sign in again", chromedp.SendKeys(email, "admin@localhost"), chromedp.SendKeys(password, "hunter22"),
+		chromedp.Click(chromedp.CSS(`form[aria-label='Sign in'] button[type=submit]`)))
+	b.waitFor(t, "signed in again", `document.getElementById("who").innerText === "admin@localhost"`, nil)
+
 	// Signed out: the dashboard's page sends the browser to sign in again.
 	b.run(t, "sign out", chromedp.Click(chromedp.ID("sign-out")))
 	b.waitFor(t, "the sign-in form again", `!!document.querySelector("form[aria-label='Sign in']")`, nil)

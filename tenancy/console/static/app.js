@@ -20,6 +20,13 @@ let me = null;
 
 export function report(e) {
   if (e && e.name === "AbortError") return;
+  if (e instanceof ApiError && e.status === 401 && me) {
+    // The session ended (expired, or signed out elsewhere): back to the
+    // sign-in, saying why.
+    me = null;
+    render().then(() => { alertBox.textContent = "Your session ended: sign in again."; });
+    return;
+  }
   alertBox.textContent = describe(e);
 }
 window.addEventListener("queen:error", (ev) => report(ev.detail));
@@ -61,6 +68,15 @@ function navFor(route) {
   if (me.operator) links.push(["#/operator", "operator", "Clusters (operator)"]);
   navList.replaceChildren(...links.map(([href, page, label]) =>
     h("li", null, h("a", { href, "aria-current": page === route.page ? "page" : null }, label))));
+  if (me.clusters.length > 1) {
+    // Someone with roles on several clusters switches here, staying on
+    // the same kind of page.
+    const pick = h("select", { "aria-label": "Cluster", onchange: () => {
+      const sub = route.page === "overview" || route.page === "operator" ? "" : `/${route.page}`;
+      location.hash = `#/c/${encodeURIComponent(pick.value)}${sub}`;
+    } }, me.clusters.map((x) => h("option", { value: x.slug, selected: x.slug === slug }, `${x.slug} (${x.role})`)));
+    navList.prepend(h("li", null, pick));
+  }
   navList.append(h("li", null, h("a", { href: "/" }, "Dashboard")));
 }
 
@@ -98,8 +114,7 @@ async function render() {
   try {
     await page.render(view, { cluster: c, me }, life);
   } catch (e) {
-    report(e);
-    if (e instanceof ApiError && e.status === 401) { me = null; render(); }
+    report(e); // a 401 goes back to the sign-in
   }
 }
 
