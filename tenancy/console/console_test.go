@@ -3,6 +3,8 @@ package console
 import (
 	"strings"
 	"testing"
+
+	"github.com/queen-mq/queen/http/ui"
 )
 
 func TestLookup(t *testing.T) {
@@ -23,5 +25,20 @@ func TestLookup(t *testing.T) {
 		if _, ok := Lookup(name); ok {
 			t.Fatalf("%q is served", name)
 		}
+	}
+}
+
+// Every module import and /console/assets/ link of the console's files
+// resolves, the shared modules' imports included.
+func TestEveryReferenceResolves(t *testing.T) {
+	if bad := ui.Unresolved(assets, "/console/assets/", Lookup); len(bad) > 0 {
+		t.Fatalf("not served: %q", bad)
+	}
+	sharedFiles := map[string]ui.Asset{}
+	for _, name := range shared {
+		sharedFiles[name], _ = Lookup(name)
+	}
+	if bad := ui.Unresolved(sharedFiles, "/console/assets/", Lookup); len(bad) > 0 {
+		t.Fatalf("a shared module imports what the console does not serve: %q", bad)
 	}
 }
