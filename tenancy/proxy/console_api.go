@@ -103,20 +103,54 @@ func (p *Proxy) consoleOverview(ctx context.Context, c *Cluster, role string) (a
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	rows, err := p.store.usage(ctx, c.ID, time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC))
+	month, err := p.monthToDate(ctx, c.ID, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	month := map[string]*meterRow{}
-	for _, r := range rows {
-		if month[r.Op] == nil {
-			month[r.Op] = &meterRow{}
-		}
-		month[r.Op].add(r.meterRow)
-	}
 	return map[string]any{"cluster": map[string]string{"id": c.ID, "slug": c.Slug, "plan_code": c.Plan, "status": c.Status},
 		"role": role, "limits": v.limits, "features": v.plan.Features, "month_to_date": month}, nil
+}
+
+// monthToDate sums a cluster's usage this calendar month (UTC) by class:
+// the day rows of the days before yesterday, and the minute rows of
+// yesterday and today, which the hourly rollup may not have caught up
+// with. So the overview, which the console polls, reads at most two days
+// of minutes whatever the date, not a month of them.
+func (p *Proxy) monthToDate(ctx context.Context, cluster string, now time.Time) (map[string]*meterRow, error) {
+	now = now.UTC()
+	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	minutesFrom := time.Date(now.Year(), now.Month(), now.Day()-1, 0, 0, 0, 0, time.UTC)
+	if minutesFrom.Before(monthStart) { // the 1st: this month has no yesterday
+		minutesFrom = monthStart
+	}
+	out := map[string]*meterRow{}
+	add := func(op string, r meterRow) {
+		if out[op] == nil {
+			out[op] = &meterRow{}
+		}
+		out[op].add(r)
+	}
+	if monthStart.Before(minutesFrom) {
+		days, err := p.store.usageDays(ctx, cluster, monthStart)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range days {
+			if d.Day < minutesFrom.Format(time.DateOnly) {
+				add(d.Op, d.meterRow)
+			}
+		}
+	}
+	minutes, err := p.store.usage(ctx, cluster, minutesFrom)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range minutes {
+		if m.Minute <= minuteOf(now) {
+			add(m.Op, m.meterRow)
+		}
+	}
+	return out, nil
 }
 
 // clusterKeys lists a cluster's keys, never their hashes.

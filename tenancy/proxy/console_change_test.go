@@ -199,3 +199,39 @@ func TestConsolePagesAndSignIn(t *testing.T) {
 		t.Fatalf("an operator: %d %s", code, out)
 	}
 }
+
+// The month to date adds the day rows of the days before yesterday to the
+// minutes of yesterday and today, each message once, last month's none.
+func TestMonthToDateFromDaysAndMinutes(t *testing.T) {
+	p, _ := testProxy(t, Config{})
+	ctx := context.Background()
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	c, _, _ := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
+	now := time.Date(2026, 12, 15, 12, 0, 0, 0, time.UTC)
+	at := func(day, n int) {
+		m := newMeter(p.store, uint64(day), "", time.Hour, raftgroupstest.Quiet)
+		m.now = func() time.Time { return time.Date(2026, 12, day, 10, 0, 0, 0, time.UTC) }
+		m.record(c.ID, "push", 201, 10, []byte(`[`+strings.TrimSuffix(strings.Repeat(`{"status":"queued"},`, n), ",")+`]`))
+		if err := m.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at(0, 5)  // November 30th: last month
+	at(3, 1)  // rolled into its day on the 4th
+	at(14, 2) // yesterday, rolled today too
+	at(15, 3) // today
+	for _, day := range []int{4, 15} {
+		if err := p.rollup(ctx, time.Date(2026, 12, day, 11, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := p.monthToDate(ctx, c.ID, now)
+	if err != nil || len(got) != 1 || got["push"] == nil || got["push"].Msgs != 6 || got["push"].Reqs != 3 {
+		t.Fatalf("month to date: %+v %v", got, err)
+	}
+	// On the 1st, only the month's own minutes count.
+	first, err := p.monthToDate(ctx, c.ID, time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	if err != nil || len(first) != 0 {
+		t.Fatalf("on the 1st: %+v %v", first, err)
+	}
+}
