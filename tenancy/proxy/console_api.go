@@ -175,11 +175,6 @@ func (p *Proxy) clusterKeys(ctx context.Context, cluster string) (any, error) {
 
 // clusterMembers lists the people with a role on a cluster.
 func (p *Proxy) clusterMembers(ctx context.Context, cluster string) (any, error) {
-	type member struct {
-		UserID string `json:"user_id"`
-		Email  string `json:"email"`
-		Role   string `json:"role"`
-	}
 	out := []member{}
 	err := p.store.scan(ctx, "user/", "", func(_ string, val []byte) bool {
 		var u User

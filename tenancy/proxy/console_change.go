@@ -48,47 +48,67 @@ func (p *Proxy) providers(ctx *fasthttp.RequestCtx) {
 }
 
 // consoleChange serves the console's writes on cluster c, for a person
-// with role there: POST keys (mint) and DELETE keys/:id (revoke), admins
-// only.
+// with role there, admins only: POST keys (mint), DELETE keys/:id
+// (revoke); POST members (add), PUT members/:user_id (change the role),
+// DELETE members/:user_id (remove from the cluster).
 func (p *Proxy) consoleChange(ctx *fasthttp.RequestCtx, method string, c *Cluster, role string, parts []string) {
-	isKeys := len(parts) >= 1 && parts[0] == "keys"
-	switch {
-	case !isKeys || (method == "POST" && len(parts) != 1) || (method == "DELETE" && len(parts) != 2) ||
-		(method != "POST" && method != "DELETE"):
+	route := method + " " + strings.Join(parts, "/")
+	if len(parts) == 2 {
+		route = method + " " + parts[0] + "/:id"
+	}
+	switch route {
+	case "POST keys", "DELETE keys/:id", "POST members", "PUT members/:id", "DELETE members/:id":
+	default:
 		writeError(ctx, errNotFound)
 		return
-	case role != RoleAdmin:
+	}
+	if role != RoleAdmin {
 		writeError(ctx, errNotPermitted)
-		return
-	}
-	if method == "DELETE" {
-		if err := p.revokeKey(ctx, parts[1], c.ID); err != nil {
-			writeError(ctx, err)
-			return
-		}
-		writeJSON(ctx, http.StatusOK, map[string]bool{"ok": true})
-		return
-	}
-	body, err := readBody(ctx, 64<<10)
-	if err != nil {
-		writeError(ctx, err)
 		return
 	}
 	var q struct {
 		Name   string   `json:"name"`
 		Scopes []string `json:"scopes"`
+		Email  string   `json:"email"`
+		Role   string   `json:"role"`
 	}
-	r := cpRequest{body: body}
-	if err := r.decode(&q); err != nil {
-		writeError(ctx, err)
-		return
+	if method != "DELETE" {
+		body, err := readBody(ctx, 64<<10)
+		if err != nil {
+			writeError(ctx, err)
+			return
+		}
+		r := cpRequest{body: body}
+		if err := r.decode(&q); err != nil {
+			writeError(ctx, err)
+			return
+		}
 	}
-	out, err := p.mintKey(ctx, c, strings.TrimSpace(q.Name), q.Scopes)
+	var out any = map[string]bool{"ok": true}
+	status := http.StatusOK
+	var err error
+	switch route {
+	case "POST keys":
+		status = http.StatusCreated
+		out, err = p.mintKey(ctx, c, strings.TrimSpace(q.Name), q.Scopes)
+	case "DELETE keys/:id":
+		err = p.revokeKey(ctx, parts[1], c.ID)
+	case "POST members":
+		out, err = p.addMember(ctx, c, strings.TrimSpace(q.Email), q.Role)
+	case "PUT members/:id":
+		if !ValidRole(q.Role) {
+			err = invalid("role must be one of %s", strings.Join(allRoles, ", "))
+			break
+		}
+		err = p.setMemberRole(ctx, c, parts[1], q.Role)
+	case "DELETE members/:id":
+		err = p.setMemberRole(ctx, c, parts[1], "")
+	}
 	if err != nil {
 		writeError(ctx, err)
 		return
 	}
-	writeJSON(ctx, http.StatusCreated, out)
+	writeJSON(ctx, status, out)
 }
 
 // mintedKey is a key made on the console: the only answer that ever holds

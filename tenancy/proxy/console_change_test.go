@@ -235,3 +235,76 @@ func TestMonthToDateFromDaysAndMinutes(t *testing.T) {
 		t.Fatalf("on the 1st: %+v %v", first, err)
 	}
 }
+
+func TestConsoleManagesMembers(t *testing.T) {
+	p, session := consoleProxy(t, Config{})
+	admin := bearerHeader(session)
+	code, _, out := webCall(p, "POST", "/api/console/clusters/acme/members", `{"email":"Dev@Acme.example","role":"viewer"}`, admin)
+	var m member
+	if code != http.StatusOK || json.Unmarshal([]byte(out), &m) != nil || m.Email != "dev@acme.example" || m.Role != "viewer" {
+		t.Fatalf("add: %d %s", code, out)
+	}
+	// Adding again keeps the role.
+	if code, _, out = webCall(p, "POST", "/api/console/clusters/acme/members", `{"email":"dev@acme.example","role":"admin"}`, admin); code != http.StatusOK || !strings.Contains(out, `"role":"viewer"`) {
+		t.Fatalf("add again: %d %s", code, out)
+	}
+	for _, body := range []string{`{"email":"nobody","role":"viewer"}`, `{"email":"a@b.example","role":"owner"}`, `{"email":"a@b.example"}`} {
+		if code, _, out = webCall(p, "POST", "/api/console/clusters/acme/members", body, admin); code != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", body, code, out)
+		}
+	}
+	if code, _, _ = webCall(p, "PUT", "/api/console/clusters/acme/members/"+m.UserID, `{"role":"root"}`, admin); code != http.StatusBadRequest {
+		t.Fatalf("a bad role: %d", code)
+	}
+	if code, _, out = webCall(p, "PUT", "/api/console/clusters/acme/members/"+m.UserID, `{"role":"consumer"}`, admin); code != http.StatusOK {
+		t.Fatalf("change: %d %s", code, out)
+	}
+	_, _, out = webCall(p, "GET", "/api/console/clusters/acme/members", "", admin)
+	if !strings.Contains(out, `{"user_id":"`+m.UserID+`","email":"dev@acme.example","role":"consumer"}`) {
+		t.Fatalf("members: %s", out)
+	}
+
+	// The consumer now consumes on the data plane and cannot see members.
+	ctx := context.Background()
+	var u User
+	if _, err := p.store.get(ctx, userKey(m.UserID), &u); err != nil {
+		t.Fatal(err)
+	}
+	dev, _ := p.issueSession(&u, time.Now())
+	if code, _, _ = webCall(p, "GET", "/api/console/clusters/acme/members", "", bearerHeader(dev)); code != http.StatusForbidden {
+		t.Fatalf("a consumer's members: %d", code)
+	}
+	if code, _, _ = webCall(p, "DELETE", "/api/console/clusters/acme/members/"+m.UserID, "", bearerHeader(dev)); code != http.StatusForbidden {
+		t.Fatalf("a consumer removes: %d", code)
+	}
+
+	// The last admin stays; with a second admin, the first may go.
+	var r ref
+	if _, err := p.store.get(ctx, userEmailKey("admin@localhost"), &r); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, out = webCall(p, "PUT", "/api/console/clusters/acme/members/"+r.ID, `{"role":"viewer"}`, admin); code != http.StatusConflict || !strings.Contains(out, "last_admin") {
+		t.Fatalf("demote the last admin: %d %s", code, out)
+	}
+	if code, _, _ = webCall(p, "PUT", "/api/console/clusters/acme/members/"+m.UserID, `{"role":"admin"}`, admin); code != http.StatusOK {
+		t.Fatalf("promote: %d", code)
+	}
+	if code, _, out = webCall(p, "DELETE", "/api/console/clusters/acme/members/"+r.ID, "", bearerHeader(dev)); code != http.StatusOK {
+		t.Fatalf("remove the first admin: %d %s", code, out)
+	}
+	if code, _, _ = webCall(p, "GET", "/api/console/clusters/acme", "", admin); code != http.StatusForbidden {
+		t.Fatalf("the removed admin still sees the cluster: %d", code)
+	}
+	if code, _, _ = webCall(p, "DELETE", "/api/console/clusters/acme/members/"+r.ID, "", bearerHeader(dev)); code != http.StatusNotFound {
+		t.Fatalf("remove again: %d", code)
+	}
+
+	// Someone of another tenant is not added here.
+	other, _, _ := p.store.ensureTenant(ctx, "globex", "")
+	if _, _, err := p.store.ensureUser(ctx, "", "ops@globex.example", other, "", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ = webCall(p, "POST", "/api/console/clusters/acme/members", `{"email":"ops@globex.example","role":"viewer"}`, bearerHeader(dev)); code != http.StatusConflict {
+		t.Fatalf("a person of another tenant: %d", code)
+	}
+}
