@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -91,8 +92,29 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// Members and the operators' list (the admin is an operator here).
 	b.run(t, "open members", chromedp.Navigate(proxy+"/console#/c/acme/members"))
-	b.waitRow(t, "admin@localhost", map[int]string{1: "admin"})
+	b.waitFor(t, "the admin", `document.querySelector("select[data-member='admin@localhost']")?.value === "admin"`, nil)
+	b.everyFieldLabelled(t, "the members page")
+	b.run(t, "add a member", chromedp.SendKeys(chromedp.CSS(`form[aria-label='Add a member'] input[name=email]`), "dev@acme.example"),
+		chromedp.Click(chromedp.CSS(`form[aria-label='Add a member'] button[type=submit]`)))
+	b.waitFor(t, "the new member", `document.querySelector("select[data-member='dev@acme.example']")?.value === "viewer"`, nil)
+	setRole := func(email, role string) {
+		b.run(t, "set "+email+"'s role", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+			const s = document.querySelector("select[data-member='%s']");
+			s.value = %q;
+			s.dispatchEvent(new Event("change"));
+		})()`, email, role)))
+	}
+	setRole("dev@acme.example", "consumer")
+	b.waitFor(t, "the new role", `document.querySelector("#view .notice.ok")?.innerText === "dev@acme.example is now consumer." &&
+		document.querySelector("select[data-member='dev@acme.example']")?.value === "consumer"`, nil)
+	setRole("admin@localhost", "viewer")
+	b.waitFor(t, "the last admin kept", `document.querySelector("#view .notice.bad")?.innerText.includes("last admin") &&
+		document.querySelector("select[data-member='admin@localhost']")?.value === "admin"`, nil)
 	b.screenshot(t, "console-members")
+	b.run(t, "remove the member", chromedp.Click(chromedp.CSS(`button[aria-label="Remove dev@acme.example from acme"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Confirm: remove dev@acme.example from acme"]`)))
+	b.waitFor(t, "the member gone", `document.querySelector("#view .notice.ok")?.innerText === "dev@acme.example removed from acme." &&
+		!document.querySelector("select[data-member='dev@acme.example']")`, nil)
 	b.run(t, "open operator", chromedp.Click(chromedp.CSS(`a[href="#/operator"]`)))
 	b.waitRow(t, "acme", map[int]string{2: "dev", 3: "active", 4: "active"})
 	b.screenshot(t, "console-operator")

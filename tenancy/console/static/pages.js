@@ -154,15 +154,9 @@ export const keys = {
           dataset: { revoke: k.id }, onclick: (ev) => revoke(ev.currentTarget, k) }, "Revoke") : "" },
       ], r.keys, "No keys."));
     };
-    // revoke asks once on the button itself (no modal): a second press
-    // within the page's life revokes.
+    // revoke asks once on the button itself (armed).
     const revoke = async (btn, k) => {
-      if (btn.dataset.armed !== "1") {
-        btn.dataset.armed = "1";
-        btn.textContent = "Confirm revoke";
-        btn.setAttribute("aria-label", `Confirm: revoke key ${k.name} for good`);
-        return;
-      }
+      if (!armed(btn, `Confirm: revoke key ${k.name} for good`)) return;
       try {
         await call("DELETE", api(cluster, `keys/${enc(k.id)}`));
         fresh.replaceChildren(notice(`Key “${k.name}” revoked: programs using it are refused from now on.`, "ok"));
@@ -200,13 +194,61 @@ export const keys = {
   },
 };
 
+const roles = ["admin", "producer", "consumer", "viewer"];
+
+// armed makes a destructive button ask once on itself (no modal): the
+// first press arms it with a new label, the second acts.
+function armed(btn, confirmLabel) {
+  if (btn.dataset.armed === "1") return true;
+  btn.dataset.armed = "1";
+  btn.textContent = "Confirm";
+  btn.setAttribute("aria-label", confirmLabel);
+  return false;
+}
+
 export const members = {
   title: "Members",
-  async render(view, { cluster }, life) {
-    const r = await get(api(cluster, "members"), life.signal);
+  async render(view, { cluster, me }, life) {
+    const said = h("div");
+    const list = h("div");
+    const load = async () => {
+      const r = await get(api(cluster, "members"), life.signal);
+      clear(list).append(table(null, [
+        { label: "Email", cell: (m) => m.email },
+        { label: "Role", cell: (m) => h("select", { "aria-label": `Role of ${m.email}`, dataset: { member: m.email },
+          onchange: (ev) => change("PUT", m, { role: ev.currentTarget.value }, `${m.email} is now ${ev.currentTarget.value}.`) },
+          roles.map((x) => h("option", { value: x, selected: x === m.role }, x))) },
+        { label: "Action", cell: (m) => h("button", { type: "button", class: "danger", "aria-label": `Remove ${m.email} from ${cluster.slug}`,
+          onclick: (ev) => armed(ev.currentTarget, `Confirm: remove ${m.email} from ${cluster.slug}`) &&
+            change("DELETE", m, undefined, `${m.email} removed from ${cluster.slug}.`) }, "Remove") },
+      ], r.members, "No members."));
+    };
+    const change = async (method, m, body, done) => {
+      try {
+        await call(method, api(cluster, `members/${enc(m.user_id)}`), body);
+        said.replaceChildren(notice(done, "ok"));
+      } catch (e) {
+        said.replaceChildren(notice(e.message, "bad"));
+      }
+      if (m.user_id === me.user_id && method === "DELETE") { location.reload(); return; }
+      await load();
+    };
+    const email = h("input", { type: "email", name: "email", required: true, autocomplete: "off" });
+    const role = h("select", { name: "role" }, roles.map((x) => h("option", { value: x, selected: x === "viewer" }, x)));
+    const form = h("form", { class: "inline", "aria-label": "Add a member", onsubmit: async (ev) => {
+      ev.preventDefault();
+      try {
+        const m = (await call("POST", api(cluster, "members"), { email: email.value.trim(), role: role.value })).data;
+        said.replaceChildren(notice(m.role === role.value ? `${m.email} added as ${m.role}.` : `${m.email} is already a member, as ${m.role}.`, "ok"));
+        email.value = "";
+        await load();
+      } catch (e) { fail(e); }
+    } }, field("Email", email), field("Role", role), h("button", { type: "submit", class: "primary" }, "Add member"));
     view.append(h("h1", null, `Members of ${cluster.slug}`),
-      table(null, [{ label: "Email", cell: (m) => m.email }, { label: "Role", cell: (m) => m.role }], r.members, "No members."),
-      h("p", { class: "muted" }, "Roles: admin (everything), producer (push, read), consumer (consume, read), viewer (read)."));
+      h("section", { class: "panel", "aria-labelledby": "add-title" }, h("h2", { id: "add-title", style: "margin-top:0" }, "Add a member"), form,
+        h("p", { class: "muted" }, "Someone new signs in with Google or GitHub under this email. Roles: admin (everything), producer (push, read), consumer (consume, read), viewer (read). The cluster always keeps an admin.")),
+      said, h("h2", null, "Members"), list);
+    await load();
   },
 };
 
