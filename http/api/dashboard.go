@@ -12,7 +12,7 @@ import (
 // as in Queen (spec §2.2): the page holds no data, and every call it
 // makes carries the user's token and meets its route's level.
 func (s *Server) dashboard(ctx *fasthttp.RequestCtx) error {
-	serveAsset(ctx, ui.Page())
+	ServeAsset(ctx, ui.Page())
 	return nil
 }
 
@@ -22,14 +22,14 @@ func (s *Server) dashboardAsset(ctx *fasthttp.RequestCtx) error {
 	if !ok {
 		return &apiError{http.StatusNotFound, "no_such_asset", "not found"}
 	}
-	serveAsset(ctx, a)
+	ServeAsset(ctx, a)
 	return nil
 }
 
-// serveAsset answers a with its validator, or 304 when the browser holds
+// ServeAsset answers a with its validator, or 304 when the browser holds
 // it already. no-cache makes the browser revalidate each load, so a new
 // binary's files are picked up at once without renaming them.
-func serveAsset(ctx *fasthttp.RequestCtx, a ui.Asset) {
+func ServeAsset(ctx *fasthttp.RequestCtx, a ui.Asset) {
 	h := &ctx.Response.Header
 	h.Set("ETag", a.ETag)
 	h.Set("Cache-Control", "no-cache")

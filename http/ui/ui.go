@@ -2,8 +2,8 @@
 // embedded in the binary, so `go run ./cmd/queen` serves the page with
 // nothing else to install or build. The pages read and act through the
 // broker's own HTTP API; this package only serves the files. Its styles
-// and modules (api.js, dom.js, chart.js, style.css) are generic so the
-// proxy's console can reuse them.
+// and modules (api.js, dom.js, chart.js, shell.js, style.css) are generic
+// so the proxy's console (tenancy/console) reuses them.
 package ui
 
 import (
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -39,12 +40,23 @@ var contentTypes = map[string]string{
 // assets maps a URL path under /assets/ (and "" for the page itself) to
 // its file, built once: the files never change in a running binary.
 var assets = func() map[string]Asset {
-	out := map[string]Asset{}
 	root, err := fs.Sub(files, "static")
 	if err != nil {
 		panic(err) // the embed pattern guarantees the directory
 	}
-	err = fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
+	out, err := Load(root)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}()
+
+// Load reads every file of root into assets by their slash paths, with
+// content types and validators: the dashboard's files and the proxy's
+// console's are served the same way.
+func Load(root fs.FS) (map[string]Asset, error) {
+	out := map[string]Asset{}
+	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -60,11 +72,8 @@ var assets = func() map[string]Asset {
 		out[p] = Asset{Body: b, ContentType: ct, ETag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 		return nil
 	})
-	if err != nil {
-		panic(err)
-	}
-	return out
-}()
+	return out, err
+}
 
 // Page is the dashboard's HTML document, served at "/".
 func Page() Asset { return assets["index.html"] }
@@ -77,4 +86,39 @@ func Lookup(name string) (Asset, bool) {
 	}
 	a, ok := assets[name]
 	return a, ok
+}
+
+var (
+	moduleImport = regexp.MustCompile(`(?m)^import [^"]*"([^"]+)";`)
+	pageRef      = regexp.MustCompile(`"(/[^"]+)"`)
+)
+
+// Unresolved lists the references among files that lookup cannot find:
+// each JavaScript module's imports (relative to the module) and each HTML
+// page's links under prefix ("/assets/" for the dashboard). The
+// dashboard's and the console's tests use it, so a renamed file fails a
+// test rather than a browser.
+func Unresolved(files map[string]Asset, prefix string, lookup func(string) (Asset, bool)) []string {
+	var out []string
+	for name, a := range files {
+		switch {
+		case strings.HasSuffix(name, ".js"):
+			for _, m := range moduleImport.FindAllStringSubmatch(string(a.Body), -1) {
+				if _, ok := lookup(path.Join(path.Dir(name), m[1])); !ok {
+					out = append(out, name+" imports "+m[1])
+				}
+			}
+		case strings.HasSuffix(name, ".html"):
+			for _, m := range pageRef.FindAllStringSubmatch(string(a.Body), -1) {
+				ref, ok := strings.CutPrefix(m[1], prefix)
+				if !ok {
+					continue
+				}
+				if _, ok := lookup(ref); !ok {
+					out = append(out, name+" refers to "+m[1])
+				}
+			}
+		}
+	}
+	return out
 }

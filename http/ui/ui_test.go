@@ -1,36 +1,34 @@
 package ui
 
 import (
-	"path"
-	"regexp"
-	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // Every module import and every /assets/ reference in the page resolves
 // to an embedded file: a renamed file fails here, not in a browser.
 func TestEveryReferenceResolves(t *testing.T) {
-	imports := regexp.MustCompile(`(?m)^import [^"]*"([^"]+)";`)
-	refs := regexp.MustCompile(`"/assets/([^"]+)"`)
 	if len(assets) == 0 || Page().Body == nil {
 		t.Fatal("nothing embedded")
 	}
-	for name, a := range assets {
-		if strings.HasSuffix(name, ".js") {
-			for _, m := range imports.FindAllStringSubmatch(string(a.Body), -1) {
-				target := path.Join(path.Dir(name), m[1])
-				if _, ok := Lookup(target); !ok {
-					t.Errorf("%s imports %s: not embedded", name, m[1])
-				}
-			}
-		}
-		if strings.HasSuffix(name, ".html") {
-			for _, m := range refs.FindAllStringSubmatch(string(a.Body), -1) {
-				if _, ok := Lookup(m[1]); !ok {
-					t.Errorf("%s refers to /assets/%s: not embedded", name, m[1])
-				}
-			}
-		}
+	if bad := Unresolved(assets, "/assets/", Lookup); len(bad) > 0 {
+		t.Fatalf("not embedded: %q", bad)
+	}
+	// And the check finds what is missing.
+	broken := map[string]Asset{"a.js": {Body: []byte(`import { x } from "./gone.js";` + "\n")},
+		"index.html": {Body: []byte(`<script src="/assets/nope.js"></script><a href="/elsewhere">`)}}
+	if bad := Unresolved(broken, "/assets/", Lookup); len(bad) != 2 {
+		t.Fatalf("broken references found: %q", bad)
+	}
+}
+
+func TestLoadRefusesUnknownTypes(t *testing.T) {
+	if _, err := Load(fstest.MapFS{"x.bin": {Data: []byte{1}}}); err == nil {
+		t.Fatal("a file of no known type loaded")
+	}
+	got, err := Load(fstest.MapFS{"a/b.css": {Data: []byte("p{}")}})
+	if err != nil || got["a/b.css"].ContentType != "text/css; charset=utf-8" {
+		t.Fatalf("%v %+v", err, got)
 	}
 }
 

@@ -75,10 +75,14 @@ func (p *Proxy) console(ctx *fasthttp.RequestCtx, path string) {
 	case method == "POST" && path == "/auth/logout":
 		ctx.Response.Header.Set("Set-Cookie", sessionCookie+"=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax")
 		writeJSON(ctx, http.StatusOK, map[string]bool{"ok": true})
+	case method == "GET" && path == "/auth/providers":
+		p.providers(ctx)
 	case method == "GET" && path == "/api/console/me":
 		p.consoleMe(ctx)
-	case method == "GET" && strings.HasPrefix(path, "/api/console/clusters/"):
-		p.consoleCluster(ctx, strings.Split(strings.TrimPrefix(path, "/api/console/clusters/"), "/"))
+	case method == "GET" && path == "/api/console/operator/clusters":
+		p.operatorClusters(ctx)
+	case strings.HasPrefix(path, "/api/console/clusters/"):
+		p.consoleCluster(ctx, method, strings.Split(strings.TrimPrefix(path, "/api/console/clusters/"), "/"))
 	default:
 		refuse(ctx, errNotFound)
 	}
@@ -131,12 +135,28 @@ func (p *Proxy) login(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, http.StatusOK, map[string]any{"token": token, "user_id": u.ID, "email": u.Email})
 }
 
+// webHeader marks a request sent by the console's or the dashboard's own
+// scripts. A browser sends the session cookie with requests a page
+// elsewhere makes too, but such a page cannot add a header of its own
+// without a CORS preflight, which the proxy never grants: so the cookie
+// carries a change (any method but GET and HEAD) only with this header.
+const webHeader = "X-Queen-Web"
+
+// sessionCookieFor is the request's session cookie when it may act as
+// the request's credential, "" otherwise (see webHeader).
+func sessionCookieFor(ctx *fasthttp.RequestCtx) string {
+	if ctx.IsGet() || ctx.IsHead() || len(ctx.Request.Header.Peek(webHeader)) > 0 {
+		return string(ctx.Request.Header.Cookie(sessionCookie))
+	}
+	return ""
+}
+
 // consoleSession is the session of a console request: its bearer token or
-// cookie. API keys are refused.
+// cookie (sessionCookieFor). API keys are refused.
 func (p *Proxy) consoleSession(ctx *fasthttp.RequestCtx) (*sessionInfo, error) {
 	token := bearer(ctx)
 	if token == "" {
-		token = string(ctx.Request.Header.Cookie(sessionCookie))
+		token = sessionCookieFor(ctx)
 	}
 	if strings.HasPrefix(token, KeyPrefix) {
 		return nil, errKeysOnConsole

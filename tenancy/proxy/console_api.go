@@ -18,7 +18,7 @@ import (
 var errNoRole = newError(http.StatusForbidden, "forbidden", "no role on this cluster")
 
 // consoleCluster serves /api/console/clusters/:slug and below.
-func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, parts []string) {
+func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, method string, parts []string) {
 	s, err := p.consoleSession(ctx)
 	if err != nil {
 		writeError(ctx, err)
@@ -40,12 +40,22 @@ func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, parts []string) {
 		writeError(ctx, errNoRole)
 		return
 	}
+	if method != "GET" && method != "HEAD" {
+		p.consoleChange(ctx, method, c, role, parts[1:])
+		return
+	}
 	sub := strings.Join(parts[1:], "/")
 	var out any
 	switch sub {
 	case "":
 		out, err = p.consoleOverview(ctx, c, role)
 	case "usage":
+		if days := ctx.QueryArgs().GetUintOrZero("days"); days > 0 {
+			var rows []usageDay
+			rows, err = p.store.usageDays(ctx, c.ID, time.Now().AddDate(0, 0, -min(days, 400)))
+			out = map[string]any{"days": rows}
+			break
+		}
 		var rows []usageMinute
 		rows, err = p.store.usage(ctx, c.ID, time.Now().Add(-time.Hour))
 		out = map[string]any{"minutes": rows}
@@ -55,7 +65,15 @@ func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, parts []string) {
 			writeError(ctx, terr)
 			return
 		}
-		status, body := p.brokerCall("GET", "/api/v1/resources/queues", tenant, nil)
+		// The broker's list pages; the console walks it by the same cursor.
+		q := fasthttp.AcquireArgs()
+		defer fasthttp.ReleaseArgs(q)
+		for _, name := range []string{"limit", "cursor"} {
+			if v := ctx.QueryArgs().Peek(name); len(v) > 0 {
+				q.SetBytesV(name, v)
+			}
+		}
+		status, body := p.brokerCall("GET", "/api/v1/resources/queues?"+q.String(), tenant, nil)
 		ctx.SetStatusCode(status)
 		ctx.SetContentType("application/json")
 		ctx.SetBody(body)
@@ -85,20 +103,54 @@ func (p *Proxy) consoleOverview(ctx context.Context, c *Cluster, role string) (a
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	rows, err := p.store.usage(ctx, c.ID, time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC))
+	month, err := p.monthToDate(ctx, c.ID, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	month := map[string]*meterRow{}
-	for _, r := range rows {
-		if month[r.Op] == nil {
-			month[r.Op] = &meterRow{}
-		}
-		month[r.Op].add(r.meterRow)
-	}
 	return map[string]any{"cluster": map[string]string{"id": c.ID, "slug": c.Slug, "plan_code": c.Plan, "status": c.Status},
 		"role": role, "limits": v.limits, "features": v.plan.Features, "month_to_date": month}, nil
+}
+
+// monthToDate sums a cluster's usage this calendar month (UTC) by class:
+// the day rows of the days before yesterday, and the minute rows of
+// yesterday and today, which the hourly rollup may not have caught up
+// with. So the overview, which the console polls, reads at most two days
+// of minutes whatever the date, not a month of them.
+func (p *Proxy) monthToDate(ctx context.Context, cluster string, now time.Time) (map[string]*meterRow, error) {
+	now = now.UTC()
+	monthStart := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	minutesFrom := time.Date(now.Year(), now.Month(), now.Day()-1, 0, 0, 0, 0, time.UTC)
+	if minutesFrom.Before(monthStart) { // the 1st: this month has no yesterday
+		minutesFrom = monthStart
+	}
+	out := map[string]*meterRow{}
+	add := func(op string, r meterRow) {
+		if out[op] == nil {
+			out[op] = &meterRow{}
+		}
+		out[op].add(r)
+	}
+	if monthStart.Before(minutesFrom) {
+		days, err := p.store.usageDays(ctx, cluster, monthStart)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range days {
+			if d.Day < minutesFrom.Format(time.DateOnly) {
+				add(d.Op, d.meterRow)
+			}
+		}
+	}
+	minutes, err := p.store.usage(ctx, cluster, minutesFrom)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range minutes {
+		if m.Minute <= minuteOf(now) {
+			add(m.Op, m.meterRow)
+		}
+	}
+	return out, nil
 }
 
 // clusterKeys lists a cluster's keys, never their hashes.
@@ -123,11 +175,6 @@ func (p *Proxy) clusterKeys(ctx context.Context, cluster string) (any, error) {
 
 // clusterMembers lists the people with a role on a cluster.
 func (p *Proxy) clusterMembers(ctx context.Context, cluster string) (any, error) {
-	type member struct {
-		UserID string `json:"user_id"`
-		Email  string `json:"email"`
-		Role   string `json:"role"`
-	}
 	out := []member{}
 	err := p.store.scan(ctx, "user/", "", func(_ string, val []byte) bool {
 		var u User

@@ -606,12 +606,8 @@ func (p *Proxy) cpCreateKey(ctx context.Context, r *cpRequest) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	var t Tenant
-	if _, err := p.store.get(ctx, tenantKey(c.TenantSlug), &t); err != nil {
+	if err := p.tenantNotDeleting(ctx, c); err != nil {
 		return 0, nil, err
-	}
-	if t.Status == StatusDeleting {
-		return 0, nil, errTenantDeleting
 	}
 	k, created, err := p.store.ensureKey(ctx, c.ID, q.Name, q.KeyHash, scopes)
 	if err != nil {
@@ -620,30 +616,52 @@ func (p *Proxy) cpCreateKey(ctx context.Context, r *cpRequest) (int, any, error)
 	return createdStatus(created), map[string]string{"id": k.ID}, nil
 }
 
+// tenantNotDeleting refuses new keys for a cluster whose tenant is being
+// deleted.
+func (p *Proxy) tenantNotDeleting(ctx context.Context, c *Cluster) error {
+	var t Tenant
+	if _, err := p.store.get(ctx, tenantKey(c.TenantSlug), &t); err != nil {
+		return err
+	}
+	if t.Status == StatusDeleting {
+		return errTenantDeleting
+	}
+	return nil
+}
+
 // cpRevokeKey revokes a key. The row stays, marked revoked, so a retry
 // answers the same and the hash can never be bound again.
 func (p *Proxy) cpRevokeKey(ctx context.Context, id string) (int, any, error) {
+	if err := p.revokeKey(ctx, id, ""); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]bool{"ok": true}, nil
+}
+
+// revokeKey marks key id revoked; with cluster set, a key of another
+// cluster is unknown.
+func (p *Proxy) revokeKey(ctx context.Context, id, cluster string) error {
 	var r ref
 	found, err := p.store.get(ctx, apiKeyIDKey(id), &r)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	if !found {
-		return 0, nil, errKeyUnknown
+		return errKeyUnknown
 	}
 	var k APIKey
 	if found, err = p.store.get(ctx, apiKeyKey(r.Hash), &k); err != nil {
-		return 0, nil, err
-	} else if !found {
-		return 0, nil, errKeyUnknown
+		return err
+	} else if !found || (cluster != "" && k.ClusterID != cluster) {
+		return errKeyUnknown
 	}
 	if !k.Revoked {
 		k.Revoked = true
 		if _, err := p.store.apply(ctx, putOp(apiKeyKey(k.Hash), k, false)); err != nil {
-			return 0, nil, err
+			return err
 		}
 	}
-	return http.StatusOK, map[string]bool{"ok": true}, nil
+	return nil
 }
 
 // brokerCall runs one broker request in-process in tenant's scope.

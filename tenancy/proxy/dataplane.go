@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -49,6 +50,9 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 	}
 	cred, err := p.authenticate(ctx)
 	if err != nil {
+		if p.toSignIn(ctx, path, err) {
+			return
+		}
 		refuse(ctx, err)
 		return
 	}
@@ -138,10 +142,10 @@ func bearer(ctx *fasthttp.RequestCtx) string {
 // the cluster the Host names.
 func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*credential, error) {
 	token := bearer(ctx)
-	if token == "" && (ctx.IsGet() || ctx.IsHead()) {
-		// The dashboard's pages, behind the console's sign-in. Reads only:
-		// a cookie must not carry writes a page elsewhere could forge.
-		token = string(ctx.Request.Header.Cookie(sessionCookie))
+	if token == "" {
+		// The dashboard's pages, behind the console's sign-in: reads, and
+		// changes its own scripts send (sessionCookieFor).
+		token = sessionCookieFor(ctx)
 	}
 	if token == "" {
 		return nil, errMissingCredential
@@ -289,4 +293,18 @@ func (p *Proxy) operatorRoute(ctx *fasthttp.RequestCtx) {
 	ctx.Request.Header.Del("Authorization")
 	api.Proxied(ctx, wire.DefaultTenant)
 	p.broker(ctx)
+}
+
+// toSignIn sends a browser that opens the dashboard's page without a
+// live session to the console's sign-in (303 to /console), rather than
+// answering it JSON; true when it did.
+func (p *Proxy) toSignIn(ctx *fasthttp.RequestCtx, path string, err error) bool {
+	if p.cfg.JWTSecret == "" || path != "/" || !ctx.IsGet() || !(errors.Is(err, errMissingCredential) || errors.Is(err, errBadSession)) {
+		return false
+	}
+	// A relative Location: behind a TLS-terminating balancer the node
+	// does not know the scheme the browser used.
+	ctx.Response.Header.Set("Location", "/console")
+	ctx.SetStatusCode(http.StatusSeeOther)
+	return true
 }

@@ -254,6 +254,8 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		p.controlPlane(ctx, path)
 	case under(path, "/auth"), under(path, "/api/console"):
 		p.console(ctx, path)
+	case under(path, "/console"):
+		p.consolePage(ctx, path)
 	default:
 		p.dataPlane(ctx, path)
 	}

@@ -33,7 +33,10 @@ export function onUnauthorized(fn) { unauthorized.add(fn); }
 // call sends one request. body, when given, is sent as JSON. It answers
 // {data, headers, status}; data is null for an empty body (204).
 export async function call(method, path, body, signal) {
-  const headers = { "Accept": "application/json" };
+  // X-Queen-Web: sent by these pages only (a page elsewhere cannot add it
+  // without a CORS preflight nobody grants), so behind the proxy the
+  // console's session cookie may carry this call's change.
+  const headers = { "Accept": "application/json", "X-Queen-Web": "1" };
   const t = token();
   if (t) headers["Authorization"] = "Bearer " + t;
   let init = { method, headers, signal };

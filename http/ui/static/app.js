@@ -4,6 +4,7 @@
 
 import { get, token, setToken, onUnauthorized, ApiError } from "./api.js";
 import { clear, notice } from "./dom.js";
+import { Life, themeButton, foldingMenu, skipTo } from "./shell.js";
 import * as overview from "./pages/overview.js";
 import * as queues from "./pages/queues.js";
 import * as groups from "./pages/groups.js";
@@ -15,24 +16,6 @@ import * as system from "./pages/system.js";
 const pages = { overview, queues, groups, dlq, traces, topics, system };
 const view = document.getElementById("view");
 const alertBox = document.getElementById("alert");
-
-// Life is one page visit: timers and requests to cancel when it ends.
-class Life {
-  constructor() { this.ctl = new AbortController(); this.timers = []; }
-  get signal() { return this.ctl.signal; }
-  get alive() { return !this.ctl.signal.aborted; }
-  // every runs fn now and then every ms until the visit ends; a run
-  // starts only after the previous one finished.
-  every(ms, fn) {
-    const tick = async () => {
-      if (!this.alive) return;
-      try { await fn(); } catch (e) { report(e); }
-      if (this.alive) this.timers.push(setTimeout(tick, ms));
-    };
-    tick();
-  }
-  end() { this.ctl.abort(); this.timers.forEach(clearTimeout); }
-}
 
 // report shows an error to the user; aborted requests of a left page are
 // not errors.
@@ -56,7 +39,7 @@ function parseRoute() {
 
 async function render() {
   if (life) life.end();
-  life = new Life();
+  life = new Life(report);
   clearReport();
   const route = parseRoute();
   for (const a of document.querySelectorAll("nav a")) {
@@ -74,32 +57,8 @@ async function render() {
   }
 }
 
-// Theme: the system's unless the user chose; the choice is remembered.
-function applyTheme(t) {
-  if (t) document.documentElement.dataset.theme = t; else delete document.documentElement.dataset.theme;
-  const dark = t ? t === "dark" : matchMedia("(prefers-color-scheme: dark)").matches;
-  const b = document.getElementById("theme-toggle");
-  b.textContent = dark ? "Light theme" : "Dark theme";
-  b.setAttribute("aria-pressed", String(dark));
-}
-document.getElementById("theme-toggle").addEventListener("click", () => {
-  const cur = document.documentElement.dataset.theme || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
-  const next = cur === "dark" ? "light" : "dark";
-  localStorage.setItem("queen.theme", next);
-  applyTheme(next);
-});
-applyTheme(localStorage.getItem("queen.theme"));
-
-// Menu on narrow screens.
-const nav = document.getElementById("nav");
-const menu = document.getElementById("menu-toggle");
-function closeMenu() { nav.dataset.open = "false"; menu.setAttribute("aria-expanded", "false"); }
-menu.addEventListener("click", () => {
-  const open = nav.dataset.open !== "true";
-  nav.dataset.open = String(open);
-  menu.setAttribute("aria-expanded", String(open));
-});
-closeMenu();
+themeButton(document.getElementById("theme-toggle"));
+const closeMenu = foldingMenu(document.getElementById("nav"), document.getElementById("menu-toggle"));
 
 // Sign-in: a 401 anywhere opens the dialog once; the token is checked
 // against a read route (a 403 still means the token is valid, its role
@@ -140,9 +99,7 @@ dialog.addEventListener("cancel", (ev) => ev.preventDefault()); // nothing works
 tokenButton.addEventListener("click", () => { setToken(""); showSignedIn(); location.reload(); });
 showSignedIn();
 
-// The skip link moves focus to the content without touching the hash,
-// which holds the route.
-document.querySelector(".skip").addEventListener("click", (ev) => { ev.preventDefault(); view.focus(); });
+skipTo(document.querySelector(".skip"), view);
 
 // Moving between pages puts focus on the new content, as a page load
 // would put it at the top; the first load leaves it at the top, where
