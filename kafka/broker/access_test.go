@@ -79,6 +79,10 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.OffsetDelete:            {G, G, G, G, ok, G},
 	kmsg.ConsumerGroupHeartbeat:  {G, G, G, ok, ok, G},
 	kmsg.ConsumerGroupDescribe:   {G, ok, G, ok, ok, ok},
+	kmsg.ShareGroupHeartbeat:     {G, G, G, ok, ok, G},
+	kmsg.ShareGroupDescribe:      {G, ok, G, ok, ok, ok},
+	kmsg.ShareFetch:              {T, G, T, ok, ok, G}, // acquiring and acknowledging move the group, as HTTP pop and ack
+	kmsg.ShareAcknowledge:        {T, G, T, ok, ok, G},
 }
 
 // TestAccessTable checks every API key the broker serves against every

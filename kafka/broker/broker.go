@@ -160,14 +160,18 @@ func (c *Config) setDefaults() {
 
 // Broker serves the engine-backed Kafka API keys on a kafka.Server.
 type Broker struct {
-	cfg     Config
-	engine  *raftgroups.Engine
-	log     *slog.Logger
-	srv     *kafka.Server
-	ids     msgIDs
-	parts   partitionCache
-	groups  *coordinators // consumer-group coordination (group_coordination.go)
-	metrics *brokerMetrics
+	cfg    Config
+	engine *raftgroups.Engine
+	log    *slog.Logger
+	srv    *kafka.Server
+	ids    msgIDs
+	parts  partitionCache
+	groups *coordinators // consumer-group coordination (group_coordination.go)
+	// shares is the share groups this node coordinates and shareSessions
+	// the share sessions of consumers fetching from it (KIP-932).
+	shares        *shareGroups
+	shareSessions *shareSessions
+	metrics       *brokerMetrics
 	// inflight bounds each tenant's produce bytes in flight.
 	inflight *tenancy.Inflight
 
@@ -195,6 +199,8 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		inflight: tenancy.NewInflight(cfg.TenantMaxInflightBytes)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
+	b.shares = newShareGroups(cfg.ConsumerGroupSessionTimeout, cfg.ConsumerGroupHeartbeatInterval)
+	b.shareSessions = newShareSessions()
 	for key, h := range b.handlers() {
 		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
 			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
@@ -243,6 +249,10 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.OffsetDelete):            b.handleOffsetDelete,
 		int16(kmsg.ConsumerGroupHeartbeat):  b.handleConsumerGroupHeartbeat,
 		int16(kmsg.ConsumerGroupDescribe):   b.handleConsumerGroupDescribe,
+		int16(kmsg.ShareGroupHeartbeat):     b.handleShareGroupHeartbeat,
+		int16(kmsg.ShareGroupDescribe):      b.handleShareGroupDescribe,
+		int16(kmsg.ShareFetch):              b.handleShareFetch,
+		int16(kmsg.ShareAcknowledge):        b.handleShareAcknowledge,
 	}
 }
 
