@@ -33,9 +33,6 @@ func (b *Broker) handleShareGroupDescribe(_ context.Context, c *kafka.Conn, kreq
 		}
 		names := topicNames(b.engine, tenant)
 		rg.GroupState, rg.GroupEpoch, rg.AssignmentEpoch, rg.Assignor = "Stable", v.epoch, v.epoch, "simple"
-		if len(v.members) == 0 {
-			rg.GroupState = "Empty"
-		}
 		for _, m := range v.members {
 			rm := kmsg.NewShareGroupDescribeResponseGroupMember()
 			rm.MemberID, rm.RackID, rm.MemberEpoch = m.id, nullable(m.rackID), m.epoch

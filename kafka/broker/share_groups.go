@@ -90,10 +90,7 @@ func (s *shareGroups) heartbeat(h shareBeat, topics []groups.TopicInfo) shareBea
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	g := s.m[h.key]
-	if g != nil {
-		s.expire(g, now)
-	}
+	g := s.live(h.key, now)
 	switch {
 	case h.key.group == "":
 		return shareBeatResult{err: kerr.InvalidGroupID}
@@ -113,6 +110,9 @@ func (s *shareGroups) heartbeat(h shareBeat, topics []groups.TopicInfo) shareBea
 		}
 		if g == nil {
 			if len(s.m) >= maxShareGroups {
+				s.sweep(now)
+			}
+			if len(s.m) >= maxShareGroups {
 				return shareBeatResult{err: kerr.GroupMaxSizeReached, message: "too many share groups on this node"}
 			}
 			g = &shareGroup{members: map[string]*shareMember{}}
@@ -121,8 +121,7 @@ func (s *shareGroups) heartbeat(h shareBeat, topics []groups.TopicInfo) shareBea
 		if h.memberID == "" {
 			h.memberID = uuid.NewString()
 		}
-		g.epoch++
-		m := &shareMember{id: h.memberID}
+		m := &shareMember{id: h.memberID} // its subscription bumps the group epoch
 		g.members[h.memberID] = m
 		return s.beat(g, m, h, topics, now, true)
 	}
@@ -207,6 +206,28 @@ func (s *shareGroups) expire(g *shareGroup, now time.Time) {
 	}
 }
 
+// live is the group with its expired members dropped; nil when none is
+// left (the group is forgotten then).
+func (s *shareGroups) live(k shareGroupKey, now time.Time) *shareGroup {
+	g := s.m[k]
+	if g == nil {
+		return nil
+	}
+	s.expire(g, now)
+	if len(g.members) == 0 {
+		delete(s.m, k)
+		return nil
+	}
+	return g
+}
+
+// sweep forgets every group whose members have all expired.
+func (s *shareGroups) sweep(now time.Time) {
+	for k := range s.m {
+		s.live(k, now)
+	}
+}
+
 func (s *shareGroups) dropIfEmpty(k shareGroupKey, g *shareGroup) {
 	if len(g.members) == 0 {
 		delete(s.m, k)
@@ -220,15 +241,14 @@ type shareGroupView struct {
 }
 
 // describe is a copy of the group's state; ok is false for an unknown
-// group.
+// group or one with no live member.
 func (s *shareGroups) describe(k shareGroupKey) (shareGroupView, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.m[k]
+	g := s.live(k, s.now())
 	if g == nil {
 		return shareGroupView{}, false
 	}
-	s.expire(g, s.now())
 	v := shareGroupView{epoch: g.epoch}
 	for _, m := range g.members {
 		v.members = append(v.members, *m)
