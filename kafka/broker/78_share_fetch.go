@@ -24,13 +24,12 @@ const shareRecheck = time.Second
 // session (share_sessions.go). Acknowledgements it carries are applied
 // first (share_records.go); then up to MaxRecords records are acquired
 // from the session's partitions, each partition's under a lease of the
-// acquisition lock timeout. With nothing to acquire it parks until
+// acquisition lock timeout (the group's share.record.lock.duration.ms). With nothing to acquire it parks until
 // MaxWaitMillis, woken by produces. A partition must be fetched from its
 // leader (NOT_LEADER_OR_FOLLOWER otherwise).
 func (b *Broker) handleShareFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(shareLockTimeout / time.Millisecond)
 	acks := false
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -46,6 +45,8 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.
 		resp.ErrorCode = code
 		return resp, nil
 	}
+	set := b.shareSettings(tenant, group)
+	resp.AcquisitionLockTimeoutMillis = int32(set.lock / time.Millisecond)
 	b.shareSessions.update(func() {
 		for _, t := range req.Topics {
 			for _, p := range t.Partitions {
@@ -71,13 +72,13 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.
 				batches[i] = shareAckBatch{a.FirstOffset, a.LastOffset, a.AcknowledgeTypes}
 			}
 			key := tidp{t.TopicID, p.Partition}
-			out.partition(key).AcknowledgeErrorCode = b.ackSharePartition(ctx, tenant, group, sess, topics, key, batches)
+			out.partition(key).AcknowledgeErrorCode = b.ackSharePartition(ctx, tenant, group, set, sess, topics, key, batches)
 		}
 	}
 	if req.ShareSessionEpoch == -1 {
 		return resp, nil // the final request of a session acknowledges only
 	}
-	b.acquireShare(ctx, tenant, group, req, sess, topics, out)
+	b.acquireShare(ctx, tenant, group, set, req, sess, topics, out)
 	return resp, nil
 }
 
@@ -103,7 +104,7 @@ func (b *Broker) beginShareRequest(c *kafka.Conn, groupID, memberID *string, epo
 
 // acquireShare acquires records from the session's partitions into out,
 // parking while there are none (see handleShareFetch).
-func (b *Broker) acquireShare(ctx context.Context, tenant wire.ID, group string, req *kmsg.ShareFetchRequest,
+func (b *Broker) acquireShare(ctx context.Context, tenant wire.ID, group string, set shareSettings, req *kmsg.ShareFetchRequest,
 	sess *shareSession, topics *shareTopics, out *shareFetchAnswer) {
 	limit := int(req.MaxRecords)
 	if limit <= 0 {
@@ -123,7 +124,7 @@ func (b *Broker) acquireShare(ctx context.Context, tenant wire.ID, group string,
 			ch, release := b.engine.Changed(tenant, name)
 			changed, releases = append(changed, ch), append(releases, release)
 		}
-		got, failed := b.acquireOnce(ctx, tenant, group, sess, topics, parts, limit, out)
+		got, failed := b.acquireOnce(ctx, tenant, group, set, sess, topics, parts, limit, out)
 		if got > 0 || failed || ctx.Err() != nil || !time.Now().Before(deadline) {
 			for _, release := range releases {
 				release()
@@ -143,7 +144,7 @@ func (b *Broker) acquireShare(ctx context.Context, tenant wire.ID, group string,
 
 // acquireOnce tries each partition once; it returns how many records it
 // acquired and whether a partition failed (the fetch answers at once).
-func (b *Broker) acquireOnce(ctx context.Context, tenant wire.ID, group string, sess *shareSession, topics *shareTopics,
+func (b *Broker) acquireOnce(ctx context.Context, tenant wire.ID, group string, set shareSettings, sess *shareSession, topics *shareTopics,
 	parts []tidp, limit int, out *shareFetchAnswer) (int, bool) {
 	got, failed := 0, false
 	for _, k := range parts {
@@ -159,8 +160,8 @@ func (b *Broker) acquireOnce(ctx context.Context, tenant wire.ID, group string, 
 		}
 		var a acquired
 		if err == nil {
-			set, _ := b.engine.TopicSettings(tenant, t.Name)
-			a, err = b.shareAcquire(ctx, tenant, group, p, set.LogAppendTime, limit-got)
+			ts, _ := b.engine.TopicSettings(tenant, t.Name)
+			a, err = b.shareAcquire(ctx, tenant, group, set, p, ts.LogAppendTime, limit-got)
 		}
 		if err != nil {
 			rp := out.partition(k)
@@ -190,7 +191,7 @@ func (b *Broker) leads(p cachedPartition) bool {
 
 // ackSharePartition applies one partition's acknowledgements under the
 // session's lease of it and returns the partition's error code.
-func (b *Broker) ackSharePartition(ctx context.Context, tenant wire.ID, group string, sess *shareSession, topics *shareTopics,
+func (b *Broker) ackSharePartition(ctx context.Context, tenant wire.ID, group string, set shareSettings, sess *shareSession, topics *shareTopics,
 	k tidp, batches []shareAckBatch) int16 {
 	_, p, err := topics.partition(k)
 	if err == nil && !b.leads(p) {
@@ -204,7 +205,7 @@ func (b *Broker) ackSharePartition(ctx context.Context, tenant wire.ID, group st
 	}
 	var lease wire.ID
 	b.shareSessions.update(func() { lease = sess.leases[k] })
-	return b.shareAcknowledge(ctx, tenant, group, p, lease, batches)
+	return b.shareAcknowledge(ctx, tenant, group, set.lock, p, lease, batches)
 }
 
 // shareTopics resolves topic ids for one request, looking each up once.

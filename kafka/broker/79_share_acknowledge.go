@@ -16,12 +16,13 @@ import (
 func (b *Broker) handleShareAcknowledge(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareAcknowledgeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(shareLockTimeout / time.Millisecond)
 	tenant, group, sess, code := b.beginShareRequest(c, req.GroupID, req.MemberID, req.ShareSessionEpoch, false)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp, nil
 	}
+	set := b.shareSettings(tenant, group)
+	resp.AcquisitionLockTimeoutMillis = int32(set.lock / time.Millisecond)
 	topics := newShareTopics(b, tenant)
 	for _, t := range req.Topics {
 		rt := kmsg.NewShareAcknowledgeResponseTopic()
@@ -34,7 +35,7 @@ func (b *Broker) handleShareAcknowledge(ctx context.Context, c *kafka.Conn, kreq
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
-			rp.ErrorCode = b.ackSharePartition(ctx, tenant, group, sess, topics, tidp{t.TopicID, p.Partition}, batches)
+			rp.ErrorCode = b.ackSharePartition(ctx, tenant, group, set, sess, topics, tidp{t.TopicID, p.Partition}, batches)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

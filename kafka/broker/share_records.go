@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,10 +28,29 @@ import (
 // group.share.record.lock.duration.ms default.
 const shareLockTimeout = 30 * time.Second
 
-// shareSubscription is where a share group starts on a queue it has
-// never read: the earliest record, as share.auto.offset.reset=earliest
-// (docs/decisions.md). A group an HTTP pop subscribed first keeps its own.
-const shareSubscription = wire.SubAll
+// shareSettings is what a share group's configs (group_configs.go) make
+// of its fetches: the acquisition lock timeout, and where the group starts
+// on a queue it has never read (share.auto.offset.reset; a group an HTTP
+// pop subscribed first keeps the mode that pop chose).
+type shareSettings struct {
+	lock    time.Duration
+	subMode uint8
+}
+
+func (b *Broker) shareSettings(tenant wire.ID, group string) shareSettings {
+	s := shareSettings{lock: shareLockTimeout, subMode: wire.SubAll}
+	set, _, err := b.groupConfigs(tenant, group)
+	if err != nil {
+		return s
+	}
+	if v, err := strconv.Atoi(set["share.record.lock.duration.ms"]); err == nil {
+		s.lock = time.Duration(v) * time.Millisecond
+	}
+	if set["share.auto.offset.reset"] == "latest" {
+		s.subMode = wire.SubNew
+	}
+	return s
+}
 
 // Kafka's acknowledge types (KIP-932), and KIP-1222's renew.
 const (
@@ -61,9 +81,9 @@ type acquired struct {
 
 // shareAcquire leases up to limit records of partition p for group and
 // encodes them as one record batch, with their delivery counts.
-func (b *Broker) shareAcquire(ctx context.Context, tenant wire.ID, group string, p cachedPartition, appendTime bool, limit int) (acquired, error) {
+func (b *Broker) shareAcquire(ctx context.Context, tenant wire.ID, group string, set shareSettings, p cachedPartition, appendTime bool, limit int) (acquired, error) {
 	cmd := wire.PopCmd{Tenant: tenant, Queue: p.Queue, Partition: p.Name, Group: group, Batch: uint32(limit),
-		LeaseMs: uint32(shareLockTimeout / time.Millisecond), SubMode: shareSubscription,
+		LeaseMs: uint32(set.lock / time.Millisecond), SubMode: set.subMode,
 		LeaseIDs: []wire.ID{wire.ID(uuid.New())}}
 	res, err := b.engine.Pop(ctx, &cmd)
 	if err != nil {
@@ -126,7 +146,7 @@ func (b *Broker) shareAcquire(ctx context.Context, tenant wire.ID, group string,
 // the partition's error code: INVALID_REQUEST for malformed batches,
 // INVALID_RECORD_STATE when a record was not acquired (its lock timed
 // out, or it was acknowledged already).
-func (b *Broker) shareAcknowledge(ctx context.Context, tenant wire.ID, group string, p cachedPartition, lease wire.ID, batches []shareAckBatch) int16 {
+func (b *Broker) shareAcknowledge(ctx context.Context, tenant wire.ID, group string, lock time.Duration, p cachedPartition, lease wire.ID, batches []shareAckBatch) int16 {
 	status, renew, kErr := shareAckStatuses(batches)
 	if kErr != nil {
 		return kErr.Code
@@ -135,7 +155,7 @@ func (b *Broker) shareAcknowledge(ctx context.Context, tenant wire.ID, group str
 		if lease.IsZero() {
 			return kerr.InvalidRecordState.Code
 		}
-		res, err := b.engine.ExtendLease(ctx, &wire.ExtendLeaseCmd{Tenant: tenant, LeaseID: lease, Ms: uint32(shareLockTimeout / time.Millisecond)})
+		res, err := b.engine.ExtendLease(ctx, &wire.ExtendLeaseCmd{Tenant: tenant, LeaseID: lease, Ms: uint32(lock / time.Millisecond)})
 		if err != nil || res.Code != wire.CodeOK {
 			return kerr.InvalidRecordState.Code
 		}

@@ -245,3 +245,50 @@ func topicIDByName(t *testing.T, tb *groupsTestBroker, name string) [16]byte {
 	t.Fatalf("no topic %s", name)
 	return [16]byte{}
 }
+
+// TestGroupConfigs: a share group's configs are set with
+// IncrementalAlterConfigs on a GROUP resource, described, refused when
+// unknown or out of range, and change what its fetches answer.
+func TestGroupConfigs(t *testing.T) {
+	tb := newGroupsTestBroker(t)
+	alter := func(name, value string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = name, kmsg.StringPtr(value)
+		r.Configs = append(r.Configs, c)
+		req.Resources = append(req.Resources, r)
+		return groupReq[*kmsg.IncrementalAlterConfigsResponse](tb, req).Resources[0].ErrorCode
+	}
+	if code := alter("share.record.lock.duration.ms", "15000"); code != 0 {
+		t.Fatalf("set: %d", code)
+	}
+	if code := alter("share.auto.offset.reset", "latest"); code != 0 {
+		t.Fatalf("set: %d", code)
+	}
+	for _, bad := range [][2]string{{"share.record.lock.duration.ms", "5"}, {"share.auto.offset.reset", "middle"}, {"no.such.config", "1"}} {
+		if code := alter(bad[0], bad[1]); code != kerr.InvalidConfig.Code {
+			t.Errorf("%s=%s: %d", bad[0], bad[1], code)
+		}
+	}
+	d := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "workers"
+	d.Resources = append(d.Resources, dr)
+	got := map[string]string{}
+	for _, c := range groupReq[*kmsg.DescribeConfigsResponse](tb, d).Resources[0].Configs {
+		got[c.Name] = *c.Value
+	}
+	if got["share.record.lock.duration.ms"] != "15000" || got["share.auto.offset.reset"] != "latest" {
+		t.Fatalf("described: %v", got)
+	}
+	set := tb.broker.shareSettings(wire.DefaultTenant, "workers")
+	if set.lock != 15*time.Second || set.subMode != wire.SubNew {
+		t.Fatalf("settings: %+v", set)
+	}
+	if set := tb.broker.shareSettings(wire.DefaultTenant, "other"); set.lock != shareLockTimeout || set.subMode != wire.SubAll {
+		t.Fatalf("defaults: %+v", set)
+	}
+}
