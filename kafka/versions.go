@@ -56,6 +56,9 @@ var supportedVersions = map[int16]VersionRange{
 	77: {1, 1},  // ShareGroupDescribe
 	78: {1, 2},  // ShareFetch: v2 KIP-1206 record limits, KIP-1222 renew
 	79: {1, 2},  // ShareAcknowledge
+	90: {0, 1},  // DescribeShareGroupOffsets: v1 lag
+	91: {0, 0},  // AlterShareGroupOffsets
+	92: {0, 0},  // DeleteShareGroupOffsets
 }
 
 // SupportedVersions returns the version window queen accepts for key, and

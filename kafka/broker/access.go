@@ -83,6 +83,11 @@ var apiAccess = map[kmsg.Key][]need{
 	// on the group; here the group's is HTTP pop's read-write.
 	kmsg.ShareFetch:       {topic(readOnly), group(readWrite)},
 	kmsg.ShareAcknowledge: {topic(readOnly), group(readWrite)},
+	// A share group's offsets are its positions: described as OffsetFetch,
+	// altered as OffsetCommit, deleted as OffsetDelete.
+	kmsg.DescribeShareGroupOffsets: {group(readOnly)},
+	kmsg.AlterShareGroupOffsets:    {group(readWrite)},
+	kmsg.DeleteShareGroupOffsets:   {group(admin)},
 
 	kmsg.InitProducerID:     {txnID(writeOnly)}, // an idempotent producer's: CLUSTER_AUTHORIZATION_FAILED
 	kmsg.AddPartitionsToTxn: {txnID(writeOnly)},

@@ -292,3 +292,51 @@ func TestGroupConfigs(t *testing.T) {
 		t.Fatalf("defaults: %+v", set)
 	}
 }
+
+// TestShareGroupOffsetsAdmin: a share group's start offset is the Queen
+// group's position; it is set, described (with its lag) and deleted, and
+// not altered while a share consumer is a member.
+func TestShareGroupOffsetsAdmin(t *testing.T) {
+	tb := newGroupsTestBroker(t)
+	tb.topic("jobs", 2, 5)
+	alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	alter.GroupID = "workers"
+	alter.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: "jobs", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 1, StartOffset: 3}}}}
+	if r := groupReq[*kmsg.AlterShareGroupOffsetsResponse](tb, alter); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alter: %+v", r)
+	}
+	describe := func(topics []kmsg.DescribeShareGroupOffsetsRequestGroupTopic) map[int32][2]int64 {
+		t.Helper()
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "workers", Topics: topics}}
+		out := map[int32][2]int64{}
+		for _, rt := range groupReq[*kmsg.DescribeShareGroupOffsetsResponse](tb, req).Groups[0].Topics {
+			for _, p := range rt.Partitions {
+				out[p.Partition] = [2]int64{p.StartOffset, p.Lag}
+			}
+		}
+		return out
+	}
+	named := []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "jobs", Partitions: []int32{0, 1}}}
+	if got := describe(named); got[0] != [2]int64{-1, -1} || got[1] != [2]int64{3, 2} {
+		t.Fatalf("describe: %v", got)
+	}
+	if got := describe(nil); len(got) != 1 || got[1] != [2]int64{3, 2} {
+		t.Fatalf("describe of every position: %v", got)
+	}
+	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	del.GroupID, del.Topics = "workers", []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "jobs"}, {Topic: "nope"}}
+	r := groupReq[*kmsg.DeleteShareGroupOffsetsResponse](tb, del)
+	if r.ErrorCode != 0 || r.Topics[0].ErrorCode != 0 || r.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("delete: %+v", r)
+	}
+	if got := describe(named); got[1] != [2]int64{-1, -1} {
+		t.Fatalf("after delete: %v", got)
+	}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "workers", "m1", []string{"jobs"}
+	groupReq[*kmsg.ShareGroupHeartbeatResponse](tb, hb)
+	if r := groupReq[*kmsg.AlterShareGroupOffsetsResponse](tb, alter); r.ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Fatalf("alter with a member: %+v", r)
+	}
+}
