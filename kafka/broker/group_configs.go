@@ -105,6 +105,15 @@ func (b *Broker) alterGroupConfigs(ctx context.Context, tenant wire.ID, group st
 	return fmt.Errorf("%w: group %s's configs kept changing", context.DeadlineExceeded, group)
 }
 
+// deleteGroupConfigs forgets a group's configs.
+func (b *Broker) deleteGroupConfigs(ctx context.Context, tenant wire.ID, group string) error {
+	res, err := b.engine.KV(ctx, &wire.KVCmd{Tenant: tenant, Ops: []wire.KVOp{{Op: wire.KVDelete, NS: groupConfigNS, Key: []byte(group)}}})
+	if err == nil && res.Code != wire.CodeOK {
+		err = res.Code.Err()
+	}
+	return err
+}
+
 // groupConfigAttempts bounds alterGroupConfigs' compare-and-set rounds.
 const groupConfigAttempts = 5
 

@@ -291,6 +291,18 @@ func TestGroupConfigs(t *testing.T) {
 	if set := tb.broker.shareSettings(wire.DefaultTenant, "other"); set.lock != shareLockTimeout || set.subMode != wire.SubAll {
 		t.Fatalf("defaults: %+v", set)
 	}
+	// Deleting the group (it has only configs) deletes its configs.
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"workers"}
+	if r := groupReq[*kmsg.DeleteGroupsResponse](tb, del); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	if set := tb.broker.shareSettings(wire.DefaultTenant, "workers"); set.lock != shareLockTimeout {
+		t.Fatalf("configs outlived their group: %+v", set)
+	}
+	if r := groupReq[*kmsg.DeleteGroupsResponse](tb, del); r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("second delete: %+v", r)
+	}
 }
 
 // TestShareGroupOffsetsAdmin: a share group's start offset is the Queen
@@ -338,5 +350,10 @@ func TestShareGroupOffsetsAdmin(t *testing.T) {
 	groupReq[*kmsg.ShareGroupHeartbeatResponse](tb, hb)
 	if r := groupReq[*kmsg.AlterShareGroupOffsetsResponse](tb, alter); r.ErrorCode != kerr.NonEmptyGroup.Code {
 		t.Fatalf("alter with a member: %+v", r)
+	}
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"workers"}
+	if r := groupReq[*kmsg.DeleteGroupsResponse](tb, dg); r.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %+v", r)
 	}
 }
