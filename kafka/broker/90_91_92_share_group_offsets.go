@@ -25,14 +25,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *kafka.C
 	for _, g := range req.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
-		tenant, _, kErr := b.groupCoordinator(c, g.GroupID)
-		if kErr == nil {
-			bctx, cancel := context.WithTimeout(ctx, offsetFetchBarrier)
-			if err := b.engine.BarrierGroups(bctx, b.engine.TenantGroups(tenant)); err != nil {
-				kErr = kerr.CoordinatorLoadInProgress
-			}
-			cancel()
-		}
+		tenant, kErr := b.positionsReader(ctx, c, g.GroupID)
 		if kErr != nil {
 			rg.ErrorCode = kErr.Code
 			resp.Groups = append(resp.Groups, rg)
@@ -96,12 +89,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *kafka.Conn
 			rp := &rt.Partitions[i]
 			rp.Default()
 			rp.Partition = p.Partition
-			switch {
-			case p.Partition < 0:
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.StartOffset < 0:
-				rp.ErrorCode = kerr.OffsetOutOfRange.Code
-			default:
+			if rp.ErrorCode = positionRefusal(p.Partition, p.StartOffset); rp.ErrorCode == 0 {
 				cmds = append(cmds, wire.CommitPositionCmd{Tenant: tenant, Queue: t.Topic, Group: req.GroupID,
 					PartitionIndex: p.Partition, Offset: uint64(p.StartOffset)})
 				slots = append(slots, &rp.ErrorCode)
