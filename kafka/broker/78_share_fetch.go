@@ -76,7 +76,9 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.
 		}
 	}
 	if req.ShareSessionEpoch == -1 {
-		return resp, nil // the final request of a session acknowledges only
+		// The final request of a session acknowledges, then releases.
+		b.releaseShareSession(ctx, tenant, group, sess, topics)
+		return resp, nil
 	}
 	b.acquireShare(ctx, tenant, group, set, req, sess, topics, out)
 	return resp, nil
@@ -203,9 +205,9 @@ func (b *Broker) ackSharePartition(ctx context.Context, tenant wire.ID, group st
 		}
 		return kerr.UnknownTopicID.Code
 	}
-	var lease wire.ID
+	var lease shareLease
 	b.shareSessions.update(func() { lease = sess.leases[k] })
-	return b.shareAcknowledge(ctx, tenant, group, set.lock, p, lease, batches)
+	return b.shareAcknowledge(ctx, tenant, group, set.lock, p, lease.id, batches)
 }
 
 // shareTopics resolves topic ids for one request, looking each up once.

@@ -11,7 +11,8 @@ import (
 
 // ShareAcknowledge (key 79), v1-2: acknowledgements outside a fetch,
 // within the member's share session (epoch 0 has none to acknowledge;
-// -1 acknowledges and closes the session). Each partition's are applied
+// -1 acknowledges, closes the session and releases the records it still
+// holds). Each partition's are applied
 // as share_records.go describes.
 func (b *Broker) handleShareAcknowledge(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ShareAcknowledgeRequest)
@@ -39,6 +40,9 @@ func (b *Broker) handleShareAcknowledge(ctx context.Context, c *kafka.Conn, kreq
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.ShareSessionEpoch == -1 {
+		b.releaseShareSession(ctx, tenant, group, sess, topics)
 	}
 	return resp, nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -73,7 +74,7 @@ type shareAckBatch struct {
 
 // acquired is what one pop handed a share consumer from one partition.
 type acquired struct {
-	lease   wire.ID
+	lease   shareLease
 	records []byte
 	ranges  []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
 	count   int
@@ -100,7 +101,7 @@ func (b *Broker) shareAcquire(ctx context.Context, tenant wire.ID, group string,
 		return acquired{}, nil
 	}
 	cl := res.Claims[0]
-	out := acquired{lease: cl.LeaseID}
+	out := acquired{lease: shareLease{cl.LeaseID, cl.From, cl.To}}
 	var recs []records.Record
 	var lastAppend int64
 	var readErr error
@@ -160,6 +161,12 @@ func (b *Broker) shareAcknowledge(ctx context.Context, tenant wire.ID, group str
 			return kerr.InvalidRecordState.Code
 		}
 	}
+	return b.applyShareAcks(ctx, tenant, group, p, lease, status)
+}
+
+// applyShareAcks acks records of p by offset: each offset's transaction
+// id is read from the store, as the engine's acks name records by it.
+func (b *Broker) applyShareAcks(ctx context.Context, tenant wire.ID, group string, p cachedPartition, lease wire.ID, status []offsetStatus) int16 {
 	if len(status) == 0 {
 		return 0
 	}
@@ -201,6 +208,27 @@ func (b *Broker) shareAcknowledge(ctx context.Context, tenant wire.ID, group str
 		}
 	}
 	return 0
+}
+
+// releaseShareSession hands back what a closing session still holds: the
+// records of its leases not yet acknowledged are acked "retry", so they
+// are delivered again at once without counting a failure (Kafka releases
+// a member's acquired records when its session closes). Records
+// acknowledged already, and leases that ended, are left as they are.
+func (b *Broker) releaseShareSession(ctx context.Context, tenant wire.ID, group string, sess *shareSession, topics *shareTopics) {
+	leases := map[tidp]shareLease{}
+	b.shareSessions.update(func() { maps.Copy(leases, sess.leases) })
+	for k, l := range leases {
+		_, p, err := topics.partition(k)
+		if err != nil || !b.leads(p) || l.to <= l.from || l.to-l.from > maxShareAckOffsets {
+			continue
+		}
+		status := make([]offsetStatus, 0, l.to-l.from)
+		for off := l.from; off < l.to; off++ {
+			status = append(status, offsetStatus{off, wire.AckRetry})
+		}
+		b.applyShareAcks(ctx, tenant, group, p, l.id, status) // records no longer held answer INVALID_RECORD_STATE: nothing to release
+	}
 }
 
 type offsetStatus struct {

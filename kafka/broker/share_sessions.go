@@ -16,7 +16,8 @@ import (
 // answered, -1 closes it. The session remembers the partitions the member
 // fetches (a request lists only those it adds, and forgets others) and
 // the lease each of them was last acquired under, so acknowledgements are
-// fenced by it and a renewal extends it.
+// fenced by it, a renewal extends it, and closing the session releases
+// what the member still holds.
 
 // maxShareSessions bounds the sessions one node keeps. When full, a new
 // session replaces the one idle longest if that one has been idle for
@@ -41,8 +42,15 @@ type shareSessionKey struct {
 type shareSession struct {
 	epoch    int32 // the epoch the next request must carry
 	parts    map[tidp]struct{}
-	leases   map[tidp]wire.ID
+	leases   map[tidp]shareLease
 	lastUsed time.Time
+}
+
+// shareLease is the lease a partition's records were last acquired under
+// in a session: records [from, to).
+type shareLease struct {
+	id       wire.ID
+	from, to uint64
 }
 
 type shareSessions struct {
@@ -72,7 +80,7 @@ func (s *shareSessions) begin(k shareSessionKey, epoch int32, mayOpen bool) (*sh
 		if cur == nil && len(s.m) >= maxShareSessions && !s.evictIdle(now) {
 			return nil, kerr.ShareSessionLimitReached
 		}
-		cur = &shareSession{epoch: 1, parts: map[tidp]struct{}{}, leases: map[tidp]wire.ID{}, lastUsed: now}
+		cur = &shareSession{epoch: 1, parts: map[tidp]struct{}{}, leases: map[tidp]shareLease{}, lastUsed: now}
 		s.m[k] = cur
 		return cur, nil
 	case epoch == -1:

@@ -171,10 +171,11 @@ func TestShareGroupOverTheWire(t *testing.T) {
 		t.Fatalf("describe of an unknown group: %+v", desc.Groups[1])
 	}
 
+	member := "m1"
 	fetch := func(epoch int32, withPartition bool, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
 		t.Helper()
 		f := kmsg.NewPtrShareFetchRequest()
-		f.GroupID, f.MemberID, f.ShareSessionEpoch, f.MaxRecords, f.MaxWaitMillis = kmsg.StringPtr("workers"), kmsg.StringPtr("m1"), epoch, 100, 2000
+		f.GroupID, f.MemberID, f.ShareSessionEpoch, f.MaxRecords, f.MaxWaitMillis = kmsg.StringPtr("workers"), kmsg.StringPtr(member), epoch, 100, 2000
 		if withPartition || len(acks) > 0 {
 			p := kmsg.NewShareFetchRequestTopicPartition()
 			p.AcknowledgementBatches = acks
@@ -211,8 +212,10 @@ func TestShareGroupOverTheWire(t *testing.T) {
 	// The released record comes back (after the queue's retry delay),
 	// with the records after it in its acquisition, as for HTTP.
 	var again *kmsg.ShareFetchResponse
-	for epoch, until := int32(3), time.Now().Add(testWait); ; epoch++ {
+	epoch := int32(3)
+	for until := time.Now().Add(testWait); ; {
 		again = fetch(epoch, false)
+		epoch++
 		if len(again.Topics) > 0 && len(again.Topics[0].Partitions[0].AcquiredRecords) > 0 {
 			break
 		}
@@ -223,8 +226,37 @@ func TestShareGroupOverTheWire(t *testing.T) {
 	if r := again.Topics[0].Partitions[0].AcquiredRecords[0]; r.FirstOffset != 2 || r.DeliveryCount != 2 {
 		t.Fatalf("redelivery: %+v", again.Topics[0].Partitions[0].AcquiredRecords)
 	}
+	// Closing the session releases what it holds: another member
+	// acquires those records at once, not after the 30 s lock.
+	closing := kmsg.NewPtrShareAcknowledgeRequest()
+	closing.GroupID, closing.MemberID, closing.ShareSessionEpoch = kmsg.StringPtr("workers"), kmsg.StringPtr("m1"), -1
+	if r := groupReq[*kmsg.ShareAcknowledgeResponse](tb, closing); r.ErrorCode != 0 {
+		t.Fatalf("close: %+v", r)
+	}
+	member = "m2"
+	var taken *kmsg.ShareFetchResponse
+	for e, until := int32(0), time.Now().Add(testWait); ; e++ {
+		taken = fetch(e, e == 0)
+		if len(taken.Topics) > 0 && len(taken.Topics[0].Partitions[0].AcquiredRecords) > 0 {
+			break
+		}
+		if time.Now().After(until) {
+			t.Fatalf("the closed session's records were not released: %+v", taken)
+		}
+	}
+	if r := taken.Topics[0].Partitions[0].AcquiredRecords[0]; r.FirstOffset != 2 {
+		t.Fatalf("after the release: %+v", taken.Topics[0].Partitions[0].AcquiredRecords)
+	}
+	member = "m1"
+	if r := fetch(epoch, false); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("a closed session: %+v", r)
+	}
 	// A stale epoch is refused; the queue-mode group is no share group.
-	if r := fetch(1, false); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+	member = "m2"
+	if r := fetch(0, false); r.ErrorCode != 0 {
+		t.Fatalf("a new session: %+v", r)
+	}
+	if r := fetch(5, false); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
 		t.Fatalf("stale epoch: %+v", r)
 	}
 	q := kmsg.NewPtrShareFetchRequest()
