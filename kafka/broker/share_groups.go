@@ -234,6 +234,21 @@ func (s *shareGroups) dropIfEmpty(k shareGroupKey, g *shareGroup) {
 	}
 }
 
+// names is the tenant's share groups with live members, sorted.
+func (s *shareGroups) names(tenant wire.ID) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []string
+	for k := range s.m {
+		if k.tenant == tenant && s.live(k, now) != nil {
+			out = append(out, k.group)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // shareGroupView is a share group as ShareGroupDescribe shows it.
 type shareGroupView struct {
 	epoch   int32

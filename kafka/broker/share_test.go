@@ -160,6 +160,11 @@ func TestShareGroupOverTheWire(t *testing.T) {
 		join.Assignment.TopicPartitions[0].TopicID != id || !slices.Equal(join.Assignment.TopicPartitions[0].Partitions, []int32{0}) {
 		t.Fatalf("join: %+v", join)
 	}
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.TypesFilter = []string{"share"}
+	if l := groupReq[*kmsg.ListGroupsResponse](tb, lg); len(l.Groups) != 1 || l.Groups[0].Group != "workers" || l.Groups[0].GroupType != "share" {
+		t.Fatalf("list of share groups: %+v", l.Groups)
+	}
 	d := kmsg.NewPtrShareGroupDescribeRequest()
 	d.GroupIDs = []string{"workers", "nobody"}
 	desc := groupReq[*kmsg.ShareGroupDescribeResponse](tb, d)
