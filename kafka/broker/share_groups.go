@@ -26,9 +26,13 @@ import (
 // new coordinator starts empty and its members rejoin on UNKNOWN_MEMBER_ID
 // (a share member holds no partition exclusively, so nothing is lost).
 
-// maxShareGroups bounds the share groups one node remembers; a join to a
-// new group beyond it is refused.
-const maxShareGroups = 10000
+// maxShareGroups bounds the share groups one node remembers, and
+// maxShareGroupMembers the members of one (Kafka's group.share.max.size
+// default); a join beyond either is refused GROUP_MAX_SIZE_REACHED.
+const (
+	maxShareGroups       = 10000
+	maxShareGroupMembers = 200
+)
 
 type shareGroupKey struct {
 	tenant wire.ID
@@ -120,6 +124,9 @@ func (s *shareGroups) heartbeat(h shareBeat, topics []groups.TopicInfo) shareBea
 		}
 		if h.memberID == "" {
 			h.memberID = uuid.NewString()
+		}
+		if g.members[h.memberID] == nil && len(g.members) >= maxShareGroupMembers {
+			return shareBeatResult{err: kerr.GroupMaxSizeReached}
 		}
 		m := &shareMember{id: h.memberID} // its subscription bumps the group epoch
 		g.members[h.memberID] = m

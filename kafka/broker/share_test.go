@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -48,6 +49,16 @@ func TestShareGroupMembership(t *testing.T) {
 	r := s.heartbeat(shareBeat{key: key, memberID: "m1", memberEpoch: r1.memberEpoch}, topics)
 	if r.err != nil || len(r.assignment[a]) != 4 || r.memberEpoch <= r1.memberEpoch {
 		t.Fatalf("after growth: %+v", r)
+	}
+	// A group holds at most maxShareGroupMembers members.
+	full := shareGroupKey{wire.DefaultTenant, "full"}
+	for i := range maxShareGroupMembers {
+		if r := s.heartbeat(shareBeat{key: full, memberID: fmt.Sprint(i), subscribed: []string{"a"}}, topics); r.err != nil {
+			t.Fatalf("member %d: %+v", i, r)
+		}
+	}
+	if r := s.heartbeat(shareBeat{key: full, memberID: "one-more", subscribed: []string{"a"}}, topics); r.err != kerr.GroupMaxSizeReached {
+		t.Fatalf("past the size limit: %+v", r)
 	}
 	v, ok := s.describe(key)
 	if !ok || len(v.members) != 2 || v.members[0].id != "m1" || !slices.Equal(v.members[1].subscribed, []string{"a", "b"}) {
