@@ -80,6 +80,9 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.
 		b.releaseShareSession(ctx, tenant, group, sess, topics)
 		return resp, nil
 	}
+	if req.IsRenewAck {
+		return resp, nil // a renewal (KIP-1222) acquires nothing new
+	}
 	b.acquireShare(ctx, tenant, group, set, req, sess, topics, out)
 	return resp, nil
 }
