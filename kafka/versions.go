@@ -52,6 +52,13 @@ var supportedVersions = map[int16]VersionRange{
 	60: {0, 1},  // DescribeCluster: v2 endpoint types
 	68: {0, 1},  // ConsumerGroupHeartbeat: KIP-848; v1 member-named, regex
 	69: {0, 1},  // ConsumerGroupDescribe
+	76: {1, 1},  // ShareGroupHeartbeat: KIP-932 (v0 was early access)
+	77: {1, 1},  // ShareGroupDescribe
+	78: {1, 2},  // ShareFetch: v2 KIP-1206 record limits, KIP-1222 renew
+	79: {1, 2},  // ShareAcknowledge
+	90: {0, 1},  // DescribeShareGroupOffsets: v1 lag
+	91: {0, 0},  // AlterShareGroupOffsets
+	92: {0, 0},  // DeleteShareGroupOffsets
 }
 
 // SupportedVersions returns the version window queen accepts for key, and

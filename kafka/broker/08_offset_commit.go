@@ -46,11 +46,9 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kms
 			rp := &rt.Partitions[i]
 			rp.Default()
 			rp.Partition = p.Partition
-			switch {
-			case p.Partition < 0:
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p.Offset < 0:
-				rp.ErrorCode = kerr.OffsetOutOfRange.Code // a position is never negative
+			switch code := positionRefusal(p.Partition, p.Offset); {
+			case code != 0:
+				rp.ErrorCode = code
 			case p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata:
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			default:
@@ -78,4 +76,17 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kms
 	}
 	answerPositions(c, "commit", req.Group, slots, err, func(i int) wire.Code { return res[i].Code })
 	return resp, nil
+}
+
+// positionRefusal is the error of a position written for a partition
+// index, 0 when it may be written: a partition index or a position is
+// never negative.
+func positionRefusal(partition int32, offset int64) int16 {
+	switch {
+	case partition < 0:
+		return kerr.UnknownTopicOrPartition.Code
+	case offset < 0:
+		return kerr.OffsetOutOfRange.Code
+	}
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/storage"
+	"github.com/queen-mq/queen/wire"
 )
 
 // offsetFetchBarrier bounds the read barrier before an OffsetFetch: past
@@ -27,14 +28,7 @@ const offsetFetchBarrier = 5 * time.Second
 // no waiting).
 func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
-	tenant, _, kErr := b.groupCoordinator(c, req.Group)
-	if kErr == nil {
-		bctx, cancel := context.WithTimeout(ctx, offsetFetchBarrier)
-		if err := b.engine.BarrierGroups(bctx, b.engine.TenantGroups(tenant)); err != nil {
-			kErr = kerr.CoordinatorLoadInProgress
-		}
-		cancel()
-	}
+	tenant, kErr := b.positionsReader(ctx, c, req.Group)
 	if kErr != nil {
 		return kafka.ErrorResponse(req, kErr.Code), nil
 	}
@@ -76,4 +70,21 @@ func fetchedOffset(partition int32, pos *storage.GroupPosition) kmsg.OffsetFetch
 		rp.Metadata = kmsg.StringPtr(pos.Metadata)
 	}
 	return rp
+}
+
+// positionsReader is the tenant of a group coordinated here once every
+// raft group of the tenant has applied what it committed before (a read
+// barrier bounded by offsetFetchBarrier), so the group's positions read
+// from local replicas are current; or the error to answer with.
+func (b *Broker) positionsReader(ctx context.Context, c *kafka.Conn, group string) (wire.ID, *kerr.Error) {
+	tenant, _, kErr := b.groupCoordinator(c, group)
+	if kErr != nil {
+		return tenant, kErr
+	}
+	bctx, cancel := context.WithTimeout(ctx, offsetFetchBarrier)
+	defer cancel()
+	if err := b.engine.BarrierGroups(bctx, b.engine.TenantGroups(tenant)); err != nil {
+		return tenant, kerr.CoordinatorLoadInProgress
+	}
+	return tenant, nil
 }

@@ -20,7 +20,7 @@ import (
 // Kafka consumer group IS a Queen consumer group; the queue-mode group is
 // not one. v4's state filter and v5's type filter are honoured, ignoring
 // case as Kafka does: a group is "consumer" while it has KIP-848 members,
-// else "classic".
+// "share" (and Stable) while it has share consumers, else "classic".
 func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
@@ -48,6 +48,16 @@ func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Re
 	for _, coord := range coords {
 		for _, l := range coord.List() {
 			add(l)
+		}
+	}
+	for _, name := range b.shares.names(tenant) {
+		if _, coordinated := coords[b.engine.CoordinatorGroup(tenant, 'g', name)]; coordinated && !listed[name] {
+			listed[name] = true
+			if matches(req.StatesFilter, "Stable") && matches(req.TypesFilter, "share") {
+				rg := kmsg.NewListGroupsResponseGroup()
+				rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = name, "share", "Stable", "share"
+				resp.Groups = append(resp.Groups, rg)
+			}
 		}
 	}
 	for _, name := range b.engine.GroupNames(tenant) {

@@ -11,7 +11,7 @@ import (
 )
 
 // handleDescribeConfigs describes topics (every config queen accepts, set
-// or default) and brokers (the settings that come from the environment).
+// or default), groups (group_configs.go) and brokers (the settings that come from the environment).
 func (b *Broker) handleDescribeConfigs(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -28,6 +28,11 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, c *kafka.Conn, kreq 
 				break
 			}
 			rr.Configs = b.describeTopic(set, isKafka, r.ConfigNames)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			var set map[string]string
+			if set, _, err = b.groupConfigs(tenant, r.ResourceName); err == nil {
+				rr.Configs = describeGroupConfigs(set, r.ConfigNames)
+			}
 		case kmsg.ConfigResourceTypeBroker:
 			if id, perr := strconv.Atoi(r.ResourceName); r.ResourceName != "" && (perr != nil || id < 0) {
 				err = wire.ErrBadRequest

@@ -13,7 +13,7 @@ import (
 )
 
 // handleIncrementalAlterConfigs sets or deletes (back to the default) a
-// Kafka topic's configs, and appends to or subtracts from its list configs
+// Kafka topic's configs or a group's (group_configs.go), and appends to or subtracts from its list configs
 // (cleanup.policy and the throttled replica lists), as Kafka does.
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
@@ -23,7 +23,11 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, c *kafka.Con
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		err := func() error {
-			if r.ResourceType != kmsg.ConfigResourceTypeTopic {
+			switch r.ResourceType {
+			case kmsg.ConfigResourceTypeGroupConfig:
+				return b.alterGroupConfigs(ctx, tenant, r.ResourceName, req.ValidateOnly, r.Configs)
+			case kmsg.ConfigResourceTypeTopic:
+			default:
 				return errNotKafkaTopic
 			}
 			ops := make([]wire.ConfigOp, 0, len(r.Configs))

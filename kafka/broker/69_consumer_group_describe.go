@@ -32,10 +32,7 @@ func (b *Broker) handleConsumerGroupDescribe(_ context.Context, c *kafka.Conn, k
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		names := map[[16]byte]string{}
-		for _, t := range topicInfos(b.engine, tenant) {
-			names[t.ID] = t.Name
-		}
+		names := topicNames(b.engine, tenant)
 		rg.State, rg.Epoch, rg.AssignmentEpoch, rg.AssignorName = d.State.String(), d.Epoch, d.AssignmentEpoch, d.Assignor
 		for _, m := range d.Members {
 			rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()

@@ -76,6 +76,18 @@ var apiAccess = map[kmsg.Key][]need{
 
 	kmsg.ConsumerGroupHeartbeat: {group(readWrite)},
 	kmsg.ConsumerGroupDescribe:  {group(readOnly)},
+	kmsg.ShareGroupHeartbeat:    {group(readWrite)},
+	kmsg.ShareGroupDescribe:     {group(readOnly)},
+	// A share fetch acquires records for the group and an
+	// acknowledgement moves its positions: Kafka's READ on the topic and
+	// on the group; here the group's is HTTP pop's read-write.
+	kmsg.ShareFetch:       {topic(readOnly), group(readWrite)},
+	kmsg.ShareAcknowledge: {topic(readOnly), group(readWrite)},
+	// A share group's offsets are its positions: described as OffsetFetch,
+	// altered as OffsetCommit, deleted as OffsetDelete.
+	kmsg.DescribeShareGroupOffsets: {group(readOnly)},
+	kmsg.AlterShareGroupOffsets:    {group(readWrite)},
+	kmsg.DeleteShareGroupOffsets:   {group(admin)},
 
 	kmsg.InitProducerID:     {txnID(writeOnly)}, // an idempotent producer's: CLUSTER_AUTHORIZATION_FAILED
 	kmsg.AddPartitionsToTxn: {txnID(writeOnly)},

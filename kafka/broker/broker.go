@@ -160,14 +160,18 @@ func (c *Config) setDefaults() {
 
 // Broker serves the engine-backed Kafka API keys on a kafka.Server.
 type Broker struct {
-	cfg     Config
-	engine  *raftgroups.Engine
-	log     *slog.Logger
-	srv     *kafka.Server
-	ids     msgIDs
-	parts   partitionCache
-	groups  *coordinators // consumer-group coordination (group_coordination.go)
-	metrics *brokerMetrics
+	cfg    Config
+	engine *raftgroups.Engine
+	log    *slog.Logger
+	srv    *kafka.Server
+	ids    msgIDs
+	parts  partitionCache
+	groups *coordinators // consumer-group coordination (group_coordination.go)
+	// shares is the share groups this node coordinates and shareSessions
+	// the share sessions of consumers fetching from it (KIP-932).
+	shares        *shareGroups
+	shareSessions *shareSessions
+	metrics       *brokerMetrics
 	// inflight bounds each tenant's produce bytes in flight.
 	inflight *tenancy.Inflight
 
@@ -195,6 +199,8 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		inflight: tenancy.NewInflight(cfg.TenantMaxInflightBytes)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
+	b.shares = newShareGroups(cfg.ConsumerGroupSessionTimeout, cfg.ConsumerGroupHeartbeatInterval)
+	b.shareSessions = newShareSessions()
 	for key, h := range b.handlers() {
 		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
 			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
@@ -209,40 +215,47 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 // handlers is every engine-backed API key this broker answers, by key.
 func (b *Broker) handlers() map[int16]kafka.Handler {
 	return map[int16]kafka.Handler{
-		int16(kmsg.Produce):                 b.handleProduce,
-		int16(kmsg.Fetch):                   b.handleFetch,
-		int16(kmsg.ListOffsets):             b.handleListOffsets,
-		int16(kmsg.OffsetForLeaderEpoch):    b.handleOffsetForLeaderEpoch,
-		int16(kmsg.Metadata):                b.handleMetadata,
-		int16(kmsg.CreateTopics):            b.handleCreateTopics,
-		int16(kmsg.DeleteTopics):            b.handleDeleteTopics,
-		int16(kmsg.InitProducerID):          b.handleInitProducerID,
-		int16(kmsg.AddPartitionsToTxn):      b.handleAddPartitionsToTxn,
-		int16(kmsg.AddOffsetsToTxn):         b.handleAddOffsetsToTxn,
-		int16(kmsg.EndTxn):                  b.handleEndTxn,
-		int16(kmsg.TxnOffsetCommit):         b.handleTxnOffsetCommit,
-		int16(kmsg.DescribeACLs):            b.handleACLs,
-		int16(kmsg.CreateACLs):              b.handleACLs,
-		int16(kmsg.DeleteACLs):              b.handleACLs,
-		int16(kmsg.DescribeConfigs):         b.handleDescribeConfigs,
-		int16(kmsg.AlterConfigs):            b.handleAlterConfigs,
-		int16(kmsg.DescribeLogDirs):         b.handleDescribeLogDirs,
-		int16(kmsg.CreatePartitions):        b.handleCreatePartitions,
-		int16(kmsg.IncrementalAlterConfigs): b.handleIncrementalAlterConfigs,
-		int16(kmsg.DescribeCluster):         b.handleDescribeCluster,
-		int16(kmsg.OffsetCommit):            b.handleOffsetCommit,
-		int16(kmsg.OffsetFetch):             b.handleOffsetFetch,
-		int16(kmsg.FindCoordinator):         b.handleFindCoordinator,
-		int16(kmsg.JoinGroup):               b.handleJoinGroup,
-		int16(kmsg.Heartbeat):               b.handleHeartbeat,
-		int16(kmsg.LeaveGroup):              b.handleLeaveGroup,
-		int16(kmsg.SyncGroup):               b.handleSyncGroup,
-		int16(kmsg.DescribeGroups):          b.handleDescribeGroups,
-		int16(kmsg.ListGroups):              b.handleListGroups,
-		int16(kmsg.DeleteGroups):            b.handleDeleteGroups,
-		int16(kmsg.OffsetDelete):            b.handleOffsetDelete,
-		int16(kmsg.ConsumerGroupHeartbeat):  b.handleConsumerGroupHeartbeat,
-		int16(kmsg.ConsumerGroupDescribe):   b.handleConsumerGroupDescribe,
+		int16(kmsg.Produce):                   b.handleProduce,
+		int16(kmsg.Fetch):                     b.handleFetch,
+		int16(kmsg.ListOffsets):               b.handleListOffsets,
+		int16(kmsg.OffsetForLeaderEpoch):      b.handleOffsetForLeaderEpoch,
+		int16(kmsg.Metadata):                  b.handleMetadata,
+		int16(kmsg.CreateTopics):              b.handleCreateTopics,
+		int16(kmsg.DeleteTopics):              b.handleDeleteTopics,
+		int16(kmsg.InitProducerID):            b.handleInitProducerID,
+		int16(kmsg.AddPartitionsToTxn):        b.handleAddPartitionsToTxn,
+		int16(kmsg.AddOffsetsToTxn):           b.handleAddOffsetsToTxn,
+		int16(kmsg.EndTxn):                    b.handleEndTxn,
+		int16(kmsg.TxnOffsetCommit):           b.handleTxnOffsetCommit,
+		int16(kmsg.DescribeACLs):              b.handleACLs,
+		int16(kmsg.CreateACLs):                b.handleACLs,
+		int16(kmsg.DeleteACLs):                b.handleACLs,
+		int16(kmsg.DescribeConfigs):           b.handleDescribeConfigs,
+		int16(kmsg.AlterConfigs):              b.handleAlterConfigs,
+		int16(kmsg.DescribeLogDirs):           b.handleDescribeLogDirs,
+		int16(kmsg.CreatePartitions):          b.handleCreatePartitions,
+		int16(kmsg.IncrementalAlterConfigs):   b.handleIncrementalAlterConfigs,
+		int16(kmsg.DescribeCluster):           b.handleDescribeCluster,
+		int16(kmsg.OffsetCommit):              b.handleOffsetCommit,
+		int16(kmsg.OffsetFetch):               b.handleOffsetFetch,
+		int16(kmsg.FindCoordinator):           b.handleFindCoordinator,
+		int16(kmsg.JoinGroup):                 b.handleJoinGroup,
+		int16(kmsg.Heartbeat):                 b.handleHeartbeat,
+		int16(kmsg.LeaveGroup):                b.handleLeaveGroup,
+		int16(kmsg.SyncGroup):                 b.handleSyncGroup,
+		int16(kmsg.DescribeGroups):            b.handleDescribeGroups,
+		int16(kmsg.ListGroups):                b.handleListGroups,
+		int16(kmsg.DeleteGroups):              b.handleDeleteGroups,
+		int16(kmsg.OffsetDelete):              b.handleOffsetDelete,
+		int16(kmsg.ConsumerGroupHeartbeat):    b.handleConsumerGroupHeartbeat,
+		int16(kmsg.ConsumerGroupDescribe):     b.handleConsumerGroupDescribe,
+		int16(kmsg.ShareGroupHeartbeat):       b.handleShareGroupHeartbeat,
+		int16(kmsg.ShareGroupDescribe):        b.handleShareGroupDescribe,
+		int16(kmsg.ShareFetch):                b.handleShareFetch,
+		int16(kmsg.ShareAcknowledge):          b.handleShareAcknowledge,
+		int16(kmsg.DescribeShareGroupOffsets): b.handleDescribeShareGroupOffsets,
+		int16(kmsg.AlterShareGroupOffsets):    b.handleAlterShareGroupOffsets,
+		int16(kmsg.DeleteShareGroupOffsets):   b.handleDeleteShareGroupOffsets,
 	}
 }
 

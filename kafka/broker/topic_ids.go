@@ -53,6 +53,15 @@ func topicInfos(e *raftgroups.Engine, tenant wire.ID) []groups.TopicInfo {
 	return out
 }
 
+// topicNames is the names of the tenant's topics by id, as topicInfos.
+func topicNames(e *raftgroups.Engine, tenant wire.ID) map[[16]byte]string {
+	names := map[[16]byte]string{}
+	for _, t := range topicInfos(e, tenant) {
+		names[t.ID] = t.Name
+	}
+	return names
+}
+
 // topicByID finds the tenant's topic (internal ones included: internal
 // reports one) with id, by looking at every topic.
 func (b *Broker) topicByID(tenant wire.ID, id [16]byte) (t storage.Topic, internal, ok bool) {
