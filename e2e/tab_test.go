@@ -97,7 +97,11 @@ func (b *tab) run(t *testing.T, what string, actions ...chromedp.Action[chromedp
 // deadline passes) and decodes its value into out.
 func (b *tab) waitFor(t *testing.T, what, expr string, out any) {
 	t.Helper()
-	raw, err := chromedp.Run(b.ctx, chromedp.Poll[[]byte](expr, chromedp.WithPollingTimeout(15*time.Second)))
+	// A predicate that throws because the page is mid-render (a row
+	// without its cells yet) has not held yet: Poll would end at the
+	// first exception, so it is caught and polled again.
+	guarded := "(() => { try { return (" + expr + "); } catch (e) { return false; } })()"
+	raw, err := chromedp.Run(b.ctx, chromedp.Poll[[]byte](guarded, chromedp.WithPollingTimeout(15*time.Second)))
 	if err != nil {
 		view, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById("view").innerText.slice(0, 1500) + "\n[alert] " + document.getElementById("alert").innerText`))
 		t.Fatalf("waiting for %s: %v\npage shows:\n%s", what, err, view)
