@@ -202,20 +202,7 @@ func (p *Proxy) cpProvision(ctx context.Context, r *cpRequest) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	if q.Plan == "" {
-		q.Plan = "free"
-	}
-	if err := p.store.checkPlan(ctx, q.Plan); err != nil {
-		return 0, nil, err
-	}
-	t, tCreated, err := p.store.ensureTenant(ctx, q.TenantSlug, q.TenantName)
-	if err != nil {
-		return 0, nil, err
-	}
-	if t.Status == StatusDeleting {
-		return 0, nil, errTenantDeleting
-	}
-	c, cCreated, err := p.store.ensureCluster(ctx, t, q.ClusterSlug, q.Plan, ov)
+	t, c, tCreated, cCreated, err := p.store.ensureTenantCluster(ctx, q.TenantSlug, q.TenantName, q.ClusterSlug, q.Plan, ov)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -475,20 +462,7 @@ func (p *Proxy) cpCreateCluster(ctx context.Context, r *cpRequest) (int, any, er
 	if !validSlug(q.TenantSlug) || !validSlug(q.Slug) {
 		return 0, nil, invalid("tenant_slug and slug must be DNS labels")
 	}
-	if q.Plan == "" {
-		q.Plan = "free"
-	}
-	if err := p.store.checkPlan(ctx, q.Plan); err != nil {
-		return 0, nil, err
-	}
-	t, _, err := p.store.ensureTenant(ctx, q.TenantSlug, q.TenantName)
-	if err != nil {
-		return 0, nil, err
-	}
-	if t.Status == StatusDeleting {
-		return 0, nil, errTenantDeleting
-	}
-	c, created, err := p.store.ensureCluster(ctx, t, q.Slug, q.Plan, nil)
+	t, c, _, created, err := p.store.ensureTenantCluster(ctx, q.TenantSlug, q.TenantName, q.Slug, q.Plan, nil)
 	if err != nil {
 		return 0, nil, err
 	}

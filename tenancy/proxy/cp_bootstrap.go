@@ -30,26 +30,13 @@ func (p *Proxy) cpBootstrap(ctx context.Context, r *cpRequest) (int, any, error)
 	if q.ClusterSlug == "" {
 		q.ClusterSlug = q.TenantSlug
 	}
-	if q.Plan == "" {
-		q.Plan = "free"
-	}
 	switch {
 	case !validSlug(q.TenantSlug) || !validSlug(q.ClusterSlug):
 		return 0, nil, invalid("tenant_slug and cluster_slug must be DNS labels")
 	case !strings.Contains(q.AdminEmail, "@"):
 		return 0, nil, invalid("admin_email must be an email address")
 	}
-	if err := p.store.checkPlan(ctx, q.Plan); err != nil {
-		return 0, nil, err
-	}
-	t, tCreated, err := p.store.ensureTenant(ctx, q.TenantSlug, q.TenantName)
-	if err != nil {
-		return 0, nil, err
-	}
-	if t.Status == StatusDeleting {
-		return 0, nil, errTenantDeleting
-	}
-	c, cCreated, err := p.store.ensureCluster(ctx, t, q.ClusterSlug, q.Plan, nil)
+	t, c, tCreated, cCreated, err := p.store.ensureTenantCluster(ctx, q.TenantSlug, q.TenantName, q.ClusterSlug, q.Plan, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -40,6 +40,30 @@ func (s *kvStore) ensureTenant(ctx context.Context, slug, name string) (*Tenant,
 	return nil, false, fmt.Errorf("%w: tenant %s keeps changing", ErrConflict, slug)
 }
 
+// defaultPlan is the plan a provisioning request without one gets.
+const defaultPlan = "free"
+
+// ensureTenantCluster is the step every provisioning route shares: the
+// plan (defaultPlan when empty) must exist, the tenant is found or created
+// and must not be on its way out, and its cluster is found or created.
+func (s *kvStore) ensureTenantCluster(ctx context.Context, tenantSlug, tenantName, clusterSlug, plan string,
+	overrides Limits) (t *Tenant, c *Cluster, tCreated, cCreated bool, err error) {
+	if plan == "" {
+		plan = defaultPlan
+	}
+	if err = s.checkPlan(ctx, plan); err != nil {
+		return nil, nil, false, false, err
+	}
+	if t, tCreated, err = s.ensureTenant(ctx, tenantSlug, tenantName); err != nil {
+		return nil, nil, false, false, err
+	}
+	if t.Status == StatusDeleting {
+		return nil, nil, false, false, errTenantDeleting
+	}
+	c, cCreated, err = s.ensureCluster(ctx, t, clusterSlug, plan, overrides)
+	return t, c, tCreated, cCreated, err
+}
+
 // ensureCluster returns the cluster slug of tenant t, creating it on plan
 // with overrides if absent. A slug another tenant holds is a conflict.
 func (s *kvStore) ensureCluster(ctx context.Context, t *Tenant, slug, plan string, overrides Limits) (*Cluster, bool, error) {
