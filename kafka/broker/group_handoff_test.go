@@ -139,16 +139,23 @@ func TestDrainingNodeRecordsNoExpiry(t *testing.T) {
 	}
 }
 
-// joinAlone joins group as its only member (so its leader), with session
-// and rebalance timeouts of timeoutMs, and returns the answered join.
-func joinAlone(ctx context.Context, t *testing.T, cl *kgo.Client, group string, timeoutMs int32) *kmsg.JoinGroupResponse {
-	t.Helper()
+// joinRequest is a consumer join of group with one range protocol and
+// session and rebalance timeouts of timeoutMs.
+func joinRequest(group string, timeoutMs int32) *kmsg.JoinGroupRequest {
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType = group, "consumer"
 	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = timeoutMs, timeoutMs
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name, p.Metadata = "range", []byte("m")
 	join.Protocols = append(join.Protocols, p)
+	return join
+}
+
+// joinAlone joins group as its only member (so its leader), with session
+// and rebalance timeouts of timeoutMs, and returns the answered join.
+func joinAlone(ctx context.Context, t *testing.T, cl *kgo.Client, group string, timeoutMs int32) *kmsg.JoinGroupResponse {
+	t.Helper()
+	join := joinRequest(group, timeoutMs)
 	jr, err := join.RequestWith(ctx, cl)
 	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
 		t.Fatalf("first join: %+v %v", jr, err)
@@ -181,12 +188,7 @@ func TestJoinAnswerWaitsForItsRecord(t *testing.T) {
 	t.Cleanup(func() { hold.Store(false); close(release) }) // before the nodes close
 	cl := nodes[0].client()
 	ctx := ctxFor(t)
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.ProtocolType = "unrecorded", "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
-	p := kmsg.NewJoinGroupRequestProtocol()
-	p.Name, p.Metadata = "range", []byte("m")
-	join.Protocols = append(join.Protocols, p)
+	join := joinRequest("unrecorded", 30000)
 	jr, err := join.RequestWith(ctx, cl)
 	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
 		t.Fatalf("first join: %+v %v", jr, err)

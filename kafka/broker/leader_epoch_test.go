@@ -240,28 +240,12 @@ func TestFetchChecksTheLeaderEpoch(t *testing.T) {
 // waiting out its metadata refresh interval.
 func TestProduceToAFollowerNamesTheLeader(t *testing.T) {
 	nodes := startCluster(t, 3)
-	cl := nodeClient(t, nodes[0])
-	createTopic(t, cl, "hinted", 1)
-	part, ok := nodes[0].broker.partition(wire.DefaultTenant, "hinted", 0)
-	if !ok {
-		t.Fatal("partition not known")
-	}
-	leader, term, ok := nodes[0].broker.groupLeader(part.group) // startCluster settled the leaders
-	if !ok {
-		t.Fatal("the partition's group has no leader")
-	}
-	epoch := epochOf(term)
+	leader, epoch := oneLeaderTopic(t, nodes, "hinted")
 	follower := nodes[leader%3] // any node but the leader
 	fcl := nodeClient(t, follower)
 	for _, version := range []int16{9, 10} {
-		req := kmsg.NewPtrProduceRequest()
-		req.Version, req.Acks, req.TimeoutMillis = version, -1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "hinted"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = mustBatch(t, []byte("v"))
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := produceRequest("hinted", mustBatch(t, []byte("v")), -1)
+		req.Version = version
 		resp := request[*kmsg.ProduceResponse](t, fcl, int32(follower.broker.cfg.NodeID), req)
 		p := resp.Topics[0].Partitions[0]
 		if p.ErrorCode != kerr.NotLeaderForPartition.Code {
@@ -286,27 +270,10 @@ func TestProduceToAFollowerNamesTheLeader(t *testing.T) {
 // refuses them.
 func TestOffsetForLeaderEpochEndsAtTheHighWaterMark(t *testing.T) {
 	nodes := startCluster(t, 3)
-	cl := nodeClient(t, nodes[0])
-	createTopic(t, cl, "epochs", 1)
-	part, ok := nodes[0].broker.partition(wire.DefaultTenant, "epochs", 0)
-	if !ok {
-		t.Fatal("partition not known")
-	}
-	leader, term, ok := nodes[0].broker.groupLeader(part.group) // startCluster settled the leaders
-	if !ok {
-		t.Fatal("the partition's group has no leader")
-	}
-	epoch := epochOf(term)
+	leader, epoch := oneLeaderTopic(t, nodes, "epochs")
 	lcl := nodeClient(t, nodes[leader-1])
 	for i := range 3 {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "epochs"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = mustBatch(t, []byte{byte(i)})
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := produceRequest("epochs", mustBatch(t, []byte{byte(i)}), -1)
 		if p := request[*kmsg.ProduceResponse](t, lcl, leader, req).Topics[0].Partitions[0]; p.ErrorCode != 0 {
 			t.Fatalf("produce: %d", p.ErrorCode)
 		}
@@ -337,4 +304,21 @@ func TestOffsetForLeaderEpochEndsAtTheHighWaterMark(t *testing.T) {
 	if p := ask(nodes[leader%3], -1, epoch); p.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("a follower: %+v, want NOT_LEADER_OR_FOLLOWER", p)
 	}
+}
+
+// oneLeaderTopic creates a one-partition topic on a cluster startCluster
+// started (so its leaders are settled) and returns the node leading the
+// partition and its leader epoch.
+func oneLeaderTopic(t *testing.T, nodes []*testNode, topic string) (leader, epoch int32) {
+	t.Helper()
+	createTopic(t, nodeClient(t, nodes[0]), topic, 1)
+	part, ok := nodes[0].broker.partition(wire.DefaultTenant, topic, 0)
+	if !ok {
+		t.Fatal("partition not known")
+	}
+	leader, term, ok := nodes[0].broker.groupLeader(part.group)
+	if !ok {
+		t.Fatal("the partition's group has no leader")
+	}
+	return leader, epochOf(term)
 }

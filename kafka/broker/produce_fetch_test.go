@@ -61,9 +61,8 @@ func rawProduce(t *testing.T, cl *kgo.Client, topic string, records []byte, acks
 	return &rawProduceResponse(t, cl, topic, records, acks).Topics[0].Partitions[0]
 }
 
-// rawProduceResponse is rawProduce's whole response.
-func rawProduceResponse(t *testing.T, cl *kgo.Client, topic string, records []byte, acks int16) *kmsg.ProduceResponse {
-	t.Helper()
+// produceRequest is a produce of records to topic/partition 0.
+func produceRequest(topic string, records []byte, acks int16) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
@@ -72,7 +71,13 @@ func rawProduceResponse(t *testing.T, cl *kgo.Client, topic string, records []by
 	rp.Records = records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxFor(t), cl)
+	return req
+}
+
+// rawProduceResponse is rawProduce's whole response.
+func rawProduceResponse(t *testing.T, cl *kgo.Client, topic string, records []byte, acks int16) *kmsg.ProduceResponse {
+	t.Helper()
+	resp, err := produceRequest(topic, records, acks).RequestWith(ctxFor(t), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
