@@ -111,16 +111,9 @@ func (c *cache) refresh(ctx context.Context) {
 
 // run polls the feed until ctx ends.
 func (c *cache) run(ctx context.Context) {
-	t := time.NewTicker(c.poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			pctx, cancel := context.WithTimeout(ctx, max(c.poll, time.Second))
-			c.refresh(pctx)
-			cancel()
-		}
-	}
+	every(ctx, c.poll, func(ctx context.Context) {
+		pctx, cancel := context.WithTimeout(ctx, max(c.poll, time.Second))
+		defer cancel()
+		c.refresh(pctx)
+	})
 }

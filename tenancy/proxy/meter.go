@@ -242,26 +242,19 @@ func (m *meter) replay(ctx context.Context) error {
 
 // run replays the spool (until the KV takes it) and flushes every
 // interval until ctx ends, with also (the activity rows).
-func (m *meter) run(ctx context.Context, every time.Duration, also func(context.Context) error) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	replayed := false
-	for {
+func (m *meter) run(ctx context.Context, interval time.Duration, also func(context.Context) error) {
+	replayed := m.replay(ctx) == nil
+	every(ctx, interval, func(ctx context.Context) {
+		if err := m.flush(ctx); err != nil {
+			m.log.Warn("proxy: usage flush failed", "err", err)
+		}
+		if err := also(ctx); err != nil {
+			m.log.Debug("proxy: activity flush failed", "err", err)
+		}
 		if !replayed {
 			replayed = m.replay(ctx) == nil
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := m.flush(ctx); err != nil {
-				m.log.Warn("proxy: usage flush failed", "err", err)
-			}
-			if err := also(ctx); err != nil {
-				m.log.Debug("proxy: activity flush failed", "err", err)
-			}
-		}
-	}
+	})
 }
 
 // final writes what is left at shutdown, or spools it.

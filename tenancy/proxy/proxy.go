@@ -207,6 +207,21 @@ func (p *Proxy) Start() error {
 	return nil
 }
 
+// every calls f each interval until ctx ends; the proxy's periodic work
+// (cache refresh, usage flush, rollup) runs under it in goLoop.
+func every(ctx context.Context, interval time.Duration, f func(context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f(ctx)
+		}
+	}
+}
+
 func (p *Proxy) goLoop(f func(context.Context)) {
 	p.loopsMu.Lock()
 	defer p.loopsMu.Unlock()

@@ -28,21 +28,14 @@ func dayPrefix(cluster string) string { return "usage-day/" + cluster + "/" }
 
 // rollupLoop rolls up every hour until ctx ends.
 func (p *Proxy) rollupLoop(ctx context.Context) {
-	t := time.NewTicker(rollupEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	every(ctx, rollupEvery, func(ctx context.Context) {
+		if !p.engine.Leads(p.engine.KVGroup(tenancy.SystemTenant)) {
 			return
-		case <-t.C:
-			if !p.engine.Leads(p.engine.KVGroup(tenancy.SystemTenant)) {
-				continue
-			}
-			if err := p.rollup(ctx, time.Now()); err != nil {
-				p.log.Warn("proxy: usage rollup failed", "err", err)
-			}
 		}
-	}
+		if err := p.rollup(ctx, time.Now()); err != nil {
+			p.log.Warn("proxy: usage rollup failed", "err", err)
+		}
+	})
 }
 
 // rollup writes the day rows of yesterday and today for every cluster.
