@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,14 @@ type membershipView struct {
 	Leader   uint64   `json:"leader"`
 	Voters   []uint64 `json:"voters"`
 	Learners []uint64 `json:"learners"`
-	Groups   []struct {
+	Members  []struct {
+		NodeID  uint64 `json:"nodeId"`
+		Live    bool   `json:"live"`
+		Lag     uint64 `json:"lag"`
+		Groups  int    `json:"groups"`
+		Problem string `json:"error"`
+	} `json:"members"`
+	Groups []struct {
 		Group    int      `json:"group"`
 		Voters   []uint64 `json:"voters"`
 		Learners []uint64 `json:"learners"`
@@ -51,18 +59,31 @@ func membershipChange(t *testing.T, ctx context.Context, method, url string, bod
 		code, err := call(ctx, method, url, body, &eb)
 		switch {
 		case err != nil:
-			last = err.Error()
+			if err.Error() != last {
+				t.Logf("%s %s: %v", method, url, err)
+				last = err.Error()
+			}
 			return false, nil
 		case code == http.StatusOK:
 			return true, nil
 		case code == http.StatusConflict && (eb.Code == "learner_behind" || eb.Code == "in_flight" || eb.Code == "no_quorum"):
-			last = eb.Code + ": " + eb.Error
+			if msg := eb.Code + ": " + eb.Error; msg != last {
+				// Each new refusal is logged: a change that never
+				// lands must say why in the test's output.
+				t.Logf("%s %s: %s", method, url, msg)
+				last = msg
+			}
 			return false, nil
 		}
 		return false, fmt.Errorf("%s %s: %d %s %s", method, url, code, eb.Code, eb.Error)
 	})
 	if err != nil {
-		t.Fatalf("%s %s: %v (last: %s)", method, url, err, last)
+		// The membership as the node sees it (each member's liveness and
+		// lag) says what the change was waiting for.
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m, merr := membership(dctx, url[:strings.Index(url, membershipPath)])
+		t.Fatalf("%s %s: %v (last: %s); membership now: %+v %v", method, url, err, last, m, merr)
 	}
 }
 

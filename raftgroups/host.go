@@ -247,6 +247,10 @@ type Host struct {
 	// over group 0's raft listener (nodecall.go).
 	nodeRoutes nodeRoutes
 	nodeClient *transport.NodeClient
+	// changing counts the membership changes this node is running; no
+	// leadership is moved meanwhile (leaders.go), so a transfer never
+	// races a config change it would have to carry over.
+	changing atomic.Int32
 }
 
 type group struct {

@@ -18,9 +18,9 @@ func (h *Host) preferredLeader(n int) uint64 {
 // balanceLeaders moves a group's leadership to its preferred node whenever
 // this node leads it and the preferred node answered recently. A transfer to
 // a node that is down would only stall the group, hence the contact check.
-// It runs every 5 s.
+// It runs every 5 s, and not while this node runs a membership change.
 func (h *Host) balanceLeaders() {
-	if len(h.voterIDs()) < 2 {
+	if len(h.voterIDs()) < 2 || h.changing.Load() > 0 {
 		return
 	}
 	for _, g := range h.groups {

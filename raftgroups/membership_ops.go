@@ -15,6 +15,7 @@ import (
 // committed) so every node can reach the new one before it is a member.
 // The new node then starts with QUEEN_RAFT_JOIN=true and catches up.
 func (h *Host) AddLearner(ctx context.Context, id uint64, raftAddr, httpAddr string) error {
+	defer h.changeRunning()()
 	if id == 0 {
 		return fmt.Errorf("%w: id must be a positive node id", ErrBadMember)
 	}
@@ -66,6 +67,7 @@ func (h *Host) AddLearner(ctx context.Context, id uint64, raftAddr, httpAddr str
 // Promote makes learners voters in every group. Unless force, each must be
 // within maxLag entries of this node's commit index in every group.
 func (h *Host) Promote(ctx context.Context, ids []uint64, force bool, maxLag uint64) error {
+	defer h.changeRunning()()
 	if len(ids) == 0 {
 		return fmt.Errorf("%w: ids is empty", ErrBadMember)
 	}
@@ -115,6 +117,7 @@ func (h *Host) Promote(ctx context.Context, ids []uint64, force bool, maxLag uin
 // never be used again. Unless force, the voters left must hold a live
 // majority, and the last voter is never removed.
 func (h *Host) Remove(ctx context.Context, id uint64, force bool) error {
+	defer h.changeRunning()()
 	if err := h.readViews(ctx); err != nil {
 		return err
 	}
@@ -173,6 +176,7 @@ func (h *Host) Remove(ctx context.Context, id uint64, force bool) error {
 // it are promoted (caught up unless force), voters not in it removed.
 // Every id must already be a member: this adds nobody.
 func (h *Host) SetVoters(ctx context.Context, voters []uint64, force bool, maxLag uint64) error {
+	defer h.changeRunning()()
 	if len(voters) == 0 {
 		return fmt.Errorf("%w: voters is empty", ErrLastVoter)
 	}
@@ -258,4 +262,11 @@ func (h *Host) allVoterIDs() []uint64 {
 		maps.Copy(all, g.view.Load().voters)
 	}
 	return sortedIDs(all)
+}
+
+// changeRunning marks a membership change as running until the returned
+// func is called.
+func (h *Host) changeRunning() func() {
+	h.changing.Add(1)
+	return func() { h.changing.Add(-1) }
 }

@@ -155,6 +155,8 @@ func ignoreForwarded(err error) error {
 // membershipDone answers a change: the membership after it, or the error.
 func (s *Server) membershipDone(ctx *fasthttp.RequestCtx, c context.Context, err error) error {
 	if err != nil {
+		// An operator retrying a change that never lands reads why here.
+		s.log.Warn("http: membership change not made", "path", string(ctx.Path()), "err", err)
 		return membershipErr(err)
 	}
 	writeJSON(ctx, http.StatusOK, struct {
