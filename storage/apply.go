@@ -35,6 +35,8 @@ type applyCtx struct {
 	// cost n² bytes.
 	cursors     []dirtyCursor
 	cursorDirty map[*cursor]bool
+	// recounts are partitions whose counts changed otherwise (totals.go).
+	recounts []*partState
 	// xid is the cross-group transaction whose part is being applied: its
 	// own pins do not stop it (xtxn.go).
 	xid wire.ID
@@ -237,6 +239,7 @@ func run[C any, R encoder](body []byte, decode func([]byte) (C, error), apply fu
 // data so the store is always a prefix of the raft log.
 func (ctx *applyCtx) finish(applied uint64) {
 	s := ctx.s
+	ctx.recountBatch()
 	for _, d := range ctx.cursors {
 		// A cursor dropped later in the batch (its group or partition
 		// deleted, or replaced by a new one) had its key deleted then.
@@ -363,6 +366,7 @@ func (s *Store) createPartition(ctx *applyCtx, q *queueState, index uint32, name
 	q.parts[index] = p
 	q.byName[name] = p
 	s.parts[p.id] = p
+	ctx.recountLater(p)
 	for _, sub := range q.subs {
 		if mayHaveNewFor(p, sub) {
 			sub.ready.set(index)
@@ -402,6 +406,7 @@ func (s *Store) cursorFor(ctx *applyCtx, p *partState, sub *subscription) *curso
 	}
 	c := &cursor{group: sub.group, pos: s.initialPosition(ctx, p, sub), updatedMs: ctx.nowMs}
 	p.cursors[sub.group] = c
+	ctx.recountLater(p)
 	return c
 }
 

@@ -110,6 +110,7 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 			}
 			delete(p.cursors, c.Group)
 			ctx.del(cursorKey(p.id, c.Group))
+			ctx.recountLater(p)
 			touched = true
 			n++
 		}

@@ -31,6 +31,7 @@ func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire
 		}
 		delete(p.cursors, c.Group)
 		ctx.del(cursorKey(p.id, c.Group))
+		ctx.recountLater(p)
 		if sub := q.subs[c.Group]; sub != nil {
 			if mayHaveNewFor(p, sub) {
 				sub.ready.set(p.index)

@@ -313,6 +313,7 @@ func (s *Store) forgetPosition(ctx *applyCtx, q *queueState, p *partState, group
 	}
 	delete(p.cursors, group)
 	ctx.del(cursorKey(p.id, group))
+	ctx.recountLater(p)
 	if sub := q.subs[group]; sub != nil && mayHaveNewFor(p, sub) {
 		sub.ready.set(p.index)
 	}

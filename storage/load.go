@@ -139,6 +139,11 @@ func (s *Store) load() error {
 		for _, sub := range q.subs {
 			s.rebuildReady(q, sub)
 		}
+		for _, p := range q.parts {
+			if p != nil {
+				recount(p)
+			}
+		}
 	}
 	if err := s.loadKafka(); err != nil {
 		return err

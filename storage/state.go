@@ -47,6 +47,12 @@ type queueState struct {
 
 	stats   *queueStats // in-memory activity counters (views_stats.go)
 	dlqRows int         // dead-letter rows not yet replayed, rebuilt by load
+
+	// totals add up every partition's counts without leases; leased holds
+	// the partitions whose most-behind cursor has a lease, which a view
+	// adds at its own time (totals.go).
+	totals Counts
+	leased map[*partState]*cursor
 }
 
 // partState is one partition. next, start and lastWriteMs belong to the
@@ -67,7 +73,8 @@ type partState struct {
 	lastWrite atomic.Int64  // committed last write time for readers
 	deleted   atomic.Bool
 	cursors   map[string]*cursor
-	dirty     bool // meta changed in the current apply batch
+	dirty     bool   // meta changed in the current apply batch
+	counted   Counts // its part of q.totals (totals.go)
 }
 
 // dirEntry is one partition in a home's directory.

@@ -350,6 +350,9 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if err == nil {
 		ctx.publish()
 		s.applied.Store(last)
+		if verifyTotals {
+			s.checkTotals()
+		}
 	}
 	if err != nil {
 		// A failed write leaves the store behind the log; dragonboat treats

@@ -90,43 +90,6 @@ func (c *Counts) Add(o Counts) {
 // Counts are the partition's counts.
 func (p *PartitionView) Counts() Counts { return p.counts }
 
-// partCounts are p's counts (PartitionView.Depth) at high watermark hwm
-// and log start start, read in place: queue totals add up every
-// partition, and copying each one (cursors included) to count it made a
-// view of a queue with 100,000 partitions cost more than everything else
-// it did.
-func partCounts(p *partState, hwm, start uint64, nowMs int64) Counts {
-	total := hwm - min(start, hwm)
-	c := Counts{Partitions: 1, Total: total, Pending: total}
-	var worst *cursor
-	var worstBacklog uint64
-	for _, cur := range p.cursors {
-		if cur.headFailures > 0 {
-			c.HeadFailures++
-		}
-		var backlog uint64
-		if cur.pos < hwm {
-			backlog = hwm - cur.pos
-		}
-		if worst == nil || backlog > worstBacklog || (backlog == worstBacklog && cur.group < worst.group) {
-			worst, worstBacklog = cur, backlog
-		}
-	}
-	if worst == nil {
-		return c
-	}
-	// The group has backlog of the retained messages still to consume and
-	// a live lease of some of them, not all acknowledged.
-	backlog := min(worstBacklog, total)
-	var leased uint64
-	if l := worst.lease; l != nil && l.expiresMs > nowMs {
-		leased = min(l.to-l.from, backlog)
-		c.Processing = min(uint64(l.pending), leased)
-	}
-	c.Pending, c.Completed = backlog-leased, total-backlog+leased-c.Processing
-	return c
-}
-
 // SubscriptionView is a reader's copy of a group's subscription to a queue.
 type SubscriptionView struct {
 	Group     string
@@ -236,11 +199,7 @@ func queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
 		v.Subscriptions = append(v.Subscriptions, SubscriptionView{Group: sub.group, Mode: sub.mode, FromMs: sub.fromMs, CreatedMs: sub.createdMs})
 	}
 	slices.SortFunc(v.Subscriptions, func(a, b SubscriptionView) int { return cmp.Compare(a.Group, b.Group) })
-	for _, p := range q.parts {
-		if p != nil {
-			v.Totals.Add(partCounts(p, p.hwm.Load(), p.logStart.Load(), nowMs))
-		}
-	}
+	v.Totals = queueTotals(q, nowMs)
 	if !f.Partitions {
 		return v
 	}
