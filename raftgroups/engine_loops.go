@@ -312,13 +312,7 @@ func (e *Engine) shardComplete(g int, st storage.ShardState, cat *wire.Catalog) 
 	if st.Subs < len(e.HomeStore(st.Tenant, st.Queue).Subscriptions(st.Tenant, st.Queue)) {
 		return false
 	}
-	want := 0
-	for _, d := range e.Dir(st.Tenant, st.Queue, 0, int(cat.Partitions)) {
-		if int(d.Group) == g {
-			want++
-		}
-	}
-	return want == len(st.Indexes)
+	return e.HomeStore(st.Tenant, st.Queue).DirInGroup(st.Tenant, st.Queue, g) == len(st.Indexes)
 }
 
 // proposeAll proposes commands of one kind in one raft entry of group g and

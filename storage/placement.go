@@ -83,6 +83,7 @@ func (s *Store) addDirEntry(ctx *applyCtx, q *queueState, name string) uint32 {
 	q.dir = append(q.dir, d)
 	q.dirByName[name] = index
 	q.groups |= 1 << uint(g)
+	q.countInGroup(d.group)
 	ctx.set(dirKey(q.id, index), d.encode())
 	if g == s.cfg.Group {
 		s.createPartition(ctx, q, index, name, ctx.nowMs)
@@ -267,6 +268,7 @@ func (s *Store) loadDir() error {
 		q.dir[index] = d
 		q.dirByName[d.name] = index
 		q.groups |= 1 << uint(d.group)
+		q.countInGroup(d.group)
 		return nil
 	})
 }
@@ -322,6 +324,25 @@ func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire
 		out = append(out, q.dirEntryAt(i))
 	}
 	return out
+}
+
+// countInGroup counts one more directory entry placed in group g.
+func (q *queueState) countInGroup(g uint16) {
+	for int(g) >= len(q.dirInGroup) {
+		q.dirInGroup = append(q.dirInGroup, 0)
+	}
+	q.dirInGroup[g]++
+}
+
+// DirInGroup is how many partitions a home's directory places in group g.
+func (s *Store) DirInGroup(tenant wire.ID, queue string, g int) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil || !q.home || g < 0 || g >= len(q.dirInGroup) {
+		return 0
+	}
+	return int(q.dirInGroup[g])
 }
 
 // HasPartitionAt reports whether this group holds partition index of

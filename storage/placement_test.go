@@ -210,3 +210,26 @@ func TestPopsCarryTheHomeSubscription(t *testing.T) {
 		t.Fatalf("pop in the other group: %+v", res)
 	}
 }
+
+// The home counts its directory's partitions per group as it allocates
+// them and again when it loads, so a shard's completeness check never
+// copies a directory of millions of entries.
+func TestHomeCountsItsDirectoryPerGroup(t *testing.T) {
+	home := newGroupHarness(t, 0)
+	home.allocIn(twoGroups, "q", "a", "b", "c", "d", "e")
+	check := func(when string) {
+		t.Helper()
+		for g, want := range []int{3, 2, 0} {
+			if got := home.s.DirInGroup(wire.DefaultTenant, "q", g); got != want {
+				t.Fatalf("%s: group %d holds %d partitions by the count, %d by the directory", when, g, got, want)
+			}
+		}
+		if got := home.s.DirInGroup(wire.DefaultTenant, "missing", 0); got != 0 {
+			t.Fatalf("%s: a missing queue counts %d", when, got)
+		}
+	}
+	check("allocated")
+	home.s.Close()
+	home.open()
+	check("reopened")
+}

@@ -40,6 +40,9 @@ type queueState struct {
 	dir       []dirEntry
 	dirByName map[string]uint32
 	groups    uint64
+	// dirInGroup counts the directory's partitions by raft group, so a
+	// shard's completeness is checked without copying the directory.
+	dirInGroup []uint32
 
 	parts  []*partState // this group's partitions, by permanent index (sparse)
 	byName map[string]*partState
