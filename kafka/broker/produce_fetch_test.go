@@ -176,3 +176,61 @@ func TestForgottenProducerIsUnknown(t *testing.T) {
 		t.Fatal("a refused batch was stored")
 	}
 }
+
+// One fetch naming several partitions, one of them missing, answers each
+// partition with its own records only and the missing one with its error:
+// every partition's batches are encoded into one shared buffer and sliced
+// out of it.
+func TestFetchOfSeveralPartitionsAnswersEachItsOwn(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.DefaultPartitions = 3 })
+	const topic = "several"
+	prod := n.client(kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 3; p++ {
+		for i := 0; i < 5+int(p); i++ {
+			r := &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))}
+			if err := prod.ProduceSync(ctxFor(t), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cl := nodeClient(t, n)
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes, req.MaxWaitMillis = 1<<20, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for _, p := range []int32{2, 99, 0, 1} {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, 1, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := request[*kmsg.FetchResponse](t, cl, int32(n.broker.cfg.NodeID), req)
+	for _, rp := range resp.Topics[0].Partitions {
+		if rp.Partition == 99 {
+			if rp.ErrorCode == 0 || len(rp.RecordBatches) != 0 {
+				t.Fatalf("missing partition: error %d, %d bytes", rp.ErrorCode, len(rp.RecordBatches))
+			}
+			continue
+		}
+		if rp.ErrorCode != 0 {
+			t.Fatalf("partition %d: error %d", rp.Partition, rp.ErrorCode)
+		}
+		batches, err := records.Decode(rp.RecordBatches, records.Limits{})
+		if err != nil {
+			t.Fatalf("partition %d: %v", rp.Partition, err)
+		}
+		var got []string
+		for _, b := range batches {
+			for _, r := range b.Records {
+				got = append(got, fmt.Sprintf("%d:%s", b.BaseOffset+int64(r.OffsetDelta), r.Value))
+			}
+		}
+		var want []string
+		for i := 1; i < 5+int(rp.Partition); i++ {
+			want = append(want, fmt.Sprintf("%d:p%d-%d", i, rp.Partition, i))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("partition %d: got %v, want %v", rp.Partition, got, want)
+		}
+	}
+}
