@@ -358,6 +358,7 @@ func (s *Store) createPartition(ctx *applyCtx, q *queueState, index uint32, name
 		name:      name,
 		createdMs: createdMs,
 		cursors:   map[string]*cursor{},
+		heapAt:    -1,
 	}
 	s.counters.nextPartID++
 	for int(index) >= len(q.parts) {

@@ -51,11 +51,10 @@ type queueState struct {
 	stats   *queueStats // in-memory activity counters (views_stats.go)
 	dlqRows int         // dead-letter rows not yet replayed, rebuilt by load
 
-	// totals add up every partition's counts without leases; leased holds
-	// the partitions whose most-behind cursor has a lease, which a view
-	// adds at its own time (totals.go).
+	// totals add up every partition's counts, leases taken as live;
+	// leases orders the partitions holding one by expiry (totals.go).
 	totals Counts
-	leased map[*partState]*cursor
+	leases leaseHeap
 }
 
 // partState is one partition. next, start and lastWriteMs belong to the
@@ -76,8 +75,16 @@ type partState struct {
 	lastWrite atomic.Int64  // committed last write time for readers
 	deleted   atomic.Bool
 	cursors   map[string]*cursor
-	dirty     bool   // meta changed in the current apply batch
-	counted   Counts // its part of q.totals (totals.go)
+	dirty     bool // meta changed in the current apply batch
+
+	// Its part of q.totals (totals.go): counted, with the lease of
+	// leasedBy taken as live (shift is what that lease moved), expiring at
+	// leaseExpiry, at heapAt in q.leases (-1: no lease).
+	counted     Counts
+	shift       leaseShift
+	leasedBy    *cursor
+	leaseExpiry int64
+	heapAt      int32
 }
 
 // dirEntry is one partition in a home's directory.
@@ -146,7 +153,7 @@ func (p *partState) encodeMeta() []byte {
 func decodePartMeta(id uint64, b []byte) (p *partState, qid uint64, err error) {
 	r := wire.NewReader(b)
 	qid = r.Uvarint()
-	p = &partState{id: id, cursors: map[string]*cursor{}}
+	p = &partState{id: id, cursors: map[string]*cursor{}, heapAt: -1}
 	p.index = uint32(r.Uvarint())
 	p.name = r.String()
 	p.createdMs = r.Varint()

@@ -1,15 +1,21 @@
 package storage
 
-import "fmt"
+import (
+	"container/heap"
+	"fmt"
+	"math"
+)
 
 // Queue totals kept as the state changes. A queue view reports every
 // partition's counts added up (Counts); adding them at each view made a
 // view cost one pass over every partition, so a queue with a million
 // partitions took seconds to list and its dashboard with it. Each
 // partition's counts are recomputed instead when an apply batch changes it
-// and its queue's totals move by the difference, so a view costs one pass
-// over the partitions holding a lease (the only counts that change with
-// time alone: a lease expires without an entry saying so).
+// and its queue's totals move by the difference. Leases are the only
+// counts that change with time alone (a lease expires without an entry
+// saying so): the totals count every lease as live and a view takes out
+// those expired by its time, which a heap by expiry finds without looking
+// at the others.
 
 // partBase is p's counts at high-water mark hwm and log start start as if
 // no lease were live, and the cursor whose lease would move some of them
@@ -50,10 +56,30 @@ func withLease(c Counts, worst *cursor, nowMs int64) Counts {
 	if l == nil || l.expiresMs <= nowMs {
 		return c
 	}
-	leased := min(l.to-l.from, c.Pending)
-	c.Processing = min(uint64(l.pending), leased)
-	c.Pending -= leased
-	c.Completed += leased - c.Processing
+	return c.shifted(leaseShiftOf(c, l))
+}
+
+// leaseShift is what a live lease moves out of pending: leased messages,
+// processing of them those not acknowledged (the rest completed).
+type leaseShift struct{ leased, processing uint64 }
+
+func leaseShiftOf(base Counts, l *lease) leaseShift {
+	leased := min(l.to-l.from, base.Pending)
+	return leaseShift{leased, min(uint64(l.pending), leased)}
+}
+
+// shifted is base counts c with shift applied; unshifted takes it back.
+func (c Counts) shifted(sh leaseShift) Counts {
+	c.Pending -= sh.leased
+	c.Processing += sh.processing
+	c.Completed += sh.leased - sh.processing
+	return c
+}
+
+func (c Counts) unshifted(sh leaseShift) Counts {
+	c.Pending += sh.leased
+	c.Processing -= sh.processing
+	c.Completed -= sh.leased - sh.processing
 	return c
 }
 
@@ -77,33 +103,81 @@ func (c *Counts) sub(o Counts) {
 	c.HeadFailures -= o.HeadFailures
 }
 
+// alwaysLive is a time before every lease's expiry: counts at it take every
+// lease as live.
+const alwaysLive = math.MinInt64
+
 // recount replaces p's part of its queue's totals by its counts now, at
-// the offsets the batch being applied publishes.
+// the offsets the batch being applied publishes. The totals take p's lease
+// as live; the queue's lease heap, ordered by expiry, lets a view find the
+// leases that expired since and take them back out.
 func recount(p *partState) {
 	q := p.q
 	q.totals.sub(p.counted)
 	c, worst := partBase(p, p.next, p.start)
-	p.counted = c
-	q.totals.Add(c)
-	switch {
-	case worst != nil:
-		if q.leased == nil {
-			q.leased = map[*partState]*cursor{}
+	p.leasedBy = worst
+	if worst == nil {
+		p.counted, p.shift = c, leaseShift{}
+		q.totals.Add(c)
+		if p.heapAt >= 0 {
+			heap.Remove(&q.leases, int(p.heapAt))
 		}
-		q.leased[p] = worst
-	case q.leased != nil:
-		delete(q.leased, p)
+		return
+	}
+	p.shift = leaseShiftOf(c, worst.lease)
+	p.counted = c.shifted(p.shift)
+	q.totals.Add(p.counted)
+	p.leaseExpiry = worst.lease.expiresMs
+	if p.heapAt >= 0 {
+		heap.Fix(&q.leases, int(p.heapAt))
+	} else {
+		heap.Push(&q.leases, p)
 	}
 }
 
-// queueTotals are q's totals with the leases live at nowMs.
+// queueTotals are q's totals with the leases live at nowMs: the kept
+// totals less the leases expired by then, found at the top of the heap.
 func queueTotals(q *queueState, nowMs int64) Counts {
 	t := q.totals
-	for p, worst := range q.leased {
+	h := q.leases
+	var expired func(i int)
+	expired = func(i int) {
+		if i >= len(h) || h[i].leaseExpiry > nowMs {
+			return
+		}
+		p := h[i]
 		t.sub(p.counted)
-		t.Add(withLease(p.counted, worst, nowMs))
+		t.Add(p.counted.unshifted(p.shift))
+		expired(2*i + 1)
+		expired(2*i + 2)
 	}
+	expired(0)
 	return t
+}
+
+// leaseHeap is a queue's partitions whose most-behind cursor holds a
+// lease, a min-heap by the lease's expiry; each partition knows its place
+// (heapAt, -1 when out of it).
+type leaseHeap []*partState
+
+func (h leaseHeap) Len() int           { return len(h) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].leaseExpiry < h[j].leaseExpiry }
+func (h leaseHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapAt, h[j].heapAt = int32(i), int32(j)
+}
+func (h *leaseHeap) Push(x any) {
+	p := x.(*partState)
+	p.heapAt = int32(len(*h))
+	*h = append(*h, p)
+}
+func (h *leaseHeap) Pop() any {
+	old := *h
+	p := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	p.heapAt = -1
+	return p
 }
 
 // recountLater schedules p's counts to be recomputed when the batch
@@ -135,8 +209,9 @@ var verifyTotals = false
 func VerifyTotals() { verifyTotals = true }
 
 // checkTotals panics when a queue's kept totals differ from its
-// partitions' counts added up at the published offsets: a change that
-// reached a partition without recounting it.
+// partitions' counts added up at the published offsets, or its lease heap
+// from the leases held: a change that reached a partition without
+// recounting it.
 func (s *Store) checkTotals() {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -148,16 +223,24 @@ func (s *Store) checkTotals() {
 				continue
 			}
 			c, worst := partBase(p, p.hwm.Load(), p.logStart.Load())
-			want.Add(c)
-			if worst != nil {
-				leased++
-				if q.leased[p] != worst {
-					panic(fmt.Sprintf("storage: queue %q partition %d: leased cursor not tracked", q.name, p.index))
-				}
+			if worst == nil {
+				want.Add(c)
+				continue
+			}
+			want.Add(withLease(c, worst, alwaysLive))
+			leased++
+			if p.heapAt < 0 || int(p.heapAt) >= len(q.leases) || q.leases[p.heapAt] != p || p.leasedBy != worst ||
+				p.leaseExpiry != worst.lease.expiresMs {
+				panic(fmt.Sprintf("storage: queue %q partition %d: its lease is not in the heap as it is", q.name, p.index))
 			}
 		}
-		if want != q.totals || leased != len(q.leased) {
-			panic(fmt.Sprintf("storage: queue %q totals %+v (%d leased), partitions add up to %+v (%d leased)", q.name, q.totals, len(q.leased), want, leased))
+		for i := 1; i < len(q.leases); i++ {
+			if q.leases[(i-1)/2].leaseExpiry > q.leases[i].leaseExpiry {
+				panic(fmt.Sprintf("storage: queue %q: lease heap out of order at %d", q.name, i))
+			}
+		}
+		if want != q.totals || leased != len(q.leases) {
+			panic(fmt.Sprintf("storage: queue %q totals %+v (%d leased), partitions add up to %+v (%d leased)", q.name, q.totals, len(q.leases), want, leased))
 		}
 	}
 }
