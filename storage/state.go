@@ -77,12 +77,11 @@ type partState struct {
 	cursors   map[string]*cursor
 	dirty     bool // meta changed in the current apply batch
 
-	// Its part of q.totals (totals.go): counted, with the lease of
-	// leasedBy taken as live (shift is what that lease moved), expiring at
-	// leaseExpiry, at heapAt in q.leases (-1: no lease).
+	// Its part of q.totals (totals.go): counted, with its most-behind
+	// cursor's lease taken as live (shift is what that lease moved),
+	// expiring at leaseExpiry, at heapAt in q.leases (-1: no lease).
 	counted     Counts
 	shift       leaseShift
-	leasedBy    *cursor
 	leaseExpiry int64
 	heapAt      int32
 }

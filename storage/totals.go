@@ -115,7 +115,6 @@ func recount(p *partState) {
 	q := p.q
 	q.totals.sub(p.counted)
 	c, worst := partBase(p, p.next, p.start)
-	p.leasedBy = worst
 	if worst == nil {
 		p.counted, p.shift = c, leaseShift{}
 		q.totals.Add(c)
@@ -229,7 +228,7 @@ func (s *Store) checkTotals() {
 			}
 			want.Add(withLease(c, worst, alwaysLive))
 			leased++
-			if p.heapAt < 0 || int(p.heapAt) >= len(q.leases) || q.leases[p.heapAt] != p || p.leasedBy != worst ||
+			if p.heapAt < 0 || int(p.heapAt) >= len(q.leases) || q.leases[p.heapAt] != p ||
 				p.leaseExpiry != worst.lease.expiresMs {
 				panic(fmt.Sprintf("storage: queue %q partition %d: its lease is not in the heap as it is", q.name, p.index))
 			}
