@@ -68,11 +68,12 @@ func (e *Engine) Queues(tenant wire.ID, f storage.QueueFilter, nowMs int64) []st
 	return mergeQueueViews(per, f)
 }
 
-// AllQueues merges every tenant's queues, with partitions, for metrics.
-func (e *Engine) AllQueues(nowMs int64) []storage.QueueView {
+// AllQueues merges every tenant's queues for metrics, with the partitions
+// of each group holding at most maxPartitions of a queue.
+func (e *Engine) AllQueues(nowMs int64, maxPartitions int) []storage.QueueView {
 	per := make([][]storage.QueueView, len(e.host.groups))
 	for i, g := range e.host.groups {
-		per[i] = g.store.AllQueues(nowMs)
+		per[i] = g.store.AllQueues(nowMs, maxPartitions)
 	}
 	return mergeQueueViews(per, storage.QueueFilter{Partitions: true})
 }
@@ -102,6 +103,16 @@ func mergeQueueViews(per [][]storage.QueueView, f storage.QueueFilter) []storage
 		}
 		v.Partitions = append(v.Partitions, s.Partitions...)
 		v.Totals.Add(s.Totals)
+		v.Appended += s.Appended
+		for g, l := range s.Lags {
+			if v.Lags == nil {
+				v.Lags = map[string]storage.GroupLag{}
+			}
+			m := v.Lags[g]
+			m.Cursors += l.Cursors
+			m.Lag += l.Lag
+			v.Lags[g] = m
+		}
 		v.DLQRows += s.DLQRows
 		v.Activity.Add(&s.Activity)
 	}

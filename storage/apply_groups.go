@@ -108,6 +108,7 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 				delete(s.leases, l.id)
 				ctx.del(leaseKey(l.id))
 			}
+			q.dropLag(p.cursors[c.Group])
 			delete(p.cursors, c.Group)
 			ctx.del(cursorKey(p.id, c.Group))
 			ctx.recountLater(p)

@@ -29,6 +29,7 @@ func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire
 			delete(s.leases, cur.lease.id)
 			ctx.del(leaseKey(cur.lease.id))
 		}
+		q.dropLag(cur)
 		delete(p.cursors, c.Group)
 		ctx.del(cursorKey(p.id, c.Group))
 		ctx.recountLater(p)

@@ -311,6 +311,7 @@ func (s *Store) forgetPosition(ctx *applyCtx, q *queueState, p *partState, group
 		delete(s.leases, c.lease.id)
 		ctx.del(leaseKey(c.lease.id))
 	}
+	q.dropLag(c)
 	delete(p.cursors, group)
 	ctx.del(cursorKey(p.id, group))
 	ctx.recountLater(p)

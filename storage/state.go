@@ -52,9 +52,13 @@ type queueState struct {
 	dlqRows int         // dead-letter rows not yet replayed, rebuilt by load
 
 	// totals add up every partition's counts, leases taken as live;
-	// leases orders the partitions holding one by expiry (totals.go).
-	totals Counts
-	leases leaseHeap
+	// leases orders the partitions holding one by expiry; appended adds up
+	// the partitions' high-water marks and lags each group's cursors'
+	// backlogs (totals.go).
+	totals   Counts
+	leases   leaseHeap
+	appended uint64
+	lags     map[string]*groupLag
 }
 
 // partState is one partition. next, start and lastWriteMs belong to the
@@ -84,6 +88,7 @@ type partState struct {
 	shift       leaseShift
 	leaseExpiry int64
 	heapAt      int32
+	nextCounted uint64 // its part of q.appended
 }
 
 // dirEntry is one partition in a home's directory.
@@ -135,6 +140,10 @@ type cursor struct {
 	metadata     string
 	updatedMs    int64
 	lease        *lease
+	// lagCounted is its part of its group's lag in the queue's totals,
+	// once counted (totals.go).
+	lagCounted uint64
+	counted    bool
 }
 
 func (p *partState) encodeMeta() []byte {

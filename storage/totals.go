@@ -113,6 +113,11 @@ const alwaysLive = math.MinInt64
 // leases that expired since and take them back out.
 func recount(p *partState) {
 	q := p.q
+	q.appended += p.next - p.nextCounted
+	p.nextCounted = p.next
+	for _, c := range p.cursors {
+		q.recountLag(p, c)
+	}
 	q.totals.sub(p.counted)
 	c, worst := partBase(p, p.next, p.start)
 	if worst == nil {
@@ -131,6 +136,56 @@ func recount(p *partState) {
 		heap.Fix(&q.leases, int(p.heapAt))
 	} else {
 		heap.Push(&q.leases, p)
+	}
+}
+
+// GroupLag is a consumer group's cursors in a queue and the messages they
+// have not consumed yet, of those retained.
+type GroupLag struct {
+	Cursors int
+	Lag     uint64
+}
+
+type groupLag = GroupLag
+
+// cursorLag is c's backlog in p, at most what p retains.
+func cursorLag(p *partState, c *cursor) uint64 {
+	if c.pos >= p.next {
+		return 0
+	}
+	return min(p.next-c.pos, p.next-min(p.start, p.next))
+}
+
+// recountLag replaces c's part of its group's lag in q.
+func (q *queueState) recountLag(p *partState, c *cursor) {
+	g := q.lags[c.group]
+	if g == nil {
+		if q.lags == nil {
+			q.lags = map[string]*groupLag{}
+		}
+		g = &groupLag{}
+		q.lags[c.group] = g
+	}
+	if !c.counted {
+		c.counted = true
+		g.Cursors++
+	}
+	lag := cursorLag(p, c)
+	g.Lag += lag - c.lagCounted
+	c.lagCounted = lag
+}
+
+// dropLag takes a cursor being deleted out of its group's lag in q.
+func (q *queueState) dropLag(c *cursor) {
+	g := q.lags[c.group]
+	if !c.counted || g == nil {
+		return
+	}
+	c.counted = false
+	g.Lag -= c.lagCounted
+	c.lagCounted = 0
+	if g.Cursors--; g.Cursors == 0 {
+		delete(q.lags, c.group)
 	}
 }
 
@@ -236,6 +291,30 @@ func (s *Store) checkTotals() {
 		for i := 1; i < len(q.leases); i++ {
 			if q.leases[(i-1)/2].leaseExpiry > q.leases[i].leaseExpiry {
 				panic(fmt.Sprintf("storage: queue %q: lease heap out of order at %d", q.name, i))
+			}
+		}
+		var appended uint64
+		lags := map[string]groupLag{}
+		for _, p := range q.parts {
+			if p == nil {
+				continue
+			}
+			appended += p.hwm.Load()
+			for _, c := range p.cursors {
+				g := lags[c.group]
+				g.Cursors++
+				if hwm := p.hwm.Load(); c.pos < hwm {
+					g.Lag += min(hwm-c.pos, hwm-min(p.logStart.Load(), hwm))
+				}
+				lags[c.group] = g
+			}
+		}
+		if appended != q.appended || len(lags) != len(q.lags) {
+			panic(fmt.Sprintf("storage: queue %q appended %d, lags %v; partitions add up to %d, %v", q.name, q.appended, q.lags, appended, lags))
+		}
+		for g, want := range lags {
+			if got := q.lags[g]; got == nil || *got != want {
+				panic(fmt.Sprintf("storage: queue %q group %q lag %+v, cursors add up to %+v", q.name, g, got, want))
 			}
 		}
 		if want != q.totals || leased != len(q.leases) {

@@ -102,9 +102,13 @@ type SubscriptionView struct {
 // asked for), subscriptions, live dead-letter rows and activity counters.
 type QueueView struct {
 	QueueInfo
-	Tenant        wire.ID
-	Partitions    []PartitionView // by index; nil unless asked for
-	Totals        Counts          // every partition's, whichever were copied
+	Tenant     wire.ID
+	Partitions []PartitionView // by index; nil unless asked for
+	Totals     Counts          // every partition's, whichever were copied
+	// Appended adds up the partitions' high-water marks (every message
+	// ever appended); Lags is each consumer group's cursors and backlog.
+	Appended      uint64
+	Lags          map[string]GroupLag
 	Subscriptions []SubscriptionView
 	DLQRows       int
 	Activity      Activity // since this store opened
@@ -147,15 +151,17 @@ func (s *Store) Queues(tenant wire.ID, f QueueFilter, nowMs int64) []QueueView {
 	return out
 }
 
-// AllQueues copies every queue of every tenant in this store, with
-// partitions, for metrics, in id order. Each queue is copied whole under
+// AllQueues copies every queue of every tenant in this store for metrics,
+// in id order, with its partitions when it has at most maxPartitions here
+// (its totals, high-water marks and group lags are kept as it changes, so
+// a queue of millions of partitions costs a scrape no more than one). Each queue is copied whole under
 // the read lock, but the lock is let go after every viewBatchWork
 // partitions and cursors: a scrape of a store with many queues otherwise
 // kept the apply loop (which takes the lock for writing) waiting for the
 // whole copy, and with it every reader queued behind that writer. Queues
 // created meanwhile are left for the next scrape, deleted ones skipped:
 // metrics are a sample.
-func (s *Store) AllQueues(nowMs int64) []QueueView {
+func (s *Store) AllQueues(nowMs int64, maxPartitions int) []QueueView {
 	s.mu.RLock()
 	ids := make([]uint64, 0, len(s.queuesByID))
 	for id := range s.queuesByID {
@@ -171,7 +177,7 @@ func (s *Store) AllQueues(nowMs int64) []QueueView {
 			if q == nil {
 				continue
 			}
-			v := queueView(q, QueueFilter{Partitions: true}, nowMs)
+			v := queueView(q, QueueFilter{Partitions: q.totals.Partitions <= maxPartitions}, nowMs)
 			work++
 			for _, p := range v.Partitions {
 				work += 1 + len(p.Cursors)
@@ -191,7 +197,13 @@ func (s *Store) AllQueues(nowMs int64) []QueueView {
 const viewBatchWork = 1024
 
 func queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
-	v := QueueView{QueueInfo: queueInfo(q), Tenant: q.tenant, DLQRows: q.dlqRows}
+	v := QueueView{QueueInfo: queueInfo(q), Tenant: q.tenant, DLQRows: q.dlqRows, Appended: q.appended}
+	if len(q.lags) > 0 {
+		v.Lags = make(map[string]GroupLag, len(q.lags))
+		for g, l := range q.lags {
+			v.Lags[g] = *l
+		}
+	}
 	if q.stats != nil {
 		v.Activity = q.stats.total
 	}

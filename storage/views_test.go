@@ -247,7 +247,7 @@ func TestAllQueuesLetsApplyInBetween(t *testing.T) {
 			h.s.mu.Unlock()
 		}
 	}
-	views := h.s.AllQueues(h.now)
+	views := h.s.AllQueues(h.now, 3)
 	if len(views) != n || len(views[0].Partitions) != 3 {
 		t.Fatalf("%d queues copied, want %d", len(views), n)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -18,22 +19,15 @@ import (
 // failed and dead-lettered count what the apply loop did since this node
 // started.
 
-// defaultGroupLagMaxCursors caps the cursors the consumer-group lag
-// families walk (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
+// defaultGroupLagMaxCursors caps the cursors the per-partition lag family
+// walks (QUEEN_METRICS_GROUP_LAG_MAX_CURSORS).
 const defaultGroupLagMaxCursors = 200000
 
 // allQueues is every tenant's queues, each merged over the groups holding
-// its partitions, so a queue is one series whatever groups it spans.
-func (s *Server) allQueues() []storage.QueueView {
-	return s.engine.AllQueues(nowMs())
-}
-
-func appended(q *storage.QueueView) uint64 {
-	var n uint64
-	for _, p := range q.Partitions {
-		n += p.HighWatermark
-	}
-	return n
+// its partitions, so a queue is one series whatever groups it spans; with
+// its partitions when a group holds at most maxPartitions of them.
+func (s *Server) allQueues(maxPartitions int) []storage.QueueView {
+	return s.engine.AllQueues(nowMs(), maxPartitions)
 }
 
 // defaultLagPartitionsMax is QUEEN_METRICS_LAG_PARTITIONS_MAX's default:
@@ -59,10 +53,11 @@ type partitionLag struct {
 
 // writeQueueMetrics writes the per-queue and consumer-group families. A
 // Kafka group's committed offset is its Queen cursor, so the lag families
-// cover HTTP and Kafka groups alike. The cursors walked per scrape are
-// capped (GroupLagMaxCursors); a queue over LagPartitionsMax partitions
-// gets its lag per queue only, so a queue partitioned per key cannot add
-// a series per key and group.
+// cover HTTP and Kafka groups alike. The per-queue figures come kept by
+// the store; a queue over LagPartitionsMax partitions gets its lag per
+// queue only (no partition of it is copied), so a queue partitioned per
+// key cannot add a series per key and group, and the cursors walked for
+// the per-partition family are capped (GroupLagMaxCursors).
 func (s *Server) writeQueueMetrics(p promText) {
 	budget := s.cfg.GroupLagMaxCursors
 	if budget <= 0 {
@@ -73,16 +68,23 @@ func (s *Server) writeQueueMetrics(p promText) {
 		partsMax = defaultLagPartitionsMax
 	}
 	truncated, collapsed := false, uint64(0)
-	queues := s.allQueues()
+	queues := s.allQueues(partsMax)
 	series := make([]queueSeries, len(queues))
 	for i := range queues {
 		q := &queues[i]
 		qs := &series[i]
 		qs.q, qs.counts, qs.lag = q, queueCounts(q), map[string]uint64{}
 		qs.labels = fmt.Sprintf(`{tenant="%s",queue=%q}`, q.Tenant, q.Name)
-		perPartition := len(q.Partitions) <= partsMax
-		if !perPartition {
+		// The store keeps each group's lag per queue; only a queue of at
+		// most partsMax partitions gets a series per partition.
+		for g, l := range q.Lags {
+			qs.groups = append(qs.groups, g)
+			qs.lag[g] = l.Lag
+		}
+		slices.Sort(qs.groups)
+		if q.Totals.Partitions > partsMax || len(q.Partitions) != q.Totals.Partitions {
 			collapsed++
+			continue
 		}
 		for pi := range q.Partitions {
 			part := &q.Partitions[pi]
@@ -92,15 +94,8 @@ func (s *Server) writeQueueMetrics(p promText) {
 					break
 				}
 				budget--
-				if _, ok := qs.lag[cur.Group]; !ok {
-					qs.groups = append(qs.groups, cur.Group)
-				}
-				lag := min(cur.Backlog(part.HighWatermark), part.Retained())
-				qs.lag[cur.Group] += lag
-				if perPartition {
-					qs.parts = append(qs.parts, partitionLag{lag: lag,
-						labels: fmt.Sprintf(`{tenant="%s",queue=%q,partition=%q,group=%q}`, q.Tenant, q.Name, part.Name, cur.Group)})
-				}
+				qs.parts = append(qs.parts, partitionLag{lag: min(cur.Backlog(part.HighWatermark), part.Retained()),
+					labels: fmt.Sprintf(`{tenant="%s",queue=%q,partition=%q,group=%q}`, q.Tenant, q.Name, part.Name, cur.Group)})
 			}
 		}
 	}
@@ -110,7 +105,7 @@ func (s *Server) writeQueueMetrics(p promText) {
 			p.value(name, series[i].labels, value(&series[i]))
 		}
 	}
-	perQueue("queen_queue_messages_in_total", "counter", func(qs *queueSeries) uint64 { return appended(qs.q) })
+	perQueue("queen_queue_messages_in_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Appended })
 	perQueue("queen_queue_messages_out_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Activity.Popped })
 	perQueue("queen_queue_messages_completed_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Activity.Completed })
 	perQueue("queen_queue_messages_failed_total", "counter", func(qs *queueSeries) uint64 { return qs.q.Activity.Failed })
@@ -118,7 +113,7 @@ func (s *Server) writeQueueMetrics(p promText) {
 	perQueue("queen_queue_depth", "gauge", func(qs *queueSeries) uint64 { return qs.counts.Pending + qs.counts.Processing })
 	perQueue("queen_queue_messages_retained", "gauge", func(qs *queueSeries) uint64 { return qs.counts.Total })
 	perQueue("queen_queue_dlq_messages", "gauge", func(qs *queueSeries) uint64 { return qs.counts.DeadLetter })
-	perQueue("queen_queue_partitions", "gauge", func(qs *queueSeries) uint64 { return uint64(len(qs.q.Partitions)) })
+	perQueue("queen_queue_partitions", "gauge", func(qs *queueSeries) uint64 { return uint64(qs.q.Totals.Partitions) })
 	p.family("queen_consumer_group_lag_messages", "gauge")
 	for i := range series {
 		qs := &series[i]
@@ -144,8 +139,8 @@ func (s *Server) writeQueueMetrics(p promText) {
 func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx) error {
 	up := time.Since(s.started).Seconds()
 	var msgs, out uint64
-	for _, q := range s.allQueues() {
-		msgs += appended(&q)
+	for _, q := range s.allQueues(0) {
+		msgs += q.Appended
 		out += q.Activity.Popped
 	}
 	var ms runtime.MemStats
