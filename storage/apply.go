@@ -243,7 +243,7 @@ func (ctx *applyCtx) finish(applied uint64) {
 	for _, d := range ctx.cursors {
 		// A cursor dropped later in the batch (its group or partition
 		// deleted, or replaced by a new one) had its key deleted then.
-		if !d.p.deleted.Load() && d.p.cursors[d.c.group] == d.c {
+		if !d.p.deleted.Load() && d.p.cursors.get(d.c.group) == d.c {
 			ctx.set(cursorKey(d.p.id, d.c.group), d.c.encode())
 		}
 	}
@@ -357,7 +357,6 @@ func (s *Store) createPartition(ctx *applyCtx, q *queueState, index uint32, name
 		index:     index,
 		name:      name,
 		createdMs: createdMs,
-		cursors:   map[string]*cursor{},
 		heapAt:    -1,
 	}
 	s.counters.nextPartID++
@@ -402,11 +401,11 @@ func (s *Store) subscribe(ctx *applyCtx, q *queueState, group string, mode uint8
 // cursorFor returns the group's cursor in p, creating it at the position the
 // subscription says an untouched partition starts from.
 func (s *Store) cursorFor(ctx *applyCtx, p *partState, sub *subscription) *cursor {
-	if c := p.cursors[sub.group]; c != nil {
+	if c := p.cursors.get(sub.group); c != nil {
 		return c
 	}
 	c := &cursor{group: sub.group, pos: s.initialPosition(ctx, p, sub), updatedMs: ctx.nowMs}
-	p.cursors[sub.group] = c
+	p.cursors.put(c)
 	ctx.recountLater(p)
 	return c
 }

@@ -25,7 +25,7 @@ func (s *Store) ackOne(ctx *applyCtx, tenant wire.ID, group string, it *wire.Ack
 	// A lease past its expiry is already over: its messages go back to the
 	// group, and an ack naming it is stale.
 	if p := s.parts[it.PartitionID]; p != nil && p.q.tenant == tenant {
-		if c := p.cursors[group]; c != nil && c.lease != nil && c.lease.expiresMs <= ctx.nowMs && !s.anyPin(p.id, group) {
+		if c := p.cursors.get(group); c != nil && c.lease != nil && c.lease.expiresMs <= ctx.nowMs && !s.anyPin(p.id, group) {
 			s.closeLease(ctx, p.q, p, c)
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Store) resolveAck(ctx *applyCtx, tenant wire.ID, group string, it *wire
 	if p == nil || p.q.tenant != tenant {
 		return ackTarget{code: wire.CodePartitionNotFound}
 	}
-	c := p.cursors[group]
+	c := p.cursors.get(group)
 	if c == nil {
 		return ackTarget{code: wire.CodeNotLeased}
 	}
@@ -222,7 +222,7 @@ func (s *Store) applyExtendLease(ctx *applyCtx, c *wire.ExtendLeaseCmd) wire.Ext
 	if !ok || ref.part.q.tenant != c.Tenant {
 		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
 	}
-	cur := ref.part.cursors[ref.group]
+	cur := ref.part.cursors.get(ref.group)
 	if cur == nil || cur.lease == nil || cur.lease.id != c.LeaseID {
 		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
 	}

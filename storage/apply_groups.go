@@ -101,15 +101,15 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 	for _, q := range queues {
 		touched := false
 		for _, p := range q.parts {
-			if p == nil || p.cursors[c.Group] == nil {
+			if p == nil || p.cursors.get(c.Group) == nil {
 				continue
 			}
-			if l := p.cursors[c.Group].lease; l != nil {
+			if l := p.cursors.get(c.Group).lease; l != nil {
 				delete(s.leases, l.id)
 				ctx.del(leaseKey(l.id))
 			}
-			q.dropLag(p.cursors[c.Group])
-			delete(p.cursors, c.Group)
+			q.dropLag(p.cursors.get(c.Group))
+			p.cursors.remove(c.Group)
 			ctx.del(cursorKey(p.id, c.Group))
 			ctx.recountLater(p)
 			touched = true

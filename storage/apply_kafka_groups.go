@@ -21,7 +21,7 @@ func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire
 			continue
 		}
 		p := q.parts[it.Partition]
-		cur := p.cursors[c.Group]
+		cur := p.cursors.get(c.Group)
 		if cur == nil {
 			continue
 		}
@@ -30,7 +30,7 @@ func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire
 			ctx.del(leaseKey(cur.lease.id))
 		}
 		q.dropLag(cur)
-		delete(p.cursors, c.Group)
+		p.cursors.remove(c.Group)
 		ctx.del(cursorKey(p.id, c.Group))
 		ctx.recountLater(p)
 		if sub := q.subs[c.Group]; sub != nil {

@@ -81,7 +81,7 @@ func (s *Store) replayedClaims(c *wire.PopCmd) []wire.Claim {
 		if !ok {
 			continue
 		}
-		cur := ref.part.cursors[ref.group]
+		cur := ref.part.cursors.get(ref.group)
 		if cur == nil || cur.lease == nil || cur.lease.id != id {
 			continue
 		}

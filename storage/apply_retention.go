@@ -149,7 +149,7 @@ func consumedUpTo(q *queueState, p *partState) uint64 {
 		return p.start
 	}
 	for g, sub := range q.subs {
-		if p.cursors[g] == nil && mayHaveNewFor(p, sub) {
+		if p.cursors.get(g) == nil && mayHaveNewFor(p, sub) {
 			return p.start
 		}
 	}
@@ -242,7 +242,7 @@ func (s *Store) expireWaiting(ctx *applyCtx, q *queueState, p *partState, budget
 			return spent, false
 		}
 		sub := q.subs[g]
-		c := p.cursors[g]
+		c := p.cursors.get(g)
 		if c == nil {
 			if !mayHaveNewFor(p, sub) {
 				continue

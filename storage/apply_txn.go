@@ -225,7 +225,7 @@ func (s *Store) leaseLive(ctx *applyCtx, tenant wire.ID, id wire.ID) bool {
 	if !ok || ref.part.q.tenant != tenant {
 		return false
 	}
-	cur := ref.part.cursors[ref.group]
+	cur := ref.part.cursors.get(ref.group)
 	return cur != nil && cur.lease != nil && cur.lease.id == id && !s.cursorPinned(ctx, ref.part.id, ref.group) &&
 		(cur.lease.expiresMs > ctx.nowMs || s.cursorOwnPin(ctx, ref.part.id, ref.group))
 }
@@ -303,7 +303,7 @@ func (s *Store) applyPosition(ctx *applyCtx, tenant wire.ID, pos *wire.PositionO
 // forgetPosition drops a group's cursor (and lease) in p: the group starts
 // the partition again where its subscription says.
 func (s *Store) forgetPosition(ctx *applyCtx, q *queueState, p *partState, group string) {
-	c := p.cursors[group]
+	c := p.cursors.get(group)
 	if c == nil {
 		return
 	}
@@ -312,7 +312,7 @@ func (s *Store) forgetPosition(ctx *applyCtx, q *queueState, p *partState, group
 		ctx.del(leaseKey(c.lease.id))
 	}
 	q.dropLag(c)
-	delete(p.cursors, group)
+	p.cursors.remove(group)
 	ctx.del(cursorKey(p.id, group))
 	ctx.recountLater(p)
 	if sub := q.subs[group]; sub != nil && mayHaveNewFor(p, sub) {

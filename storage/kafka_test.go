@@ -335,7 +335,7 @@ func TestKafkaTransactions(t *testing.T) {
 	if st, ok := h.s.KafkaProducer(p1, ini.ProducerID); !ok || st.LastSeq != 2 || len(st.Batches) != 2 || st.Batches[1][2] != 2 {
 		t.Fatalf("%+v", st)
 	}
-	if p0 := h.s.queues[queueKeyT{wire.DefaultTenant, "t"}].parts[0]; p0.cursors["g"] == nil || p0.cursors["g"].pos != 2 {
+	if p0 := h.s.queues[queueKeyT{wire.DefaultTenant, "t"}].parts[0]; p0.cursors.get("g") == nil || p0.cursors.get("g").pos != 2 {
 		t.Fatal("offset not committed")
 	}
 	if r := h.stage(x1, batch(3, 1)); r.Code != wire.CodeConflict {

@@ -125,7 +125,7 @@ func (s *Store) load() error {
 			if err != nil {
 				return fmt.Errorf("cursor %x: %w", k, err)
 			}
-			p.cursors[c.group] = c
+			p.cursors.put(c)
 			if c.lease != nil {
 				s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
 			}
@@ -161,7 +161,7 @@ func (s *Store) rebuildReady(q *queueState, sub *subscription) {
 		if p == nil {
 			continue
 		}
-		if c := p.cursors[sub.group]; c != nil {
+		if c := p.cursors.get(sub.group); c != nil {
 			if c.pos < p.next || c.lease != nil {
 				sub.ready.set(p.index)
 			}

@@ -236,7 +236,7 @@ func (s *Store) PopReadiness(tenant wire.ID, queue, group, partition string, now
 		if p == nil {
 			return false
 		}
-		c := p.cursors[group]
+		c := p.cursors.get(group)
 		pos := p.start
 		switch {
 		case c == nil:
@@ -314,7 +314,7 @@ func (s *Store) NextLeaseExpiry(tenant wire.ID, queue, group string, afterMs int
 		if p == nil {
 			continue
 		}
-		if c := p.cursors[group]; c != nil && c.lease != nil && c.lease.expiresMs > afterMs && (next == 0 || c.lease.expiresMs < next) {
+		if c := p.cursors.get(group); c != nil && c.lease != nil && c.lease.expiresMs > afterMs && (next == 0 || c.lease.expiresMs < next) {
 			next = c.lease.expiresMs
 		}
 	}

@@ -59,6 +59,27 @@ func withLease(c Counts, worst *cursor, nowMs int64) Counts {
 	return c.shifted(leaseShiftOf(c, l))
 }
 
+// packedCounts are one partition's Counts as its part of the totals keeps
+// them: Partitions is 1 and Total the sum of the others, so neither is
+// stored (a partition's state is most of what a node holds per partition).
+type packedCounts struct {
+	pending, processing, completed uint64
+	headFailures                   uint32
+	in                             bool // counted in the totals yet
+}
+
+func packCounts(c Counts) packedCounts {
+	return packedCounts{c.Pending, c.Processing, c.Completed, uint32(c.HeadFailures), true}
+}
+
+func (pc packedCounts) counts() Counts {
+	if !pc.in {
+		return Counts{}
+	}
+	return Counts{Partitions: 1, Total: pc.pending + pc.processing + pc.completed, Pending: pc.pending,
+		Processing: pc.processing, Completed: pc.completed, HeadFailures: uint64(pc.headFailures)}
+}
+
 // leaseShift is what a live lease moves out of pending: leased messages,
 // processing of them those not acknowledged (the rest completed).
 type leaseShift struct{ leased, processing uint64 }
@@ -118,19 +139,20 @@ func recount(p *partState) {
 	for _, c := range p.cursors {
 		q.recountLag(p, c)
 	}
-	q.totals.sub(p.counted)
+	q.totals.sub(p.counted.counts())
 	c, worst := partBase(p, p.next, p.start)
 	if worst == nil {
-		p.counted, p.shift = c, leaseShift{}
+		p.counted, p.leased = packCounts(c), 0
 		q.totals.Add(c)
 		if p.heapAt >= 0 {
 			heap.Remove(&q.leases, int(p.heapAt))
 		}
 		return
 	}
-	p.shift = leaseShiftOf(c, worst.lease)
-	p.counted = c.shifted(p.shift)
-	q.totals.Add(p.counted)
+	sh := leaseShiftOf(c, worst.lease)
+	c = c.shifted(sh)
+	p.counted, p.leased = packCounts(c), sh.leased
+	q.totals.Add(c)
 	p.leaseExpiry = worst.lease.expiresMs
 	if p.heapAt >= 0 {
 		heap.Fix(&q.leases, int(p.heapAt))
@@ -200,8 +222,9 @@ func queueTotals(q *queueState, nowMs int64) Counts {
 			return
 		}
 		p := h[i]
-		t.sub(p.counted)
-		t.Add(p.counted.unshifted(p.shift))
+		c := p.counted.counts()
+		t.sub(c)
+		t.Add(c.unshifted(leaseShift{leased: p.leased, processing: c.Processing}))
 		expired(2*i + 1)
 		expired(2*i + 2)
 	}

@@ -39,7 +39,7 @@ func (s *Store) GroupPositions(tenant wire.ID, group, queue string) []GroupPosit
 			if p == nil {
 				continue
 			}
-			if c := p.cursors[group]; c != nil {
+			if c := p.cursors.get(group); c != nil {
 				out = append(out, GroupPosition{Queue: q.name, Partition: p.name, Index: p.index,
 					Offset: c.pos, Metadata: c.metadata, UpdatedMs: c.updatedMs})
 			}

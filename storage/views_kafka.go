@@ -174,7 +174,7 @@ func (s *Store) KafkaProducer(p Partition, producer int64) (ProducerSeq, bool) {
 func (s *Store) GroupPosition(p Partition, group string) (uint64, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	c := p.p.cursors[group]
+	c := p.p.cursors.get(group)
 	if c == nil || p.Deleted() {
 		return 0, false
 	}
