@@ -144,7 +144,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// A session that ends under an open page sends it back to the sign-in,
 	// saying so.
-	b.run(t, "end the session elsewhere", chromedp.Evaluate[chromedp.Void](`fetch("/auth/logout", {method: "POST"}).then(() => { location.hash = "#/c/acme/members"; })`))
+	b.run(t, "end the session elsewhere", chromedp.Evaluate[chromedp.Void](`fetch("/auth/logout", {method: "POST", headers: {"X-Queen-Web": "1"}}).then(() => { location.hash = "#/c/acme/members"; })`))
 	b.waitFor(t, "the sign-in after the session ended", `!!document.querySelector("form[aria-label='Sign in']") &&
 		document.getElementById("alert").innerText === "Your session ended: sign in again."`, nil)
 	b.run(t, "sign in again", chromedp.SendKeys(email, "admin@localhost"), chromedp.SendKeys(password, "hunter22"),

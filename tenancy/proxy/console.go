@@ -73,6 +73,12 @@ func (p *Proxy) console(ctx *fasthttp.RequestCtx, path string) {
 	case method == "POST" && path == "/auth/login":
 		p.login(ctx)
 	case method == "POST" && path == "/auth/logout":
+		// Only the pages' own scripts sign out (webHeader): a form on
+		// another site posting here would otherwise end the session.
+		if len(ctx.Request.Header.Peek(webHeader)) == 0 {
+			refuse(ctx, errSignOutHeader)
+			return
+		}
 		ctx.Response.Header.Set("Set-Cookie", sessionCookie+"=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax")
 		writeJSON(ctx, http.StatusOK, map[string]bool{"ok": true})
 	case method == "GET" && path == "/auth/providers":
@@ -134,6 +140,9 @@ func (p *Proxy) login(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("Set-Cookie", sessionCookie+"="+token+"; Path=/; HttpOnly; SameSite=Lax"+secure)
 	writeJSON(ctx, http.StatusOK, map[string]any{"token": token, "user_id": u.ID, "email": u.Email})
 }
+
+// errSignOutHeader refuses a sign-out without webHeader.
+var errSignOutHeader = newError(http.StatusForbidden, "forbidden", "sign out from the console's pages ("+webHeader+" header)")
 
 // webHeader marks a request sent by the console's or the dashboard's own
 // scripts. A browser sends the session cookie with requests a page

@@ -308,3 +308,27 @@ func TestConsoleManagesMembers(t *testing.T) {
 		t.Fatalf("a person of another tenant: %d", code)
 	}
 }
+
+// A sign-out clears the session cookie only when the console's own pages
+// ask for it: a form on another site could post to /auth/logout (a
+// top-level navigation takes the answer's cookie) and sign the user out.
+func TestSignOutNeedsThePagesHeader(t *testing.T) {
+	p, session := consoleProxy(t, Config{})
+	var req fasthttp.Request
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("/auth/logout")
+	req.Header.Set("Cookie", sessionCookie+"="+session)
+	var rc fasthttp.RequestCtx
+	rc.Init(&req, nil, nil)
+	p.serve(&rc)
+	if code := rc.Response.StatusCode(); code != http.StatusForbidden || len(rc.Response.Header.Peek("Set-Cookie")) != 0 {
+		t.Fatalf("a sign-out without the pages' header: %d, Set-Cookie %q", code, rc.Response.Header.Peek("Set-Cookie"))
+	}
+	req.Header.Set(webHeader, "1")
+	rc.Init(&req, nil, nil)
+	p.serve(&rc)
+	if code, cookie := rc.Response.StatusCode(), string(rc.Response.Header.Peek("Set-Cookie")); code != http.StatusOK ||
+		!strings.Contains(cookie, sessionCookie+"=;") || !strings.Contains(cookie, "Max-Age=0") {
+		t.Fatalf("a sign-out from the pages: %d, Set-Cookie %q", code, cookie)
+	}
+}
