@@ -108,7 +108,11 @@ func (p *Proxy) applyOperators(ctx context.Context) error {
 		return err
 	}
 	for _, u := range changed {
-		if _, err := p.store.apply(ctx, putOp(userKey(u.ID), u, false)); err != nil {
+		if _, err := update(ctx, p.store, userKey(u.ID), errMemberUnknown, func(row *User) (bool, error) {
+			set := row.Operator != u.Operator
+			row.Operator = u.Operator
+			return set, nil
+		}); err != nil && !errors.Is(err, errMemberUnknown) {
 			return err
 		}
 		p.log.Info("proxy: operator flag", "email", u.Email, "operator", u.Operator)

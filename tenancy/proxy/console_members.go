@@ -64,17 +64,20 @@ func (p *Proxy) addMember(ctx context.Context, c *Cluster, email, role string) (
 // setMemberRole changes a member's role on c; "" removes them from c.
 // The last admin stays.
 func (p *Proxy) setMemberRole(ctx context.Context, c *Cluster, userID, role string) error {
-	var u User
-	found, err := p.store.get(ctx, userKey(userID), &u)
-	if err != nil {
-		return err
-	}
+	_, err := update(ctx, p.store, userKey(userID), errMemberUnknown, func(u *User) (bool, error) {
+		return p.changeRole(ctx, c, u, role)
+	})
+	return err
+}
+
+// changeRole sets u's role on c in place; false when it has it already.
+func (p *Proxy) changeRole(ctx context.Context, c *Cluster, u *User, role string) (bool, error) {
 	current := u.Roles[c.ID]
-	if !found || current == "" {
-		return errMemberUnknown
+	if current == "" {
+		return false, errMemberUnknown
 	}
 	if current == role {
-		return nil
+		return false, nil
 	}
 	if current == RoleAdmin {
 		admins := 0
@@ -86,10 +89,10 @@ func (p *Proxy) setMemberRole(ctx context.Context, c *Cluster, userID, role stri
 			return true
 		})
 		if err != nil {
-			return err
+			return false, err
 		}
 		if admins <= 1 {
-			return errLastAdmin
+			return false, errLastAdmin
 		}
 	}
 	if role == "" {
@@ -97,6 +100,5 @@ func (p *Proxy) setMemberRole(ctx context.Context, c *Cluster, userID, role stri
 	} else {
 		u.Roles[c.ID] = role
 	}
-	_, err = p.store.apply(ctx, putOp(userKey(u.ID), u, false))
-	return err
+	return true, nil
 }

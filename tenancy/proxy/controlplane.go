@@ -267,19 +267,13 @@ func (p *Proxy) cpTenantStatus(ctx context.Context, r *cpRequest, slug string) (
 	if !slices.Contains(tenantStatuses, q.Status) {
 		return 0, nil, invalid("status must be one of %s", strings.Join(tenantStatuses, ", "))
 	}
-	var t Tenant
-	found, err := p.store.get(ctx, tenantKey(slug), &t)
+	t, err := update(ctx, p.store, tenantKey(slug), errTenantUnknown, func(row *Tenant) (bool, error) {
+		changed := row.Status != q.Status
+		row.Status = q.Status
+		return changed, nil
+	})
 	if err != nil {
 		return 0, nil, err
-	}
-	if !found {
-		return 0, nil, errTenantUnknown
-	}
-	if t.Status != q.Status {
-		t.Status = q.Status
-		if _, err := p.store.apply(ctx, putOp(tenantKey(slug), t, false)); err != nil {
-			return 0, nil, err
-		}
 	}
 	cs, err := p.store.tenantClusters(ctx, t.ID)
 	if err != nil {
@@ -517,8 +511,10 @@ func (p *Proxy) cpCluster(ctx context.Context, r *cpRequest) (int, any, error) {
 		if err != nil {
 			return 0, nil, invalid("%v", err)
 		}
-		c.Overrides = ov
-		_, err = p.store.apply(ctx, putOp(clusterKey(c.ID), c, false))
+		_, err = update(ctx, p.store, clusterKey(c.ID), errClusterUnknown, func(row *Cluster) (bool, error) {
+			row.Overrides = ov
+			return true, nil
+		})
 		return http.StatusOK, map[string]bool{"ok": true}, err
 	case r.method == "PUT" && sub == "status":
 		var q struct {
@@ -530,8 +526,11 @@ func (p *Proxy) cpCluster(ctx context.Context, r *cpRequest) (int, any, error) {
 		if !slices.Contains(clusterStatuses, q.Status) {
 			return 0, nil, invalid("status must be one of %s", strings.Join(clusterStatuses, ", "))
 		}
-		c.Status = q.Status
-		_, err := p.store.apply(ctx, putOp(clusterKey(c.ID), c, false))
+		_, err := update(ctx, p.store, clusterKey(c.ID), errClusterUnknown, func(row *Cluster) (bool, error) {
+			changed := row.Status != q.Status
+			row.Status = q.Status
+			return changed, nil
+		})
 		return http.StatusOK, map[string]bool{"ok": true}, err
 	case sub == "s3" && (r.method == "GET" || r.method == "PUT" || r.method == "DELETE"):
 		return 0, nil, errS3Unavailable
@@ -623,19 +622,15 @@ func (p *Proxy) revokeKey(ctx context.Context, id, cluster string) error {
 	if !found {
 		return errKeyUnknown
 	}
-	var k APIKey
-	if found, err = p.store.get(ctx, apiKeyKey(r.Hash), &k); err != nil {
-		return err
-	} else if !found || (cluster != "" && k.ClusterID != cluster) {
-		return errKeyUnknown
-	}
-	if !k.Revoked {
-		k.Revoked = true
-		if _, err := p.store.apply(ctx, putOp(apiKeyKey(k.Hash), k, false)); err != nil {
-			return err
+	_, err = update(ctx, p.store, apiKeyKey(r.Hash), errKeyUnknown, func(k *APIKey) (bool, error) {
+		if cluster != "" && k.ClusterID != cluster {
+			return false, errKeyUnknown
 		}
-	}
-	return nil
+		changed := !k.Revoked
+		k.Revoked = true
+		return changed, nil
+	})
+	return err
 }
 
 // brokerCall runs one broker request in-process in tenant's scope.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -96,6 +97,9 @@ func (s *kvStore) ensureCluster(ctx context.Context, t *Tenant, slug, plan strin
 	return nil, false, fmt.Errorf("%w: cluster %s keeps changing", ErrConflict, slug)
 }
 
+// errUserGone: a user row deleted between a read and an update of it.
+var errUserGone = errors.New("proxy: the user row is gone")
+
 // ensureUser returns the user with id (or, id empty, with email),
 // creating it if absent, and gives it role on cluster if it has none
 // there. passwordHash is set only on creation.
@@ -127,9 +131,20 @@ func (s *kvStore) ensureUser(ctx context.Context, id, email string, t *Tenant, c
 			if _, has := u.Roles[cluster]; has || cluster == "" {
 				return &u, false, nil
 			}
-			u.Roles[cluster] = role
-			_, err := s.apply(ctx, putOp(userKey(u.ID), u, false))
-			return &u, false, err
+			nu, err := update(ctx, s, userKey(u.ID), errUserGone, func(row *User) (bool, error) {
+				if _, has := row.Roles[cluster]; has {
+					return false, nil
+				}
+				if row.Roles == nil {
+					row.Roles = map[string]string{}
+				}
+				row.Roles[cluster] = role
+				return true, nil
+			})
+			if errors.Is(err, errUserGone) {
+				continue // deleted meanwhile: made again below on the next pass
+			}
+			return nu, false, err
 		}
 		if id == "" {
 			id = newID()

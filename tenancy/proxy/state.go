@@ -226,3 +226,44 @@ func userEmailKey(email string) string  { return "user-email/" + strings.ToLower
 func apiKeyKey(hash string) string      { return "key/" + hash }
 func apiKeyIDKey(id string) string      { return "key-id/" + id }
 func planKey(code string) string        { return "plan/" + code }
+
+// errRowChanged: a compare-and-set found the row written since it was read.
+var errRowChanged = errors.New("proxy: the row changed since it was read")
+
+// update reads the row at key, lets change edit it, and writes it back
+// only if nobody wrote the row meanwhile: a compare-and-set on its
+// version, read again and retried when another writer came first, so two
+// admins changing one row at once both keep their change. change answers
+// false (or an error) to write nothing; a missing row is errNotFound.
+func update[T any](ctx context.Context, s *kvStore, key string, notFound error, change func(*T) (bool, error)) (*T, error) {
+	for range 8 {
+		if err := s.barrier(ctx); err != nil {
+			return nil, err
+		}
+		it, found, err := s.engine.KVStore(tenancy.SystemTenant).KVGet(tenancy.SystemTenant, stateNS, []byte(key))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if !found {
+			return nil, notFound
+		}
+		v := new(T)
+		if err := json.Unmarshal(it.Value, v); err != nil {
+			return nil, fmt.Errorf("proxy: row %s: %w", key, err)
+		}
+		write, err := change(v)
+		if err != nil || !write {
+			return v, err
+		}
+		op := putOp(key, v, false)
+		op.HasExpect, op.Expect, op.Required = true, it.Version, true
+		ok, err := s.apply(ctx, op)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", errRowChanged, key)
+}

@@ -3,6 +3,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,5 +177,85 @@ func TestStaleGrace(t *testing.T) {
 	p.cache.refresh(ctx)
 	if _, err := p.keyCredential(ctx, seen); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a key past the grace: %v", err)
+	}
+}
+
+// A row changed between update's read and its write is read again and
+// the change made on the new row: both writers keep their change.
+func TestUpdateKeepsAChangeMadeMeanwhile(t *testing.T) {
+	p, _ := testProxy(t, Config{})
+	ctx := context.Background()
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	c, _, err := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	got, err := update(ctx, p.store, clusterKey(c.ID), errClusterUnknown, func(row *Cluster) (bool, error) {
+		calls++
+		if calls == 1 {
+			// Another admin suspends the cluster after this read.
+			if _, err := update(ctx, p.store, clusterKey(c.ID), errClusterUnknown, func(o *Cluster) (bool, error) {
+				o.Status = "suspended"
+				return true, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		row.Plan = "pro"
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored Cluster
+	if _, err := p.store.get(ctx, clusterKey(c.ID), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || got.Status != "suspended" || stored.Status != "suspended" || stored.Plan != "pro" {
+		t.Fatalf("after %d reads: answered %+v, stored status %q plan %q", calls, got, stored.Status, stored.Plan)
+	}
+	if _, err := update(ctx, p.store, clusterKey("no-such"), errClusterUnknown, func(*Cluster) (bool, error) { return true, nil }); !errors.Is(err, errClusterUnknown) {
+		t.Fatalf("a missing row: %v", err)
+	}
+}
+
+// Control-plane changes to one cluster made at once all stay: a status
+// change and an overrides change racing never undo each other.
+func TestConcurrentClusterChangesAllStay(t *testing.T) {
+	p, _ := testProxy(t, Config{CPToken: "tok"})
+	ctx := context.Background()
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	if _, _, err := p.store.ensureCluster(ctx, tn, "acme", "dev", nil); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 10; round++ {
+		status := []string{"active", "suspended"}[round%2]
+		overrides := fmt.Sprintf(`{"max_queues":%d}`, 100+round)
+		var wg sync.WaitGroup
+		for _, r := range []struct{ path, body string }{
+			{"/api/cp/clusters/acme/status", `{"status":"` + status + `"}`},
+			{"/api/cp/clusters/acme/overrides", overrides},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if code, out := call(p, "PUT", r.path, "tok", strings.NewReader(r.body), len(r.body)); code != http.StatusOK {
+					t.Errorf("%s: %d %s", r.path, code, out)
+				}
+			}()
+		}
+		wg.Wait()
+		var ref ref
+		var c Cluster
+		if _, err := p.store.get(ctx, clusterSlugKey("acme"), &ref); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.store.get(ctx, clusterKey(ref.ID), &c); err != nil {
+			t.Fatal(err)
+		}
+		if mq := c.Overrides["max_queues"]; c.Status != status || mq == nil || *mq != int64(100+round) {
+			t.Fatalf("round %d: status %q overrides %+v, want %q and max_queues %d", round, c.Status, c.Overrides, status, 100+round)
+		}
 	}
 }
