@@ -138,15 +138,20 @@ func (b *tab) waitRow(t *testing.T, first string, want map[int]string) []string 
 	return row
 }
 
-// screenshot writes the viewport as docs/ui/name.png (the pictures
-// docs/ui.md shows).
+// screenshot captures the viewport as name.png: into docs/ui (the
+// pictures docs/ui.md shows) when QUEEN_E2E_SCREENSHOTS is set, into a
+// temporary directory otherwise, so a test run leaves the checkout as it
+// was.
 func (b *tab) screenshot(t *testing.T, name string) {
 	t.Helper()
 	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	dir := filepath.Join("..", "docs", "ui")
+	dir := t.TempDir()
+	if os.Getenv("QUEEN_E2E_SCREENSHOTS") != "" {
+		dir = filepath.Join("..", "docs", "ui")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
