@@ -64,11 +64,17 @@ func (p *Proxy) addMember(ctx context.Context, c *Cluster, email, role string) (
 // setMemberRole changes a member's role on c; "" removes them from c.
 // The last admin stays.
 func (p *Proxy) setMemberRole(ctx context.Context, c *Cluster, userID, role string) error {
-	_, err := update(ctx, p.store, userKey(userID), errMemberUnknown, func(u *User) (bool, error) {
+	// Role changes on one cluster serialize on its guard row: two admins
+	// demoting each other at once would otherwise each count the other
+	// and leave the cluster with none.
+	_, err := updateGuarded(ctx, p.store, userKey(userID), rolesGuardKey(c.ID), errMemberUnknown, func(u *User) (bool, error) {
 		return p.changeRole(ctx, c, u, role)
 	})
 	return err
 }
+
+// rolesGuardKey is the counter every role change on cluster bumps.
+func rolesGuardKey(cluster string) string { return "cluster-roles/" + cluster }
 
 // changeRole sets u's role on c in place; false when it has it already.
 func (p *Proxy) changeRole(ctx context.Context, c *Cluster, u *User, role string) (bool, error) {

@@ -234,13 +234,34 @@ var errRowChanged = errors.New("proxy: the row changed since it was read")
 // only if nobody wrote the row meanwhile: a compare-and-set on its
 // version, read again and retried when another writer came first, so two
 // admins changing one row at once both keep their change. change answers
-// false (or an error) to write nothing; a missing row is errNotFound.
+// false (or an error) to write nothing; a missing row is notFound.
 func update[T any](ctx context.Context, s *kvStore, key string, notFound error, change func(*T) (bool, error)) (*T, error) {
+	return updateGuarded(ctx, s, key, "", notFound, change)
+}
+
+// updateGuarded is update that also bumps the counter row at guard, with
+// a compare-and-set on the version read before change runs: changes to
+// different rows that decide on one shared fact (a cluster keeps an
+// admin) serialize on it, the later one reading the fact again.
+func updateGuarded[T any](ctx context.Context, s *kvStore, key, guard string, notFound error, change func(*T) (bool, error)) (*T, error) {
 	for range 8 {
 		if err := s.barrier(ctx); err != nil {
 			return nil, err
 		}
-		it, found, err := s.engine.KVStore(tenancy.SystemTenant).KVGet(tenancy.SystemTenant, stateNS, []byte(key))
+		store := s.engine.KVStore(tenancy.SystemTenant)
+		var guardOp wire.KVOp
+		if guard != "" {
+			g, found, err := store.KVGet(tenancy.SystemTenant, stateNS, []byte(guard))
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+			guardOp = wire.KVOp{Op: wire.KVIncr, NS: stateNS, Key: []byte(guard), Delta: 1,
+				HasExpect: true, Required: true}
+			if found {
+				guardOp.Expect = g.Version
+			}
+		}
+		it, found, err := store.KVGet(tenancy.SystemTenant, stateNS, []byte(key))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
@@ -257,7 +278,11 @@ func update[T any](ctx context.Context, s *kvStore, key string, notFound error, 
 		}
 		op := putOp(key, v, false)
 		op.HasExpect, op.Expect, op.Required = true, it.Version, true
-		ok, err := s.apply(ctx, op)
+		ops := []wire.KVOp{op}
+		if guard != "" {
+			ops = append(ops, guardOp)
+		}
+		ok, err := s.apply(ctx, ops...)
 		if err != nil {
 			return nil, err
 		}

@@ -259,3 +259,61 @@ func TestConcurrentClusterChangesAllStay(t *testing.T) {
 		}
 	}
 }
+
+// Two admins of a cluster demoted at the same moment: one demotion is
+// refused as the last admin's, so the cluster always keeps one.
+func TestDemotingTwoAdminsAtOnceKeepsOne(t *testing.T) {
+	p, _ := testProxy(t, Config{})
+	ctx := context.Background()
+	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
+	c, _, err := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids [2]string
+	for i := range ids {
+		u, _, err := p.store.ensureUser(ctx, "", fmt.Sprintf("admin%d@acme.example", i), tn, c.ID, RoleAdmin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = u.ID
+	}
+	for round := 0; round < 10; round++ {
+		for _, id := range ids {
+			if err := p.setMemberRole(ctx, c, id, RoleAdmin); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.setMemberRole(ctx, c, id, RoleViewer)
+			}()
+		}
+		wg.Wait()
+		admins := 0
+		for _, id := range ids {
+			var u User
+			if _, err := p.store.get(ctx, userKey(id), &u); err != nil {
+				t.Fatal(err)
+			}
+			if u.Roles[c.ID] == RoleAdmin {
+				admins++
+			}
+		}
+		refused := 0
+		for _, err := range errs {
+			if errors.Is(err, errLastAdmin) {
+				refused++
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if admins != 1 || refused != 1 {
+			t.Fatalf("round %d: %d admins left, %d demotions refused (%v)", round, admins, refused, errs)
+		}
+	}
+}
