@@ -180,16 +180,27 @@ func TestStaleGrace(t *testing.T) {
 	}
 }
 
+// acmeCluster makes tenant and cluster acme on p's store.
+func acmeCluster(t *testing.T, p *Proxy) (*Tenant, *Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	tn, _, err := p.store.ensureTenant(ctx, "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tn, c
+}
+
 // A row changed between update's read and its write is read again and
 // the change made on the new row: both writers keep their change.
 func TestUpdateKeepsAChangeMadeMeanwhile(t *testing.T) {
 	p, _ := testProxy(t, Config{})
 	ctx := context.Background()
-	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
-	c, _, err := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := acmeCluster(t, p)
 	calls := 0
 	got, err := update(ctx, p.store, clusterKey(c.ID), errClusterUnknown, func(row *Cluster) (bool, error) {
 		calls++
@@ -265,11 +276,7 @@ func TestConcurrentClusterChangesAllStay(t *testing.T) {
 func TestDemotingTwoAdminsAtOnceKeepsOne(t *testing.T) {
 	p, _ := testProxy(t, Config{})
 	ctx := context.Background()
-	tn, _, _ := p.store.ensureTenant(ctx, "acme", "")
-	c, _, err := p.store.ensureCluster(ctx, tn, "acme", "dev", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn, c := acmeCluster(t, p)
 	var ids [2]string
 	for i := range ids {
 		u, _, err := p.store.ensureUser(ctx, "", fmt.Sprintf("admin%d@acme.example", i), tn, c.ID, RoleAdmin, "")
