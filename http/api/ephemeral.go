@@ -468,7 +468,7 @@ func (s *Server) ephDelete(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	queue, _ := ctx.UserValue("queue").(string)
+	queue := pathArg(ctx, "queue")
 	if err := checkNames(queue); err != nil {
 		return err
 	}
@@ -565,7 +565,7 @@ func (s *Server) ephDepth(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	queue, _ := ctx.UserValue("queue").(string)
+	queue := pathArg(ctx, "queue")
 	if err := checkNames(queue); err != nil {
 		return err
 	}

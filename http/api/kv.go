@@ -287,8 +287,8 @@ func expiresAt(ms int64) *string {
 
 // kvKeyRoute reads the namespace and key of /api/v1/kv/{ns}/{key:*}.
 func kvKeyRoute(ctx *fasthttp.RequestCtx) (ns string, key []byte, err error) {
-	ns, _ = ctx.UserValue("ns").(string)
-	k, _ := ctx.UserValue("key").(string)
+	ns = pathArg(ctx, "ns")
+	k := pathArg(ctx, "key")
 	if !kvNamespacePattern.MatchString(ns) {
 		return "", nil, badRequest("ns must match ^[a-z0-9][a-z0-9._-]{0,63}$")
 	}

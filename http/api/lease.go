@@ -37,7 +37,7 @@ func (s *Server) leaseExtend(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	raw := ctx.UserValue("leaseId").(string)
+	raw := pathArg(ctx, "leaseId")
 	id, err := wire.ParseID(raw)
 	if err != nil {
 		return badRequest("leaseId is not a lease id")

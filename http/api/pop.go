@@ -59,11 +59,11 @@ type popParams struct {
 }
 
 func (s *Server) popQueue(ctx *fasthttp.RequestCtx) error {
-	return s.pop(ctx, ctx.UserValue("queue").(string), "")
+	return s.pop(ctx, pathArg(ctx, "queue"), "")
 }
 
 func (s *Server) popPartition(ctx *fasthttp.RequestCtx) error {
-	return s.pop(ctx, ctx.UserValue("queue").(string), ctx.UserValue("partition").(string))
+	return s.pop(ctx, pathArg(ctx, "queue"), pathArg(ctx, "partition"))
 }
 
 func (s *Server) parsePopParams(args *fasthttp.Args) (popParams, error) {

@@ -185,7 +185,7 @@ func (s *Server) timersList(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	queue, _ := ctx.UserValue("queue").(string)
+	queue := pathArg(ctx, "queue")
 	if err := checkNames(queue); err != nil {
 		return err
 	}
@@ -270,8 +270,8 @@ func (s *Server) timerPeek(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	queue, _ := ctx.UserValue("queue").(string)
-	key, _ := ctx.UserValue("timerKey").(string)
+	queue := pathArg(ctx, "queue")
+	key := pathArg(ctx, "timerKey")
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
 	store, err := s.timerStore(rctx, tenant, queue)
@@ -295,8 +295,8 @@ func (s *Server) timerCancel(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	queue, _ := ctx.UserValue("queue").(string)
-	key, _ := ctx.UserValue("timerKey").(string)
+	queue := pathArg(ctx, "queue")
+	key := pathArg(ctx, "timerKey")
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.engine.Timers(rctx, &wire.TimersCmd{Tenant: tenant, Ops: []wire.TimerOp{{Op: wire.TimerCancel, Queue: queue, TimerKey: key}}})

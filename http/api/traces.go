@@ -119,7 +119,7 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx) error {
 			return badRequest("limit must be 1..10000")
 		}
 	}
-	evs, err := s.engine.TracesByName(tenant, ctx.UserValue("name").(string), limit)
+	evs, err := s.engine.TracesByName(tenant, pathArg(ctx, "name"), limit)
 	if err != nil {
 		return err
 	}
@@ -132,11 +132,11 @@ func (s *Server) tracesOfMessage(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	pid, err := strconv.ParseUint(ctx.UserValue("partitionId").(string), 10, 64)
+	pid, err := strconv.ParseUint(pathArg(ctx, "partitionId"), 10, 64)
 	if err != nil {
 		return badRequest("partitionId must be a numeric id")
 	}
-	evs, err := s.engine.TracesOf(tenant, pid, ctx.UserValue("transactionId").(string))
+	evs, err := s.engine.TracesOf(tenant, pid, pathArg(ctx, "transactionId"))
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -135,6 +137,16 @@ func strArg(ctx *fasthttp.RequestCtx, name string) string { return string(ctx.Qu
 
 func pathArg(ctx *fasthttp.RequestCtx, name string) string {
 	v, _ := ctx.UserValue(name).(string)
+	if strings.IndexByte(v, '%') < 0 {
+		return v
+	}
+	// The router matches the path as sent, so a parameter arrives
+	// percent-encoded: a queue named "café q" is "caf%C3%A9%20q" here.
+	// An encoding that does not decode is left as it came (and a name
+	// check refuses it if it must).
+	if d, err := url.PathUnescape(v); err == nil {
+		return d
+	}
 	return v
 }
 
