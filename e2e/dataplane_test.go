@@ -89,14 +89,19 @@ func TestQueueModeBusModeAndSubscriptions(t *testing.T) {
 	}
 
 	// A group subscribing with mode new (the server default) sees only
-	// what is pushed after; subscriptionFrom a time, what came since.
+	// what is pushed after; subscriptionFrom a time, what came since. The
+	// time is the server's own stamp on the new message: the test's wall
+	// clock may run a few milliseconds ahead of the node's (which follows
+	// the wall only within the clock skew bound), and a mark taken here
+	// then fell after the message it meant to precede.
 	cl.popEmpty(popPath("work/partition/a", "consumerGroup=late"))
 	cl.popEmpty(popPath("work/partition/a", "consumerGroup=fromnow", "subscriptionFrom=now"))
-	mark := time.Now().UTC().Format(time.RFC3339Nano)
 	cl.push(items("work", "a", "after")...)
-	if a := cl.mustPop(popPath("work/partition/a", "consumerGroup=late"), 1); string(a.Messages[0].Data) != `"after"` {
+	a := cl.mustPop(popPath("work/partition/a", "consumerGroup=late"), 1)
+	if string(a.Messages[0].Data) != `"after"` {
 		t.Fatalf("mode new: %s", payloads(a))
 	}
+	mark := a.Messages[0].CreatedAt
 	cl.mustPop(popPath("work/partition/a", "consumerGroup=fromnow"), 1)
 	cl.mustPop(popPath("work/partition/a", "consumerGroup=fromts", "subscriptionFrom="+mark), 1)
 	cl.mustPop(popPath("work/partition/a", "batch=1000", "consumerGroup=everything", "subscriptionMode=all"), perPartition+1)
