@@ -227,8 +227,9 @@ func apiKeyKey(hash string) string      { return "key/" + hash }
 func apiKeyIDKey(id string) string      { return "key-id/" + id }
 func planKey(code string) string        { return "plan/" + code }
 
-// errRowChanged: a compare-and-set found the row written since it was read.
-var errRowChanged = errors.New("proxy: the row changed since it was read")
+// errRowChanged: every compare-and-set of an update found the row written
+// since it was read; a conflict (409), for the caller to try again.
+var errRowChanged = fmt.Errorf("%w: the row kept changing while it was updated", ErrConflict)
 
 // update reads the row at key, lets change edit it, and writes it back
 // only if nobody wrote the row meanwhile: a compare-and-set on its
