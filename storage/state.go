@@ -58,7 +58,7 @@ type queueState struct {
 	totals   Counts
 	leases   leaseHeap
 	appended uint64
-	lags     map[string]*groupLag
+	lags     map[string]*GroupLag
 }
 
 // partState is one partition. next, start and lastWriteMs belong to the

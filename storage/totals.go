@@ -3,7 +3,6 @@ package storage
 import (
 	"container/heap"
 	"fmt"
-	"math"
 )
 
 // Queue totals kept as the state changes. A queue view reports every
@@ -124,10 +123,6 @@ func (c *Counts) sub(o Counts) {
 	c.HeadFailures -= o.HeadFailures
 }
 
-// alwaysLive is a time before every lease's expiry: counts at it take every
-// lease as live.
-const alwaysLive = math.MinInt64
-
 // recount replaces p's part of its queue's totals by its counts now, at
 // the offsets the batch being applied publishes. The totals take p's lease
 // as live; the queue's lease heap, ordered by expiry, lets a view find the
@@ -168,8 +163,6 @@ type GroupLag struct {
 	Lag     uint64
 }
 
-type groupLag = GroupLag
-
 // cursorLag is c's backlog in p, at most what p retains.
 func cursorLag(p *partState, c *cursor) uint64 {
 	if c.pos >= p.next {
@@ -183,9 +176,9 @@ func (q *queueState) recountLag(p *partState, c *cursor) {
 	g := q.lags[c.group]
 	if g == nil {
 		if q.lags == nil {
-			q.lags = map[string]*groupLag{}
+			q.lags = map[string]*GroupLag{}
 		}
-		g = &groupLag{}
+		g = &GroupLag{}
 		q.lags[c.group] = g
 	}
 	if !c.counted {
@@ -304,7 +297,7 @@ func (s *Store) checkTotals() {
 				want.Add(c)
 				continue
 			}
-			want.Add(withLease(c, worst, alwaysLive))
+			want.Add(c.shifted(leaseShiftOf(c, worst.lease)))
 			leased++
 			if p.heapAt < 0 || int(p.heapAt) >= len(q.leases) || q.leases[p.heapAt] != p ||
 				p.leaseExpiry != worst.lease.expiresMs {
@@ -317,7 +310,7 @@ func (s *Store) checkTotals() {
 			}
 		}
 		var appended uint64
-		lags := map[string]groupLag{}
+		lags := map[string]GroupLag{}
 		for _, p := range q.parts {
 			if p == nil {
 				continue
