@@ -109,9 +109,7 @@ func (p *Proxy) applyOperators(ctx context.Context) error {
 	}
 	for _, u := range changed {
 		if _, err := update(ctx, p.store, userKey(u.ID), errMemberUnknown, func(row *User) (bool, error) {
-			set := row.Operator != u.Operator
-			row.Operator = u.Operator
-			return set, nil
+			return setTo(&row.Operator, u.Operator), nil
 		}); err != nil && !errors.Is(err, errMemberUnknown) {
 			return err
 		}

@@ -65,6 +65,20 @@ type cpRequest struct {
 	body   []byte
 }
 
+// status decodes a {"status": ...} body naming one of allowed.
+func (r *cpRequest) status(allowed []string) (string, error) {
+	var q struct {
+		Status string `json:"status"`
+	}
+	if err := r.decode(&q); err != nil {
+		return "", err
+	}
+	if !slices.Contains(allowed, q.Status) {
+		return "", invalid("status must be one of %s", strings.Join(allowed, ", "))
+	}
+	return q.Status, nil
+}
+
 func (r *cpRequest) decode(v any) error {
 	if err := json.Unmarshal(r.body, v); err != nil {
 		return invalid("the body is not the JSON this route takes: %v", err)
@@ -258,19 +272,12 @@ func (s *kvStore) tenantClusters(ctx context.Context, tenantID string) ([]Cluste
 }
 
 func (p *Proxy) cpTenantStatus(ctx context.Context, r *cpRequest, slug string) (int, any, error) {
-	var q struct {
-		Status string `json:"status"`
-	}
-	if err := r.decode(&q); err != nil {
+	status, err := r.status(tenantStatuses)
+	if err != nil {
 		return 0, nil, err
 	}
-	if !slices.Contains(tenantStatuses, q.Status) {
-		return 0, nil, invalid("status must be one of %s", strings.Join(tenantStatuses, ", "))
-	}
 	t, err := update(ctx, p.store, tenantKey(slug), errTenantUnknown, func(row *Tenant) (bool, error) {
-		changed := row.Status != q.Status
-		row.Status = q.Status
-		return changed, nil
+		return setTo(&row.Status, status), nil
 	})
 	if err != nil {
 		return 0, nil, err
@@ -517,19 +524,12 @@ func (p *Proxy) cpCluster(ctx context.Context, r *cpRequest) (int, any, error) {
 		})
 		return http.StatusOK, map[string]bool{"ok": true}, err
 	case r.method == "PUT" && sub == "status":
-		var q struct {
-			Status string `json:"status"`
-		}
-		if err := r.decode(&q); err != nil {
+		status, err := r.status(clusterStatuses)
+		if err != nil {
 			return 0, nil, err
 		}
-		if !slices.Contains(clusterStatuses, q.Status) {
-			return 0, nil, invalid("status must be one of %s", strings.Join(clusterStatuses, ", "))
-		}
-		_, err := update(ctx, p.store, clusterKey(c.ID), errClusterUnknown, func(row *Cluster) (bool, error) {
-			changed := row.Status != q.Status
-			row.Status = q.Status
-			return changed, nil
+		_, err = update(ctx, p.store, clusterKey(c.ID), errClusterUnknown, func(row *Cluster) (bool, error) {
+			return setTo(&row.Status, status), nil
 		})
 		return http.StatusOK, map[string]bool{"ok": true}, err
 	case sub == "s3" && (r.method == "GET" || r.method == "PUT" || r.method == "DELETE"):
@@ -626,9 +626,7 @@ func (p *Proxy) revokeKey(ctx context.Context, id, cluster string) error {
 		if cluster != "" && k.ClusterID != cluster {
 			return false, errKeyUnknown
 		}
-		changed := !k.Revoked
-		k.Revoked = true
-		return changed, nil
+		return setTo(&k.Revoked, true), nil
 	})
 	return err
 }

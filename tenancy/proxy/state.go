@@ -227,6 +227,14 @@ func apiKeyKey(hash string) string      { return "key/" + hash }
 func apiKeyIDKey(id string) string      { return "key-id/" + id }
 func planKey(code string) string        { return "plan/" + code }
 
+// setTo sets *field to v and says whether that changed it: an update's
+// change that writes nothing when the row already says so.
+func setTo[T comparable](field *T, v T) bool {
+	changed := *field != v
+	*field = v
+	return changed
+}
+
 // errRowChanged: every compare-and-set of an update found the row written
 // since it was read; a conflict (409), for the caller to try again.
 var errRowChanged = fmt.Errorf("%w: the row kept changing while it was updated", ErrConflict)
