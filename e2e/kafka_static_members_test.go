@@ -82,24 +82,7 @@ func staticConsumer(t *testing.T, seeds []string, group, instance string, log *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			cl.PollFetches(ctx)
-		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			cl.Close()
-		})
-	}
-	t.Cleanup(stop)
-	return cl, stop
+	return cl, pollInBackground(t, cl)
 }
 
 // staticPair is two static consumers of orders (instances inst-a and
@@ -268,4 +251,28 @@ func TestKafkaStaticMembersSurviveACoordinatorKill(t *testing.T) {
 	oldB, gen := p.restartB(ctx, t)
 	p.checkAUndisturbed(ctx, t)
 	checkFenced(ctx, t, coord.client(ctx, t, "static"), oldB, gen)
+}
+
+// pollInBackground has cl poll (and so heartbeat and consume) in its own
+// goroutine until stop is called or the test ends; stop also closes cl
+// and may be called more than once.
+func pollInBackground(t *testing.T, cl *kgo.Client) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			cl.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

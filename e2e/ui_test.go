@@ -250,15 +250,7 @@ func consumeClicks(t *testing.T, addr, group string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			cl.PollFetches(ctx)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done; cl.Close() })
+	pollInBackground(t, cl)
 }
 
 // The broker's JWT on: the page asks for a token, keeps it in
