@@ -80,6 +80,7 @@ type partState struct {
 	deleted   atomic.Bool
 	cursors   cursorList
 	dirty     bool // meta changed in the current apply batch
+	recounted bool // counted again in the current batch's finish (totals.go)
 
 	// Its part of q.totals (totals.go): counted, with its most-behind
 	// cursor's lease taken as live (leased is how many messages that

@@ -256,16 +256,33 @@ func (ctx *applyCtx) recountLater(p *partState) {
 	ctx.recounts = append(ctx.recounts, p)
 }
 
-// recountBatch recomputes the counts of every partition the batch changed.
+// recountBatch recomputes the counts of every partition the batch changed,
+// once each: a partition whose meta and cursors both changed is on more
+// than one list.
 func (ctx *applyCtx) recountBatch() {
+	once := func(p *partState) {
+		if !p.recounted {
+			p.recounted = true
+			recount(p)
+		}
+	}
 	for _, p := range ctx.dirty {
-		recount(p)
+		once(p)
 	}
 	for _, d := range ctx.cursors {
-		recount(d.p)
+		once(d.p)
 	}
 	for _, p := range ctx.recounts {
-		recount(p)
+		once(p)
+	}
+	for _, p := range ctx.dirty {
+		p.recounted = false
+	}
+	for _, d := range ctx.cursors {
+		d.p.recounted = false
+	}
+	for _, p := range ctx.recounts {
+		p.recounted = false
 	}
 }
 
