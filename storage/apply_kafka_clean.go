@@ -120,7 +120,7 @@ func (s *Store) splitChunk(ctx *applyCtx, p *partState, base uint64, meta chunkM
 	}
 	deleteChunk(ctx, p.id, base, meta.seq)
 	for _, r := range runs {
-		s.storeChunk(ctx, p.id, r.base, meta.appendMs, len(r.parts), r.parts...)
+		s.storeChunk(ctx, p.id, r.base, chunkMeta{appendMs: meta.appendMs, count: len(r.parts)}, r.parts...)
 	}
 	return dropped
 }

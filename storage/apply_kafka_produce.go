@@ -12,8 +12,19 @@ import (
 // the producer), an old epoch with CodeFenced.
 func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.KafkaProduceResult {
 	var res wire.KafkaProduceResult
-	heads, ok := pushHeads(&c.Push)
-	if !ok || len(heads) == 0 || c.Push.PartitionIndex < 0 {
+	kept := c.Push.Flags&wire.PushKafkaBatch != 0
+	var (
+		heads []pushHead
+		first wire.ID
+		n     int
+		ok    bool
+	)
+	if kept {
+		first, n, ok = keptBatchCount(&c.Push)
+	} else if heads, ok = pushHeads(&c.Push); ok && len(heads) > 0 {
+		first, n = heads[0].head.MsgID, len(heads)
+	}
+	if !ok || n == 0 || c.Push.PartitionIndex < 0 {
 		res.Code = wire.CodeBadRequest
 		return res
 	}
@@ -28,12 +39,14 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 		return res
 	}
 	res.LogStart = p.start
-	if mustSeal(q, &c.Push, heads) {
+	// A kept batch is never sealed: the proposer keeps batches only for
+	// queues it saw unencrypted.
+	if mustSeal(q, &c.Push, heads) || (kept && c.Push.Flags&wire.PushKeyHeld != 0 && q.cfg.EncryptionEnabled) {
 		res.Code = wire.CodeSealRequired
 		return res
 	}
 	if c.ProducerID >= 0 {
-		code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, len(heads))
+		code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, n)
 		if code == wire.CodeDuplicate {
 			res.Code, res.BaseOffset = code, dupAt
 			return res
@@ -43,16 +56,20 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 			return res
 		}
 	} else if ctx.retry {
-		if at, found := s.findRetriedBatch(ctx, p, heads[0].head.MsgID); found {
+		if at, found := s.findRetriedBatch(ctx, p, first); found {
 			res.Code, res.BaseOffset = wire.CodeDuplicate, at
 			return res
 		}
 	}
 	res.BaseOffset, res.AppendMs = p.next, ctx.nowMs
-	s.appendChunk(ctx, p, c.Push.Records, heads, nil)
-	s.advance(ctx, q, p, len(heads))
+	if kept {
+		s.storeChunk(ctx, p.id, p.next, chunkMeta{appendMs: ctx.nowMs, count: n, kafkaBatch: true}, c.Push.Records)
+	} else {
+		s.appendChunk(ctx, p, c.Push.Records, heads, nil)
+	}
+	s.advance(ctx, q, p, n)
 	if c.ProducerID >= 0 {
-		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(len(heads))}, res.BaseOffset)
+		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(n)}, res.BaseOffset)
 	}
 	return res
 }
@@ -137,12 +154,18 @@ func (s *Store) findRetriedBatch(ctx *applyCtx, p *partState, msgID wire.ID) (ui
 	it := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	defer ctx.closeIter(it)
 	for ok := it.Last(); ok && it.Meta().appendMs >= ctx.entryMs; ok = it.Prev() {
-		records, err := it.Records()
+		stored, err := it.StoredInto(nil)
 		if err != nil {
 			ctx.fail(err)
 			return 0, false
 		}
-		ri := wire.NewRecordIter(records)
+		if it.Meta().kafkaBatch {
+			if first, _, _, ok := wire.SplitKafkaBatch(stored); ok && first == msgID {
+				return it.Base(), true
+			}
+			continue
+		}
+		ri := wire.NewRecordIter(stored)
 		body, _, ok := ri.Next()
 		if !ok {
 			continue

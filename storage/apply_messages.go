@@ -92,6 +92,7 @@ func (s *Store) eraseRecord(ctx *applyCtx, p *partState, off uint64) bool {
 	if ri.Err() != nil {
 		return false
 	}
+	meta.kafkaBatch = false // rewritten as stored records
 	s.rewriteChunk(ctx, p.id, base, meta, out)
 	return true
 }

@@ -58,7 +58,7 @@ func TestCorruptRecordsAreRefused(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "CRC-32C") {
 		t.Fatalf("the error does not say the records are corrupt: %v", err)
 	}
-	if _, err := h.s.ReadChunks(p, 0, func(uint64, int64, []byte) bool {
+	if _, err := h.s.ReadChunks(p, 0, func(*StoredChunk) bool {
 		t.Fatal("Kafka fetch got a corrupted chunk")
 		return false
 	}); !errors.Is(err, ErrCorrupt) {

@@ -28,7 +28,14 @@ type chunkMeta struct {
 	appendMs int64 // the replicated clock when the chunk was appended
 	count    int   // records in the chunk
 	size     int   // bytes of the chunk's records
+	// kafkaBatch: the chunk is one Kafka record batch kept as produced
+	// (wire.AppendKafkaBatch), not stored records (kafka_batch.go).
+	kafkaBatch bool
 }
+
+// Chunk kinds, written after the other fields only when not stored records,
+// so the index entries of stored records keep the form they always had.
+const chunkKindKafkaBatch = 1
 
 func (m chunkMeta) encode() []byte {
 	w := wire.Writer{B: make([]byte, 0, 24)}
@@ -36,12 +43,23 @@ func (m chunkMeta) encode() []byte {
 	w.Varint(m.appendMs)
 	w.Uvarint(uint64(m.count))
 	w.Uvarint(uint64(m.size))
+	if m.kafkaBatch {
+		w.U8(chunkKindKafkaBatch)
+	}
 	return w.B
 }
 
 func decodeChunkMeta(b []byte) (chunkMeta, error) {
 	r := wire.NewReader(b)
 	m := chunkMeta{seq: r.U64(), appendMs: r.Varint(), count: int(r.Uvarint()), size: int(r.Uvarint())}
+	if r.Len() > 0 {
+		switch kind := r.U8(); kind {
+		case chunkKindKafkaBatch:
+			m.kafkaBatch = true
+		default:
+			return m, fmt.Errorf("storage: unknown chunk kind %d", kind)
+		}
+	}
 	return m, r.Done()
 }
 
@@ -49,12 +67,12 @@ func decodeChunkMeta(b []byte) (chunkMeta, error) {
 // chunk sequence; the records are the concatenation of parts, written to
 // the current segment as they are (no copy in between).
 func (s *Store) putChunk(ctx *applyCtx, p *partState, base uint64, count int, parts ...[]byte) {
-	s.storeChunk(ctx, p.id, base, ctx.nowMs, count, parts...)
+	s.storeChunk(ctx, p.id, base, chunkMeta{appendMs: ctx.nowMs, count: count}, parts...)
 }
 
-// storeChunk stores a chunk of count records at base in partition pid,
-// appended at appendMs, under the next chunk sequence.
-func (s *Store) storeChunk(ctx *applyCtx, pid, base uint64, appendMs int64, count int, parts ...[]byte) {
+// storeChunk stores a chunk of m.count records (of m's kind) at base in
+// partition pid, appended at m.appendMs, under the next chunk sequence.
+func (s *Store) storeChunk(ctx *applyCtx, pid, base uint64, m chunkMeta, parts ...[]byte) {
 	seq := s.counters.nextChunkSeq
 	s.counters.nextChunkSeq++
 	loc, err := s.segs.append(seq, parts...)
@@ -63,8 +81,9 @@ func (s *Store) storeChunk(ctx *applyCtx, pid, base uint64, appendMs int64, coun
 		return
 	}
 	loc.pid, loc.base = pid, base
+	m.seq, m.size = seq, loc.length
 	ctx.set(blobKey(seq), loc.encode())
-	ctx.set(chunkKey(pid, base), chunkMeta{seq: seq, appendMs: appendMs, count: count, size: loc.length}.encode())
+	ctx.set(chunkKey(pid, base), m.encode())
 }
 
 // rewriteChunk replaces the records of an existing chunk (erasing one
@@ -108,6 +127,9 @@ func deleteChunks(ctx *applyCtx, pid uint64) {
 
 // errChunkMissing is a chunk index entry whose records are not stored.
 var errChunkMissing = errors.New("storage: chunk records missing")
+
+// errBadKeptBatch is a kept Kafka batch that does not decode.
+var errBadKeptBatch = errors.New("storage: kept Kafka batch unreadable")
 
 // chunkIter walks one partition's chunks in offset order. Positioning
 // reads only the index; Records loads a chunk's bytes.
@@ -172,12 +194,20 @@ func (c *chunkIter) End() uint64 { return c.Base() + uint64(c.meta.count) }
 func (c *chunkIter) Meta() chunkMeta { return c.meta }
 
 // Records returns the current chunk's length-prefixed records, read from
-// its segment into a buffer of their own.
-func (c *chunkIter) Records() ([]byte, error) { return c.RecordsInto(nil) }
+// its segment into a buffer of their own; a kept Kafka batch is decoded
+// into stored records.
+func (c *chunkIter) Records() ([]byte, error) {
+	b, err := c.StoredInto(nil)
+	if err != nil || !c.meta.kafkaBatch {
+		return b, err
+	}
+	return c.batchRecords(b)
+}
 
-// RecordsInto is Records reading into buf when it is large enough, for a
-// caller that is done with the previous chunk's records.
-func (c *chunkIter) RecordsInto(buf []byte) ([]byte, error) {
+// StoredInto returns the current chunk's bytes as stored (stored records,
+// or a kept Kafka batch when Meta().kafkaBatch), reading into buf when it
+// is large enough, for a caller that is done with the previous chunk's.
+func (c *chunkIter) StoredInto(buf []byte) ([]byte, error) {
 	if c.blob == nil {
 		lower := []byte{tagBlob}
 		c.blob = c.src.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"github.com/queen-mq/queen/kafka/records"
 	"testing"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -24,6 +25,14 @@ func FuzzApply(f *testing.F) {
 		{Kind: wire.TxnOpPush, Body: push.Encode(nil)}, {Kind: wire.TxnOpAck, Body: ack.Encode(nil)},
 		{Kind: wire.TxnOpPosition, Body: (&wire.PositionOp{Queue: "q", Group: "g", Partition: "p", Offset: 1}).Encode(nil)}}}
 	f.Add(wire.AppendEntry(nil, 2, []wire.Command{{Kind: wire.KindTransaction, Body: txn.Encode(nil)}, {Kind: wire.KindTick}}))
+	// A Kafka batch kept as produced, popped and acknowledged over HTTP.
+	topic := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: "t", Flags: wire.AllocCreate | wire.AllocKafka, Place: testPlace, Count: 1}
+	batch, _ := records.AppendBatch(nil, records.NewBatchOptions(0), []records.Record{{Key: []byte("k"), Value: []byte("v")}})
+	produce := wire.KafkaProduceCmd{ProducerID: wire.NoProducer, Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "t",
+		Flags: wire.PushKafkaBatch, Count: 1, Records: wire.AppendKafkaBatch(nil, wire.ID{9}, 8, batch)}}
+	popT := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "t", Group: "g", Batch: 5, SubMode: wire.SubAll, LeaseIDs: []wire.ID{{8}}}
+	f.Add(wire.AppendEntry(nil, 3, []wire.Command{{Kind: wire.KindAlloc, Body: topic.Encode(nil)},
+		{Kind: wire.KindKafkaProduce, Body: produce.Encode(nil)}, {Kind: wire.KindPop, Body: popT.Encode(nil)}}))
 	fuzzApply(f)
 }
 

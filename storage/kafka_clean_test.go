@@ -14,10 +14,14 @@ func offsetsAndValues(t *testing.T, s *Store, p Partition) (string, []uint64) {
 	t.Helper()
 	var out []string
 	var bases []uint64
-	if _, err := s.ReadChunks(p, 0, func(base uint64, _ int64, recs []byte) bool {
-		bases = append(bases, base)
+	if _, err := s.ReadChunks(p, 0, func(c *StoredChunk) bool {
+		bases = append(bases, c.Base)
+		recs, err := c.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
 		it := wire.NewRecordIter(recs)
-		for off := base; ; off++ {
+		for off := c.Base; ; off++ {
 			body, _, ok := it.Next()
 			if !ok {
 				break

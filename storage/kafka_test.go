@@ -62,8 +62,8 @@ func TestKafkaProduceAppendsByIndex(t *testing.T) {
 	}
 	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "orders", 1)
 	var bases []uint64
-	if _, err := h.s.ReadChunks(p, 4, func(base uint64, _ int64, recs []byte) bool {
-		bases = append(bases, base)
+	if _, err := h.s.ReadChunks(p, 4, func(c *StoredChunk) bool {
+		bases = append(bases, c.Base)
 		return true
 	}); err != nil || fmt.Sprint(bases) != "[3]" {
 		t.Fatalf("%v %v", err, bases)

@@ -325,23 +325,29 @@ func TestRetriedPopReturnsTheSameClaim(t *testing.T) {
 	}
 }
 
+// snapshotTo saves a snapshot of h's store and recovers other's from it.
+func (h *harness) snapshotTo(other *harness) {
+	h.t.Helper()
+	ctx, err := h.s.PrepareSnapshot()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := h.s.SaveSnapshot(ctx, &buf, make(chan struct{})); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := other.s.RecoverFromSnapshot(&buf, make(chan struct{})); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func TestSnapshotRoundTrip(t *testing.T) {
 	h := newHarness(t)
 	h.push("q", "p", "1", "2", "3")
 	cl := h.pop("q", "g", 1, 60000).Claims[0]
-	ctx, err := h.s.PrepareSnapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := h.s.SaveSnapshot(ctx, &buf, make(chan struct{})); err != nil {
-		t.Fatal(err)
-	}
 	other := newHarness(t)
 	other.push("junk", "x", "old")
-	if err := other.s.RecoverFromSnapshot(&buf, make(chan struct{})); err != nil {
-		t.Fatal(err)
-	}
+	h.snapshotTo(other)
 	if _, ok := other.s.Queue(wire.DefaultTenant, "junk"); ok {
 		t.Fatal("recovered store kept state the snapshot does not have")
 	}

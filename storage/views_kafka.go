@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"fmt"
+
 	"cmp"
 	"slices"
 
@@ -226,16 +228,42 @@ func (s *Store) KafkaOpenTxns() []TxnInfo {
 	return out
 }
 
-// ChunkFunc receives one stored chunk: its base offset, append time and its
-// records (wire.NewRecordIter), which are only valid during the call.
-// Returning false stops the read.
-type ChunkFunc func(base uint64, appendMs int64, records []byte) bool
+// StoredChunk is one committed chunk as ReadChunks hands it over; its
+// bytes are only valid during the call.
+type StoredChunk struct {
+	Base     uint64
+	AppendMs int64
+	Count    int
+	// KafkaBatch is the chunk's Kafka record batch as produced (its base
+	// offset and leader epoch not set) when the chunk keeps one, else nil.
+	KafkaBatch []byte
+	stored     []byte
+}
+
+// Records are the chunk's stored records (wire.NewRecordIter), decoded
+// from its kept batch when it is one.
+func (c *StoredChunk) Records() ([]byte, error) {
+	if c.KafkaBatch == nil {
+		return c.stored, nil
+	}
+	out, err := keptBatchRecords(c.stored, c.Count)
+	if err != nil {
+		return nil, fmt.Errorf("storage: chunk at %d: %w", c.Base, err)
+	}
+	return out, nil
+}
+
+// Size is the bytes the chunk takes in its segment.
+func (c *StoredChunk) Size() int { return len(c.stored) }
+
+// ChunkFunc receives one stored chunk. Returning false stops the read.
+type ChunkFunc func(c *StoredChunk) bool
 
 // ReadChunks calls f for the committed chunks of p from the one holding
 // offset from, stopping at the high-water mark (the records of the last
 // chunk never reach past it: chunks are committed whole). It returns the
-// high-water mark it read up to. Fetch re-encodes a chunk as one Kafka
-// record batch.
+// high-water mark it read up to. Fetch sends a kept batch as it is and
+// encodes a chunk of stored records as one Kafka record batch.
 func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error) {
 	hwm := p.HighWatermark()
 	if from >= hwm {
@@ -247,15 +275,24 @@ func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error
 		return hwm, ErrClosed
 	}
 	ci := newChunkIter(s.db, s.segs, p.ID)
-	var buf []byte // f keeps no records past its call: one buffer serves every chunk
+	var buf []byte // f keeps no bytes past its call: one buffer serves every chunk
 	for ok := ci.Seek(from); ok && ci.Base() < hwm; ok = ci.Next() {
-		records, err := ci.RecordsInto(buf)
+		stored, err := ci.StoredInto(buf)
 		if err != nil {
 			_ = ci.Close()
 			return hwm, err
 		}
-		buf = records
-		if !f(ci.Base(), ci.Meta().appendMs, records) {
+		buf = stored
+		m := ci.Meta()
+		c := StoredChunk{Base: ci.Base(), AppendMs: m.appendMs, Count: m.count, stored: stored}
+		if m.kafkaBatch {
+			_, _, c.KafkaBatch, _ = wire.SplitKafkaBatch(stored)
+			if c.KafkaBatch == nil {
+				_ = ci.Close()
+				return hwm, fmt.Errorf("%w: partition %d offset %d", errBadKeptBatch, p.ID, c.Base)
+			}
+		}
+		if !f(&c) {
 			break
 		}
 	}

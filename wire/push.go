@@ -11,6 +11,10 @@ const (
 	// proposer, or an entry written before the check) the records are
 	// stored as they are, as the spec asks of a node without a key.
 	PushKeyHeld uint8 = 1 << 3
+	// PushKafkaBatch says Records is one Kafka record batch kept as
+	// produced (AppendKafkaBatch), not stored records: the state machine
+	// stores it as it is, and readers other than Kafka fetch decode it.
+	PushKafkaBatch uint8 = 1 << 4
 )
 
 // PushCmd appends records to one partition of one queue. Records are already

@@ -360,10 +360,19 @@ func (b *Broker) produceCmd(tenant wire.ID, topic string, partition int32, inc u
 	return cmd
 }
 
-// produceBody builds one batch's KafkaProduceCmd in a buffer sized for it,
-// so the records are converted straight into the command.
+// produceBody builds one batch's KafkaProduceCmd in a buffer sized for it.
+// A batch whose records carry their producer's time, for a topic that is
+// not encrypted, is kept as produced (wire.PushKafkaBatch): fetch serves
+// its bytes as they came. Otherwise its records are converted straight
+// into the command, sealed when the topic is encrypted.
 func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, form storedForm, bt *records.Batch) ([]byte, error) {
 	cmd := b.produceCmd(tenant, topic, partition, inc, bt)
+	if !form.seal && !form.appendTime && bt.TimestampType() == records.CreateTime {
+		cmd.Push.Flags |= wire.PushKafkaBatch
+		body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+wire.KafkaBatchHeaderSize+len(bt.Raw)))
+		first := b.ids.id(time.Now().UnixMilli(), b.ids.reserve(len(bt.Records)))
+		return wire.AppendKafkaBatch(body, first, bt.InflatedSize, bt.Raw), nil
+	}
 	body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+storedSize(bt)))
 	return b.appendStored(body, bt, form)
 }

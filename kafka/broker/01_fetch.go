@@ -10,6 +10,7 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -18,10 +19,10 @@ const maxFetchWait = 30 * time.Second
 
 // handleFetch is a read at an offset without a lease (spec decision 1):
 // each partition from the local store of the raft group holding it, which
-// this node must lead, below its committed high-water mark, re-encoded as
-// record batches, one per stored chunk. With MinBytes it parks until that
-// much is there or MaxWaitMillis passes, woken by the apply loop
-// (Engine.Changed) instead of polling. Records only ever reach the store
+// this node must lead, below its committed high-water mark: batches kept
+// as produced as they are, other chunks encoded as one batch each. With
+// MinBytes it parks until that much is there or MaxWaitMillis passes, woken
+// by the apply loop (Engine.Changed) instead of polling. Records only ever reach the store
 // committed (transactions are staged until they commit), so read_committed
 // and read_uncommitted consumers read the same records and the last stable
 // offset is the high-water mark.
@@ -169,55 +170,13 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime bool, f
 	if from == int64(hwm) || (budget <= 0 && !force) {
 		return 0, scratch, nil
 	}
-	var (
-		out     []byte
-		used    int
-		full    bool
-		readErr error
-	)
-	_, err := p.Store().ReadChunks(p.Partition, uint64(from), func(base uint64, appendMs int64, recs []byte) bool {
-		scratch = scratch[:0]
-		first := uint64(0)
-		it := wire.NewRecordIter(recs)
-		for off := base; ; off++ {
-			body, _, ok := it.Next()
-			if !ok || off >= hwm {
-				break
-			}
-			if off < uint64(from) {
-				continue
-			}
-			if used+len(body) > budget && (used > 0 || len(scratch) > 0 || !force) {
-				full = true
-				break
-			}
-			rec, err := wire.ParseRecord(body)
-			if err != nil {
-				readErr = err
-				return false
-			}
-			b.engine.OpenRecord(&rec)
-			if len(scratch) == 0 {
-				first = off
-			}
-			scratch = append(scratch, fetchRecord(&rec, appendMs, int32(off-first)))
-			used += len(body)
-		}
-		if len(scratch) > 0 {
-			if out == nil {
-				out = make([]byte, 0, min(budget, 1<<20)+records.HeaderSize)
-			}
-			opts := records.NewBatchOptions(int64(first))
-			if appendTime {
-				opts.TimestampType, opts.LogAppendTime = records.LogAppendTime, appendMs
-			}
-			out, readErr = records.AppendBatch(out, opts, scratch)
-		}
-		return readErr == nil && !full
-	})
+	fb := fetchBatches{b: b, from: uint64(from), hwm: hwm, budget: budget, force: force, appendTime: appendTime, scratch: scratch}
+	_, err := p.Store().ReadChunks(p.Partition, uint64(from), fb.add)
 	if err == nil {
-		err = readErr
+		err = fb.err
 	}
+	out := fb.out
+	scratch = fb.scratch
 	if err != nil {
 		return 0, scratch, err
 	}
@@ -225,4 +184,88 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime bool, f
 		rp.RecordBatches = out
 	}
 	return len(out), scratch, nil
+}
+
+// fetchBatches builds one partition's record batches from its chunks: a
+// chunk keeping a batch as produced goes out as it is, with its base offset
+// set (a fetch from the middle of it gets the whole batch, as from Kafka:
+// clients skip the records before their offset); a chunk of stored records
+// is encoded as one batch of the records from the fetch offset.
+type fetchBatches struct {
+	b          *Broker
+	from, hwm  uint64
+	budget     int
+	force      bool // the first records of the response: sent even past the budget
+	appendTime bool
+	out        []byte
+	used       int
+	scratch    []records.Record
+	err        error
+}
+
+// add adds one chunk; false stops the read (the budget is spent or a record
+// failed).
+func (f *fetchBatches) add(c *storage.StoredChunk) bool {
+	if c.KafkaBatch != nil {
+		if c.Base >= f.hwm {
+			return false // committed after the high-water mark this answer gives
+		}
+		if f.used+len(c.KafkaBatch) > f.budget && (f.used > 0 || !f.force) {
+			return false
+		}
+		f.grow()
+		at := len(f.out)
+		f.out = append(f.out, c.KafkaBatch...)
+		records.SetBaseOffset(f.out[at:], int64(c.Base), -1)
+		f.used += len(c.KafkaBatch)
+		return true
+	}
+	recs, err := c.Records()
+	if err != nil {
+		f.err = err
+		return false
+	}
+	f.scratch = f.scratch[:0]
+	first, full := uint64(0), false
+	it := wire.NewRecordIter(recs)
+	for off := c.Base; ; off++ {
+		body, _, ok := it.Next()
+		if !ok || off >= f.hwm {
+			break
+		}
+		if off < f.from {
+			continue
+		}
+		if f.used+len(body) > f.budget && (f.used > 0 || len(f.scratch) > 0 || !f.force) {
+			full = true
+			break
+		}
+		rec, err := wire.ParseRecord(body)
+		if err != nil {
+			f.err = err
+			return false
+		}
+		f.b.engine.OpenRecord(&rec)
+		if len(f.scratch) == 0 {
+			first = off
+		}
+		f.scratch = append(f.scratch, fetchRecord(&rec, c.AppendMs, int32(off-first)))
+		f.used += len(body)
+	}
+	if len(f.scratch) > 0 {
+		f.grow()
+		opts := records.NewBatchOptions(int64(first))
+		if f.appendTime {
+			opts.TimestampType, opts.LogAppendTime = records.LogAppendTime, c.AppendMs
+		}
+		f.out, f.err = records.AppendBatch(f.out, opts, f.scratch)
+	}
+	return f.err == nil && !full
+}
+
+// grow gives the response its buffer at its first batch.
+func (f *fetchBatches) grow() {
+	if f.out == nil {
+		f.out = make([]byte, 0, min(f.budget, 1<<20)+records.HeaderSize)
+	}
 }

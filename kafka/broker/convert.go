@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -85,27 +86,10 @@ func (b *Broker) appendStored(dst []byte, batch *records.Batch, form storedForm)
 	ms := time.Now().UnixMilli()
 	v := b.ids.reserve(len(batch.Records))
 	var hdrs []wire.Header
+	appendTime := form.appendTime || batch.TimestampType() == records.LogAppendTime
 	for i := range batch.Records {
-		r := &batch.Records[i]
-		rec := wire.Record{Flags: wire.FlagTimestamp, MsgID: b.ids.id(ms, v+uint64(i)), Timestamp: r.Timestamp, Payload: r.Value}
-		if form.appendTime || batch.TimestampType() == records.LogAppendTime {
-			rec.Flags = 0 // the append time is the record's time
-		}
-		if r.Key != nil {
-			rec.Flags |= wire.FlagKey
-			rec.Key = r.Key
-		}
-		if r.Value == nil {
-			rec.Flags |= wire.FlagNullValue
-		}
-		if len(r.Headers) > 0 {
-			rec.Flags |= wire.FlagHeaders
-			hdrs = hdrs[:0]
-			for _, h := range r.Headers {
-				hdrs = append(hdrs, wire.Header{Key: h.Key, Value: h.Value})
-			}
-			rec.Headers = hdrs
-		}
+		rec := storage.KafkaRecord(&batch.Records[i], b.ids.id(ms, v+uint64(i)), appendTime, hdrs[:0])
+		hdrs = rec.Headers
 		if form.seal {
 			if err := b.engine.SealRecord(&rec); err != nil {
 				return dst, err

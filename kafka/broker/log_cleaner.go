@@ -307,10 +307,15 @@ type storedChunk struct {
 // returns false. The record's slices are only valid during the call.
 func eachStored(store *storage.Store, p storage.Partition, from, to uint64, open func(*wire.Record), f func(storedChunk, uint64, *wire.Record) bool) error {
 	var ferr error
-	_, err := store.ReadChunks(p, from, func(base uint64, appendMs int64, recs []byte) bool {
-		c := storedChunk{base: base, appendMs: appendMs, size: len(recs)}
+	_, err := store.ReadChunks(p, from, func(sc *storage.StoredChunk) bool {
+		c := storedChunk{base: sc.Base, appendMs: sc.AppendMs, size: sc.Size()}
+		recs, err := sc.Records()
+		if err != nil {
+			ferr = err
+			return false
+		}
 		it := wire.NewRecordIter(recs)
-		for off := base; off < to; off++ {
+		for off := c.base; off < to; off++ {
 			body, _, ok := it.Next()
 			if !ok {
 				ferr = it.Err()

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/rand"
 	"fmt"
 	"testing"
 	"time"
@@ -107,7 +108,11 @@ func TestRetentionBytes(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	for i := range 10 {
-		r := &kgo.Record{Topic: "sized", Value: make([]byte, 1000), Key: []byte(fmt.Sprint(i))}
+		// Random values: batches are kept as produced, compressed, and
+		// retention.bytes counts what the log holds.
+		value := make([]byte, 1000)
+		_, _ = rand.Read(value)
+		r := &kgo.Record{Topic: "sized", Value: value, Key: []byte(fmt.Sprint(i))}
 		if err := cl.ProduceSync(ctxFor(t), r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}

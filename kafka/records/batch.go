@@ -186,7 +186,14 @@ type Batch struct {
 	// WireSize is the size of the batch on the wire, length prefix
 	// included: what Kafka compares with max.message.bytes.
 	WireSize int
-	Records  []Record
+	// Raw is the batch's wire bytes (length prefix included), aliasing the
+	// decoded input: what a broker keeps to serve the batch as produced.
+	Raw []byte
+	// InflatedSize is the size of the records section once decompressed
+	// (the section itself for an uncompressed batch): the bound a reader
+	// of Raw decompresses it under.
+	InflatedSize int
+	Records      []Record
 }
 
 // Compression is shorthand for b.Attributes.Compression().

@@ -215,3 +215,11 @@ func varintSize(v int64) int {
 	u := uint64(v<<1) ^ uint64(v>>63)
 	return (bits.Len64(u|1) + 6) / 7
 }
+
+// SetBaseOffset writes the base offset and partition leader epoch of the
+// batch at the start of batch: the two header fields a broker assigns,
+// which the CRC does not cover, so a stored batch goes out as produced.
+func SetBaseOffset(batch []byte, baseOffset int64, leaderEpoch int32) {
+	binary.BigEndian.PutUint64(batch[offBaseOffset:], uint64(baseOffset))
+	binary.BigEndian.PutUint32(batch[offLeaderEpoch:], uint32(leaderEpoch))
+}
