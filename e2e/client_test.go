@@ -128,6 +128,8 @@ type fetchEntry struct {
 	Partition     string        `json:"partition"`
 	Records       []fetchRecord `json:"records"`
 	HighWatermark uint64        `json:"highWatermark"`
+	LastStable    uint64        `json:"lastStableOffset"`
+	NextOffset    uint64        `json:"nextOffset"`
 	Error         string        `json:"error"`
 }
 
@@ -149,10 +151,10 @@ func fetchAll(ctx context.Context, base, queue, partition string) ([]fetchRecord
 			return nil, 0, fmt.Errorf("fetch %s/%s: %s", queue, partition, e.Error)
 		}
 		all = append(all, e.Records...)
-		if len(e.Records) == 0 || offset+uint64(len(e.Records)) >= e.HighWatermark {
+		if e.NextOffset == offset || e.NextOffset >= e.LastStable {
 			return all, e.HighWatermark, nil
 		}
-		offset += uint64(len(e.Records))
+		offset = e.NextOffset
 	}
 }
 

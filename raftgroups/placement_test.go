@@ -355,8 +355,9 @@ func TestKafkaTransactionAcrossGroups(t *testing.T) {
 			}
 		}
 		for i := uint32(0); i < 3; i++ {
-			if p, _ := e.PartitionAt(wire.DefaultTenant, "kt", i); p.HighWatermark() != 0 {
-				t.Fatalf("staged records visible in partition %d", i)
+			p, _ := e.PartitionAt(wire.DefaultTenant, "kt", i)
+			if hwm := p.HighWatermark(); p.Store().Txns(p, 0, hwm).LastStable != hwm-1 {
+				t.Fatalf("partition %d: the open transaction's record is not held back by the last stable offset", i)
 			}
 		}
 		end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: seq, Commit: commit}
@@ -368,13 +369,15 @@ func TestKafkaTransactionAcrossGroups(t *testing.T) {
 	run(1, false, 0)
 	run(2, true, 1)
 	for i := uint32(0); i < 3; i++ {
+		// The aborted record and its marker, the committed one and its.
 		p, _ := e.PartitionAt(wire.DefaultTenant, "kt", i)
-		if p.HighWatermark() != 1 {
-			t.Fatalf("partition %d holds %d records, want the committed one only", i, p.HighWatermark())
+		v := p.Store().Txns(p, 0, p.HighWatermark())
+		if p.HighWatermark() != 4 || v.LastStable != 4 || len(v.Aborted) != 1 || v.Aborted[0].First != 0 || v.Aborted[0].Last != 1 {
+			t.Fatalf("partition %d holds %d offsets, %+v", i, p.HighWatermark(), v)
 		}
 		st, ok := p.Store().KafkaProducer(p, ini.ProducerID)
 		if !ok || st.LastSeq != 1 {
-			t.Fatalf("partition %d producer state %+v %v: the abort's batch must be skipped, the commit's recorded", i, st, ok)
+			t.Fatalf("partition %d producer state %+v %v: both transactions' batches recorded", i, st, ok)
 		}
 	}
 	info, _ := e.KafkaTxn(wire.DefaultTenant, "tx")

@@ -12,41 +12,19 @@ import (
 // the producer), an old epoch with CodeFenced.
 func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.KafkaProduceResult {
 	var res wire.KafkaProduceResult
-	kept := c.Push.Flags&wire.PushKafkaBatch != 0
-	var (
-		heads []pushHead
-		first wire.ID
-		n     int
-		ok    bool
-	)
-	if kept {
-		first, n, ok = keptBatchCount(&c.Push)
-	} else if heads, ok = pushHeads(&c.Push); ok && len(heads) > 0 {
-		first, n = heads[0].head.MsgID, len(heads)
-	}
-	if !ok || n == 0 || c.Push.PartitionIndex < 0 {
+	b, ok := parseProduced(&c.Push)
+	if !ok {
 		res.Code = wire.CodeBadRequest
 		return res
 	}
-	q := s.queue(c.Push.Tenant, c.Push.Queue)
-	if q == nil || (c.Push.Inc != 0 && q.inc != c.Push.Inc) {
-		res.Code = wire.CodeQueueNotFound
-		return res
-	}
-	p, code := s.pushTarget(q, &c.Push)
+	q, p, code := s.produceTarget(&c.Push, b)
 	if code != wire.CodeOK {
 		res.Code = code
 		return res
 	}
 	res.LogStart = p.start
-	// A kept batch is never sealed: the proposer keeps batches only for
-	// queues it saw unencrypted.
-	if mustSeal(q, &c.Push, heads) || (kept && c.Push.Flags&wire.PushKeyHeld != 0 && q.cfg.EncryptionEnabled) {
-		res.Code = wire.CodeSealRequired
-		return res
-	}
 	if c.ProducerID >= 0 {
-		code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, n)
+		code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, b.n)
 		if code == wire.CodeDuplicate {
 			res.Code, res.BaseOffset = code, dupAt
 			return res
@@ -56,22 +34,72 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 			return res
 		}
 	} else if ctx.retry {
-		if at, found := s.findRetriedBatch(ctx, p, first); found {
+		if at, found := s.findRetriedBatch(ctx, p, b.first); found {
 			res.Code, res.BaseOffset = wire.CodeDuplicate, at
 			return res
 		}
 	}
-	res.BaseOffset, res.AppendMs = p.next, ctx.nowMs
-	if kept {
-		s.storeChunk(ctx, p.id, p.next, chunkMeta{appendMs: ctx.nowMs, count: n, kafkaBatch: true}, c.Push.Records)
-	} else {
-		s.appendChunk(ctx, p, c.Push.Records, heads, nil)
-	}
-	s.advance(ctx, q, p, n)
+	res.BaseOffset, res.AppendMs = s.appendProduced(ctx, q, p, &c.Push, b), ctx.nowMs
 	if c.ProducerID >= 0 {
-		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(n)}, res.BaseOffset)
+		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(b.n)}, res.BaseOffset)
 	}
 	return res
+}
+
+// producedBatch is a produce command's batch, checked: a batch kept as
+// produced, or stored records (their heads parsed), with its record count
+// and first message id.
+type producedBatch struct {
+	kept  bool
+	heads []pushHead
+	first wire.ID
+	n     int
+}
+
+// parseProduced checks a produce command's records; ok is false when they
+// are malformed, empty, or address no partition index.
+func parseProduced(c *wire.PushCmd) (producedBatch, bool) {
+	var b producedBatch
+	ok := false
+	if c.Flags&wire.PushKafkaBatch != 0 {
+		b.kept = true
+		b.first, b.n, ok = keptBatchCount(c)
+	} else if b.heads, ok = pushHeads(c); ok && len(b.heads) > 0 {
+		b.first, b.n = b.heads[0].head.MsgID, len(b.heads)
+	}
+	return b, ok && b.n > 0 && c.PartitionIndex >= 0
+}
+
+// produceTarget is the queue and partition a produce names, checked: the
+// incarnation it was resolved in, and sealed records for an encrypted
+// queue when the proposer holds the key (a kept batch is never sealed: the
+// proposer keeps batches only for queues it saw unencrypted).
+func (s *Store) produceTarget(c *wire.PushCmd, b producedBatch) (*queueState, *partState, wire.Code) {
+	q := s.queue(c.Tenant, c.Queue)
+	if q == nil || (c.Inc != 0 && q.inc != c.Inc) {
+		return nil, nil, wire.CodeQueueNotFound
+	}
+	p, code := s.pushTarget(q, c)
+	if code != wire.CodeOK {
+		return nil, nil, code
+	}
+	if mustSeal(q, c, b.heads) || (b.kept && c.Flags&wire.PushKeyHeld != 0 && q.cfg.EncryptionEnabled) {
+		return nil, nil, wire.CodeSealRequired
+	}
+	return q, p, wire.CodeOK
+}
+
+// appendProduced appends a checked batch to p as one chunk and returns its
+// base offset.
+func (s *Store) appendProduced(ctx *applyCtx, q *queueState, p *partState, c *wire.PushCmd, b producedBatch) uint64 {
+	base := p.next
+	if b.kept {
+		s.storeChunk(ctx, p.id, base, chunkMeta{appendMs: ctx.nowMs, count: b.n, kafkaBatch: true}, c.Records)
+	} else {
+		s.appendChunk(ctx, p, c.Records, b.heads, nil)
+	}
+	s.advance(ctx, q, p, b.n)
+	return base
 }
 
 // checkSequence decides what to do with a producer's batch of count records

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/cockroachdb/pebble"
 
@@ -39,7 +40,7 @@ func (s *Store) applyInitProducer(ctx *applyCtx, c *wire.InitProducerCmd) wire.I
 		t = &txnState{producerID: s.allocProducerID(ctx)}
 		s.kafka.txns[k] = t
 	default:
-		t.ongoing = false // aborted: its records were only ever staged
+		t.ongoing = false // aborted: the engine resolves its parts as aborted
 		t.bumpEpoch(s, ctx)
 	}
 	t.timeoutMs, t.lastInitReq = c.TimeoutMs, c.ReqID
@@ -115,15 +116,20 @@ func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.KafkaTxnResul
 	return wire.KafkaTxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
 }
 
-// stagedOffset marks a producer batch staged in an open transaction: its
-// sequence counts (a retry is recognised), its offset is given at commit.
+// stagedOffset marks a producer batch staged in an open transaction by a
+// build that staged records until commit: its offset is given at commit.
 const stagedOffset = math.MaxUint64
 
-// kafkaPart is the header of a group's staged part of a Kafka transaction.
+// kafkaPart is the header of a group's part of a Kafka transaction: the
+// producer, the partitions it appended batches to (each gets a marker when
+// the transaction ends) and how many pieces (offsets, or records staged by
+// an earlier build) it staged.
 type kafkaPart struct {
-	tenant wire.ID
-	txnID  string
-	pieces uint32
+	tenant   wire.ID
+	txnID    string
+	pieces   uint32
+	producer int64
+	parts    []uint64
 }
 
 func (k *kafkaPart) encode() []byte {
@@ -131,6 +137,13 @@ func (k *kafkaPart) encode() []byte {
 	w.Fixed(k.tenant[:])
 	w.String(k.txnID)
 	w.Uvarint(uint64(k.pieces))
+	if len(k.parts) > 0 {
+		w.Varint(k.producer)
+		w.Uvarint(uint64(len(k.parts)))
+		for _, pid := range k.parts {
+			w.Uvarint(pid)
+		}
+	}
 	return w.B
 }
 
@@ -140,6 +153,12 @@ func decodeKafkaPart(b []byte) (kafkaPart, error) {
 	copy(k.tenant[:], r.Fixed(16))
 	k.txnID = r.String()
 	k.pieces = uint32(r.Uvarint())
+	if r.Len() > 0 {
+		k.producer = r.Varint()
+		for range r.Count(1<<20, 1) {
+			k.parts = append(k.parts, r.Uvarint())
+		}
+	}
 	return k, r.Done()
 }
 
@@ -150,68 +169,81 @@ func xStageKey(xid wire.ID, n uint32) []byte {
 
 func xStagePrefix(xid wire.ID) []byte { return append([]byte{tagXStage}, xid[:]...) }
 
-// applyKafkaStage stages a batch (checked against the producer's sequence
-// in its partition, which moves past it now, as Kafka's does when it
-// appends a transactional batch) or offsets as a piece of transaction XID's
-// part in this group.
+// applyKafkaStage takes a piece of transaction XID's part in this group: a
+// transactional batch, appended now with its real offsets (checked against
+// the producer's sequence in its partition first, as any idempotent batch)
+// and held back from readers by the partition's last stable offset until
+// the transaction ends; or offsets, staged until commit.
 func (s *Store) applyKafkaStage(ctx *applyCtx, c *wire.KafkaStageCmd, body []byte) wire.KafkaProduceResult {
 	if _, done := ctx.get(txnDoneKey(c.XID)); done {
 		return wire.KafkaProduceResult{Code: wire.CodeConflict} // the transaction ended
 	}
 	prod := &c.Produce
-	tenant := prod.Push.Tenant
-	if prod.Push.Count > 0 {
-		heads, ok := pushHeads(&prod.Push)
-		if !ok || prod.ProducerID < 0 || prod.Push.PartitionIndex < 0 {
-			return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
-		}
-		q := s.queue(tenant, prod.Push.Queue)
-		if q == nil || (prod.Push.Inc != 0 && q.inc != prod.Push.Inc) {
-			return wire.KafkaProduceResult{Code: wire.CodeQueueNotFound}
-		}
-		p, code := s.pushTarget(q, &prod.Push)
-		if code != wire.CodeOK {
-			return wire.KafkaProduceResult{Code: code}
-		}
-		if mustSeal(q, &prod.Push, heads) {
-			return wire.KafkaProduceResult{Code: wire.CodeSealRequired}
-		}
-		code, _ = s.checkSequence(ctx, p, prod.ProducerID, prod.Epoch, prod.BaseSeq, len(heads))
-		if code != wire.CodeOK {
-			return wire.KafkaProduceResult{Code: code} // a duplicate is a batch staged already
-		}
-		s.recordBatch(ctx, p, prod.ProducerID, prod.Epoch, prod.StateTTLMs,
-			wire.SeqBatch{BaseSeq: prod.BaseSeq, Count: uint32(len(heads))}, stagedOffset)
-	} else if len(c.Offsets) == 0 {
-		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
-	}
 	x := s.xprep[c.XID]
-	var part kafkaPart
-	if x == nil {
-		x = &xPrepared{coord: c.Coord, deadlineMs: c.DeadlineMs}
-		part = kafkaPart{tenant: tenant, txnID: c.TxnID}
-		s.xprep[c.XID] = x
-	} else if x.sub.Kind != wire.KindKafkaStage {
-		return wire.KafkaProduceResult{Code: wire.CodeConflict}
-	} else {
+	part := kafkaPart{tenant: prod.Push.Tenant, txnID: c.TxnID}
+	if x != nil {
+		if x.sub.Kind != wire.KindKafkaStage {
+			return wire.KafkaProduceResult{Code: wire.CodeConflict}
+		}
 		var err error
 		if part, err = decodeKafkaPart(x.sub.Body); err != nil {
 			return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
 		}
 	}
-	ctx.set(xStageKey(c.XID, part.pieces), body)
-	part.pieces++
+	var res wire.KafkaProduceResult
+	if prod.Push.Count > 0 {
+		if res = s.appendTxnBatch(ctx, prod, &part); res.Code != wire.CodeOK {
+			return res
+		}
+	} else if len(c.Offsets) == 0 {
+		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
+	} else {
+		ctx.set(xStageKey(c.XID, part.pieces), body)
+		part.pieces++
+	}
+	if x == nil {
+		x = &xPrepared{coord: c.Coord, deadlineMs: c.DeadlineMs}
+		s.xprep[c.XID] = x
+	}
 	x.sub = wire.Command{Kind: wire.KindKafkaStage, Body: part.encode()}
 	ctx.set(xPrepKey(c.XID), x.encode())
-	return wire.KafkaProduceResult{Code: wire.CodeOK}
+	return res
 }
 
-// commitKafkaPart applies a group's staged part of a Kafka transaction in
-// the order it was staged: each batch appended as one chunk with its
-// producer batch given its offset, each offset committed as the group's
-// position. A piece whose partition is gone (its topic was deleted) is
-// skipped.
-func (s *Store) commitKafkaPart(ctx *applyCtx, xid wire.ID) {
+// appendTxnBatch appends a transactional batch and notes its partition in
+// the transaction's part.
+func (s *Store) appendTxnBatch(ctx *applyCtx, prod *wire.KafkaProduceCmd, part *kafkaPart) wire.KafkaProduceResult {
+	b, ok := parseProduced(&prod.Push)
+	if !ok || prod.ProducerID < 0 || (len(part.parts) > 0 && part.producer != prod.ProducerID) {
+		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
+	}
+	q, p, code := s.produceTarget(&prod.Push, b)
+	if code != wire.CodeOK {
+		return wire.KafkaProduceResult{Code: code}
+	}
+	res := wire.KafkaProduceResult{LogStart: p.start}
+	code, dupAt := s.checkSequence(ctx, p, prod.ProducerID, prod.Epoch, prod.BaseSeq, b.n)
+	if code != wire.CodeOK {
+		res.Code, res.BaseOffset = code, dupAt // a duplicate: appended already, at dupAt
+		return res
+	}
+	res.BaseOffset, res.AppendMs = s.appendProduced(ctx, q, p, &prod.Push, b), ctx.nowMs
+	s.recordBatch(ctx, p, prod.ProducerID, prod.Epoch, prod.StateTTLMs,
+		wire.SeqBatch{BaseSeq: prod.BaseSeq, Count: uint32(b.n)}, res.BaseOffset)
+	s.openTxnBatch(ctx, p, prod.ProducerID, prod.Epoch, res.BaseOffset, res.BaseOffset+uint64(b.n))
+	part.producer = prod.ProducerID
+	if !slices.Contains(part.parts, p.id) {
+		part.parts = append(part.parts, p.id)
+	}
+	return res
+}
+
+// commitKafkaPart applies a group's part of a Kafka transaction: its staged
+// offsets committed as the group's positions, in the order they were
+// staged, then a COMMIT marker in every partition it appended to. (Records
+// staged by an earlier build are appended first, as that build did.) A
+// partition that is gone (its topic was deleted) is skipped.
+func (s *Store) commitKafkaPart(ctx *applyCtx, xid wire.ID, sub wire.Command) {
 	s.eachStaged(ctx, xid, func(c *wire.KafkaStageCmd) {
 		prod := &c.Produce
 		if prod.Push.Count > 0 {
@@ -234,6 +266,29 @@ func (s *Store) commitKafkaPart(ctx *applyCtx, xid wire.ID) {
 				PartitionIndex: int32(o.PartitionIndex), Offset: o.Offset, Metadata: o.Metadata})
 		}
 	})
+	s.markParts(ctx, xid, sub, true)
+}
+
+// abortKafkaPart drops a part's staged offsets and writes an ABORT marker in
+// every partition it appended to (the producer's sequences stay past its
+// batches, as in Kafka's log).
+func (s *Store) abortKafkaPart(ctx *applyCtx, xid wire.ID, sub wire.Command) {
+	s.eachStaged(ctx, xid, nil)
+	s.markParts(ctx, xid, sub, false)
+}
+
+// markParts ends the part's transaction in each partition it appended to.
+func (s *Store) markParts(ctx *applyCtx, xid wire.ID, sub wire.Command, commit bool) {
+	part, err := decodeKafkaPart(sub.Body)
+	if err != nil {
+		s.log.Error("storage: a Kafka transaction's part does not decode", "err", err)
+		return
+	}
+	for _, pid := range part.parts {
+		if p := s.parts[pid]; p != nil {
+			s.endTxnIn(ctx, p, part.producer, commit, markerID(xid, pid))
+		}
+	}
 }
 
 // eachStaged calls f for every staged piece of xid in order, then deletes

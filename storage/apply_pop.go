@@ -120,11 +120,12 @@ func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscript
 		// Retention removed messages the group had not reached.
 		s.moveCursorsToStart(ctx, q, p)
 	}
+	end := s.stepOverSkips(ctx, p, c)
 	if c.pos >= p.next {
 		sub.ready.clear(p.index)
 		return wire.Claim{}, false
 	}
-	to := p.next
+	to := end
 	if to-c.pos > limit {
 		to = c.pos + limit
 	}
@@ -157,6 +158,23 @@ func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscript
 	ctx.set(leaseKey(id), leaseRefValue(p.id, c.group))
 	ctx.saveCursor(p, c)
 	return claimOf(p, c, from, to, redeliverTo), true
+}
+
+// stepOverSkips moves the group's cursor in p past the offsets of Kafka
+// transactions no pop delivers (aborted batches, markers) and returns where
+// what a pop may claim from there ends: the next skipped range, the first
+// offset of a transaction still open (the last stable offset), or the head.
+func (s *Store) stepOverSkips(ctx *applyCtx, p *partState, c *cursor) uint64 {
+	t := s.kafka.txnsOf(p.id)
+	if t == nil {
+		return p.next
+	}
+	pos, end := t.popWindow(c.pos, p.next)
+	if pos != c.pos {
+		c.pos, c.headFailures, c.lastError = pos, 0, ""
+		ctx.saveCursor(p, c)
+	}
+	return max(end, c.pos)
 }
 
 func leaseRefValue(pid uint64, group string) []byte {

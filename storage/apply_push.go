@@ -65,9 +65,15 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 // advance moves p's head past n records just appended at p.next and lets
 // every subscription and long poll know.
 func (s *Store) advance(ctx *applyCtx, q *queueState, p *partState, n int) {
+	q.count(ctx.nowMs, Activity{Pushed: uint64(n), PushOps: 1})
+	s.extend(ctx, q, p, n)
+}
+
+// extend moves p's head past n records just appended at p.next, counting
+// no push (a transaction marker is not a message).
+func (s *Store) extend(ctx *applyCtx, q *queueState, p *partState, n int) {
 	p.next += uint64(n)
 	p.lastWriteMs = ctx.nowMs
-	q.count(ctx.nowMs, Activity{Pushed: uint64(n), PushOps: 1})
 	ctx.markDirty(p)
 	for _, sub := range q.subs {
 		sub.ready.set(p.index)

@@ -24,6 +24,11 @@ const (
 	kafkaTopic    = 't' // qid → topic configs
 	kafkaMember   = 'm' // node id → HTTP address of a raft member (group 0)
 	kafkaMembers  = 'g' // tenant, consumer group → generation, membership
+	// A partition's transactions (kafka_txn_marks.go): its open ones, its
+	// skipped ranges and its aborted transactions.
+	kafkaPartTxns    = 'a' // pid → open transactions
+	kafkaPartSkip    = 'k' // pid, first offset → end of a skipped range
+	kafkaPartAborted = 'b' // pid, marker offset → aborted transaction
 )
 
 // Bounds of the producer states kept per partition: the batches remembered
@@ -78,6 +83,9 @@ type kafkaState struct {
 	// members is each consumer group's membership as its coordinator last
 	// recorded it (GroupMembersCmd), opaque to the store.
 	members map[txnKeyT]GroupMembers
+	// partTxns are the transaction bookkeeping of the partitions that
+	// have some, by partition id.
+	partTxns map[uint64]*partTxns
 	// nextExpiryMs is no later than the earliest producer state expiry:
 	// when the producer sweeper next has work.
 	nextExpiryMs int64
@@ -236,6 +244,7 @@ func (s *Store) loadKafka() error {
 		txns:           map[txnKeyT]*txnState{},
 		topics:         map[uint64]*topicMeta{},
 		members:        map[txnKeyT]GroupMembers{},
+		partTxns:       map[uint64]*partTxns{},
 		nextExpiryMs:   math.MaxInt64,
 	}
 	err := s.scan([]byte{tagKafka}, func(key, v []byte) error {
@@ -287,6 +296,17 @@ func (s *Store) loadKafka() error {
 				return fmt.Errorf("topic %x: %w", key, err)
 			}
 			k.topics[binary.BigEndian.Uint64(rest)] = t
+		case kafkaPartTxns, kafkaPartSkip, kafkaPartAborted:
+			if len(rest) < 8 || (key[1] != kafkaPartTxns && len(rest) != 16) {
+				return fmt.Errorf("partition transactions key %x", key)
+			}
+			pid := binary.BigEndian.Uint64(rest)
+			if s.parts[pid] == nil {
+				return nil
+			}
+			if err := k.loadPartTxn(key[1], pid, rest[8:], v); err != nil {
+				return fmt.Errorf("partition transactions %x: %w", key, err)
+			}
 		case kafkaMembers:
 			if len(rest) < 16 {
 				return fmt.Errorf("members key %x", key)
@@ -336,6 +356,13 @@ func (s *Store) forgetKafkaQueue(ctx *applyCtx, q *queueState) {
 			prefix := producerPrefix(p.id)
 			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 			delete(s.kafka.producers, p.id)
+		}
+		if _, ok := s.kafka.partTxns[p.id]; ok {
+			delete(s.kafka.partTxns, p.id)
+			for _, kind := range []byte{kafkaPartTxns, kafkaPartSkip, kafkaPartAborted} {
+				prefix := kafkaKey(kind, u64Bytes(p.id))
+				_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
+			}
 		}
 	}
 	if _, ok := s.kafka.topics[q.id]; ok {

@@ -318,9 +318,15 @@ func TestKafkaTransactions(t *testing.T) {
 		Offsets: []wire.TxnOffset{{Group: "g", Queue: "t", PartitionIndex: 0, Offset: 2}}}); r.Code != wire.CodeOK {
 		t.Fatalf("stage offsets: %+v", r)
 	}
+	// The batches are in the log at their offsets, held back from readers
+	// by the last stable offset until the transaction ends.
 	p1, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 1)
-	if p1.HighWatermark() != 0 {
-		t.Fatal("staged records are visible")
+	popP1 := func() []wire.Claim {
+		return h.popWith(wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "t", Group: "g2", Partition: p1.Name, Batch: 100,
+			SubMode: wire.SubAll, CommitOnDelivery: true}).Claims
+	}
+	if v := h.s.Txns(p1, 0, p1.HighWatermark()); p1.HighWatermark() != 3 || v.LastStable != 0 || len(popP1()) != 0 {
+		t.Fatalf("open transaction: hwm %d, %+v", p1.HighWatermark(), v)
 	}
 	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: 1, Commit: true}
 	if r, committed := h.end(x1, end); r.Code != wire.CodeOK || !committed {
@@ -329,8 +335,9 @@ func TestKafkaTransactions(t *testing.T) {
 	if r, committed := h.end(x1, end); r.Code != wire.CodeOK || !committed {
 		t.Fatalf("retried commit: %+v %v", r, committed)
 	}
-	if p1.HighWatermark() != 3 {
-		t.Fatalf("hwm %d", p1.HighWatermark())
+	// The commit appended its marker, once.
+	if v := h.s.Txns(p1, 0, p1.HighWatermark()); p1.HighWatermark() != 4 || v.LastStable != 4 || len(v.Aborted) != 0 {
+		t.Fatalf("committed: hwm %d, %+v", p1.HighWatermark(), v)
 	}
 	if st, ok := h.s.KafkaProducer(p1, ini.ProducerID); !ok || st.LastSeq != 2 || len(st.Batches) != 2 || st.Batches[1][2] != 2 {
 		t.Fatalf("%+v", st)
@@ -338,25 +345,37 @@ func TestKafkaTransactions(t *testing.T) {
 	if p0 := h.s.queues[queueKeyT{wire.DefaultTenant, "t"}].parts[0]; p0.cursors.get("g") == nil || p0.cursors.get("g").pos != 2 {
 		t.Fatal("offset not committed")
 	}
+	// An HTTP consumer gets the records, never the marker.
+	if got := popP1(); len(got) != 1 || got[0].From != 0 || got[0].To != 3 || len(popP1()) != 0 {
+		t.Fatalf("pops after the commit: %+v", got)
+	}
 	if r := h.stage(x1, batch(3, 1)); r.Code != wire.CodeConflict {
 		t.Fatalf("a piece staged after the end: %+v", r)
 	}
-	// An abort writes nothing; the producer's sequence has moved past it.
+	// An abort leaves its batches in the log, listed as aborted and never
+	// popped; the producer's sequence has moved past them.
 	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	x2 := wire.ID{0: 1, 15: 2}
-	h.stage(x2, batch(3, 2))
+	if r := h.stage(x2, batch(3, 2)); r.Code != wire.CodeOK || r.BaseOffset != 4 {
+		t.Fatalf("stage: %+v", r)
+	}
 	abort := end
 	abort.Commit, abort.TxnSeq = false, b.TxnSeq
 	if r, committed := h.end(x2, abort); r.Code != wire.CodeOK || committed {
 		t.Fatalf("abort: %+v %v", r, committed)
 	}
-	if p1.HighWatermark() != 3 {
-		t.Fatal("abort wrote records")
+	v := h.s.Txns(p1, 0, p1.HighWatermark())
+	if p1.HighWatermark() != 7 || v.LastStable != 7 || fmt.Sprint(v.Aborted) != fmt.Sprintf("[{%d 4 6}]", ini.ProducerID) ||
+		fmt.Sprint(v.Skips) != "[{3 4} {4 6} {6 7}]" {
+		t.Fatalf("aborted: hwm %d, %+v", p1.HighWatermark(), v)
+	}
+	if got := popP1(); len(got) != 0 {
+		t.Fatalf("an aborted transaction popped: %+v", got)
 	}
 	if st, _ := h.s.KafkaProducer(p1, ini.ProducerID); st.LastSeq != 4 {
 		t.Fatalf("sequence not moved past the aborted batches: %+v", st)
 	}
-	// A new init fences the old epoch: its batches and its commit.
+	// A new init fences the old epoch: its commit is an abort.
 	b = h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
 	next := h.initProducer("tx", 4)
 	if next.Epoch != ini.Epoch+1 || next.ProducerID != ini.ProducerID {
@@ -370,8 +389,8 @@ func TestKafkaTransactions(t *testing.T) {
 	if r, committed := h.end(x3, end); r.Code != wire.CodeFenced || committed {
 		t.Fatalf("zombie commit: %+v %v", r, committed)
 	}
-	if p1.HighWatermark() != 3 {
-		t.Fatal("a fenced commit wrote records")
+	if v := h.s.Txns(p1, 0, p1.HighWatermark()); p1.HighWatermark() != 9 || len(v.Aborted) != 2 || len(popP1()) != 0 {
+		t.Fatalf("a fenced commit: hwm %d, %+v", p1.HighWatermark(), v)
 	}
 	if info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx"); info.Ongoing {
 		t.Fatal("init left the transaction open")
@@ -437,4 +456,40 @@ func FuzzApplyKafka(f *testing.F) {
 		{Kind: wire.KindXResolve, Body: resolve.Encode(nil)}, {Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)},
 		{Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}, {Kind: wire.KindKafkaLogClean, Body: clean.Encode(nil)}}))
 	fuzzApply(f)
+}
+
+// A partition's transactions (open, aborted, skipped offsets) are kept
+// across a reopen and a snapshot.
+func TestKafkaPartitionTransactionsPersist(t *testing.T) {
+	h := newHarness(t)
+	ini := h.initProducer("tx", 1)
+	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, Groups: 1}
+	stage := func(xid wire.ID, seq int32) {
+		h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+		c := wire.KafkaStageCmd{TxnID: "tx", Produce: h.produceCmd("t", 0, ini.ProducerID, ini.Epoch, seq, 2)}
+		if r := h.stage(xid, c); r.Code != wire.CodeOK {
+			t.Fatalf("stage: %+v", r)
+		}
+	}
+	stage(wire.ID{15: 1}, 0)
+	info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx")
+	h.end(wire.ID{15: 1}, wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: info.TxnSeq})
+	stage(wire.ID{15: 2}, 2) // left open
+	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	want := fmt.Sprintf("%+v", h.s.Txns(p, 0, p.HighWatermark()))
+	if want != fmt.Sprintf("{LastStable:3 Aborted:[{ProducerID:%d First:0 Last:2}] Skips:[{From:0 To:2} {From:2 To:3}]}", ini.ProducerID) {
+		t.Fatal(want)
+	}
+	h.s.Close()
+	h.open()
+	p, _ = h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	if got := fmt.Sprintf("%+v", h.s.Txns(p, 0, p.HighWatermark())); got != want {
+		t.Fatalf("after a reopen %s, want %s", got, want)
+	}
+	other := newHarness(t)
+	h.snapshotTo(other)
+	p, _ = other.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	if got := fmt.Sprintf("%+v", other.s.Txns(p, 0, p.HighWatermark())); got != want {
+		t.Fatalf("after a snapshot %s, want %s", got, want)
+	}
 }

@@ -250,6 +250,12 @@ func (s *Store) PopReadiness(tenant wire.ID, queue, group, partition string, now
 		default:
 			pos = max(c.pos, p.start)
 		}
+		if t := s.kafka.txnsOf(p.id); t != nil {
+			var end uint64
+			if pos, end = t.popWindow(pos, p.next); pos >= end {
+				return false
+			}
+		}
 		at := s.visibleAt(q, p, pos)
 		if at <= nowMs {
 			ok = true

@@ -220,18 +220,17 @@ func (s *Store) commitPart(ctx *applyCtx, sub wire.Command) []byte {
 		}
 		return r.Encode(nil)
 	case wire.KindKafkaStage:
-		s.commitKafkaPart(ctx, ctx.xid)
+		s.commitKafkaPart(ctx, ctx.xid, sub)
 		return wire.CodeResult{Code: wire.CodeOK}.Encode(nil)
 	}
 	return nil
 }
 
-// abortPart drops what an aborted part staged: a Kafka part's pieces (the
-// producer's sequences moved past its batches when they were staged, as an
-// aborted transaction's batches do in Kafka's log).
+// abortPart drops what an aborted part staged and, for a Kafka part, marks
+// its batches aborted.
 func (s *Store) abortPart(ctx *applyCtx, sub wire.Command) {
 	if sub.Kind == wire.KindKafkaStage {
-		s.eachStaged(ctx, ctx.xid, nil)
+		s.abortKafkaPart(ctx, ctx.xid, sub)
 	}
 }
 

@@ -53,7 +53,14 @@ type fetchAnswerEntry struct {
 	Records        []fetchRecord `json:"records"`
 	HighWatermark  uint64        `json:"highWatermark"`
 	LogStartOffset uint64        `json:"logStartOffset"`
-	Error          string        `json:"error,omitempty"`
+	// LastStableOffset is where an open Kafka transaction's records begin:
+	// nothing from there is read until it ends.
+	LastStableOffset uint64 `json:"lastStableOffset"`
+	// NextOffset is the offset to fetch from next: past the last record
+	// read, and past the records of aborted Kafka transactions and the
+	// transaction markers the answer leaves out.
+	NextOffset uint64 `json:"nextOffset"`
+	Error      string `json:"error,omitempty"`
 }
 
 // fetch is POST /api/v1/fetch: records of partitions from given offsets,
@@ -152,6 +159,7 @@ func (s *Server) readFetch(tenant wire.ID, entries []fetchEntry) ([]fetchAnswerE
 		}
 		a.HighWatermark, a.LogStartOffset = p.HighWatermark(), p.LogStart()
 		if e.Offset > a.HighWatermark || e.Offset < a.LogStartOffset {
+			a.NextOffset = e.Offset
 			a.Error = fetchErrOutRange
 			out[i] = a
 			continue
@@ -161,17 +169,27 @@ func (s *Server) readFetch(tenant wire.ID, entries []fetchEntry) ([]fetchAnswerE
 		// asks again from the same offset.
 		limit := min(e.MaxBytes, maxFetchTotalBytes-total)
 		if limit <= 0 {
+			a.NextOffset = e.Offset
 			out[i] = a
 			continue
 		}
+		// Committed records only, as a Kafka read_committed consumer reads
+		// them: up to the last stable offset, leaving out aborted
+		// transactions and markers.
+		txns := p.Store().Txns(p, e.Offset, a.HighWatermark)
+		a.LastStableOffset, a.NextOffset = txns.LastStable, e.Offset
 		size := 0
 		var rerr error
 		_, err := p.Store().Read(p, e.Offset, func(off uint64, appendMs int64, body []byte) bool {
 			// The first record of the answer goes out whatever its size,
 			// as Kafka does, so a record larger than maxBytes cannot wedge
 			// a consumer; later ones only within the limits.
-			if (size > 0 || total > 0) && size+len(body) > limit {
+			if off >= txns.LastStable || ((size > 0 || total > 0) && size+len(body) > limit) {
 				return false
+			}
+			a.NextOffset = off + 1
+			if txns.Skipped(off) {
+				return true
 			}
 			rec, err := wire.ParseRecord(body)
 			if err != nil {

@@ -26,10 +26,9 @@ const (
 // produceTarget is one produce command in flight and the response partition
 // it answers.
 type produceTarget struct {
-	rp     *kmsg.ProduceResponseTopicPartition
-	topic  string
-	first  bool // the partition's first batch: its offset is the answer
-	staged bool // a transactional batch: its offset is given at commit
+	rp    *kmsg.ProduceResponseTopicPartition
+	topic string
+	first bool // the partition's first batch: its offset is the answer
 	// appendTime: the topic's records carry their append time, which the
 	// answer reports (message.timestamp.type=LogAppendTime).
 	appendTime bool
@@ -46,11 +45,12 @@ type txnBatches struct {
 }
 
 // handleProduce is a push (spec decision 1): every partition's batches are
-// decoded and checked here, on the request's goroutine, then converted to
-// stored records in their final command buffers, and each partition's
-// commands are proposed to the raft group holding it, one raft entry per
-// group. Transactional batches are staged there instead, as pieces of the
-// producer's open transaction (txn.go), and reach the log at commit.
+// decoded and checked here, on the request's goroutine, then put in their
+// final command buffers (kept as produced, or converted to stored records),
+// and each partition's commands are proposed to the raft group holding it,
+// one raft entry per group. Transactional batches are appended the same
+// way, as pieces of the producer's open transaction (txn.go): their
+// partitions' last stable offset holds readers back until it ends.
 // Proposals happen in the order the client sent its requests
 // (Conn.Ordered): batches it pipelines to a partition stay in order.
 func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
@@ -100,7 +100,6 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			case err != nil:
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 			case req.TransactionID != nil:
-				rp.BaseOffset = -1 // offsets are given at commit
 				staged = append(staged, txnBatches{rp: rp, topic: t.Topic, partition: p.Partition, part: part, stored: form, batches: batches})
 			default:
 				for i := range batches {
@@ -300,7 +299,6 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 		}
 		tg.rp.ErrorCode, tg.rp.ErrorMessage = errorCode(rerr), errorMessage(rerr)
 		switch {
-		case tg.staged:
 		case rerr == nil && tg.first:
 			tg.rp.BaseOffset, tg.rp.LogStartOffset = int64(results[i].BaseOffset), int64(results[i].LogStart)
 			if tg.appendTime && results[i].AppendMs > 0 {
@@ -361,24 +359,29 @@ func (b *Broker) produceCmd(tenant wire.ID, topic string, partition int32, inc u
 }
 
 // produceBody builds one batch's KafkaProduceCmd in a buffer sized for it.
-// A batch whose records carry their producer's time, for a topic that is
-// not encrypted, is kept as produced (wire.PushKafkaBatch): fetch serves
-// its bytes as they came. Otherwise its records are converted straight
-// into the command, sealed when the topic is encrypted.
 func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, form storedForm, bt *records.Batch) ([]byte, error) {
 	cmd := b.produceCmd(tenant, topic, partition, inc, bt)
-	if !form.seal && !form.appendTime && bt.TimestampType() == records.CreateTime {
-		cmd.Push.Flags |= wire.PushKafkaBatch
-		body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+wire.KafkaBatchHeaderSize+len(bt.Raw)))
-		first := b.ids.id(time.Now().UnixMilli(), b.ids.reserve(len(bt.Records)))
-		return wire.AppendKafkaBatch(body, first, bt.InflatedSize, bt.Raw), nil
+	return b.batchBody(&cmd.Push, form, bt, 64+len(topic), cmd.EncodeHeader)
+}
+
+// batchBody builds a command carrying one batch (push: the command's push
+// part, header: its encoder, of at most headerSize bytes) in a buffer sized
+// for it. A batch whose records carry their producer's time, for a topic
+// that is not encrypted, is kept as produced (wire.PushKafkaBatch): fetch
+// serves its bytes as they came. Otherwise its records are converted
+// straight into the command, sealed when the topic is encrypted.
+func (b *Broker) batchBody(push *wire.PushCmd, form storedForm, bt *records.Batch, headerSize int, header func([]byte) []byte) ([]byte, error) {
+	if form.seal || form.appendTime || bt.TimestampType() != records.CreateTime {
+		return b.appendStored(header(make([]byte, 0, headerSize+storedSize(bt))), bt, form)
 	}
-	body := cmd.EncodeHeader(make([]byte, 0, 64+len(topic)+storedSize(bt)))
-	return b.appendStored(body, bt, form)
+	push.Flags |= wire.PushKafkaBatch
+	body := header(make([]byte, 0, headerSize+wire.KafkaBatchHeaderSize+len(bt.Raw)))
+	first := b.ids.id(time.Now().UnixMilli(), b.ids.reserve(len(bt.Records)))
+	return wire.AppendKafkaBatch(body, first, bt.InflatedSize, bt.Raw), nil
 }
 
 // stageBatches builds the commands of a transactional produce: each batch,
-// checked as a produce is, staged as a piece of the producer's open
+// checked as a produce is, appended as a piece of the producer's open
 // transaction in the raft group holding its partition, which the
 // transaction must have added (AddPartitionsToTxn). Partitions that cannot
 // stage get their error in their answer.
@@ -407,7 +410,7 @@ func (b *Broker) stageBatches(ctx context.Context, tenant wire.ID, req *kmsg.Pro
 		}
 		for i, body := range pieces {
 			bodies = append(bodies, raftgroups.KafkaBody{Group: p.part.group, Kind: wire.KindKafkaStage, Body: body})
-			targets = append(targets, produceTarget{rp: p.rp, topic: p.topic, first: i == 0, staged: true})
+			targets = append(targets, produceTarget{rp: p.rp, topic: p.topic, first: i == 0})
 		}
 	}
 	return bodies, targets
@@ -429,8 +432,7 @@ func (b *Broker) stagePartition(stage wire.KafkaStageCmd, info storage.TxnInfo, 
 			return nil, err
 		}
 		stage.Produce = b.produceCmd(tenant, p.topic, p.partition, p.part.inc, bt)
-		body := stage.EncodeHeader(make([]byte, 0, 128+len(p.topic)+len(stage.TxnID)+storedSize(bt)))
-		if pieces[i], err = b.appendStored(body, bt, p.stored); err != nil {
+		if pieces[i], err = b.batchBody(&stage.Produce.Push, p.stored, bt, 128+len(p.topic)+len(stage.TxnID), stage.EncodeHeader); err != nil {
 			return nil, err
 		}
 	}

@@ -22,10 +22,10 @@ const maxFetchWait = 30 * time.Second
 // this node must lead, below its committed high-water mark: batches kept
 // as produced as they are, other chunks encoded as one batch each. With
 // MinBytes it parks until that much is there or MaxWaitMillis passes, woken
-// by the apply loop (Engine.Changed) instead of polling. Records only ever reach the store
-// committed (transactions are staged until they commit), so read_committed
-// and read_uncommitted consumers read the same records and the last stable
-// offset is the high-water mark.
+// by the apply loop (Engine.Changed) instead of polling. read_uncommitted
+// reads to the high-water mark, aborted transactions and markers included;
+// read_committed stops at the last stable offset (the first offset of a
+// transaction still open) and gets the aborted transactions it reads over.
 //
 // Fetch sessions (v7+, KIP-227) are declined, as KIP-227 lets a broker do:
 // every answer has session id 0, so clients keep sending full fetches. v9
@@ -124,7 +124,7 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 			// (KIP-74).
 			var n int
 			var err error
-			n, scratch, err = b.fetchPartition(tenant, t.Topic, set.LogAppendTime, fp, rp, budget, total == 0, scratch)
+			n, scratch, err = b.fetchPartition(tenant, t.Topic, set.LogAppendTime, req.IsolationLevel == 1, fp, rp, budget, total == 0, scratch)
 			total += n
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -141,7 +141,7 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 // batch says so and carries its chunk's append time as MaxTimestamp, which
 // Kafka readers take as every record's timestamp. It returns the bytes it
 // added and the scratch slice for reuse.
-func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime bool, fp *kmsg.FetchRequestTopicPartition,
+func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime, committed bool, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
 	p, ok := b.partition(tenant, topic, fp.Partition)
 	if !ok {
@@ -155,8 +155,9 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime bool, f
 		return 0, scratch, errNotLeader
 	}
 	hwm, start := p.HighWatermark(), p.LogStart()
-	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(hwm), int64(start)
 	from := fp.FetchOffset
+	txns := p.Store().Txns(p.Partition, uint64(max(from, 0)), hwm)
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(txns.LastStable), int64(start)
 	switch {
 	case from < int64(start):
 		return 0, scratch, errOffsetOutOfRange
@@ -167,10 +168,25 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime bool, f
 	case from > int64(hwm):
 		return 0, scratch, errOffsetOutOfRange
 	}
-	if from == int64(hwm) || (budget <= 0 && !force) {
+	upper := hwm
+	if committed {
+		// read_committed: nothing past the last stable offset, and the
+		// aborted transactions the records read overlap, for the client
+		// to drop their batches.
+		upper = txns.LastStable
+		for _, a := range txns.Aborted {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, int64(a.First)
+			rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+		}
+	}
+	if from >= int64(upper) || (budget <= 0 && !force) {
 		return 0, scratch, nil
 	}
-	fb := fetchBatches{b: b, from: uint64(from), hwm: hwm, budget: budget, force: force, appendTime: appendTime, scratch: scratch}
+	fb := fetchBatches{b: b, from: uint64(from), hwm: upper, budget: budget, force: force, appendTime: appendTime, scratch: scratch}
+	if committed {
+		fb.txns = &txns
+	}
 	_, err := p.Store().ReadChunks(p.Partition, uint64(from), fb.add)
 	if err == nil {
 		err = fb.err
@@ -201,6 +217,10 @@ type fetchBatches struct {
 	used       int
 	scratch    []records.Record
 	err        error
+	// txns: a read_committed fetch, which leaves out the records of
+	// aborted transactions that stored records hold (kept batches carry
+	// their producer, and the client drops them by the aborted list).
+	txns *storage.TxnView
 }
 
 // add adds one chunk; false stops the read (the budget is spent or a record
@@ -233,7 +253,7 @@ func (f *fetchBatches) add(c *storage.StoredChunk) bool {
 		if !ok || off >= f.hwm {
 			break
 		}
-		if off < f.from {
+		if off < f.from || (f.txns != nil && f.txns.Skipped(off)) {
 			continue
 		}
 		if f.used+len(body) > f.budget && (f.used > 0 || len(f.scratch) > 0 || !f.force) {

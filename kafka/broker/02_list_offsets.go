@@ -60,6 +60,10 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 					// offset, and so a time's, may trail what the
 					// previous leader answered.
 					return errNotCaughtUp
+				case ts == listLatest && req.IsolationLevel == 1:
+					// read_committed: the last stable offset, as Kafka.
+					hwm := p.HighWatermark()
+					rp.Offset = int64(p.Store().Txns(p.Partition, hwm, hwm).LastStable)
 				case ts == listLatest:
 					rp.Offset = int64(p.HighWatermark())
 				default:

@@ -10,9 +10,9 @@ import (
 )
 
 // handleEndTxn commits or aborts a transaction: the decision is recorded in
-// the transactional id's raft group, then every raft group it staged
-// records or offsets in applies them (commit) or drops them (abort), by the
-// engine's two-phase commit. A commit the transaction's groups had already
+// the transactional id's raft group, then every raft group it wrote to
+// marks its partitions' records committed or aborted and applies (commit)
+// or drops (abort) its staged offsets, by the engine's two-phase commit. A commit the transaction's groups had already
 // turned into an abort (one gave up waiting for the decision) answers
 // INVALID_PRODUCER_EPOCH, as a transaction Kafka's coordinator aborted
 // does: the client re-initialises and starts over.

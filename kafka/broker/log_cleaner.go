@@ -221,10 +221,16 @@ func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSet
 		}
 	}
 	start := p.LogStart()
+	// Transactions: nothing from the last stable offset on is compacted
+	// (it may yet be aborted), and the records of aborted transactions and
+	// the markers neither supersede a record nor are dropped (a marker the
+	// aborted list still names must stay for read_committed clients).
+	txns := store.Txns(p, start, plan.end)
+	plan.end = min(plan.end, txns.LastStable)
 	last := map[string]uint64{}
 	keyBytes := 0
 	err := eachStored(store, p, max(start, compactedTo), plan.end, open, func(_ storedChunk, off uint64, rec *wire.Record) bool {
-		if rec.Flags&wire.FlagKey == 0 {
+		if rec.Flags&wire.FlagKey == 0 || txns.Skipped(off) {
 			return true
 		}
 		if _, known := last[string(rec.Key)]; !known {
@@ -256,7 +262,7 @@ func planCompaction(store *storage.Store, p storage.Partition, set wire.TopicSet
 		if c.base != chunk {
 			chunk, charged = c.base, false
 		}
-		if rec.Flags&wire.FlagKey == 0 {
+		if rec.Flags&wire.FlagKey == 0 || txns.Skipped(off) {
 			return true
 		}
 		lastOff, known := last[string(rec.Key)]

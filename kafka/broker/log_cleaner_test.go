@@ -221,3 +221,49 @@ func TestCompactionAgainAfterMoreWrites(t *testing.T) {
 		t.Fatalf("second pass: %s", got)
 	}
 }
+
+// Compaction of a topic written by transactions: an aborted transaction's
+// value for a key never supersedes the committed one, and its records and
+// markers stay (read_committed clients need the markers the aborted list
+// names); a committed later value does supersede.
+func TestCompactionLeavesAbortedTransactionsOut(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.LogCleanerInterval = 20 * time.Millisecond })
+	cl := n.client()
+	if code := createTopicWith(t, cl, "tkv", map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01"}); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	prod := n.client(kgo.TransactionalID("tkv-writer"), kgo.DefaultProduceTopic("tkv"))
+	txn := func(end kgo.TransactionEndTry, kvs ...string) {
+		t.Helper()
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(kvs); i += 2 {
+			if err := prod.ProduceSync(ctxFor(t), &kgo.Record{Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := prod.EndTransaction(ctxFor(t), end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn(kgo.TryCommit, "a", "a1", "b", "b1") // 0, 1, marker 2
+	txn(kgo.TryAbort, "a", "a2", "b", "b2")  // 3, 4 aborted, marker 5
+	txn(kgo.TryCommit, "b", "b3")            // 6, marker 7
+	// b1 is superseded by b3; a1 stays (a2 was aborted); the aborted
+	// records and every marker stay.
+	commit, abort := "\x00\x00\x00\x01=\x00\x00\x00\x00\x00\x00", "\x00\x00\x00\x00=\x00\x00\x00\x00\x00\x00"
+	want := "[0:a=a1 2:" + commit + " 3:a=a2 4:b=b2 5:" + abort + " 6:b=b3 7:" + commit + "]"
+	waitFor(t, "compaction", func() bool { return len(storedValues(t, n, "tkv")) == 7 })
+	if got := fmt.Sprint(storedValues(t, n, "tkv")); got != want {
+		t.Fatalf("after compaction:\n%q\nwant\n%q", got, want)
+	}
+	cons := n.client(kgo.ConsumeTopics("tkv"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var got []string
+	for _, r := range consume(t, cons, 2) {
+		got = append(got, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, r.Value))
+	}
+	if fmt.Sprint(got) != "[0:a=a1 6:b=b3]" {
+		t.Fatalf("read_committed after compaction: %v", got)
+	}
+}

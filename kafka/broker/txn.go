@@ -17,14 +17,16 @@ import (
 //     in) lives in the raft group its transactional id hashes onto, whose
 //     leader is its coordinator (InitProducerId, AddPartitionsToTxn,
 //     AddOffsetsToTxn, EndTxn, and the timeout reaper);
-//   - its records are staged by each partition's leader (transactional
-//     Produce), its offsets by the consumer group's coordinator
-//     (TxnOffsetCommit), in the raft group holding the partition: that
-//     group's prepared part of the transaction's two-phase commit, which
-//     no reader sees;
+//   - its records are appended by each partition's leader (transactional
+//     Produce) with their real offsets, held back from read_committed and
+//     HTTP readers by the partition's last stable offset, and its offsets
+//     staged by the consumer group's coordinator (TxnOffsetCommit), in the
+//     raft group holding the partition: that group's prepared part of the
+//     transaction's two-phase commit;
 //   - EndTxn records the decision in the coordinator's group and resolves
-//     every group the state names: a commit appends the records and sets
-//     the positions there, an abort drops them.
+//     every group the state names: each partition written gets a COMMIT or
+//     ABORT marker (an abort's records stay, listed as aborted), and a
+//     commit sets the staged positions.
 //
 // So a transaction survives the loss of any node, its coordinator's
 // included: whichever node leads a group next carries on from the

@@ -210,21 +210,26 @@ func TestTransactionAcrossNodes(t *testing.T) {
 	run("committed", 1, kgo.TryCommit)
 	run("aborted", 2, kgo.TryAbort)
 
-	want := []string{"committed-0", "committed-1", "committed-2", "committed-3", "committed-4", "committed-5"}
-	for _, level := range []kgo.IsolationLevel{kgo.ReadCommitted(), kgo.ReadUncommitted()} {
-		cons := newClient(kgo.ConsumeTopics("xn"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(level))
+	committed := []string{"committed-0", "committed-1", "committed-2", "committed-3", "committed-4", "committed-5"}
+	all := append(slices.Clone(committed), "aborted-0", "aborted-1", "aborted-2", "aborted-3", "aborted-4", "aborted-5")
+	slices.Sort(all)
+	for _, c := range []struct {
+		level kgo.IsolationLevel
+		want  []string
+	}{{kgo.ReadCommitted(), committed}, {kgo.ReadUncommitted(), all}} {
+		cons := newClient(kgo.ConsumeTopics("xn"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(c.level))
 		var got []string
-		for _, r := range consume(t, cons, len(want)) {
+		for _, r := range consume(t, cons, len(c.want)) {
 			got = append(got, string(r.Value))
 		}
 		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			t.Fatalf("consumed %v, want %v", got, want)
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("consumed %v, want %v", got, c.want)
 		}
 	}
-	// Every node's replica of every partition holds the committed records
-	// and nothing staged, and the group's positions are the committed
-	// transaction's.
+	// Every node's replica of every partition holds both transactions'
+	// records and markers and nothing staged, and the group's positions
+	// are the committed transaction's.
 	deadline := time.Now().Add(testWait)
 	for _, n := range nodes {
 		for {
@@ -232,7 +237,7 @@ func TestTransactionAcrossNodes(t *testing.T) {
 			for p := uint32(0); p < parts; p++ {
 				part, ok := n.engine.PartitionAt(tenant, "xn", p)
 				pos, has := part.Store().GroupPosition(part, group)
-				settled = settled && ok && part.HighWatermark() == 2 && has && pos == 1
+				settled = settled && ok && part.HighWatermark() == 6 && has && pos == 1
 			}
 			for _, st := range n.engine.Stores() {
 				settled = settled && len(st.PreparedParts()) == 0

@@ -101,18 +101,31 @@ func TestTransactionCommittedAndAborted(t *testing.T) {
 		}
 	}
 	sort.Strings(want)
-	// Both commits reached every partition, so every raft group; the
-	// aborted transaction reached none.
+	// Every transaction reached every partition, so every raft group: its
+	// records and its marker.
 	for i := uint32(0); i < parts; i++ {
-		if h := hwm(n, "tx", i); h != 2*perTxn/parts {
-			t.Fatalf("partition %d holds %d records, want %d", i, h, 2*perTxn/parts)
+		if h := hwm(n, "tx", i); h != 3*(perTxn/parts+1) {
+			t.Fatalf("partition %d holds %d offsets, want %d", i, h, 3*(perTxn/parts+1))
 		}
 	}
-	for _, level := range []kgo.IsolationLevel{kgo.ReadCommitted(), kgo.ReadUncommitted()} {
-		if got := consumeValues(t, n, "tx", level, len(want)); !slices.Equal(got, want) {
-			t.Fatalf("consumed %v\nwant %v", got, want)
-		}
+	if got := consumeValues(t, n, "tx", kgo.ReadCommitted(), len(want)); !slices.Equal(got, want) {
+		t.Fatalf("read_committed consumed %v\nwant %v", got, want)
 	}
+	// read_uncommitted sees the aborted records too, as from Kafka.
+	for i := 0; i < perTxn; i++ {
+		want = append(want, fmt.Sprintf("aborted-%02d", i))
+	}
+	sort.Strings(want)
+	if got := consumeValues(t, n, "tx", kgo.ReadUncommitted(), len(want)); !slices.Equal(got, want) {
+		t.Fatalf("read_uncommitted consumed %v\nwant %v", got, want)
+	}
+}
+
+// lastStable is a partition's last stable offset on node n.
+func lastStable(n *testNode, topic string, index uint32) uint64 {
+	p, _ := n.engine.PartitionAt(wire.DefaultTenant, topic, index)
+	hwm := p.HighWatermark()
+	return p.Store().Txns(p, hwm, hwm).LastStable
 }
 
 // txnClient drives the transaction APIs by hand.
@@ -216,8 +229,8 @@ func (x *txnClient) produceTo(topic string, partition int32, values ...string) i
 	if p.ErrorCode != 0 {
 		return p.ErrorCode
 	}
-	if p.BaseOffset != -1 {
-		x.t.Fatalf("a staged batch answered offset %d, want -1", p.BaseOffset)
+	if p.BaseOffset < 0 {
+		x.t.Fatalf("a transactional batch answered offset %d", p.BaseOffset)
 	}
 	x.seqs[key] += int32(len(values))
 	return 0
@@ -268,14 +281,14 @@ func TestTransactionProtocolEdges(t *testing.T) {
 	if code := x.produce("edges", "z"); code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("gap: %d", code)
 	}
-	if hwm(n, "edges", 0) != 0 {
-		t.Fatal("staged records reached the log before the commit")
+	if hwm(n, "edges", 0) != 3 || lastStable(n, "edges", 0) != 0 {
+		t.Fatal("an open transaction's records are not held back by the last stable offset")
 	}
 	if code := x.end(true); code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
-	if hwm(n, "edges", 0) != 3 {
-		t.Fatalf("hwm %d after commit, want 3", hwm(n, "edges", 0))
+	if hwm(n, "edges", 0) != 4 || lastStable(n, "edges", 0) != 4 {
+		t.Fatalf("hwm %d after commit, want 3 records and the marker", hwm(n, "edges", 0))
 	}
 	if code := x.end(true); code != 0 {
 		t.Fatalf("retried commit: %d", code)
@@ -285,8 +298,8 @@ func TestTransactionProtocolEdges(t *testing.T) {
 	}
 	noStagedParts(t, n.engine)
 
-	// An abort drops what was staged, in every group; the producer's
-	// sequences move past its batches, as in Kafka's log.
+	// An abort marks its batches aborted, in every group; the producer's
+	// sequences move past them, as in Kafka's log.
 	x.seqs["edges/0"] = 3
 	if x.addPartition("edges", 0) != 0 || x.addPartition("edges", 1) != 0 ||
 		x.produce("edges", "dropped") != 0 || x.produceTo("edges", 1, "dropped") != 0 {
@@ -301,15 +314,15 @@ func TestTransactionProtocolEdges(t *testing.T) {
 	if code := x.end(true); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("commit after abort: %d", code)
 	}
-	if hwm(n, "edges", 0) != 3 || hwm(n, "edges", 1) != 0 {
-		t.Fatal("an aborted transaction wrote records")
+	if hwm(n, "edges", 0) != 6 || hwm(n, "edges", 1) != 2 || lastStable(n, "edges", 0) != 6 || lastStable(n, "edges", 1) != 2 {
+		t.Fatal("an aborted transaction's records and markers are not in the log")
 	}
 	noStagedParts(t, n.engine)
 	if x.addPartition("edges", 0) != 0 || x.produce("edges", "d") != 0 || x.end(true) != 0 {
 		t.Fatal("a transaction after the abort")
 	}
-	if hwm(n, "edges", 0) != 4 {
-		t.Fatalf("hwm %d after the third transaction, want 4", hwm(n, "edges", 0))
+	if hwm(n, "edges", 0) != 8 {
+		t.Fatalf("hwm %d after the third transaction, want 8", hwm(n, "edges", 0))
 	}
 
 	// A zombie with the old epoch is fenced, and an unknown producer id is
@@ -367,8 +380,8 @@ func TestTransactionSurvivesItsCoordinator(t *testing.T) {
 	if code := x.end(true); code != 0 {
 		t.Fatalf("commit through the second broker: %d", code)
 	}
-	if h0, h1 := hwm(n, "durable", 0), hwm(n, "durable", 1); h0 != 3 || h1 != 1 {
-		t.Fatalf("partitions hold %d and %d records, want 3 and 1", h0, h1)
+	if h0, h1 := hwm(n, "durable", 0), hwm(n, "durable", 1); h0 != 4 || h1 != 2 {
+		t.Fatalf("partitions hold %d and %d offsets, want 3 and 1 records and a marker each", h0, h1)
 	}
 	p, _ := n.engine.PartitionAt(wire.DefaultTenant, "durable", 0)
 	if pos, ok := p.Store().GroupPosition(p, "g"); !ok || pos != 0 {
@@ -397,8 +410,8 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	if code := x.end(true); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("commit after the timeout: %d", code)
 	}
-	if hwm(n, "slow", 0) != 0 {
-		t.Fatal("timed-out transaction wrote records")
+	if hwm(n, "slow", 0) != 2 || lastStable(n, "slow", 0) != 2 {
+		t.Fatal("the timed-out transaction was not marked aborted")
 	}
 	noStagedParts(t, n.engine)
 }

@@ -1,0 +1,321 @@
+package storage
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"sort"
+
+	"github.com/queen-mq/queen/kafka/records"
+	"github.com/queen-mq/queen/wire"
+)
+
+// Kafka transactions in a partition's log, as Kafka keeps them: a
+// transactional batch is appended when it is produced, with its real
+// offsets, and the transaction's end appends a control batch (a COMMIT or
+// ABORT marker) to every partition it wrote. Until then the partition's
+// last stable offset stays at the transaction's first offset: read_committed
+// fetches and HTTP pops stop there. An abort leaves its batches in the log,
+// where read_uncommitted fetches see them, and records them as aborted:
+// read_committed fetches get the list, and no pop ever hands them (or a
+// marker) to an HTTP consumer, whose cursor steps over them.
+
+// partTxns is one partition's transaction bookkeeping, kept only for
+// partitions a transaction wrote to. Its open transactions are written as
+// one value; each skipped range and aborted transaction as a key of its
+// own, so ending a transaction writes a few keys however many came before.
+type partTxns struct {
+	open []openTxn
+	// skips are offset ranges no pop delivers (aborted batches and control
+	// markers), sorted and disjoint (neighbours are not joined: each is
+	// one batch or marker, its own key).
+	skips []wire.OffsetRange
+	// aborted lists the aborted transactions whose markers are still in
+	// the log, by marker offset.
+	aborted []AbortedTxn
+}
+
+// openTxn is a producer's open transaction in the partition: the offset
+// ranges of its batches.
+type openTxn struct {
+	producer int64
+	epoch    int16
+	batches  []wire.OffsetRange
+}
+
+// AbortedTxn is an aborted transaction of one producer in a partition: its
+// first offset there, and the offset of its ABORT marker.
+type AbortedTxn struct {
+	ProducerID  int64
+	First, Last uint64
+}
+
+func partOpenTxnsKey(pid uint64) []byte { return kafkaKey(kafkaPartTxns, u64Bytes(pid)) }
+
+func partSkipKey(pid, from uint64) []byte {
+	return kafkaKey(kafkaPartSkip, u64Bytes(pid), u64Bytes(from))
+}
+
+func partAbortedKey(pid, last uint64) []byte {
+	return kafkaKey(kafkaPartAborted, u64Bytes(pid), u64Bytes(last))
+}
+
+func encodeOpenTxns(open []openTxn) []byte {
+	w := wire.Writer{}
+	w.Uvarint(uint64(len(open)))
+	for _, o := range open {
+		w.Varint(o.producer)
+		w.Varint(int64(o.epoch))
+		w.Uvarint(uint64(len(o.batches)))
+		for _, r := range o.batches {
+			w.Uvarint(r.From)
+			w.Uvarint(r.To)
+		}
+	}
+	return w.B
+}
+
+func decodeOpenTxns(b []byte) ([]openTxn, error) {
+	r := wire.NewReader(b)
+	var open []openTxn
+	for range r.Count(1<<20, 3) {
+		o := openTxn{producer: r.Varint(), epoch: int16(r.Varint())}
+		for range r.Count(1<<24, 2) {
+			o.batches = append(o.batches, wire.OffsetRange{From: r.Uvarint(), To: r.Uvarint()})
+		}
+		open = append(open, o)
+	}
+	return open, r.Done()
+}
+
+func encodeAborted(a AbortedTxn) []byte {
+	w := wire.Writer{}
+	w.Varint(a.ProducerID)
+	w.Uvarint(a.First)
+	return w.B
+}
+
+// loadPartTxn adds one stored key of a partition's bookkeeping (kind, the
+// key after the partition id, the value).
+func (k *kafkaState) loadPartTxn(kind byte, pid uint64, rest, v []byte) error {
+	t := k.partTxns[pid]
+	if t == nil {
+		t = &partTxns{}
+		k.partTxns[pid] = t
+	}
+	switch kind {
+	case kafkaPartTxns:
+		open, err := decodeOpenTxns(v)
+		t.open = open
+		return err
+	case kafkaPartSkip:
+		r := wire.NewReader(v)
+		t.skips = append(t.skips, wire.OffsetRange{From: binary.BigEndian.Uint64(rest), To: r.Uvarint()})
+		return r.Done()
+	case kafkaPartAborted:
+		r := wire.NewReader(v)
+		t.aborted = append(t.aborted, AbortedTxn{ProducerID: r.Varint(), First: r.Uvarint(), Last: binary.BigEndian.Uint64(rest)})
+		return r.Done()
+	}
+	return nil
+}
+
+// firstOpen is the first offset of the partition's open transactions, and
+// whether there is one.
+func (t *partTxns) firstOpen() (uint64, bool) {
+	if t == nil || len(t.open) == 0 {
+		return 0, false
+	}
+	first := t.open[0].batches[0].From
+	for _, o := range t.open[1:] {
+		first = min(first, o.batches[0].From)
+	}
+	return first, true
+}
+
+// pastSkips is the first offset at or after off that is not skipped, and
+// where the next skipped range after it starts (none: ^0).
+func (t *partTxns) pastSkips(off uint64) (uint64, uint64) {
+	if t == nil {
+		return off, ^uint64(0)
+	}
+	i, _ := slices.BinarySearchFunc(t.skips, off, func(r wire.OffsetRange, off uint64) int {
+		switch {
+		case r.To <= off:
+			return -1
+		case r.From > off:
+			return 1
+		}
+		return 0
+	})
+	for i < len(t.skips) && t.skips[i].From <= off {
+		off = max(off, t.skips[i].To)
+		i++
+	}
+	if i < len(t.skips) {
+		return off, t.skips[i].From
+	}
+	return off, ^uint64(0)
+}
+
+// skip adds [from, to) to p's skipped ranges.
+func (s *Store) skip(ctx *applyCtx, pid uint64, t *partTxns, from, to uint64) {
+	i, _ := slices.BinarySearchFunc(t.skips, from, func(r wire.OffsetRange, from uint64) int { return cmp.Compare(r.From, from) })
+	t.skips = slices.Insert(t.skips, i, wire.OffsetRange{From: from, To: to})
+	ctx.set(partSkipKey(pid, from), binary.AppendUvarint(nil, to))
+}
+
+// trim forgets what lies wholly below the log start.
+func (s *Store) trimPartTxns(ctx *applyCtx, pid uint64, t *partTxns, start uint64) {
+	n := 0
+	for n < len(t.skips) && t.skips[n].To <= start {
+		ctx.del(partSkipKey(pid, t.skips[n].From))
+		n++
+	}
+	t.skips = t.skips[n:]
+	n = 0
+	for n < len(t.aborted) && t.aborted[n].Last < start {
+		ctx.del(partAbortedKey(pid, t.aborted[n].Last))
+		n++
+	}
+	t.aborted = t.aborted[n:]
+}
+
+func (t *partTxns) empty() bool { return len(t.open) == 0 && len(t.skips) == 0 && len(t.aborted) == 0 }
+
+// popWindow is where a pop from pos may claim in a partition whose head is
+// next: from the first offset at or after pos that is not skipped, to the
+// next skipped range, the first open transaction or the head, whichever
+// comes first (at >= end: nothing now).
+func (t *partTxns) popWindow(pos, next uint64) (at, end uint64) {
+	at, nextSkip := t.pastSkips(pos)
+	end = min(next, nextSkip)
+	if first, ok := t.firstOpen(); ok {
+		end = min(end, first)
+	}
+	return at, end
+}
+
+// txnsOf is partition pid's bookkeeping, nil when it has none.
+func (k *kafkaState) txnsOf(pid uint64) *partTxns {
+	if len(k.partTxns) == 0 {
+		return nil
+	}
+	return k.partTxns[pid]
+}
+
+// saveOpenTxns writes a partition's open transactions through, and
+// forgets its bookkeeping once empty.
+func (s *Store) saveOpenTxns(ctx *applyCtx, pid uint64, t *partTxns) {
+	if len(t.open) == 0 {
+		ctx.del(partOpenTxnsKey(pid))
+	} else {
+		ctx.set(partOpenTxnsKey(pid), encodeOpenTxns(t.open))
+	}
+	if t.empty() {
+		delete(s.kafka.partTxns, pid)
+	} else {
+		s.kafka.partTxns[pid] = t
+	}
+}
+
+// openTxnBatch records a transactional batch of producer appended to p at
+// [from, to).
+func (s *Store) openTxnBatch(ctx *applyCtx, p *partState, producer int64, epoch int16, from, to uint64) {
+	t := s.kafka.txnsOf(p.id)
+	if t == nil {
+		t = &partTxns{}
+	}
+	i := slices.IndexFunc(t.open, func(o openTxn) bool { return o.producer == producer })
+	if i < 0 {
+		t.open = append(t.open, openTxn{producer: producer, epoch: epoch})
+		i = len(t.open) - 1
+	}
+	t.open[i].batches = append(t.open[i].batches, wire.OffsetRange{From: from, To: to})
+	s.saveOpenTxns(ctx, p.id, t)
+}
+
+// endTxnIn ends producer's open transaction in p, if it has one: a COMMIT
+// or ABORT marker appended (marker is its message id, which no consumer
+// ever sees), the marker skipped and, for an abort, the transaction's
+// batches too, and the transaction listed as aborted.
+func (s *Store) endTxnIn(ctx *applyCtx, p *partState, producer int64, commit bool, marker wire.ID) {
+	t := s.kafka.txnsOf(p.id)
+	if t == nil {
+		return
+	}
+	i := slices.IndexFunc(t.open, func(o openTxn) bool { return o.producer == producer })
+	if i < 0 {
+		return
+	}
+	o := t.open[i]
+	t.open = slices.Delete(t.open, i, i+1)
+	at := p.next
+	typ := records.ControlCommit
+	if !commit {
+		typ = records.ControlAbort
+		for _, b := range o.batches {
+			s.skip(ctx, p.id, t, b.From, b.To)
+		}
+		a := AbortedTxn{ProducerID: producer, First: o.batches[0].From, Last: at}
+		t.aborted = append(t.aborted, a)
+		ctx.set(partAbortedKey(p.id, at), encodeAborted(a))
+	}
+	s.skip(ctx, p.id, t, at, at+1)
+	s.trimPartTxns(ctx, p.id, t, p.start)
+	batch := records.AppendControlBatch(nil, records.ControlMarker{BaseOffset: 0, PartitionLeaderEpoch: -1,
+		ProducerID: producer, ProducerEpoch: o.epoch, Type: typ, Timestamp: ctx.nowMs})
+	kept := wire.AppendKafkaBatch(nil, marker, len(batch)-records.HeaderSize, batch)
+	s.storeChunk(ctx, p.id, at, chunkMeta{appendMs: ctx.nowMs, count: 1, kafkaBatch: true}, kept)
+	s.saveOpenTxns(ctx, p.id, t)
+	s.extend(ctx, p.q, p, 1)
+}
+
+// markerID is the message id of the marker transaction xid writes to
+// partition pid: derived from both, so every replica writes the same.
+func markerID(xid wire.ID, pid uint64) wire.ID {
+	id := xid
+	binary.BigEndian.PutUint64(id[8:], binary.BigEndian.Uint64(id[8:])^pid)
+	return id
+}
+
+// TxnView is what a reader of a partition needs of its transactions: the
+// last stable offset, and the aborted transactions and skipped ranges that
+// overlap [from, to).
+type TxnView struct {
+	LastStable uint64
+	Aborted    []AbortedTxn
+	Skips      []wire.OffsetRange
+}
+
+// Skipped reports whether off lies in one of the view's skipped ranges.
+func (v *TxnView) Skipped(off uint64) bool {
+	i := sort.Search(len(v.Skips), func(i int) bool { return v.Skips[i].To > off })
+	return i < len(v.Skips) && v.Skips[i].From <= off
+}
+
+// Txns is p's transaction view for a read of [from, hwm), hwm being the
+// high-water mark the reader holds.
+func (s *Store) Txns(p Partition, from, hwm uint64) TxnView {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v := TxnView{LastStable: hwm}
+	t := s.kafka.txnsOf(p.ID)
+	if t == nil {
+		return v
+	}
+	if first, ok := t.firstOpen(); ok && first < hwm {
+		v.LastStable = first
+	}
+	for _, a := range t.aborted {
+		if a.Last >= from && a.First < v.LastStable {
+			v.Aborted = append(v.Aborted, a)
+		}
+	}
+	for _, r := range t.skips {
+		if r.To > from && r.From < v.LastStable {
+			v.Skips = append(v.Skips, r)
+		}
+	}
+	return v
+}
