@@ -32,7 +32,7 @@ func handleSaslHandshake(_ context.Context, c *Conn, kreq kmsg.Request) (kmsg.Re
 		c.log.Info("kafka SASL mechanism refused", "mechanism", clip(req.Mechanism, maxLoggedName), "handshake_version", req.Version)
 		return resp, ErrCloseAfterResponse
 	}
-	c.mechanism, c.scram = req.Mechanism, nil
+	c.mechanism, c.scram, c.bearerRefused = req.Mechanism, nil, false
 	if req.Version == 0 {
 		c.sasl = saslExpectRawToken
 	} else {

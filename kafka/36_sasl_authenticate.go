@@ -51,7 +51,7 @@ func (c *Conn) authenticateStep(ctx context.Context, msg []byte) ([]byte, error)
 	case MechanismPlain:
 		return nil, c.authenticatePlain(ctx, msg, saslAuthenticated)
 	case MechanismOAuthBearer:
-		return nil, c.authenticateBearer(ctx, msg)
+		return c.authenticateBearer(ctx, msg)
 	case MechanismScramSHA256, MechanismScramSHA512:
 		return c.stepScram(ctx, mechanism, msg)
 	}

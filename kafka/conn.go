@@ -58,10 +58,13 @@ type Conn struct {
 	ip            string
 	unauthCounted bool
 
-	mu            sync.Mutex
-	sasl          saslStage
-	mechanism     string      // chosen by the last SaslHandshake
-	scram         *scramLogin // a SCRAM exchange under way (sasl_scram.go)
+	mu        sync.Mutex
+	sasl      saslStage
+	mechanism string      // chosen by the last SaslHandshake
+	scram     *scramLogin // a SCRAM exchange under way (sasl_scram.go)
+	// bearerRefused: an OAUTHBEARER token was refused with an error
+	// challenge, which the next message acknowledges (sasl_oauth.go).
+	bearerRefused bool
 	authenticated bool
 	principal     Principal
 	// authBy is when the connection must have logged in, or logged in

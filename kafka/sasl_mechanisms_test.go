@@ -76,8 +76,14 @@ func TestSASLMechanismsWithKgo(t *testing.T) {
 			t.Fatalf("%s: principal %+v", c.name, p)
 		}
 		bad := newKgoClient(t, s, kgo.SASL(c.bad))
-		if _, err := bad.Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		_, err := bad.Request(ctx, kmsg.NewPtrMetadataRequest())
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 			t.Fatalf("%s, wrong secret: got %v, want SASL_AUTHENTICATION_FAILED", c.name, err)
+		}
+		// A refused token is answered with RFC 7628's error challenge,
+		// which Kafka clients report.
+		if c.name == "OAUTHBEARER" && !strings.Contains(err.Error(), "invalid_token") {
+			t.Fatalf("%s, refused token: %v does not say invalid_token", c.name, err)
 		}
 		if len(rec.seen) != 0 {
 			t.Fatalf("%s: a request ran without authentication", c.name)

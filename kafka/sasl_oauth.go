@@ -8,25 +8,42 @@ import (
 	"github.com/queen-mq/queen/crypto/authn"
 )
 
+// bearerRefused is the error challenge that answers a token refused (RFC
+// 7628 §3.2.2, as Kafka sends it).
+const bearerRefused = `{"status":"invalid_token"}`
+
 // authenticateBearer checks an OAUTHBEARER initial response (RFC 7628
 // §3.1, as Kafka's KIP-255 clients send it): a GS2 header, then
 // 0x01-separated key=value pairs of which auth carries "Bearer <token>",
-// ended by two 0x01. The token goes to the configured authenticator.
-func (c *Conn) authenticateBearer(ctx context.Context, msg []byte) error {
+// ended by two 0x01. The token goes to the configured authenticator. A
+// token it refuses is answered as Kafka does: an error challenge, which the
+// client acknowledges with a single 0x01, and the exchange then fails with
+// that error (clients report "invalid_token").
+func (c *Conn) authenticateBearer(ctx context.Context, msg []byte) ([]byte, error) {
+	c.mu.Lock()
+	refused := c.bearerRefused
+	c.bearerRefused = false
+	c.mu.Unlock()
+	if refused {
+		return nil, errors.New(bearerRefused)
+	}
 	token, authzid, err := parseBearer(msg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	principal, err := c.srv.cfg.Bearer(ctx, token)
 	if err != nil {
 		c.refused(MechanismOAuthBearer, authzid, err)
-		return errors.New("invalid token")
+		c.mu.Lock()
+		c.bearerRefused = true
+		c.mu.Unlock()
+		return []byte(bearerRefused), nil
 	}
 	if authzid != "" && principal.User != "" && authzid != principal.User {
 		c.refused(MechanismOAuthBearer, authzid, errors.New("the authorization id is not the token's subject"))
-		return errors.New("the authorization id must be empty or the token's subject")
+		return nil, errors.New("the authorization id must be empty or the token's subject")
 	}
-	return c.login(MechanismOAuthBearer, principal, saslAuthenticated)
+	return nil, c.login(MechanismOAuthBearer, principal, saslAuthenticated)
 }
 
 // parseBearer returns the token and authorization id of an OAUTHBEARER

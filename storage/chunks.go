@@ -208,15 +208,7 @@ func (c *chunkIter) Records() ([]byte, error) {
 // or a kept Kafka batch when Meta().kafkaBatch), reading into buf when it
 // is large enough, for a caller that is done with the previous chunk's.
 func (c *chunkIter) StoredInto(buf []byte) ([]byte, error) {
-	if c.blob == nil {
-		lower := []byte{tagBlob}
-		c.blob = c.src.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	}
-	key := blobKey(c.meta.seq)
-	if !c.blob.SeekGE(key) || string(c.blob.Key()) != string(key) {
-		return nil, fmt.Errorf("%w: partition %d offset %d", errChunkMissing, c.pid, c.Base())
-	}
-	loc, err := decodeLocation(c.blob.Value())
+	loc, err := c.locate()
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +224,19 @@ func (c *chunkIter) StoredInto(buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("partition %d offset %d: %w", c.pid, c.Base(), err)
 	}
 	return records, nil
+}
+
+// locate finds where the current chunk's bytes are.
+func (c *chunkIter) locate() (location, error) {
+	if c.blob == nil {
+		lower := []byte{tagBlob}
+		c.blob = c.src.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	}
+	key := blobKey(c.meta.seq)
+	if !c.blob.SeekGE(key) || string(c.blob.Key()) != string(key) {
+		return location{}, fmt.Errorf("%w: partition %d offset %d", errChunkMissing, c.pid, c.Base())
+	}
+	return decodeLocation(c.blob.Value())
 }
 
 // Close releases the iterators and reports a decoding error met on the

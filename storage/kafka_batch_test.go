@@ -46,11 +46,17 @@ func keptBatches(t *testing.T, s *Store, topic string) [][]byte {
 	}
 	var out [][]byte
 	if _, err := s.ReadChunks(p, 0, func(c *StoredChunk) bool {
-		if c.KafkaBatch == nil {
+		if !c.KafkaBatch {
 			out = append(out, []byte("records"))
-		} else {
-			out = append(out, bytes.Clone(c.KafkaBatch))
+			return true
 		}
+		// Appended after bytes of its own, which it must leave as they are.
+		prefix := []byte("0123456789abcdefghijklmnopqrstuvwxyz")
+		b, err := c.AppendKafkaBatch(bytes.Clone(prefix))
+		if err != nil || !bytes.Equal(b[:len(prefix)], prefix) || len(b)-len(prefix) != c.KafkaBatchSize() {
+			t.Fatalf("appending the kept batch: %v", err)
+		}
+		out = append(out, b[len(prefix):])
 		return true
 	}); err != nil {
 		t.Fatal(err)

@@ -389,6 +389,24 @@ func (sg *segments) read(loc location, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
+// appendAt reads a chunk's bytes into dst from position at (at most
+// len(dst)), growing dst as needed, and checks them against their
+// checksum; it returns dst extended to the chunk's end. Bytes of dst from
+// at on are overwritten: a caller that wants part of a chunk read it over
+// bytes it saves and puts back (StoredChunk.AppendKafkaBatch).
+func (sg *segments) appendAt(loc location, dst []byte, at int) ([]byte, error) {
+	end := at + loc.length
+	if cap(dst) < end {
+		grown := make([]byte, len(dst), max(end, 2*cap(dst)))
+		copy(grown, dst)
+		dst = grown
+	}
+	if _, err := sg.read(loc, dst[at:end:end]); err != nil {
+		return nil, err
+	}
+	return dst[:end], nil
+}
+
 // sync makes every segment byte written so far durable: every record of
 // a committed batch (a batch's records are written before it commits).
 // Pending records belong to a batch not yet committed, which nothing

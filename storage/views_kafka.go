@@ -228,33 +228,63 @@ func (s *Store) KafkaOpenTxns() []TxnInfo {
 	return out
 }
 
-// StoredChunk is one committed chunk as ReadChunks hands it over; its
-// bytes are only valid during the call.
+// StoredChunk is one committed chunk as ReadChunks hands it over, valid
+// only during the call.
 type StoredChunk struct {
 	Base     uint64
 	AppendMs int64
 	Count    int
-	// KafkaBatch is the chunk's Kafka record batch as produced (its base
-	// offset and leader epoch not set) when the chunk keeps one, else nil.
-	KafkaBatch []byte
-	stored     []byte
+	// KafkaBatch: the chunk keeps a Kafka record batch as produced
+	// (AppendKafkaBatch), not stored records.
+	KafkaBatch bool
+	loc        location
+	segs       *segments
+	stored     []byte // a chunk of stored records, read
 }
 
 // Records are the chunk's stored records (wire.NewRecordIter), decoded
 // from its kept batch when it is one.
 func (c *StoredChunk) Records() ([]byte, error) {
-	if c.KafkaBatch == nil {
+	if !c.KafkaBatch {
 		return c.stored, nil
 	}
-	out, err := keptBatchRecords(c.stored, c.Count)
+	kept, err := c.segs.read(c.loc, nil)
+	if err == nil {
+		kept, err = keptBatchRecords(kept, c.Count)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: chunk at %d: %w", c.Base, err)
 	}
-	return out, nil
+	return kept, nil
 }
 
 // Size is the bytes the chunk takes in its segment.
-func (c *StoredChunk) Size() int { return len(c.stored) }
+func (c *StoredChunk) Size() int { return c.loc.length }
+
+// KafkaBatchSize is the size of the chunk's kept batch.
+func (c *StoredChunk) KafkaBatchSize() int { return c.loc.length - wire.KafkaBatchHeaderSize }
+
+// AppendKafkaBatch appends the chunk's kept batch (its base offset as the
+// producer sent it) to dst, read from its segment straight into dst: the
+// chunk's own header lands over the last wire.KafkaBatchHeaderSize bytes of
+// dst, which are saved and put back, so no byte is copied twice. dst must
+// be at least that long (a caller starting empty keeps a prefix for it).
+func (c *StoredChunk) AppendKafkaBatch(dst []byte) ([]byte, error) {
+	const h = wire.KafkaBatchHeaderSize
+	n := len(dst)
+	if !c.KafkaBatch || n < h || c.loc.length < h {
+		return dst, fmt.Errorf("%w: chunk at %d: no kept batch to append here", errBadKeptBatch, c.Base)
+	}
+	var saved [h]byte
+	copy(saved[:], dst[n-h:])
+	out, err := c.segs.appendAt(c.loc, dst, n-h)
+	if err != nil {
+		copy(dst[n-h:], saved[:])
+		return dst, fmt.Errorf("storage: chunk at %d: %w", c.Base, err)
+	}
+	copy(out[n-h:n], saved[:])
+	return out, nil
+}
 
 // ChunkFunc receives one stored chunk. Returning false stops the read.
 type ChunkFunc func(c *StoredChunk) bool
@@ -277,21 +307,18 @@ func (s *Store) ReadChunks(p Partition, from uint64, f ChunkFunc) (uint64, error
 	ci := newChunkIter(s.db, s.segs, p.ID)
 	var buf []byte // f keeps no bytes past its call: one buffer serves every chunk
 	for ok := ci.Seek(from); ok && ci.Base() < hwm; ok = ci.Next() {
-		stored, err := ci.StoredInto(buf)
+		m := ci.Meta()
+		c := StoredChunk{Base: ci.Base(), AppendMs: m.appendMs, Count: m.count, KafkaBatch: m.kafkaBatch, segs: s.segs}
+		loc, err := ci.locate()
+		if err == nil && !m.kafkaBatch {
+			buf, err = s.segs.read(loc, buf)
+			c.stored = buf
+		}
 		if err != nil {
 			_ = ci.Close()
-			return hwm, err
+			return hwm, fmt.Errorf("partition %d offset %d: %w", p.ID, c.Base, err)
 		}
-		buf = stored
-		m := ci.Meta()
-		c := StoredChunk{Base: ci.Base(), AppendMs: m.appendMs, Count: m.count, stored: stored}
-		if m.kafkaBatch {
-			_, _, c.KafkaBatch, _ = wire.SplitKafkaBatch(stored)
-			if c.KafkaBatch == nil {
-				_ = ci.Close()
-				return hwm, fmt.Errorf("%w: partition %d offset %d", errBadKeptBatch, p.ID, c.Base)
-			}
-		}
+		c.loc = loc
 		if !f(&c) {
 			break
 		}

@@ -191,15 +191,15 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime, commit
 	if err == nil {
 		err = fb.err
 	}
-	out := fb.out
 	scratch = fb.scratch
 	if err != nil {
 		return 0, scratch, err
 	}
-	if out != nil {
-		rp.RecordBatches = out
+	if fb.out == nil {
+		return 0, scratch, nil
 	}
-	return len(out), scratch, nil
+	rp.RecordBatches = fb.out[fetchHeadroom:]
+	return len(rp.RecordBatches), scratch, nil
 }
 
 // fetchBatches builds one partition's record batches from its chunks: a
@@ -226,18 +226,21 @@ type fetchBatches struct {
 // add adds one chunk; false stops the read (the budget is spent or a record
 // failed).
 func (f *fetchBatches) add(c *storage.StoredChunk) bool {
-	if c.KafkaBatch != nil {
+	if c.KafkaBatch {
 		if c.Base >= f.hwm {
 			return false // committed after the high-water mark this answer gives
 		}
-		if f.used+len(c.KafkaBatch) > f.budget && (f.used > 0 || !f.force) {
+		n := c.KafkaBatchSize()
+		if f.used+n > f.budget && (f.used > 0 || !f.force) {
 			return false
 		}
 		f.grow()
 		at := len(f.out)
-		f.out = append(f.out, c.KafkaBatch...)
+		if f.out, f.err = c.AppendKafkaBatch(f.out); f.err != nil {
+			return false
+		}
 		records.SetBaseOffset(f.out[at:], int64(c.Base), -1)
-		f.used += len(c.KafkaBatch)
+		f.used += n
 		return true
 	}
 	recs, err := c.Records()
@@ -283,9 +286,13 @@ func (f *fetchBatches) add(c *storage.StoredChunk) bool {
 	return f.err == nil && !full
 }
 
+// fetchHeadroom is the room a partition's answer keeps before its first
+// batch, which StoredChunk.AppendKafkaBatch reads a chunk's header into.
+const fetchHeadroom = wire.KafkaBatchHeaderSize
+
 // grow gives the response its buffer at its first batch.
 func (f *fetchBatches) grow() {
 	if f.out == nil {
-		f.out = make([]byte, 0, min(f.budget, 1<<20)+records.HeaderSize)
+		f.out = make([]byte, fetchHeadroom, fetchHeadroom+min(f.budget, 1<<20)+records.HeaderSize)
 	}
 }
