@@ -143,6 +143,9 @@ func (b *Broker) readFetch(tenant wire.ID, req *kmsg.FetchRequest, limit int) (*
 // added and the scratch slice for reuse.
 func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime, committed bool, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, force bool, scratch []records.Record) (int, []records.Record, error) {
+	if isInternalTopic(topic) {
+		return 0, scratch, b.fetchInternal(tenant, fp, rp)
+	}
 	p, ok := b.partition(tenant, topic, fp.Partition)
 	if !ok {
 		return 0, scratch, wire.ErrPartitionNotFound
@@ -295,4 +298,26 @@ func (f *fetchBatches) grow() {
 	if f.out == nil {
 		f.out = make([]byte, fetchHeadroom, fetchHeadroom+min(f.budget, 1<<20)+records.HeaderSize)
 	}
+}
+
+// fetchInternal answers a fetch of an internal topic's partition, which
+// holds no records (internal_topics.go), at the leader of the raft group
+// it stands for: empty, both ends 0.
+func (b *Broker) fetchInternal(tenant wire.ID, fp *kmsg.FetchRequestTopicPartition, rp *kmsg.FetchResponseTopicPartition) error {
+	groups := b.internalTopicGroups(tenant)
+	if fp.Partition < 0 || int(fp.Partition) >= len(groups) {
+		return wire.ErrPartitionNotFound
+	}
+	term, leads, _ := b.engine.LeaderEpoch(groups[fp.Partition])
+	if err := checkLeaderEpoch(fp.CurrentLeaderEpoch, term); err != nil {
+		return err
+	}
+	if !leads {
+		return errNotLeader
+	}
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, 0, 0
+	if fp.FetchOffset != 0 {
+		return errOffsetOutOfRange
+	}
+	return nil
 }

@@ -140,7 +140,7 @@ func (cs *coordinators) get(k coordKey) (*groups.Coordinator, *kerr.Error) {
 	}
 	cfg := cs.cfg
 	cfg.Known = func(group string) bool { return cs.engine.HasGroup(k.tenant, group) }
-	cfg.Topics = func() []groups.TopicInfo { return topicInfos(cs.engine, k.tenant) }
+	cfg.Topics = func() []groups.TopicInfo { return consumerTopicInfos(cs.engine, k.tenant) }
 	cfg.Restore = map[string]groups.Recorded{}
 	for name, m := range recorded {
 		cfg.Restore[name] = groups.Recorded{Generation: m.Generation, State: m.State}

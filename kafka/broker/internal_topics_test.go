@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
@@ -90,5 +93,36 @@ func TestInternalTopicsListedAsInternal(t *testing.T) {
 	ps := lr.Topics[0].Partitions
 	if len(ps) != 2 || ps[0].ErrorCode != 0 || ps[0].Offset != 0 || ps[1].ErrorCode != 0 || ps[1].Offset != 0 {
 		t.Fatalf("list offsets of __consumer_offsets: %+v", ps)
+	}
+}
+
+// A KIP-848 group whose regex names an internal topic is assigned it, as
+// Kafka's broker-side resolution does, beside the regular topics it
+// matches; the consumer fetches it (empty) without an error.
+func TestConsumerProtocolRegexAssignsAnInternalTopic(t *testing.T) {
+	n := startNode(t, func(c *Config) { c.DefaultPartitions = 1 })
+	prod := n.client(kgo.AllowAutoTopicCreation())
+	if err := prod.ProduceSync(ctxFor(t), &kgo.Record{Topic: "rx-orders", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl := n.client(kgo.ConsumerGroup("rx"), kgo.ServerSideBalancer(), kgo.ConsumeRegex(),
+		kgo.ConsumeTopics("rx-.*", "__consumer_offsets"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(), kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(100*time.Millisecond))
+	ctx := ctxFor(t)
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("nothing consumed")
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		if len(fs.Records()) > 0 {
+			break
+		}
+	}
+	waitFor(t, "the internal topic assigned", func() bool {
+		return slices.Contains(cl.GetConsumeTopics(), "__consumer_offsets")
+	})
+	if got := fetchFrom(t, n, "__consumer_offsets", 0); len(got) != 0 {
+		t.Fatalf("an internal topic fetched %d bytes", len(got))
 	}
 }

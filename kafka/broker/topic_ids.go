@@ -53,10 +53,24 @@ func topicInfos(e *raftgroups.Engine, tenant wire.ID) []groups.TopicInfo {
 	return out
 }
 
-// topicNames is the names of the tenant's topics by id, as topicInfos.
+// consumerTopicInfos is the tenant's topics as KIP-848 consumer groups
+// resolve subscriptions against them: internal topics included, as Kafka's
+// broker-side regex resolution assigns an internal topic a regex (or name)
+// matches; they hold no records, and a fetch of them answers empty.
+func consumerTopicInfos(e *raftgroups.Engine, tenant wire.ID) []groups.TopicInfo {
+	out := topicInfos(e, tenant)
+	n := int32(len(e.TenantGroups(tenant))) // as internalTopicGroups
+	for _, name := range internalTopics {
+		out = append(out, groups.TopicInfo{Name: name, ID: topicIDOf(tenant, name, 0), Partitions: n})
+	}
+	return out
+}
+
+// topicNames is the names of the tenant's topics by id, internal ones
+// included (consumerTopicInfos).
 func topicNames(e *raftgroups.Engine, tenant wire.ID) map[[16]byte]string {
 	names := map[[16]byte]string{}
-	for _, t := range topicInfos(e, tenant) {
+	for _, t := range consumerTopicInfos(e, tenant) {
 		names[t.ID] = t.Name
 	}
 	return names
