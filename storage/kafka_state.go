@@ -322,6 +322,7 @@ func (s *Store) loadKafka() error {
 	if err != nil {
 		return fmt.Errorf("storage: load kafka: %w", err)
 	}
+	s.noteTxns()
 	return nil
 }
 
@@ -363,6 +364,7 @@ func (s *Store) forgetKafkaQueue(ctx *applyCtx, q *queueState) {
 				prefix := kafkaKey(kind, u64Bytes(p.id))
 				_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 			}
+			s.noteTxns()
 		}
 	}
 	if _, ok := s.kafka.topics[q.id]; ok {

@@ -217,7 +217,15 @@ func (s *Store) saveOpenTxns(ctx *applyCtx, pid uint64, t *partTxns) {
 	} else {
 		s.kafka.partTxns[pid] = t
 	}
+	s.noteTxns()
 }
+
+// noteTxns tells readers whether any partition has transaction
+// bookkeeping, so a fetch of a topic without transactions takes no lock
+// for it. It is set before the apply batch that needs it publishes its
+// high-water marks: a reader holding a mark that covers a transaction's
+// records sees it set.
+func (s *Store) noteTxns() { s.hasTxns.Store(len(s.kafka.partTxns) > 0) }
 
 // openTxnBatch records a transactional batch of producer appended to p at
 // [from, to).
@@ -297,6 +305,9 @@ func (v *TxnView) Skipped(off uint64) bool {
 // Txns is p's transaction view for a read of [from, hwm), hwm being the
 // high-water mark the reader holds.
 func (s *Store) Txns(p Partition, from, hwm uint64) TxnView {
+	if !s.hasTxns.Load() {
+		return TxnView{LastStable: hwm}
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	v := TxnView{LastStable: hwm}

@@ -71,6 +71,9 @@ type Store struct {
 	segs  *segments // the chunk records of db's generation (segments.go)
 	// relocCursor is the last segment SparseRange measured (relocate.go).
 	relocCursor atomic.Uint64
+	// hasTxns: some partition has Kafka transaction bookkeeping
+	// (kafka_txn_marks.go), so readers of a partition must look it up.
+	hasTxns atomic.Bool
 
 	// mu guards the in-memory model below. Update holds it for writing while
 	// it applies a batch; readers hold it for reading to resolve names.
