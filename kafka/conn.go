@@ -563,6 +563,9 @@ func (w *responseWriter) write(p *pending) {
 			w.fail(err)
 			return
 		}
+		// Written or copied into the buffered writer: the frame is free.
+		putFrame(p.frame)
+		p.frame = nil
 	}
 	if p.closeAfter {
 		w.flush()

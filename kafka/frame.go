@@ -152,7 +152,7 @@ func uvarint(b []byte) (uint64, []byte, error) {
 // then the body.
 func appendResponseFrame(dst []byte, correlationID int32, resp kmsg.Response) ([]byte, error) {
 	if dst == nil {
-		dst = make([]byte, 0, responseSizeHint(resp))
+		dst = getFrame(responseSizeHint(resp))
 	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)

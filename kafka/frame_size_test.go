@@ -36,3 +36,25 @@ func TestFetchResponseFrameFitsItsSizeHint(t *testing.T) {
 		}
 	}
 }
+
+// A frame given back is handed out again for a frame of its class, empty,
+// and frames outside the pooled sizes are never kept.
+func TestFramePoolsBySize(t *testing.T) {
+	for _, c := range []struct{ n, class int }{{1, -1}, {minPooledFrame, 0}, {minPooledFrame + 1, 1}, {maxPooledFrame, 9}, {maxPooledFrame + 1, -1}} {
+		if got := frameClass(c.n); c.n >= minPooledFrame && c.n <= maxPooledFrame && got != c.class {
+			t.Fatalf("class of %d: %d, want %d", c.n, got, c.class)
+		}
+	}
+	b := getFrame(300 << 10)
+	if cap(b) < 300<<10 || len(b) != 0 {
+		t.Fatalf("frame of cap %d len %d", cap(b), len(b))
+	}
+	b = append(b, "written"...)
+	putFrame(b)
+	if again := getFrame(300 << 10); len(again) != 0 || cap(again) < 300<<10 {
+		t.Fatalf("a frame came back with cap %d len %d", cap(again), len(again))
+	}
+	if small := getFrame(100); cap(small) != 100 {
+		t.Fatalf("a small frame of cap %d", cap(small))
+	}
+}

@@ -237,7 +237,14 @@ func (f *fetchBatches) add(c *storage.StoredChunk) bool {
 		if f.used+n > f.budget && (f.used > 0 || !f.force) {
 			return false
 		}
-		f.grow()
+		if f.out == nil {
+			// Sized once for what the read will likely take: the budget, or
+			// less when the partition holds less past this chunk (at its
+			// bytes per record), so the answer neither grows by copying
+			// nor zeroes room it never fills.
+			left := (f.hwm - c.Base) * uint64(n) / uint64(max(c.Count, 1))
+			f.out = make([]byte, fetchHeadroom, fetchHeadroom+max(n, int(min(uint64(f.budget), left))))
+		}
 		at := len(f.out)
 		if f.out, f.err = c.AppendKafkaBatch(f.out); f.err != nil {
 			return false
