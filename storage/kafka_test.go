@@ -455,6 +455,13 @@ func FuzzApplyKafka(f *testing.F) {
 		{Kind: wire.KindKafkaStage, Body: stage.Encode(nil)}, {Kind: wire.KindXDecide, Body: decide.Encode(nil)},
 		{Kind: wire.KindXResolve, Body: resolve.Encode(nil)}, {Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)},
 		{Kind: wire.KindKafkaTopicConfig, Body: cfg.Encode(nil)}, {Kind: wire.KindKafkaLogClean, Body: clean.Encode(nil)}}))
+	// A transaction aborted after its batch was appended, then popped over
+	// HTTP past its marker.
+	abort := wire.XResolveCmd{ID: wire.ID{9}}
+	pop := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "t", Group: "g", Batch: 5, SubMode: wire.SubAll, CommitOnDelivery: true}
+	f.Add(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindAlloc, Body: alloc.Encode(nil)},
+		{Kind: wire.KindKafkaStage, Body: stage.Encode(nil)}, {Kind: wire.KindXResolve, Body: abort.Encode(nil)},
+		{Kind: wire.KindPop, Body: pop.Encode(nil)}, {Kind: wire.KindPop, Body: pop.Encode(nil)}}))
 	fuzzApply(f)
 }
 
