@@ -197,11 +197,10 @@ func (c *chunkIter) Meta() chunkMeta { return c.meta }
 // its segment into a buffer of their own; a kept Kafka batch is decoded
 // into stored records.
 func (c *chunkIter) Records() ([]byte, error) {
-	b, err := c.StoredInto(nil)
-	if err != nil || !c.meta.kafkaBatch {
-		return b, err
+	if c.meta.kafkaBatch {
+		return c.keptRecords()
 	}
-	return c.batchRecords(b)
+	return c.StoredInto(nil)
 }
 
 // StoredInto returns the current chunk's bytes as stored (stored records,

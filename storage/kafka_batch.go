@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/wire"
@@ -43,13 +44,75 @@ func KafkaRecord(r *records.Record, id wire.ID, appendTime bool, hdrs []wire.Hea
 	return rec
 }
 
-// batchRecords decodes a kept batch into stored records.
-func (c *chunkIter) batchRecords(kept []byte) ([]byte, error) {
+// keptRecords is the current chunk, a kept batch, decoded into stored
+// records (from the recently decoded ones when it is there).
+func (c *chunkIter) keptRecords() ([]byte, error) {
+	loc, err := c.locate()
+	if err != nil {
+		return nil, err
+	}
+	if recs := c.segs.decoded.get(loc); recs != nil {
+		return recs, nil
+	}
+	kept, err := c.StoredInto(nil)
+	if err != nil {
+		return nil, err
+	}
 	out, err := keptBatchRecords(kept, c.meta.count)
 	if err != nil {
 		return nil, fmt.Errorf("storage: chunk %d/%d: %w", c.pid, c.Base(), err)
 	}
+	if !c.own || !c.segs.isPending(loc) {
+		c.segs.decoded.put(loc, out)
+	}
 	return out, nil
+}
+
+// decodedBatches keeps the last few kept batches decoded: an HTTP consumer
+// popping a few records at a time, and its acks (which the apply loop
+// checks against the leased records), would otherwise decode, and inflate,
+// a whole batch for every pop. A chunk's bytes never change where they
+// are (a rewrite stores them elsewhere, and segment names are never
+// reused), so its location names its decoded records for good. Callers
+// only read what they get.
+type decodedBatches struct {
+	mu      sync.Mutex
+	entries [decodedBatchSlots]decodedBatch
+	next    int
+}
+
+type decodedBatch struct {
+	segment uint64
+	offset  int64
+	records []byte
+}
+
+// Bounds of the decoded batches kept: how many, and the largest kept (a
+// larger one is decoded each time rather than pinning its memory).
+const (
+	decodedBatchSlots = 16
+	maxDecodedBatch   = 4 << 20
+)
+
+func (d *decodedBatches) get(loc location) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.entries {
+		if e := &d.entries[i]; e.records != nil && e.segment == loc.segment && e.offset == loc.offset {
+			return e.records
+		}
+	}
+	return nil
+}
+
+func (d *decodedBatches) put(loc location, records []byte) {
+	if len(records) > maxDecodedBatch {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.entries[d.next] = decodedBatch{segment: loc.segment, offset: loc.offset, records: records}
+	d.next = (d.next + 1) % decodedBatchSlots
 }
 
 // keptBatchRecords decodes a kept batch of count records into stored

@@ -170,3 +170,29 @@ func TestChunkMetaKinds(t *testing.T) {
 		t.Fatal("an unknown kind decoded")
 	}
 }
+
+// A kept batch read a record at a time (an HTTP consumer popping one
+// message per call, and the acks after) is decoded once: later reads get
+// the records decoded the first time.
+func TestKeptKafkaBatchIsDecodedOnceForSmallReads(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.keptProduce("t", 3)
+	h.produce(c)
+	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	for off := uint64(0); off < 3; off++ {
+		if err := h.s.ReadRange(p, off, off+1, func(uint64, int64, []byte) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each decode is kept in a slot of its own: three decodes would fill
+	// three.
+	n := 0
+	for _, e := range h.s.segs.decoded.entries {
+		if e.records != nil {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d decoded batches kept after three reads of one batch, want 1", n)
+	}
+}

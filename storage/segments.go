@@ -148,6 +148,9 @@ type segments struct {
 	pending   []byte
 	pendingAt int64
 
+	// decoded are kept Kafka batches recently decoded (kafka_batch.go).
+	decoded decodedBatches
+
 	// fsync and syncWait are seams for tests: fsync makes a file durable
 	// (os.File.Sync when nil); syncWait is called when a sync is about to
 	// wait for another one in flight.
@@ -347,10 +350,16 @@ func (sg *segments) flush() error {
 	return nil
 }
 
+// isPending reports whether loc is in records of the batch being applied
+// (for the appending goroutine only).
+func (sg *segments) isPending(loc location) bool {
+	return len(sg.pending) > 0 && loc.offset >= sg.pendingAt && loc.segment == sg.last().name
+}
+
 // readOwn is read for the appending goroutine, which may hold locations
 // of records still pending.
 func (sg *segments) readOwn(loc location) ([]byte, error) {
-	if len(sg.pending) > 0 && loc.offset >= sg.pendingAt && loc.segment == sg.last().name {
+	if sg.isPending(loc) {
 		start := loc.offset - sg.pendingAt
 		if start+int64(loc.length) > int64(len(sg.pending)) {
 			return nil, fmt.Errorf("%w: segment %016x at %d", errChunkMissing, loc.segment, loc.offset)

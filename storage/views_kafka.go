@@ -248,6 +248,9 @@ func (c *StoredChunk) Records() ([]byte, error) {
 	if !c.KafkaBatch {
 		return c.stored, nil
 	}
+	if recs := c.segs.decoded.get(c.loc); recs != nil {
+		return recs, nil
+	}
 	kept, err := c.segs.read(c.loc, nil)
 	if err == nil {
 		kept, err = keptBatchRecords(kept, c.Count)
@@ -255,6 +258,7 @@ func (c *StoredChunk) Records() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: chunk at %d: %w", c.Base, err)
 	}
+	c.segs.decoded.put(c.loc, kept)
 	return kept, nil
 }
 
