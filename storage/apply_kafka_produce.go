@@ -5,44 +5,46 @@ import (
 )
 
 // applyKafkaProduce appends one Kafka batch to a partition addressed by
-// index. An idempotent
-// producer's batch is checked against its sequence state first (spec §3.3):
-// a batch already stored is answered with its original offset, a gap with
-// CodeOutOfOrder (CodeUnknownProducer when the partition has no state for
-// the producer), an old epoch with CodeFenced.
+// index. An idempotent producer's batch is checked against its sequence
+// state first (appendSequenced); any other is recognised when its proposal
+// was retried, by its first message id.
 func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.KafkaProduceResult {
-	var res wire.KafkaProduceResult
 	b, ok := parseProduced(&c.Push)
 	if !ok {
-		res.Code = wire.CodeBadRequest
-		return res
+		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
 	}
 	q, p, code := s.produceTarget(&c.Push, b)
 	if code != wire.CodeOK {
-		res.Code = code
-		return res
+		return wire.KafkaProduceResult{Code: code}
 	}
-	res.LogStart = p.start
 	if c.ProducerID >= 0 {
-		code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, b.n)
-		if code == wire.CodeDuplicate {
-			res.Code, res.BaseOffset = code, dupAt
-			return res
-		}
-		if code != wire.CodeOK {
-			res.Code = code
-			return res
-		}
-	} else if ctx.retry {
+		return s.appendSequenced(ctx, q, p, c, b)
+	}
+	res := wire.KafkaProduceResult{LogStart: p.start}
+	if ctx.retry {
 		if at, found := s.findRetriedBatch(ctx, p, b.first); found {
 			res.Code, res.BaseOffset = wire.CodeDuplicate, at
 			return res
 		}
 	}
 	res.BaseOffset, res.AppendMs = s.appendProduced(ctx, q, p, &c.Push, b), ctx.nowMs
-	if c.ProducerID >= 0 {
-		s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(b.n)}, res.BaseOffset)
+	return res
+}
+
+// appendSequenced appends an idempotent producer's batch once checked
+// against its sequence state in p (spec §3.3): a batch already stored is
+// answered CodeDuplicate with its original offset, a gap CodeOutOfOrder
+// (CodeUnknownProducer when the partition has no state for the producer),
+// an old epoch CodeFenced.
+func (s *Store) appendSequenced(ctx *applyCtx, q *queueState, p *partState, c *wire.KafkaProduceCmd, b producedBatch) wire.KafkaProduceResult {
+	res := wire.KafkaProduceResult{LogStart: p.start}
+	code, dupAt := s.checkSequence(ctx, p, c.ProducerID, c.Epoch, c.BaseSeq, b.n)
+	if code != wire.CodeOK {
+		res.Code, res.BaseOffset = code, dupAt
+		return res
 	}
+	res.BaseOffset, res.AppendMs = s.appendProduced(ctx, q, p, &c.Push, b), ctx.nowMs
+	s.recordBatch(ctx, p, c.ProducerID, c.Epoch, c.StateTTLMs, wire.SeqBatch{BaseSeq: c.BaseSeq, Count: uint32(b.n)}, res.BaseOffset)
 	return res
 }
 
@@ -182,7 +184,7 @@ func (s *Store) findRetriedBatch(ctx *applyCtx, p *partState, msgID wire.ID) (ui
 	it := newChunkIter(ctx.b, ctx.s.segs, p.id)
 	defer ctx.closeIter(it)
 	for ok := it.Last(); ok && it.Meta().appendMs >= ctx.entryMs; ok = it.Prev() {
-		stored, err := it.StoredInto(nil)
+		stored, err := it.Stored()
 		if err != nil {
 			ctx.fail(err)
 			return 0, false

@@ -221,15 +221,10 @@ func (s *Store) appendTxnBatch(ctx *applyCtx, prod *wire.KafkaProduceCmd, part *
 	if code != wire.CodeOK {
 		return wire.KafkaProduceResult{Code: code}
 	}
-	res := wire.KafkaProduceResult{LogStart: p.start}
-	code, dupAt := s.checkSequence(ctx, p, prod.ProducerID, prod.Epoch, prod.BaseSeq, b.n)
-	if code != wire.CodeOK {
-		res.Code, res.BaseOffset = code, dupAt // a duplicate: appended already, at dupAt
-		return res
+	res := s.appendSequenced(ctx, q, p, prod, b)
+	if res.Code != wire.CodeOK {
+		return res // a duplicate was appended already, at res.BaseOffset
 	}
-	res.BaseOffset, res.AppendMs = s.appendProduced(ctx, q, p, &prod.Push, b), ctx.nowMs
-	s.recordBatch(ctx, p, prod.ProducerID, prod.Epoch, prod.StateTTLMs,
-		wire.SeqBatch{BaseSeq: prod.BaseSeq, Count: uint32(b.n)}, res.BaseOffset)
 	s.openTxnBatch(ctx, p, prod.ProducerID, prod.Epoch, res.BaseOffset, res.BaseOffset+uint64(b.n))
 	part.producer = prod.ProducerID
 	if !slices.Contains(part.parts, p.id) {

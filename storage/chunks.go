@@ -194,35 +194,36 @@ func (c *chunkIter) End() uint64 { return c.Base() + uint64(c.meta.count) }
 func (c *chunkIter) Meta() chunkMeta { return c.meta }
 
 // Records returns the current chunk's length-prefixed records, read from
-// its segment into a buffer of their own; a kept Kafka batch is decoded
-// into stored records.
+// its segment into a buffer of their own (most readers keep record bodies
+// of earlier chunks while they read later ones); a kept Kafka batch is
+// decoded into stored records.
 func (c *chunkIter) Records() ([]byte, error) {
-	if c.meta.kafkaBatch {
-		return c.keptRecords()
+	if !c.meta.kafkaBatch {
+		return c.Stored()
 	}
-	return c.StoredInto(nil)
-}
-
-// StoredInto returns the current chunk's bytes as stored (stored records,
-// or a kept Kafka batch when Meta().kafkaBatch), reading into buf when it
-// is large enough, for a caller that is done with the previous chunk's.
-func (c *chunkIter) StoredInto(buf []byte) ([]byte, error) {
 	loc, err := c.locate()
 	if err != nil {
 		return nil, err
 	}
-	// Records gives each chunk a buffer of its own, since most readers keep
-	// record bodies of earlier chunks while they read later ones.
-	var records []byte
-	if c.own {
-		records, err = c.segs.readOwn(loc)
-	} else {
-		records, err = c.segs.read(loc, buf)
-	}
+	records, err := c.segs.keptRecords(loc, c.meta.count, c.own)
 	if err != nil {
 		return nil, fmt.Errorf("partition %d offset %d: %w", c.pid, c.Base(), err)
 	}
 	return records, nil
+}
+
+// Stored returns the current chunk's bytes as stored: stored records, or a
+// kept Kafka batch when Meta().kafkaBatch.
+func (c *chunkIter) Stored() ([]byte, error) {
+	loc, err := c.locate()
+	if err != nil {
+		return nil, err
+	}
+	stored, err := c.segs.readAs(loc, nil, c.own)
+	if err != nil {
+		return nil, fmt.Errorf("partition %d offset %d: %w", c.pid, c.Base(), err)
+	}
+	return stored, nil
 }
 
 // locate finds where the current chunk's bytes are.

@@ -44,26 +44,24 @@ func KafkaRecord(r *records.Record, id wire.ID, appendTime bool, hdrs []wire.Hea
 	return rec
 }
 
-// keptRecords is the current chunk, a kept batch, decoded into stored
-// records (from the recently decoded ones when it is there).
-func (c *chunkIter) keptRecords() ([]byte, error) {
-	loc, err := c.locate()
-	if err != nil {
-		return nil, err
-	}
-	if recs := c.segs.decoded.get(loc); recs != nil {
+// keptRecords is the kept batch at loc, of count records, decoded into
+// stored records, from the recently decoded ones when it is there. own:
+// the appending goroutine reads (records of the batch being applied may
+// still be pending, and are not kept decoded).
+func (sg *segments) keptRecords(loc location, count int, own bool) ([]byte, error) {
+	if recs := sg.decoded.get(loc); recs != nil {
 		return recs, nil
 	}
-	kept, err := c.StoredInto(nil)
+	kept, err := sg.readAs(loc, nil, own)
 	if err != nil {
 		return nil, err
 	}
-	out, err := keptBatchRecords(kept, c.meta.count)
+	out, err := keptBatchRecords(kept, count)
 	if err != nil {
-		return nil, fmt.Errorf("storage: chunk %d/%d: %w", c.pid, c.Base(), err)
+		return nil, err
 	}
-	if !c.own || !c.segs.isPending(loc) {
-		c.segs.decoded.put(loc, out)
+	if !own || !sg.isPending(loc) {
+		sg.decoded.put(loc, out)
 	}
 	return out, nil
 }

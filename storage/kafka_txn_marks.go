@@ -133,23 +133,21 @@ func (t *partTxns) firstOpen() (uint64, bool) {
 	return first, true
 }
 
+// skipAt is the index of the first of skips that ends after off: the one
+// holding off, if any does (skips are sorted and disjoint).
+func skipAt(skips []wire.OffsetRange, off uint64) int {
+	return sort.Search(len(skips), func(i int) bool { return skips[i].To > off })
+}
+
 // pastSkips is the first offset at or after off that is not skipped, and
 // where the next skipped range after it starts (none: ^0).
 func (t *partTxns) pastSkips(off uint64) (uint64, uint64) {
 	if t == nil {
 		return off, ^uint64(0)
 	}
-	i, _ := slices.BinarySearchFunc(t.skips, off, func(r wire.OffsetRange, off uint64) int {
-		switch {
-		case r.To <= off:
-			return -1
-		case r.From > off:
-			return 1
-		}
-		return 0
-	})
+	i := skipAt(t.skips, off)
 	for i < len(t.skips) && t.skips[i].From <= off {
-		off = max(off, t.skips[i].To)
+		off = t.skips[i].To // neighbours are not joined: step over each
 		i++
 	}
 	if i < len(t.skips) {
@@ -158,15 +156,15 @@ func (t *partTxns) pastSkips(off uint64) (uint64, uint64) {
 	return off, ^uint64(0)
 }
 
-// skip adds [from, to) to p's skipped ranges.
-func (s *Store) skip(ctx *applyCtx, pid uint64, t *partTxns, from, to uint64) {
+// skip adds [from, to) to partition pid's skipped ranges.
+func (t *partTxns) skip(ctx *applyCtx, pid, from, to uint64) {
 	i, _ := slices.BinarySearchFunc(t.skips, from, func(r wire.OffsetRange, from uint64) int { return cmp.Compare(r.From, from) })
 	t.skips = slices.Insert(t.skips, i, wire.OffsetRange{From: from, To: to})
 	ctx.set(partSkipKey(pid, from), binary.AppendUvarint(nil, to))
 }
 
-// trim forgets what lies wholly below the log start.
-func (s *Store) trimPartTxns(ctx *applyCtx, pid uint64, t *partTxns, start uint64) {
+// trim forgets what lies wholly below partition pid's log start.
+func (t *partTxns) trim(ctx *applyCtx, pid, start uint64) {
 	n := 0
 	for n < len(t.skips) && t.skips[n].To <= start {
 		ctx.del(partSkipKey(pid, t.skips[n].From))
@@ -263,14 +261,14 @@ func (s *Store) endTxnIn(ctx *applyCtx, p *partState, producer int64, commit boo
 	if !commit {
 		typ = records.ControlAbort
 		for _, b := range o.batches {
-			s.skip(ctx, p.id, t, b.From, b.To)
+			t.skip(ctx, p.id, b.From, b.To)
 		}
 		a := AbortedTxn{ProducerID: producer, First: o.batches[0].From, Last: at}
 		t.aborted = append(t.aborted, a)
 		ctx.set(partAbortedKey(p.id, at), encodeAborted(a))
 	}
-	s.skip(ctx, p.id, t, at, at+1)
-	s.trimPartTxns(ctx, p.id, t, p.start)
+	t.skip(ctx, p.id, at, at+1)
+	t.trim(ctx, p.id, p.start)
 	batch := records.AppendControlBatch(nil, records.ControlMarker{BaseOffset: 0, PartitionLeaderEpoch: -1,
 		ProducerID: producer, ProducerEpoch: o.epoch, Type: typ, Timestamp: ctx.nowMs})
 	kept := wire.AppendKafkaBatch(nil, marker, len(batch)-records.HeaderSize, batch)
@@ -298,35 +296,54 @@ type TxnView struct {
 
 // Skipped reports whether off lies in one of the view's skipped ranges.
 func (v *TxnView) Skipped(off uint64) bool {
-	i := sort.Search(len(v.Skips), func(i int) bool { return v.Skips[i].To > off })
+	i := skipAt(v.Skips, off)
 	return i < len(v.Skips) && v.Skips[i].From <= off
 }
 
+// LastStable is p's last stable offset for a reader holding high-water
+// mark hwm: the first offset of a transaction still open, else hwm.
+func (s *Store) LastStable(p Partition, hwm uint64) uint64 {
+	if !s.hasTxns.Load() {
+		return hwm
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return lastStable(s.kafka.txnsOf(p.ID), hwm)
+}
+
+func lastStable(t *partTxns, hwm uint64) uint64 {
+	if first, ok := t.firstOpen(); ok && first < hwm {
+		return first
+	}
+	return hwm
+}
+
 // Txns is p's transaction view for a read of [from, hwm), hwm being the
-// high-water mark the reader holds.
+// high-water mark the reader holds: what a read_committed reader needs.
 func (s *Store) Txns(p Partition, from, hwm uint64) TxnView {
 	if !s.hasTxns.Load() {
 		return TxnView{LastStable: hwm}
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	v := TxnView{LastStable: hwm}
 	t := s.kafka.txnsOf(p.ID)
+	v := TxnView{LastStable: lastStable(t, hwm)}
 	if t == nil {
 		return v
 	}
-	if first, ok := t.firstOpen(); ok && first < hwm {
-		v.LastStable = first
-	}
-	for _, a := range t.aborted {
-		if a.Last >= from && a.First < v.LastStable {
+	// Aborted transactions are in marker order: those whose marker is at
+	// or after from, and that began before the last stable offset.
+	i := sort.Search(len(t.aborted), func(i int) bool { return t.aborted[i].Last >= from })
+	for _, a := range t.aborted[i:] {
+		if a.First < v.LastStable {
 			v.Aborted = append(v.Aborted, a)
 		}
 	}
-	for _, r := range t.skips {
-		if r.To > from && r.From < v.LastStable {
-			v.Skips = append(v.Skips, r)
+	for _, r := range t.skips[skipAt(t.skips, from):] {
+		if r.From >= v.LastStable {
+			break
 		}
+		v.Skips = append(v.Skips, r)
 	}
 	return v
 }

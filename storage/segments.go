@@ -356,6 +356,15 @@ func (sg *segments) isPending(loc location) bool {
 	return len(sg.pending) > 0 && loc.offset >= sg.pendingAt && loc.segment == sg.last().name
 }
 
+// readAs reads a chunk's bytes as read does or, for the appending
+// goroutine (own), as readOwn does.
+func (sg *segments) readAs(loc location, buf []byte, own bool) ([]byte, error) {
+	if own {
+		return sg.readOwn(loc)
+	}
+	return sg.read(loc, buf)
+}
+
 // readOwn is read for the appending goroutine, which may hold locations
 // of records still pending.
 func (sg *segments) readOwn(loc location) ([]byte, error) {

@@ -1,9 +1,8 @@
 package storage
 
 import (
-	"fmt"
-
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/queen-mq/queen/wire"
@@ -248,18 +247,11 @@ func (c *StoredChunk) Records() ([]byte, error) {
 	if !c.KafkaBatch {
 		return c.stored, nil
 	}
-	if recs := c.segs.decoded.get(c.loc); recs != nil {
-		return recs, nil
-	}
-	kept, err := c.segs.read(c.loc, nil)
-	if err == nil {
-		kept, err = keptBatchRecords(kept, c.Count)
-	}
+	recs, err := c.segs.keptRecords(c.loc, c.Count, false)
 	if err != nil {
 		return nil, fmt.Errorf("storage: chunk at %d: %w", c.Base, err)
 	}
-	c.segs.decoded.put(c.loc, kept)
-	return kept, nil
+	return recs, nil
 }
 
 // Size is the bytes the chunk takes in its segment.
