@@ -376,8 +376,7 @@ func (b *Broker) batchBody(push *wire.PushCmd, form storedForm, bt *records.Batc
 	}
 	push.Flags |= wire.PushKafkaBatch
 	body := header(make([]byte, 0, headerSize+wire.KafkaBatchHeaderSize+len(bt.Raw)))
-	first := b.ids.id(time.Now().UnixMilli(), b.ids.reserve(len(bt.Records)))
-	return wire.AppendKafkaBatch(body, first, bt.InflatedSize, bt.Raw), nil
+	return wire.AppendKafkaBatch(body, b.ids.first(len(bt.Records)), bt.InflatedSize, bt.Raw), nil
 }
 
 // stageBatches builds the commands of a transactional produce: each batch,

@@ -150,17 +150,13 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime, commit
 	if !ok {
 		return 0, scratch, wire.ErrPartitionNotFound
 	}
-	term, leads, caughtUp := b.engine.LeaderEpoch(p.group)
-	if err := checkLeaderEpoch(fp.CurrentLeaderEpoch, term); err != nil {
+	_, caughtUp, err := b.leading(p.group, fp.CurrentLeaderEpoch)
+	if err != nil {
 		return 0, scratch, err
-	}
-	if !leads {
-		return 0, scratch, errNotLeader
 	}
 	hwm, start := p.HighWatermark(), p.LogStart()
 	from := fp.FetchOffset
-	txns := p.Store().Txns(p.Partition, uint64(max(from, 0)), hwm)
-	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(txns.LastStable), int64(start)
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(hwm), int64(hwm), int64(start)
 	switch {
 	case from < int64(start):
 		return 0, scratch, errOffsetOutOfRange
@@ -171,26 +167,26 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime, commit
 	case from > int64(hwm):
 		return 0, scratch, errOffsetOutOfRange
 	}
-	upper := hwm
+	fb := fetchBatches{b: b, from: uint64(from), hwm: hwm, budget: budget, force: force, appendTime: appendTime, scratch: scratch}
 	if committed {
 		// read_committed: nothing past the last stable offset, and the
 		// aborted transactions the records read overlap, for the client
 		// to drop their batches.
-		upper = txns.LastStable
+		txns := p.Store().Txns(p.Partition, uint64(from), hwm)
+		fb.hwm, fb.txns = txns.LastStable, &txns
 		for _, a := range txns.Aborted {
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 			at.ProducerID, at.FirstOffset = a.ProducerID, int64(a.First)
 			rp.AbortedTransactions = append(rp.AbortedTransactions, at)
 		}
+		rp.LastStableOffset = int64(txns.LastStable)
+	} else {
+		rp.LastStableOffset = int64(p.Store().LastStable(p.Partition, hwm))
 	}
-	if from >= int64(upper) || (budget <= 0 && !force) {
+	if from >= int64(fb.hwm) || (budget <= 0 && !force) {
 		return 0, scratch, nil
 	}
-	fb := fetchBatches{b: b, from: uint64(from), hwm: upper, budget: budget, force: force, appendTime: appendTime, scratch: scratch}
-	if committed {
-		fb.txns = &txns
-	}
-	_, err := p.Store().ReadChunks(p.Partition, uint64(from), fb.add)
+	_, err = p.Store().ReadChunks(p.Partition, uint64(from), fb.add)
 	if err == nil {
 		err = fb.err
 	}
@@ -237,14 +233,11 @@ func (f *fetchBatches) add(c *storage.StoredChunk) bool {
 		if f.used+n > f.budget && (f.used > 0 || !f.force) {
 			return false
 		}
-		if f.out == nil {
-			// Sized once for what the read will likely take: the budget, or
-			// less when the partition holds less past this chunk (at its
-			// bytes per record), so the answer neither grows by copying
-			// nor zeroes room it never fills.
-			left := (f.hwm - c.Base) * uint64(n) / uint64(max(c.Count, 1))
-			f.out = make([]byte, fetchHeadroom, fetchHeadroom+max(n, int(min(uint64(f.budget), left))))
-		}
+		// Sized for what the read will likely take: the budget, or less
+		// when the partition holds less past this chunk (at its bytes per
+		// record), so the answer neither grows by copying nor zeroes room
+		// it never fills.
+		f.grow(max(n, int(min(uint64(f.budget), (f.hwm-c.Base)*uint64(n)/uint64(max(c.Count, 1))))))
 		at := len(f.out)
 		if f.out, f.err = c.AppendKafkaBatch(f.out); f.err != nil {
 			return false
@@ -286,7 +279,7 @@ func (f *fetchBatches) add(c *storage.StoredChunk) bool {
 		f.used += len(body)
 	}
 	if len(f.scratch) > 0 {
-		f.grow()
+		f.grow(min(f.budget, 1<<20) + records.HeaderSize)
 		opts := records.NewBatchOptions(int64(first))
 		if f.appendTime {
 			opts.TimestampType, opts.LogAppendTime = records.LogAppendTime, c.AppendMs
@@ -300,10 +293,11 @@ func (f *fetchBatches) add(c *storage.StoredChunk) bool {
 // batch, which StoredChunk.AppendKafkaBatch reads a chunk's header into.
 const fetchHeadroom = wire.KafkaBatchHeaderSize
 
-// grow gives the response its buffer at its first batch.
-func (f *fetchBatches) grow() {
+// grow gives the answer its buffer, of room for size bytes, at its first
+// batch.
+func (f *fetchBatches) grow(size int) {
 	if f.out == nil {
-		f.out = make([]byte, fetchHeadroom, fetchHeadroom+min(f.budget, 1<<20)+records.HeaderSize)
+		f.out = make([]byte, fetchHeadroom, fetchHeadroom+size)
 	}
 }
 
@@ -311,16 +305,12 @@ func (f *fetchBatches) grow() {
 // holds no records (internal_topics.go), at the leader of the raft group
 // it stands for: empty, both ends 0.
 func (b *Broker) fetchInternal(tenant wire.ID, fp *kmsg.FetchRequestTopicPartition, rp *kmsg.FetchResponseTopicPartition) error {
-	groups := b.internalTopicGroups(tenant)
+	groups := internalTopicGroups(b.engine, tenant)
 	if fp.Partition < 0 || int(fp.Partition) >= len(groups) {
 		return wire.ErrPartitionNotFound
 	}
-	term, leads, _ := b.engine.LeaderEpoch(groups[fp.Partition])
-	if err := checkLeaderEpoch(fp.CurrentLeaderEpoch, term); err != nil {
+	if _, _, err := b.leading(groups[fp.Partition], fp.CurrentLeaderEpoch); err != nil {
 		return err
-	}
-	if !leads {
-		return errNotLeader
 	}
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, 0, 0
 	if fp.FetchOffset != 0 {

@@ -62,8 +62,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 					return errNotCaughtUp
 				case ts == listLatest && req.IsolationLevel == 1:
 					// read_committed: the last stable offset, as Kafka.
-					hwm := p.HighWatermark()
-					rp.Offset = int64(p.Store().Txns(p.Partition, hwm, hwm).LastStable)
+					rp.Offset = int64(p.Store().LastStable(p.Partition, p.HighWatermark()))
 				case ts == listLatest:
 					rp.Offset = int64(p.HighWatermark())
 				default:
@@ -87,7 +86,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 // holds no records: both ends are 0 and no record has a timestamp. It is
 // answered by the leader of the raft group the partition stands for.
 func (b *Broker) listInternalOffsets(tenant wire.ID, lp kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) error {
-	groups := b.internalTopicGroups(tenant)
+	groups := internalTopicGroups(b.engine, tenant)
 	if lp.Partition < 0 || int(lp.Partition) >= len(groups) {
 		return wire.ErrPartitionNotFound
 	}
@@ -107,12 +106,9 @@ func (b *Broker) listInternalOffsets(tenant wire.ID, lp kmsg.ListOffsetsRequestT
 // client believes current, and answers with that epoch; caughtUp is
 // whether the leader has applied everything committed before its term.
 func (b *Broker) listingLeader(n int, lp kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) (caughtUp bool, err error) {
-	term, leads, caughtUp := b.engine.LeaderEpoch(n)
-	if err := checkLeaderEpoch(lp.CurrentLeaderEpoch, term); err != nil {
+	term, caughtUp, err := b.leading(n, lp.CurrentLeaderEpoch)
+	if err != nil {
 		return false, err
-	}
-	if !leads {
-		return false, errNotLeader
 	}
 	rp.LeaderEpoch = epochOf(term)
 	return caughtUp, nil

@@ -55,7 +55,7 @@ func (b *Broker) epochEnd(tenant wire.ID, topic string, p kmsg.OffsetForLeaderEp
 		end   func() uint64
 	)
 	if isInternalTopic(topic) {
-		groups := b.internalTopicGroups(tenant)
+		groups := internalTopicGroups(b.engine, tenant)
 		if p.Partition < 0 || int(p.Partition) >= len(groups) {
 			return wire.ErrPartitionNotFound
 		}
@@ -67,12 +67,9 @@ func (b *Broker) epochEnd(tenant wire.ID, topic string, p kmsg.OffsetForLeaderEp
 		}
 		group, end = part.group, part.HighWatermark
 	}
-	term, leads, caughtUp := b.engine.LeaderEpoch(group)
-	if err := checkLeaderEpoch(p.CurrentLeaderEpoch, term); err != nil {
+	term, caughtUp, err := b.leading(group, p.CurrentLeaderEpoch)
+	if err != nil {
 		return err
-	}
-	if !leads {
-		return errNotLeader
 	}
 	if !caughtUp {
 		return errNotCaughtUp // its high-water mark may trail the previous leader's

@@ -59,6 +59,20 @@ func checkLeaderEpoch(current int32, term uint64) error {
 	}
 }
 
+// leading checks that this node leads raft group g at the leader epoch a
+// request believes current (-1: any), and returns the group's term and
+// whether this leader has caught up with what an earlier one committed.
+func (b *Broker) leading(g int, current int32) (term uint64, caughtUp bool, err error) {
+	term, leads, caughtUp := b.engine.LeaderEpoch(g)
+	if err := checkLeaderEpoch(current, term); err != nil {
+		return term, false, err
+	}
+	if !leads {
+		return term, false, errNotLeader
+	}
+	return term, caughtUp, nil
+}
+
 // brokerAddr is where clients reach node id: this node's own advertised
 // address, or what the node registry holds for the others.
 func (b *Broker) brokerAddr(id uint64) (string, int32, bool) {

@@ -37,8 +37,12 @@ func newReqID() wire.ID {
 	return id
 }
 
-// reserve returns the first of n consecutive counter values.
-func (g *msgIDs) reserve(n int) uint64 { return g.n.Add(uint64(n)) - uint64(n) }
+// first reserves n consecutive ids and returns the first; the others
+// follow from it (wire.ID.Plus), as the stored records of a batch and a
+// batch kept as produced both number them.
+func (g *msgIDs) first(n int) wire.ID {
+	return g.id(time.Now().UnixMilli(), g.n.Add(uint64(n))-uint64(n))
+}
 
 // id builds the id of counter value v at unix millisecond ms.
 func (g *msgIDs) id(ms int64, v uint64) wire.ID {
@@ -83,12 +87,11 @@ type storedForm struct {
 // read with its chunk's append time: so are LogAppendTime batches and every
 // record of a LogAppendTime topic.
 func (b *Broker) appendStored(dst []byte, batch *records.Batch, form storedForm) ([]byte, error) {
-	ms := time.Now().UnixMilli()
-	v := b.ids.reserve(len(batch.Records))
+	first := b.ids.first(len(batch.Records))
 	var hdrs []wire.Header
 	appendTime := form.appendTime || batch.TimestampType() == records.LogAppendTime
 	for i := range batch.Records {
-		rec := storage.KafkaRecord(&batch.Records[i], b.ids.id(ms, v+uint64(i)), appendTime, hdrs[:0])
+		rec := storage.KafkaRecord(&batch.Records[i], first.Plus(uint64(i)), appendTime, hdrs[:0])
 		hdrs = rec.Headers
 		if form.seal {
 			if err := b.engine.SealRecord(&rec); err != nil {

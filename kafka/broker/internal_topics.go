@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -35,8 +36,8 @@ func isInternalTopic(name string) bool {
 
 // internalTopicGroups is the raft group behind each partition of an
 // internal topic of tenant, by partition index.
-func (b *Broker) internalTopicGroups(tenant wire.ID) []int {
-	return b.engine.TenantGroups(tenant)
+func internalTopicGroups(e *raftgroups.Engine, tenant wire.ID) []int {
+	return e.TenantGroups(tenant)
 }
 
 // internalTopicMetadata is an internal topic as Metadata lists it.
@@ -44,6 +45,6 @@ func (b *Broker) internalTopicMetadata(tenant wire.ID, name string, leaders *gro
 	rt := kmsg.NewMetadataResponseTopic()
 	rt.Topic, rt.TopicID = kmsg.StringPtr(name), topicIDOf(tenant, name, 0)
 	rt.IsInternal = true
-	rt.Partitions = leaders.partitions(b.internalTopicGroups(tenant))
+	rt.Partitions = leaders.partitions(internalTopicGroups(b.engine, tenant))
 	return rt
 }

@@ -59,7 +59,7 @@ func topicInfos(e *raftgroups.Engine, tenant wire.ID) []groups.TopicInfo {
 // matches; they hold no records, and a fetch of them answers empty.
 func consumerTopicInfos(e *raftgroups.Engine, tenant wire.ID) []groups.TopicInfo {
 	out := topicInfos(e, tenant)
-	n := int32(len(e.TenantGroups(tenant))) // as internalTopicGroups
+	n := int32(len(internalTopicGroups(e, tenant)))
 	for _, name := range internalTopics {
 		out = append(out, groups.TopicInfo{Name: name, ID: topicIDOf(tenant, name, 0), Partitions: n})
 	}

@@ -137,10 +137,19 @@ func CheckBatch(data []byte) (Batch, error) {
 	case size != len(data):
 		return Batch{}, fmt.Errorf("%w: %d bytes after the batch", ErrCorrupt, len(data)-size)
 	}
-	if got := crc32.Checksum(data[offAttributes:], crc32c); got != b.CRC {
-		return Batch{}, fmt.Errorf("%w: crc32c is %08x, header says %08x", ErrCorrupt, got, b.CRC)
+	if err := checkCRC(data, b.CRC); err != nil {
+		return Batch{}, err
 	}
 	return b, nil
+}
+
+// checkCRC checks a whole batch's CRC-32C (from its attributes on) against
+// the header's.
+func checkCRC(batch []byte, want uint32) error {
+	if got := crc32.Checksum(batch[offAttributes:], crc32c); got != want {
+		return fmt.Errorf("%w: crc32c is %08x, header says %08x", ErrCorrupt, got, want)
+	}
+	return nil
 }
 
 // parseHeader fills the header fields of b from data and returns the wire
@@ -188,8 +197,8 @@ func decodeBatch(data []byte, b *Batch, maxBatch int, budget *Budget, fresh bool
 		return 0, fmt.Errorf("%w: batch is %d bytes, the limit is %d", ErrTooLarge, size, maxBatch)
 	}
 	batch := data[:size]
-	if got := crc32.Checksum(batch[offAttributes:], crc32c); got != b.CRC {
-		return 0, fmt.Errorf("%w: crc32c is %08x, header says %08x", ErrCorrupt, got, b.CRC)
+	if err := checkCRC(batch, b.CRC); err != nil {
+		return 0, err
 	}
 	if b.NumRecords < 0 {
 		return 0, fmt.Errorf("%w: negative record count %d", ErrCorrupt, b.NumRecords)
