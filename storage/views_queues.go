@@ -154,8 +154,9 @@ func (s *Store) Queues(tenant wire.ID, f QueueFilter, nowMs int64) []QueueView {
 // AllQueues copies every queue of every tenant in this store for metrics,
 // in id order, with its partitions when it has at most maxPartitions here
 // (its totals, high-water marks and group lags are kept as it changes, so
-// a queue of millions of partitions costs a scrape no more than one). Each queue is copied whole under
-// the read lock, but the lock is let go after every viewBatchWork
+// a queue of millions of partitions costs a scrape no more than one).
+// Each queue is copied whole under the read lock, but the lock is let go
+// after every viewBatchWork
 // partitions and cursors: a scrape of a store with many queues otherwise
 // kept the apply loop (which takes the lock for writing) waiting for the
 // whole copy, and with it every reader queued behind that writer. Queues
