@@ -312,7 +312,7 @@ func (e *Engine) shardComplete(g int, st storage.ShardState, cat *wire.Catalog) 
 	if st.Subs < len(e.HomeStore(st.Tenant, st.Queue).Subscriptions(st.Tenant, st.Queue)) {
 		return false
 	}
-	return e.HomeStore(st.Tenant, st.Queue).DirInGroup(st.Tenant, st.Queue, g) == len(st.Indexes)
+	return e.HomeStore(st.Tenant, st.Queue).DirInGroup(st.Tenant, st.Queue, g) == st.Partitions
 }
 
 // proposeAll proposes commands of one kind in one raft entry of group g and

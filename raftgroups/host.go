@@ -113,6 +113,10 @@ type Config struct {
 	// dead segment range to relocate (30 s when zero). Tests shrink both.
 	SegmentBytes  int64
 	RelocateEvery time.Duration
+	// MemoryBudget is the node's memory budget (QUEEN_MEMORY_LIMIT_MB, in
+	// bytes; 0: none): each group's block cache and memtables take a
+	// share of it (StoreMemory).
+	MemoryBudget int64
 
 	Logger *slog.Logger
 	// DragonboatLogLevel is the least level of dragonboat's own lines that
@@ -458,8 +462,38 @@ func (h *Host) startGroup(n int) (*group, error) {
 
 // newStore is group n's state machine in storeDir (opened by dragonboat).
 func (h *Host) newStore(n int, storeDir string) *storage.Store {
+	cache, memtable := StoreMemory(h.cfg.MemoryBudget, h.cfg.Groups)
 	return storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
-		TraceRetentionMs: h.cfg.TraceRetention.Milliseconds(), SegmentBytes: h.cfg.SegmentBytes})
+		TraceRetentionMs: h.cfg.TraceRetention.Milliseconds(), SegmentBytes: h.cfg.SegmentBytes,
+		CacheBytes: cache, MemTableBytes: memtable})
+}
+
+// StoreMemory is what one group's store may hold in memory under a node
+// budget shared by groups raft groups: a block cache and memtables of an
+// eighth of the budget each, over the groups, within [8 MiB, 64 MiB] and
+// [4 MiB, 64 MiB]: in the steady state a store holds its cache and one
+// memtable, a quarter of the budget for all groups together, and the rest
+// is left to the raft logs, requests in flight and the partitions' state
+// (a store holds up to four memtables only while its flushes lag). No
+// budget: 64 MiB each.
+func StoreMemory(budget int64, groups int) (cacheBytes int64, memtableBytes int) {
+	if budget <= 0 || groups <= 0 {
+		return 64 << 20, 64 << 20
+	}
+	share := budget / 8 / int64(groups)
+	return min(max(share, 8<<20), 64<<20), int(min(max(share, 4<<20), 64<<20))
+}
+
+// GoMemoryLimit is the Go runtime's share of a node's memory budget: the
+// stores' block caches and memtables are allocated outside the Go heap
+// (pebble's manual allocator), so the runtime gets what their steady state
+// leaves. 0: no budget, no limit.
+func GoMemoryLimit(budget int64, groups int) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	cache, memtable := StoreMemory(budget, groups)
+	return max(budget-int64(max(groups, 1))*(cache+int64(memtable)), budget/4)
 }
 
 // replicaConfig is the dragonboat configuration of this node's replica of

@@ -385,3 +385,27 @@ func TestKafkaTransactionAcrossGroups(t *testing.T) {
 		t.Fatalf("coordinator state %+v", info)
 	}
 }
+
+// The stores' caches and the runtime's limit share a node's budget: more
+// groups get smaller caches, within their bounds, and the runtime keeps
+// at least a quarter.
+func TestStoreMemoryShareTheBudget(t *testing.T) {
+	for _, c := range []struct {
+		budget                   int64
+		groups                   int
+		cache, memtable, goLimit int64
+	}{
+		{0, 2, 64 << 20, 64 << 20, 0},
+		{1 << 30, 2, 64 << 20, 64 << 20, 768 << 20},
+		{1 << 30, 16, 8 << 20, 8 << 20, 768 << 20},
+		{256 << 20, 16, 8 << 20, 4 << 20, 64 << 20},
+		{8 << 30, 2, 64 << 20, 64 << 20, 8<<30 - 256<<20},
+	} {
+		cache, memtable := StoreMemory(c.budget, c.groups)
+		goLimit := GoMemoryLimit(c.budget, c.groups)
+		if cache != c.cache || int64(memtable) != c.memtable || goLimit != c.goLimit {
+			t.Errorf("budget %d MiB, %d groups: cache %d, memtable %d, go limit %d MiB; want %d, %d, %d MiB",
+				c.budget>>20, c.groups, cache>>20, memtable>>20, goLimit>>20, c.cache>>20, c.memtable>>20, c.goLimit>>20)
+		}
+	}
+}

@@ -331,7 +331,6 @@ func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name string, cat *wir
 		cfgVer:    cat.CfgVer,
 		place:     cat.Place,
 		home:      home,
-		byName:    map[string]*partState{},
 		subs:      map[string]*subscription{},
 	}
 	s.counters.nextQueueID++
@@ -339,7 +338,6 @@ func (s *Store) createQueue(ctx *applyCtx, tenant wire.ID, name string, cat *wir
 		q.inc = wire.GroupID(q.id, s.cfg.Group)
 		q.cfgVer = 1
 		q.createdMs = ctx.nowMs
-		q.dirByName = map[string]uint32{}
 	}
 	s.queues[queueKeyT{tenant, name}] = q
 	s.queuesByID[q.id] = q
@@ -360,11 +358,7 @@ func (s *Store) createPartition(ctx *applyCtx, q *queueState, index uint32, name
 		heapAt:    -1,
 	}
 	s.counters.nextPartID++
-	for int(index) >= len(q.parts) {
-		q.parts = append(q.parts, nil)
-	}
-	q.parts[index] = p
-	q.byName[name] = p
+	q.addPart(p)
 	s.parts[p.id] = p
 	ctx.recountLater(p)
 	for _, sub := range q.subs {

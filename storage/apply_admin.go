@@ -18,7 +18,7 @@ func (s *Store) applyCommitPosition(ctx *applyCtx, c *wire.CommitPositionCmd) wi
 			p = q.parts[c.PartitionIndex]
 		}
 	} else {
-		p = q.byName[c.Partition]
+		p = q.part(c.Partition)
 	}
 	if p == nil {
 		return wire.CodeResult{Code: wire.CodePartitionNotFound}

@@ -57,7 +57,7 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 	}
 	parts := q.parts
 	if c.Partition != "" {
-		p := q.byName[c.Partition]
+		p := q.part(c.Partition)
 		if p == nil {
 			return wire.CountResult{Code: wire.CodePartitionNotFound}
 		}

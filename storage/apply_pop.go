@@ -53,7 +53,7 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 		}
 	}
 	if c.Partition != "" {
-		if p := q.byName[c.Partition]; p != nil {
+		if p := q.part(c.Partition); p != nil {
 			claim(p)
 		}
 		return res

@@ -133,7 +133,7 @@ func (s *Store) pushTarget(q *queueState, c *wire.PushCmd) (*partState, wire.Cod
 		}
 		return nil, wire.CodePartitionNotFound
 	}
-	if p := q.byName[c.Partition]; p != nil {
+	if p := q.part(c.Partition); p != nil {
 		return p, wire.CodeOK
 	}
 	return nil, wire.CodePartitionNotFound

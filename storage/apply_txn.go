@@ -276,7 +276,7 @@ func (s *Store) checkTxnPosition(tenant wire.ID, pos *wire.PositionOp) wire.Code
 	if q == nil {
 		return wire.CodeQueueNotFound
 	}
-	if q.byName[pos.Partition] == nil {
+	if q.part(pos.Partition) == nil {
 		return wire.CodePartitionNotFound
 	}
 	return wire.CodeOK
@@ -286,14 +286,14 @@ func (s *Store) checkTxnPosition(tenant wire.ID, pos *wire.PositionOp) wire.Code
 // partition the transaction's check found.
 func (s *Store) applyPosition(ctx *applyCtx, tenant wire.ID, pos *wire.PositionOp) wire.CodeResult {
 	q := s.queue(tenant, pos.Queue)
-	if q == nil || q.byName[pos.Partition] == nil {
+	if q == nil || q.part(pos.Partition) == nil {
 		return wire.CodeResult{Code: wire.CodePartitionNotFound}
 	}
 	// A group new to the queue subscribes with the mode the position names;
 	// an existing subscription is left as it is.
 	s.subscribe(ctx, q, pos.Group, pos.SubMode, 0, 0)
 	if pos.Reset {
-		s.forgetPosition(ctx, q, q.byName[pos.Partition], pos.Group)
+		s.forgetPosition(ctx, q, q.part(pos.Partition), pos.Group)
 		return wire.CodeResult{Code: wire.CodeOK}
 	}
 	return s.applyCommitPosition(ctx, &wire.CommitPositionCmd{Tenant: tenant, Queue: pos.Queue, Group: pos.Group,

@@ -86,11 +86,7 @@ func (s *Store) load() error {
 				return fmt.Errorf("partition %d of missing queue %d", p.id, qid)
 			}
 			p.q = q
-			for int(p.index) >= len(q.parts) {
-				q.parts = append(q.parts, nil)
-			}
-			q.parts[p.index] = p
-			q.byName[p.name] = p
+			q.addPart(p)
 			s.parts[p.id] = p
 			p.hwm.Store(p.next)
 			p.logStart.Store(p.start)

@@ -74,14 +74,14 @@ func (s *Store) addDirEntry(ctx *applyCtx, q *queueState, name string) uint32 {
 	index := uint32(len(q.dir))
 	if name == "" {
 		name = strconv.FormatUint(uint64(index), 10)
-		for _, taken := q.dirByName[name]; taken; _, taken = q.dirByName[name] {
+		for _, taken := q.dirIndex(name); taken; _, taken = q.dirIndex(name) {
 			name = "kafka-" + name
 		}
 	}
 	g := q.place.GroupOf(index)
 	d := dirEntry{name: name, group: uint16(g), createdMs: ctx.nowMs}
 	q.dir = append(q.dir, d)
-	q.dirByName[name] = index
+	q.dirNames.put(name, index)
 	q.groups |= 1 << uint(g)
 	q.countInGroup(d.group)
 	ctx.set(dirKey(q.id, index), d.encode())
@@ -127,7 +127,7 @@ func (s *Store) applyAlloc(ctx *applyCtx, c *wire.AllocCmd) wire.AllocResult {
 	}
 	res.Parts = make([]wire.DirEntry, 0, len(c.Names)+int(c.Count))
 	for _, n := range c.Names {
-		index, ok := q.dirByName[n]
+		index, ok := q.dirIndex(n)
 		if !ok {
 			index = s.addDirEntry(ctx, q, n)
 		}
@@ -174,7 +174,7 @@ func (s *Store) applyEnsureShard(ctx *applyCtx, c *wire.EnsureShardCmd) wire.Cod
 		if int(d.Index) < len(q.parts) && q.parts[d.Index] != nil {
 			continue
 		}
-		if p := q.byName[d.Name]; p != nil {
+		if p := q.part(d.Name); p != nil {
 			return wire.CodeResult{Code: wire.CodeConflict} // the name is taken at another index
 		}
 		s.createPartition(ctx, q, d.Index, d.Name, d.CreatedMs)
@@ -266,7 +266,7 @@ func (s *Store) loadDir() error {
 			q.dir = append(q.dir, dirEntry{})
 		}
 		q.dir[index] = d
-		q.dirByName[d.name] = index
+		q.dirNames.put(d.name, index)
 		q.groups |= 1 << uint(d.group)
 		q.countInGroup(d.group)
 		return nil
@@ -293,7 +293,7 @@ func (s *Store) DirByName(tenant wire.ID, queue, name string) (wire.DirEntry, bo
 	if q == nil || !q.home {
 		return wire.DirEntry{}, false
 	}
-	i, ok := q.dirByName[name]
+	i, ok := q.dirIndex(name)
 	if !ok {
 		return wire.DirEntry{}, false
 	}
@@ -390,8 +390,9 @@ type ShardState struct {
 	Inc    uint64
 	CfgVer uint64
 	Home   bool
-	// Indexes lists the partitions this group holds.
-	Indexes []uint32
+	// Partitions counts the partitions this group holds (a count, not
+	// their list: reconciling every few seconds must not copy millions).
+	Partitions int
 	// Subs counts the consumer groups subscribed here.
 	Subs int
 }
@@ -405,7 +406,7 @@ func (s *Store) Shards() []ShardState {
 		st := ShardState{Tenant: q.tenant, Queue: q.name, Inc: q.inc, CfgVer: q.cfgVer, Home: q.home, Subs: len(q.subs)}
 		for _, p := range q.parts {
 			if p != nil {
-				st.Indexes = append(st.Indexes, p.index)
+				st.Partitions++
 			}
 		}
 		out = append(out, st)

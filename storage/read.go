@@ -120,10 +120,10 @@ func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
-	if q == nil || q.byName[name] == nil {
+	if q == nil || q.part(name) == nil {
 		return Partition{}, false
 	}
-	return s.handle(q.byName[name]), true
+	return s.handle(q.part(name)), true
 }
 
 // PartitionByID resolves a partition by its id, checking it belongs to
@@ -268,7 +268,7 @@ func (s *Store) PopReadiness(tenant wire.ID, queue, group, partition string, now
 	}
 	switch {
 	case partition != "":
-		check(q.byName[partition])
+		check(q.part(partition))
 	case sub == nil:
 		for _, p := range q.parts {
 			if check(p) {

@@ -34,19 +34,19 @@ type queueState struct {
 	cfgVer uint64
 	place  wire.Placement
 	// home: this group holds the queue's catalog, the directory of every
-	// partition (dir, by index; dirByName) and groups, the set of groups
+	// partition (dir, by index; dirNames) and groups, the set of groups
 	// holding partitions (bit g).
-	home      bool
-	dir       []dirEntry
-	dirByName map[string]uint32
-	groups    uint64
+	home     bool
+	dir      []dirEntry
+	dirNames nameIndex
+	groups   uint64
 	// dirInGroup counts the directory's partitions by raft group, so a
 	// shard's completeness is checked without copying the directory.
 	dirInGroup []uint32
 
-	parts  []*partState // this group's partitions, by permanent index (sparse)
-	byName map[string]*partState
-	subs   map[string]*subscription
+	parts     []*partState // this group's partitions, by permanent index (sparse)
+	partNames nameIndex    // parts by name
+	subs      map[string]*subscription
 
 	stats   *queueStats // in-memory activity counters (views_stats.go)
 	dlqRows int         // dead-letter rows not yet replayed, rebuilt by load
@@ -63,11 +63,11 @@ type queueState struct {
 
 // partState is one partition. next, start and lastWriteMs belong to the
 // apply loop; readers use the published high-water mark hwm, which only ever
-// covers records already committed to the store.
+// covers records already committed to the store. There is one per
+// partition, millions in a node: fields are ordered so none is padded.
 type partState struct {
 	id          uint64
 	q           *queueState
-	index       uint32
 	name        string
 	createdMs   int64
 	next        uint64 // offset the next appended record gets
@@ -77,20 +77,22 @@ type partState struct {
 	hwm       atomic.Uint64 // committed high-water mark for readers
 	logStart  atomic.Uint64 // committed log start for readers
 	lastWrite atomic.Int64  // committed last write time for readers
-	deleted   atomic.Bool
 	cursors   cursorList
-	dirty     bool // meta changed in the current apply batch
-	recounted bool // counted again in the current batch's finish (totals.go)
 
 	// Its part of q.totals (totals.go): counted, with its most-behind
 	// cursor's lease taken as live (leased is how many messages that
 	// lease moved out of pending), expiring at leaseExpiry, at heapAt in
 	// q.leases (-1: no lease).
 	counted     packedCounts
-	heapAt      int32
 	leased      uint64
 	leaseExpiry int64
 	nextCounted uint64 // its part of q.appended
+	heapAt      int32
+
+	index     uint32
+	deleted   atomic.Bool
+	dirty     bool // meta changed in the current apply batch
+	recounted bool // counted again in the current batch's finish (totals.go)
 }
 
 // dirEntry is one partition in a home's directory.
@@ -148,6 +150,29 @@ type cursor struct {
 	counted    bool
 }
 
+// part is this group's partition of q named name, or nil.
+func (q *queueState) part(name string) *partState {
+	i, ok := q.partNames.get(name, func(i uint32) string { return q.parts[i].name })
+	if !ok {
+		return nil
+	}
+	return q.parts[i]
+}
+
+// addPart puts p in q's partitions.
+func (q *queueState) addPart(p *partState) {
+	for int(p.index) >= len(q.parts) {
+		q.parts = append(q.parts, nil)
+	}
+	q.parts[p.index] = p
+	q.partNames.put(p.name, p.index)
+}
+
+// dirIndex is the index of the partition named name in a home's directory.
+func (q *queueState) dirIndex(name string) (uint32, bool) {
+	return q.dirNames.get(name, func(i uint32) string { return q.dir[i].name })
+}
+
 func (p *partState) encodeMeta() []byte {
 	w := wire.Writer{B: make([]byte, 0, 64+len(p.name))}
 	w.Uvarint(p.q.id)
@@ -191,7 +216,7 @@ func (q *queueState) encodeMeta() []byte {
 
 func decodeQueueMeta(id uint64, b []byte) (*queueState, error) {
 	r := wire.NewReader(b)
-	q := &queueState{id: id, byName: map[string]*partState{}, subs: map[string]*subscription{}}
+	q := &queueState{id: id, subs: map[string]*subscription{}}
 	copy(q.tenant[:], r.Fixed(16))
 	q.name = r.String()
 	q.namespace = r.String()
@@ -203,9 +228,6 @@ func decodeQueueMeta(id uint64, b []byte) (*queueState, error) {
 	q.cfgVer = r.Uvarint()
 	q.place.Decode(r)
 	q.home = r.Bool()
-	if q.home {
-		q.dirByName = map[string]uint32{}
-	}
 	return q, r.Done()
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,13 @@ type Config struct {
 	// bearer token.
 	PprofAddr  string
 	PprofToken string
+	// MemoryLimit is the node's memory budget in bytes
+	// (QUEEN_MEMORY_LIMIT_MB; 0: none): the Go runtime's soft limit, and
+	// what sizes each raft group's block cache and memtables. A GOMEMLIMIT
+	// in the environment is the runtime's own setting and wins
+	// (MemoryLimitFromGo).
+	MemoryLimit       int64
+	MemoryLimitFromGo bool
 	// Proxy is the embedded proxy (QUEEN_PROXY_*).
 	Proxy ProxyConfig
 }
@@ -223,6 +231,12 @@ func readConfig(e *env) (Config, error) {
 		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
 	}
 	c.Raft = e.raftConfig()
+	c.MemoryLimit = int64(e.int("QUEEN_MEMORY_LIMIT_MB", 1024, 0, 1<<24)) << 20
+	if e.lookup("GOMEMLIMIT") != "" {
+		// The runtime has read it already (and refused the process if malformed).
+		c.MemoryLimit, c.MemoryLimitFromGo = debug.SetMemoryLimit(-1), true
+	}
+	c.Raft.MemoryBudget = c.MemoryLimit
 	c.Raft.DragonboatLogLevel = dragonboatLevel(c.LogLevel)
 	c.Raft.RequestTimeout = c.HTTP.RequestTimeout
 	c.HTTP.Ephemeral = e.ephemeralConfig(c.Raft, c.HTTP.TenancyHeader)

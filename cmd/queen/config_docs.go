@@ -130,9 +130,11 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_KAFKA_SASL_USERS":                           {doc: "user:password pairs for SASL/PLAIN without broker JWT, and for SCRAM", secret: true},
 
 	// Operations.
-	"QUEEN_PPROF_ADDR":     {doc: "serve the Go profiler here (beyond loopback only with QUEEN_PPROF_TOKEN)"},
-	"QUEEN_PPROF_TOKEN":    {doc: "bearer token the profiler requires", secret: true},
-	"QUEEN_ENCRYPTION_KEY": {doc: "64 hex digits: AES-256-GCM key for queues with encryptionEnabled", secret: true},
+	"QUEEN_MEMORY_LIMIT_MB": {doc: "the node's memory budget, MiB: the Go runtime's soft limit, and what sizes each raft group's caches (0: no limit)"},
+	"GOMEMLIMIT":            {doc: "the Go runtime's own memory limit; when set it replaces QUEEN_MEMORY_LIMIT_MB's"},
+	"QUEEN_PPROF_ADDR":      {doc: "serve the Go profiler here (beyond loopback only with QUEEN_PPROF_TOKEN)"},
+	"QUEEN_PPROF_TOKEN":     {doc: "bearer token the profiler requires", secret: true},
+	"QUEEN_ENCRYPTION_KEY":  {doc: "64 hex digits: AES-256-GCM key for queues with encryptionEnabled", secret: true},
 
 	// The embedded proxy (spec §6, §8.5; docs/proxy.md).
 	"QUEEN_PROXY_EMBEDDED":             {doc: "run the proxy (API keys, plans, control plane) in this process"},

@@ -113,6 +113,7 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		"QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS":        {"QUEEN_MAX_PUSH_ITEMS": "500", "QUEEN_TENANT_MAX_INFLIGHT_PUSH_ITEMS": "100"},
 		"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST":      {"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST": "0"},
 		"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES":       {"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES": "1"},
+		"QUEEN_MEMORY_LIMIT_MB":                       {"QUEEN_MEMORY_LIMIT_MB": "-1"},
 	} {
 		_, err := loadConfig(lookup(env))
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -389,5 +390,18 @@ func TestOneMetricsSetForTheNode(t *testing.T) {
 	setupMetrics(&cfg)
 	if cfg.HTTP.Metrics == nil || cfg.Raft.Metrics != cfg.HTTP.Metrics || cfg.Kafka.Broker.Metrics != cfg.HTTP.Metrics {
 		t.Fatal("the packages do not share one metrics set")
+	}
+}
+
+// TestMemoryBudget: a node has a 1 GiB budget unless told otherwise, which
+// sizes its stores and the runtime's limit; 0 turns it off.
+func TestMemoryBudget(t *testing.T) {
+	c, err := loadConfig(lookup(nil))
+	if err != nil || c.MemoryLimit != 1<<30 || c.Raft.MemoryBudget != 1<<30 || c.MemoryLimitFromGo {
+		t.Fatalf("default: %v, limit %d, stores %d", err, c.MemoryLimit, c.Raft.MemoryBudget)
+	}
+	c, err = loadConfig(lookup(map[string]string{"QUEEN_MEMORY_LIMIT_MB": "0"}))
+	if err != nil || c.MemoryLimit != 0 || c.Raft.MemoryBudget != 0 {
+		t.Fatalf("off: %v, limit %d, stores %d", err, c.MemoryLimit, c.Raft.MemoryBudget)
 	}
 }

@@ -41,6 +41,7 @@ func run() int {
 	slog.SetDefault(log)
 	cfg.Raft.Logger = log
 	logConfig(log, &cfg)
+	applyMemoryLimit(log, &cfg)
 	verifier, err := authn.New(context.Background(), cfg.Auth, log, &http.Client{Timeout: cfg.Auth.JWKSTimeout})
 	if err != nil {
 		log.Error("boot: broker JWT", "err", err)

@@ -3,9 +3,12 @@ package main
 import (
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/queen-mq/queen/raftgroups"
 )
 
 // How the node reports on itself: its log (LOG_LEVEL, LOG_FORMAT) and the
@@ -63,4 +66,28 @@ func setupMetrics(cfg *Config) {
 	metrics.ExposeMetadata(true)
 	set := metrics.NewSet()
 	cfg.HTTP.Metrics, cfg.Raft.Metrics, cfg.Kafka.Broker.Metrics = set, set, set
+}
+
+// applyMemoryLimit gives the Go runtime its share of the node's memory
+// budget as a soft limit (raftgroups.GoMemoryLimit: the stores' caches and
+// memtables live outside the Go heap): the collector then runs as often as
+// the budget needs rather than letting the heap grow to twice what is
+// live, which, with millions of partitions, is most of a node's memory. It
+// is a target, not a cap that refuses work: when more is live than the
+// limit, the runtime bounds the collector's CPU and the node keeps serving
+// (docs/operations.md).
+func applyMemoryLimit(log *slog.Logger, cfg *Config) {
+	cache, memtable := raftgroups.StoreMemory(cfg.MemoryLimit, cfg.Raft.Groups)
+	switch {
+	case cfg.MemoryLimitFromGo:
+		log.Info("config: memory", "budget_mb", cfg.MemoryLimit>>20, "source", "GOMEMLIMIT", "go_limit_mb", cfg.MemoryLimit>>20,
+			"group_cache_mb", cache>>20, "group_memtable_mb", memtable>>20)
+	case cfg.MemoryLimit > 0:
+		goLimit := raftgroups.GoMemoryLimit(cfg.MemoryLimit, cfg.Raft.Groups)
+		debug.SetMemoryLimit(goLimit)
+		log.Info("config: memory", "budget_mb", cfg.MemoryLimit>>20, "source", "QUEEN_MEMORY_LIMIT_MB", "go_limit_mb", goLimit>>20,
+			"group_cache_mb", cache>>20, "group_memtable_mb", memtable>>20)
+	default:
+		log.Info("config: memory", "budget_mb", "none", "group_cache_mb", cache>>20, "group_memtable_mb", memtable>>20)
+	}
 }

@@ -1,0 +1,94 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"testing"
+
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// heapNow is the live heap after a full collection.
+func heapNow() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// fillPartitions gives each of n partitions of queue one message, many
+// commands per entry as the engine batches them.
+func fillPartitions(h *harness, queue string, n int) {
+	const perEntry = 1000
+	for from := 0; from < n; from += perEntry {
+		var names []string
+		for i := from; i < min(from+perEntry, n); i++ {
+			names = append(names, fmt.Sprintf("p%d", i))
+		}
+		h.alloc(queue, names...)
+		var cmds []wire.Command
+		for _, name := range names {
+			id := wire.ID{0: 0xBB}
+			binary.BigEndian.PutUint64(id[8:], uint64(from)<<20|uint64(len(cmds)))
+			rec := wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: id, Payload: []byte(`"m"`)})
+			c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: queue, Partition: name, PartitionIndex: -1,
+				Flags: wire.PushIndexTxn, Count: 1, Records: rec}
+			cmds = append(cmds, wire.Command{Kind: wire.KindPush, Body: c.Encode(nil)})
+		}
+		h.index++
+		if _, err := h.s.Update([]sm.Entry{{Index: h.index, Cmd: wire.AppendEntry(nil, h.now, cmds)}}); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// drainAutoAck pops every message of queue for group, 64 partitions a pop.
+func drainAutoAck(h *harness, queue, group string) int {
+	got := 0
+	for {
+		r := h.popWith(wire.PopCmd{Queue: queue, Group: group, Batch: 64, SubMode: wire.SubAll, CommitOnDelivery: true, MaxPartitions: 64})
+		if len(r.Claims) == 0 {
+			return got
+		}
+		for _, cl := range r.Claims {
+			got += int(cl.To - cl.From)
+		}
+	}
+}
+
+// What a partition costs in memory: the live heap per partition holding
+// one message, then with one consumer group's cursor on it, then after a
+// reopen. Logged for the benchmarks page; bounded so a change that makes
+// every partition dearer is seen.
+func TestPartitionMemoryCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 50,000 partitions")
+	}
+	const n = 50_000
+	h := newHarness(t)
+	base := heapNow()
+	fillPartitions(h, "q", n)
+	filled := heapNow()
+	if got := drainAutoAck(h, "q", "g"); got != n {
+		t.Fatalf("drained %d messages, want %d", got, n)
+	}
+	drained := heapNow()
+	h.s.Close()
+	h.s = nil
+	closed := heapNow()
+	h.open()
+	reopened := heapNow()
+	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / n }
+	t.Logf("live heap per partition: %.0f B with one message, %.0f B with a cursor, %.0f B after a reopen",
+		per(filled, base), per(drained, base), per(reopened, closed))
+	// About 430 B today (docs/benchmarks.md); the bound leaves room for
+	// the collector's timing, not for a new per-partition structure.
+	const most = 520
+	if per(drained, base) > most || per(reopened, closed) > most {
+		t.Fatalf("a partition with a cursor costs more than %d B of heap", most)
+	}
+}

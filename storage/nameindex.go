@@ -1,0 +1,71 @@
+package storage
+
+import "hash/maphash"
+
+// nameIndex finds a queue's partition index by name. A Go map from name to
+// index costs about 50 bytes an entry (the key's string header, the value,
+// the table's spare room); a queue of millions of partitions has one at
+// its home (the directory) and one in each shard, so this table keeps only
+// a slot of 8 bytes per entry (the index and 32 bits of the name's hash)
+// and asks the caller for the name at an index to confirm a match: the
+// names already live in the directory entries and partition states.
+// Entries are never removed (partition indexes are permanent). Lookups
+// only: nothing iterates it, so the per-process hash seed changes no
+// answer.
+type nameIndex struct {
+	slots []uint64 // hash<<32 | index+1; 0 is an empty slot
+	n     int
+}
+
+// nameSeed hashes names in every nameIndex of the process.
+var nameSeed = maphash.MakeSeed()
+
+// get returns the index whose name is name; nameAt gives the name at an
+// index the table holds.
+func (t *nameIndex) get(name string, nameAt func(uint32) string) (uint32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	tag := nameTag(name)
+	mask := uint64(len(t.slots) - 1)
+	for i := tag & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if s>>32 == tag {
+			if index := uint32(s) - 1; nameAt(index) == name {
+				return index, true
+			}
+		}
+	}
+}
+
+// put records that name is at index; name must not be in the table yet.
+func (t *nameIndex) put(name string, index uint32) {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		old := t.slots
+		t.slots = make([]uint64, max(16, 2*len(old)))
+		for _, s := range old {
+			if s != 0 {
+				t.place(s)
+			}
+		}
+	}
+	t.place(nameTag(name)<<32 | uint64(index+1))
+	t.n++
+}
+
+// place puts a slot at the first free position from its tag's: the tag
+// (32 bits of the name's hash) is all a slot keeps, so it alone places it,
+// in a table of up to 2^32 slots.
+func (t *nameIndex) place(s uint64) {
+	mask := uint64(len(t.slots) - 1)
+	i := s >> 32 & mask
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
+}
+
+func nameTag(name string) uint64 { return maphash.String(nameSeed, name) >> 32 }
