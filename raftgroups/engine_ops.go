@@ -69,6 +69,9 @@ func (e *Engine) AckGroups(ctx context.Context, tenant wire.ID, cmds []wire.AckC
 	errs := make([]error, len(groups))
 	fanOut(len(groups), func(i int) {
 		p := byGroup[groups[i]]
+		for k := range p.cmds {
+			e.GroupStore(groups[i]).ResolveAckOffsets(&p.cmds[k])
+		}
 		res, err := proposeAll(ctx, e, groups[i], wire.KindAck, p.cmds, wire.DecodeAckResult)
 		if err != nil {
 			errs[i] = err

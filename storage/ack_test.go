@@ -107,3 +107,108 @@ func BenchmarkAckLargeLease(b *testing.B) {
 		})
 	}
 }
+
+// applyAcks applies c as one command and answers its outcomes.
+func (h *harness) applyAcks(c wire.AckCmd) []wire.AckOutcome {
+	h.t.Helper()
+	r, err := wire.DecodeAckResult(h.apply(wire.KindAck, c.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r.Items
+}
+
+// An ack its proposer resolved (ResolveAckOffsets) is applied as the same
+// ack unresolved would be; one resolved against a lease that is no longer
+// live is looked up again, as if it were not resolved.
+func TestResolvedAcksActAsTheirLookup(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "a", "b", "c", "d")
+	first := h.pop("q", "g", 3, 60_000).Claims[0]
+	_, txns := h.payloads(first)
+	c := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g"}
+	for _, txn := range []string{txns[1], txns[0], "not-in-the-lease"} {
+		c.Items = append(c.Items, wire.AckItem{PartitionID: first.PartitionID, TxnID: []byte(txn), LeaseID: first.LeaseID})
+	}
+	h.s.ResolveAckOffsets(&c)
+	for i, want := range []struct {
+		resolved bool
+		off      uint64
+	}{{true, 1}, {true, 0}, {false, 0}} {
+		it := c.Items[i]
+		if it.Resolved != want.resolved || it.Resolved && (it.Offset != want.off || it.LeaseFrom != first.From || it.LeaseTo != first.To) {
+			t.Fatalf("item %d: %+v, want resolved %v at %d in [%d, %d)", i, it, want.resolved, want.off, first.From, first.To)
+		}
+	}
+	out := h.applyAcks(c)
+	if out[0].Code != wire.CodeOK || out[1].Code != wire.CodeOK || out[2].Code != wire.CodeMessageNotFound {
+		t.Fatalf("outcomes %+v", out)
+	}
+	// The third message is still leased: the lease stays until it is acked.
+	c3 := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: first.PartitionID, TxnID: []byte(txns[2]), LeaseID: first.LeaseID}}}
+	h.s.ResolveAckOffsets(&c3)
+	stale := c3
+	stale.Items = append([]wire.AckItem(nil), c3.Items...)
+	if out := h.applyAcks(c3); out[0].Code != wire.CodeOK || !out[0].LeaseReleased {
+		t.Fatalf("last ack of the lease: %+v", out[0])
+	}
+	// The same resolved item again, its lease gone: looked up, a no-op as
+	// an unresolved repeat would be.
+	if out := h.applyAcks(stale); out[0].Code != wire.CodeNoop {
+		t.Fatalf("a repeated resolved ack: %+v, want a no-op", out[0])
+	}
+	// A new lease over the rest: an item resolved against another range
+	// is looked up again (here it names no message of the lease, so a
+	// trusted offset would have acknowledged the wrong one).
+	next := h.pop("q", "g", 3, 60_000).Claims[0]
+	bad := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: next.PartitionID,
+		TxnID: []byte("another"), LeaseID: next.LeaseID, Resolved: true, Offset: next.From, LeaseFrom: next.From - 1, LeaseTo: next.To}}}
+	if out := h.applyAcks(bad); out[0].Code != wire.CodeMessageNotFound {
+		t.Fatalf("an item resolved against another range: %+v, want it looked up (not found)", out[0])
+	}
+}
+
+// A lease read for its pop's answer is remembered, and its acks are
+// resolved from it; a lease range that changed since is not.
+func TestAnsweredLeaseResolvesItsAcks(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "p", "a", "b")
+	cl := h.pop("q", "g", 2, 60_000).Claims[0]
+	p, _ := h.s.PartitionByID(wire.DefaultTenant, cl.PartitionID)
+	var txns []string
+	err := h.s.ReadLease(p, cl.LeaseID, cl.From, cl.To, func(_ uint64, _ int64, body []byte) bool {
+		r, _ := wire.ParseRecord(body)
+		txns = append(txns, r.MsgID.String())
+		return true
+	})
+	if err != nil || len(txns) != 2 {
+		t.Fatalf("read %v %v", txns, err)
+	}
+	if idx := h.s.answered.get(cl.LeaseID, cl.PartitionID, cl.From, cl.To); idx[txns[1]] != cl.From+1 || len(idx) != 2 {
+		t.Fatalf("remembered %v", idx)
+	}
+	if h.s.answered.get(cl.LeaseID, cl.PartitionID, cl.From, cl.To+1) != nil {
+		t.Fatal("a lease over another range was answered from the cache")
+	}
+	c := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: cl.PartitionID, TxnID: []byte(txns[1]), LeaseID: cl.LeaseID}}}
+	h.s.ResolveAckOffsets(&c)
+	if it := c.Items[0]; !it.Resolved || it.Offset != cl.From+1 {
+		t.Fatalf("resolved %+v", it)
+	}
+}
+
+// The cache forgets the oldest leases past its bound.
+func TestLeaseTxnCacheIsBounded(t *testing.T) {
+	var c leaseTxnCache
+	for i := range 100_000 {
+		id := wire.ID{0: 1}
+		binary.BigEndian.PutUint64(id[8:], uint64(i))
+		c.put(id, 1, uint64(i), uint64(i+1), txnOffsets{fmt.Sprint(i): uint64(i)})
+	}
+	if c.held > leaseCacheBytes || len(c.byID) == 0 || len(c.byID) == 100_000 || len(c.order) != len(c.byID) {
+		t.Fatalf("held %d bytes in %d leases (order %d)", c.held, len(c.byID), len(c.order))
+	}
+	if c.get(wire.ID{0: 1}, 1, 0, 1) != nil {
+		t.Fatal("the oldest lease is still held")
+	}
+}

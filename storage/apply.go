@@ -28,7 +28,7 @@ type applyCtx struct {
 	results   [][]byte
 	// leaseIdx caches the transaction ids of leases acks looked into
 	// during this batch (apply_ack.go).
-	leaseIdx map[leaseKeyT]map[string]uint64
+	leaseIdx map[leaseKeyT]txnOffsets
 	// cursors are the cursors changed in this batch, encoded once in
 	// finish: a cursor's encoding carries its lease's state per message,
 	// so writing it at every change made acking a lease of n messages

@@ -104,7 +104,15 @@ func (s *Store) resolveAck(ctx *applyCtx, tenant wire.ID, group string, it *wire
 	if l != nil && l.expiresMs <= ctx.nowMs && !s.cursorOwnPin(ctx, p.id, group) {
 		l = nil
 	}
-	off, found := s.findOffset(ctx, p, l, it.TxnID)
+	var off uint64
+	var found bool
+	if l != nil && it.Resolved && it.LeaseID == l.id && it.LeaseFrom == l.from && it.LeaseTo == l.to &&
+		it.Offset >= l.from && it.Offset < l.to && it.Offset >= p.start {
+		// Its proposer found it in this very lease (ResolveAckOffsets).
+		off, found = it.Offset, true
+	} else {
+		off, found = s.findOffset(ctx, p, l, it.TxnID)
+	}
 	t := ackTarget{p: p, c: c, off: off}
 	switch {
 	case !found:
@@ -149,28 +157,15 @@ type leaseKeyT struct {
 // leaseIndex maps the transaction ids of l's records (explicit, or the
 // message id's text) to their offsets. Records without a transaction
 // index (Kafka produce) are found this way too.
-func (s *Store) leaseIndex(ctx *applyCtx, p *partState, l *lease) map[string]uint64 {
+func (s *Store) leaseIndex(ctx *applyCtx, p *partState, l *lease) txnOffsets {
 	k := leaseKeyT{l.id, l.from, l.to}
 	if idx, ok := ctx.leaseIdx[k]; ok {
 		return idx
 	}
-	idx := make(map[string]uint64, l.to-l.from)
-	s.readRange(ctx, p.id, l.from, l.to, func(o uint64, _ int64, body []byte) bool {
-		h, err := wire.ParseRecordHead(body)
-		if err != nil {
-			return true
-		}
-		key := h.MsgID.String()
-		if explicit, id := h.TxnKey(); explicit {
-			key = string(id)
-		}
-		if _, dup := idx[key]; !dup {
-			idx[key] = o
-		}
-		return true
-	})
+	idx := make(txnOffsets, l.to-l.from)
+	s.readRange(ctx, p.id, l.from, l.to, idx.add)
 	if ctx.leaseIdx == nil {
-		ctx.leaseIdx = map[leaseKeyT]map[string]uint64{}
+		ctx.leaseIdx = map[leaseKeyT]txnOffsets{}
 	}
 	ctx.leaseIdx[k] = idx
 	return idx

@@ -122,6 +122,10 @@ type Store struct {
 	syncedBytes  atomic.Uint64
 	syncedIndex  atomic.Uint64
 
+	// answered remembers the transaction ids of the leases this node's
+	// pops answered lately, for their acks (ack_resolve.go).
+	answered leaseTxnCache
+
 	// viewHook is a seam for tests, called by AllQueues between the queues
 	// it copies.
 	viewHook func()

@@ -16,7 +16,20 @@ type AckItem struct {
 	LeaseID     ID
 	Status      uint8
 	Error       string
+	// Resolved says the proposing node found TxnID at Offset among the
+	// records of lease LeaseID covering [LeaseFrom, LeaseTo), reading its
+	// committed replica off the apply loop: a record at an offset never
+	// changes, so applying the ack needs no read when the lease is still
+	// that one. Encoded as a flag in the status byte, so items without it
+	// encode as they always did.
+	Resolved           bool
+	Offset             uint64
+	LeaseFrom, LeaseTo uint64
 }
+
+// ackResolvedFlag marks, in an encoded item's status byte, an item that
+// carries its offset and lease range.
+const ackResolvedFlag = 0x80
 
 // AckCmd acknowledges messages for one consumer group.
 type AckCmd struct {
@@ -39,8 +52,17 @@ func (c *AckCmd) Encode(b []byte) []byte {
 		w.Uvarint(it.PartitionID)
 		w.Bytes(it.TxnID)
 		w.Fixed(it.LeaseID[:])
-		w.U8(it.Status)
+		if it.Resolved {
+			w.U8(it.Status | ackResolvedFlag)
+		} else {
+			w.U8(it.Status)
+		}
 		w.String(it.Error)
+		if it.Resolved {
+			w.Uvarint(it.Offset)
+			w.Uvarint(it.LeaseFrom)
+			w.Uvarint(it.LeaseTo)
+		}
 	}
 	return w.B
 }
@@ -60,6 +82,11 @@ func DecodeAckCmd(b []byte) (AckCmd, error) {
 		copy(it.LeaseID[:], r.Fixed(16))
 		it.Status = r.U8()
 		it.Error = r.String()
+		if it.Status&ackResolvedFlag != 0 {
+			it.Status &^= ackResolvedFlag
+			it.Resolved = true
+			it.Offset, it.LeaseFrom, it.LeaseTo = r.Uvarint(), r.Uvarint(), r.Uvarint()
+		}
 	}
 	return c, r.Done()
 }

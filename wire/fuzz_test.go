@@ -13,7 +13,8 @@ func sampleEntry() []byte {
 		Timestamp: 42, Payload: []byte(`{"a":1}`)})
 	push := PushCmd{Tenant: DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1, Count: 1, Records: rec}
 	pop := PopCmd{Tenant: DefaultTenant, Queue: "q", Group: "g", Batch: 10, LeaseIDs: []ID{{9}}}
-	ack := AckCmd{Tenant: DefaultTenant, Group: "g", Items: []AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: AckFailed, Error: "e"}}}
+	ack := AckCmd{Tenant: DefaultTenant, Group: "g", Items: []AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: AckFailed, Error: "e"},
+		{PartitionID: 1, TxnID: []byte("u"), Status: AckCompleted, Resolved: true, Offset: 7, LeaseFrom: 5, LeaseTo: 9}}}
 	ext := ExtendLeaseCmd{Tenant: DefaultTenant, LeaseID: ID{9}, Ms: 1000}
 	pos := CommitPositionCmd{Tenant: DefaultTenant, Queue: "q", Group: "g", PartitionIndex: 0, Offset: 3}
 	cfg := ConfigureCmd{Tenant: DefaultTenant, Queue: "q", Set: OptLeaseTime, Config: DefaultQueueConfig()}

@@ -274,7 +274,9 @@ func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue strin
 			continue
 		}
 		var rerr error
-		err := part.Store().ReadRange(part, cl.From, cl.To, func(off uint64, appendMs int64, body []byte) bool {
+		// Read as a lease: the ack that follows resolves its messages from
+		// what this read saw (storage.ReadLease).
+		err := part.Store().ReadLease(part, cl.LeaseID, cl.From, cl.To, func(off uint64, appendMs int64, body []byte) bool {
 			rec, err := wire.ParseRecord(body)
 			if err != nil {
 				rerr = err

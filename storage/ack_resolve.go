@@ -1,0 +1,166 @@
+package storage
+
+import (
+	"sync"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// txnOffsets maps the transaction ids of a run of records (explicit, or the
+// message id's text) to the first offset holding each: what an ack names
+// a message by.
+type txnOffsets map[string]uint64
+
+// add is a RecordFunc indexing one record.
+func (idx txnOffsets) add(off uint64, _ int64, body []byte) bool {
+	h, err := wire.ParseRecordHead(body)
+	if err != nil {
+		return true
+	}
+	key := h.MsgID.String()
+	if explicit, id := h.TxnKey(); explicit {
+		key = string(id)
+	}
+	if _, dup := idx[key]; !dup {
+		idx[key] = off
+	}
+	return true
+}
+
+// ResolveAckOffsets finds, in this replica's committed records, the offset
+// of each item of c that names the live lease of its partition, and marks
+// the item resolved (wire.AckItem.Resolved): the group's apply loop then
+// acknowledges it without reading, and so does every other replica. It runs
+// in the proposing request, beside other requests, where the apply loop is
+// one per group and runs on every replica. An item it cannot resolve (its
+// lease is not here yet, a record not committed yet) is left to the apply
+// loop, which reads as before; nothing else changes what an ack does.
+func (s *Store) ResolveAckOffsets(c *wire.AckCmd) {
+	type leased struct {
+		p        Partition
+		id       wire.ID
+		from, to uint64
+		items    []int // indexes in c.Items
+	}
+	var leases []leased
+	byID := map[wire.ID]int{} // lease id → index in leases
+	s.mu.RLock()
+	for i := range c.Items {
+		it := &c.Items[i]
+		p := s.parts[it.PartitionID]
+		if it.Resolved || it.LeaseID.IsZero() || p == nil || p.q.tenant != c.Tenant {
+			continue
+		}
+		cur := p.cursors.get(c.Group)
+		if cur == nil || cur.lease == nil || cur.lease.id != it.LeaseID {
+			continue
+		}
+		k, ok := byID[it.LeaseID]
+		if ok && leases[k].p.ID != p.id {
+			continue // a lease id is one partition's: the item is wrong, apply answers it
+		}
+		if !ok {
+			k = len(leases)
+			byID[it.LeaseID] = k
+			leases = append(leases, leased{p: s.handle(p), id: it.LeaseID, from: cur.lease.from, to: cur.lease.to})
+		}
+		leases[k].items = append(leases[k].items, i)
+	}
+	s.mu.RUnlock()
+	for _, l := range leases {
+		idx := s.answered.get(l.id, l.p.ID, l.from, l.to)
+		if idx == nil {
+			idx = make(txnOffsets, l.to-l.from)
+			if s.ReadRange(l.p, l.from, l.to, idx.add) != nil {
+				continue
+			}
+		}
+		for _, i := range l.items {
+			it := &c.Items[i]
+			if off, ok := idx[string(it.TxnID)]; ok {
+				it.Resolved, it.Offset, it.LeaseFrom, it.LeaseTo = true, off, l.from, l.to
+			}
+		}
+	}
+}
+
+// ReadLease reads the records [from, to) of p a pop leased under leaseID,
+// as ReadRange, and remembers their transaction ids: the consumer's acks
+// of that lease, which usually come back to the node that answered the
+// pop, are then resolved without reading the records again.
+func (s *Store) ReadLease(p Partition, leaseID wire.ID, from, to uint64, f RecordFunc) error {
+	if leaseID.IsZero() || to <= from || to > p.HighWatermark() {
+		return s.ReadRange(p, from, to, f)
+	}
+	idx := make(txnOffsets, to-from)
+	whole := true
+	err := s.ReadRange(p, from, to, func(off uint64, appendMs int64, body []byte) bool {
+		idx.add(off, appendMs, body)
+		whole = f(off, appendMs, body)
+		return whole
+	})
+	if err == nil && whole {
+		s.answered.put(leaseID, p.ID, from, to, idx)
+	}
+	return err
+}
+
+// leaseTxnCache holds the transaction ids of recently answered leases, up
+// to leaseCacheBytes of them (estimated), the oldest leases forgotten
+// first: an ack comes back within a lease time or not at all, and one that
+// finds nothing here reads, as it would without the cache.
+type leaseTxnCache struct {
+	mu    sync.Mutex
+	byID  map[wire.ID]*leaseTxns
+	order []wire.ID // oldest first
+	held  int       // estimated bytes
+}
+
+type leaseTxns struct {
+	pid, from, to uint64
+	idx           txnOffsets
+	cost          int
+}
+
+// leaseCacheBytes bounds each store's cache (part of the memory budget's
+// "requests in flight").
+const leaseCacheBytes = 8 << 20
+
+func (c *leaseTxnCache) put(id wire.ID, pid, from, to uint64, idx txnOffsets) {
+	cost := 256 // the entry, its map header and the order slot
+	for k := range idx {
+		cost += len(k) + 48
+	}
+	if cost > leaseCacheBytes/8 {
+		return // a lease that large is read again rather than crowd out the rest
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil {
+		c.byID = map[wire.ID]*leaseTxns{}
+	}
+	if old := c.byID[id]; old != nil {
+		c.held -= old.cost // a retried pop's lease id, answered again
+	} else {
+		c.order = append(c.order, id)
+	}
+	c.byID[id] = &leaseTxns{pid, from, to, idx, cost}
+	c.held += cost
+	for c.held > leaseCacheBytes && len(c.order) > 0 {
+		if old := c.byID[c.order[0]]; old != nil {
+			c.held -= old.cost
+			delete(c.byID, c.order[0])
+		}
+		c.order = c.order[1:]
+	}
+}
+
+// get returns the ids of lease id over [from, to) of partition pid, or nil.
+func (c *leaseTxnCache) get(id wire.ID, pid, from, to uint64) txnOffsets {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.byID[id]; l != nil && l.pid == pid && l.from == from && l.to == to {
+		return l.idx
+	}
+	return nil
+}
