@@ -57,6 +57,12 @@ func readRange(src iterSource, segs *segments, pid, from, to uint64, f RecordFun
 			if err := ri.Err(); err != nil {
 				return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
 			}
+			if ci.End() >= to {
+				// Done: stepping the index on would load the block after
+				// this chunk's entry for nothing (a one-chunk read is the
+				// common case with many partitions).
+				return nil
+			}
 		}
 		return nil
 	}()
