@@ -117,7 +117,15 @@ func (s *Store) load() error {
 			if p == nil {
 				return fmt.Errorf("cursor %x of a missing partition", k)
 			}
-			c, err := decodeCursor(string(k[9:]), v)
+			// One copy of a group's name for all its cursors, as the apply
+			// loop makes them: millions of partitions, as many cursors.
+			var group string
+			if sub := p.q.subs[string(k[9:])]; sub != nil {
+				group = sub.group
+			} else {
+				group = string(k[9:])
+			}
+			c, err := decodeCursor(group, v)
 			if err != nil {
 				return fmt.Errorf("cursor %x: %w", k, err)
 			}

@@ -73,7 +73,7 @@ func TestPartitionMemoryCost(t *testing.T) {
 	base := heapNow()
 	fillPartitions(h, "q", n)
 	filled := heapNow()
-	if got := drainAutoAck(h, "q", "g"); got != n {
+	if got := drainAutoAck(h, "q", "consumers"); got != n {
 		t.Fatalf("drained %d messages, want %d", got, n)
 	}
 	drained := heapNow()
@@ -85,7 +85,7 @@ func TestPartitionMemoryCost(t *testing.T) {
 	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / n }
 	t.Logf("live heap per partition: %.0f B with one message, %.0f B with a cursor, %.0f B after a reopen",
 		per(filled, base), per(drained, base), per(reopened, closed))
-	// About 430 B today (docs/benchmarks.md); the bound leaves room for
+	// About 420 B today (docs/benchmarks.md); the bound leaves room for
 	// the collector's timing, not for a new per-partition structure.
 	const most = 520
 	if per(drained, base) > most || per(reopened, closed) > most {

@@ -181,23 +181,22 @@ func (q *queueState) recountLag(p *partState, c *cursor) {
 		g = &GroupLag{}
 		q.lags[c.group] = g
 	}
-	if !c.counted {
-		c.counted = true
+	if c.lagCounted == 0 {
+		c.lagCounted = 1 // counted, with no lag yet
 		g.Cursors++
 	}
 	lag := cursorLag(p, c)
-	g.Lag += lag - c.lagCounted
-	c.lagCounted = lag
+	g.Lag += lag - (c.lagCounted - 1)
+	c.lagCounted = lag + 1
 }
 
 // dropLag takes a cursor being deleted out of its group's lag in q.
 func (q *queueState) dropLag(c *cursor) {
 	g := q.lags[c.group]
-	if !c.counted || g == nil {
+	if c.lagCounted == 0 || g == nil {
 		return
 	}
-	c.counted = false
-	g.Lag -= c.lagCounted
+	g.Lag -= c.lagCounted - 1
 	c.lagCounted = 0
 	if g.Cursors--; g.Cursors == 0 {
 		delete(q.lags, c.group)
