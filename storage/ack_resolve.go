@@ -89,20 +89,76 @@ func (s *Store) ResolveAckOffsets(c *wire.AckCmd) {
 // of that lease, which usually come back to the node that answered the
 // pop, are then resolved without reading the records again.
 func (s *Store) ReadLease(p Partition, leaseID wire.ID, from, to uint64, f RecordFunc) error {
-	if leaseID.IsZero() || to <= from || to > p.HighWatermark() {
-		return s.ReadRange(p, from, to, f)
+	r, err := s.NewRangeReader()
+	if err != nil {
+		return err
 	}
-	idx := make(txnOffsets, to-from)
-	whole := true
-	err := s.ReadRange(p, from, to, func(off uint64, appendMs int64, body []byte) bool {
-		idx.add(off, appendMs, body)
-		whole = f(off, appendMs, body)
-		return whole
-	})
-	if err == nil && whole {
-		s.answered.put(leaseID, p.ID, from, to, idx)
+	defer r.Close()
+	return r.ReadLease(p, leaseID, from, to, f)
+}
+
+// RangeReader reads ranges of several partitions of one store through one
+// pair of index iterators: a pop answer reads a range in each of up to
+// dozens of partitions, and making and closing iterators for each was
+// much of what the answer cost. It reads the records committed when it
+// was made (its iterators' view) and holds the store's database open
+// until Close: use one for one answer, not longer.
+type RangeReader struct {
+	s  *Store
+	ci *chunkIter
+}
+
+// NewRangeReader returns a reader of s's committed records.
+func (s *Store) NewRangeReader() (*RangeReader, error) {
+	s.dbMu.RLock()
+	if s.db == nil {
+		s.dbMu.RUnlock()
+		return nil, ErrClosed
+	}
+	return &RangeReader{s: s}, nil
+}
+
+// ReadLease is Store.ReadLease through r.
+func (r *RangeReader) ReadLease(p Partition, leaseID wire.ID, from, to uint64, f RecordFunc) error {
+	if hwm := p.HighWatermark(); to > hwm {
+		to = hwm
+	}
+	if from >= to {
+		return nil
+	}
+	var idx txnOffsets
+	whole := true // f took every record: idx is the lease's
+	if !leaseID.IsZero() {
+		idx = make(txnOffsets, to-from)
+		each := f
+		f = func(off uint64, appendMs int64, body []byte) bool {
+			idx.add(off, appendMs, body)
+			whole = each(off, appendMs, body)
+			return whole
+		}
+	}
+	if r.ci == nil {
+		r.ci = newChunkIter(r.s.db, r.s.segs, p.ID)
+	} else {
+		r.ci.retarget(p.ID)
+	}
+	err := r.ci.readRecords(from, to, f)
+	if err == nil {
+		err = r.ci.err
+	}
+	if err == nil && whole && len(idx) > 0 {
+		r.s.answered.put(leaseID, p.ID, from, to, idx)
 	}
 	return err
+}
+
+// Close releases the iterators and the database.
+func (r *RangeReader) Close() {
+	if r.ci != nil {
+		_ = r.ci.Close()
+		r.ci = nil
+	}
+	r.s.dbMu.RUnlock()
 }
 
 // leaseTxnCache holds the transaction ids of recently answered leases, up

@@ -212,3 +212,37 @@ func TestLeaseTxnCacheIsBounded(t *testing.T) {
 		t.Fatal("the oldest lease is still held")
 	}
 }
+
+// One RangeReader reads ranges of several partitions, each exactly its own
+// records, in any order, as ReadRange does.
+func TestRangeReaderReadsEachPartitionsOwnRange(t *testing.T) {
+	h := newHarness(t)
+	want := map[string][]string{}
+	for i, name := range []string{"a", "b", "c"} {
+		for j := range 3 + i {
+			payload := fmt.Sprintf(`"%s%d"`, name, j)
+			h.push("q", name, payload)
+			want[name] = append(want[name], payload)
+		}
+	}
+	r, err := h.s.NewRangeReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{"c", "a", "b", "a"} {
+		p, _ := h.s.PartitionByName(wire.DefaultTenant, "q", name)
+		var got []string
+		err := r.ReadLease(p, wire.ID{}, 1, 100, func(off uint64, _ int64, body []byte) bool {
+			rec, err := wire.ParseRecord(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(rec.Payload))
+			return true
+		})
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want[name][1:]) {
+			t.Fatalf("%s: read %v, %v; want %v", name, got, err, want[name][1:])
+		}
+	}
+}

@@ -150,6 +150,13 @@ func newChunkIter(src iterSource, segs *segments, pid uint64) *chunkIter {
 		idx: src.NewIter(&pebble.IterOptions{LowerBound: chunkPrefix(pid), UpperBound: chunkPrefix(pid + 1)})}
 }
 
+// retarget points c at partition pid, keeping its iterators (and what
+// they have loaded) and forgetting a decoding error met before.
+func (c *chunkIter) retarget(pid uint64) {
+	c.pid, c.meta, c.err = pid, chunkMeta{}, nil
+	c.idx.SetBounds(chunkPrefix(pid), chunkPrefix(pid+1))
+}
+
 // at decodes the index entry the index iterator stands on.
 func (c *chunkIter) at(valid bool) bool {
 	if !valid {

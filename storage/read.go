@@ -25,51 +25,55 @@ func readRange(src iterSource, segs *segments, pid, from, to uint64, f RecordFun
 		return nil
 	}
 	ci := newChunkIter(src, segs, pid)
-	err := func() error {
-		// The chunk holding from starts at or before it; when retention
-		// removed it, reading starts at the first chunk left.
-		for ok := ci.Seek(from); ok; ok = ci.Next() {
-			base := ci.Base()
-			if base >= to {
-				return nil
-			}
-			if ci.End() <= from {
-				continue
-			}
-			records, err := ci.Records()
-			if err != nil {
-				return err
-			}
-			appendMs := ci.Meta().appendMs
-			ri := wire.NewRecordIter(records)
-			for off := base; ; off++ {
-				body, _, ok := ri.Next()
-				if !ok {
-					break
-				}
-				if off >= to {
-					return nil
-				}
-				if off >= from && !f(off, appendMs, body) {
-					return nil
-				}
-			}
-			if err := ri.Err(); err != nil {
-				return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
-			}
-			if ci.End() >= to {
-				// Done: stepping the index on would load the block after
-				// this chunk's entry for nothing (a one-chunk read is the
-				// common case with many partitions).
-				return nil
-			}
-		}
-		return nil
-	}()
+	err := ci.readRecords(from, to, f)
 	if cerr := ci.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// readRecords calls f for the records of ci's partition in [from, to).
+func (ci *chunkIter) readRecords(from, to uint64, f RecordFunc) error {
+	pid := ci.pid
+	// The chunk holding from starts at or before it; when retention
+	// removed it, reading starts at the first chunk left.
+	for ok := ci.Seek(from); ok; ok = ci.Next() {
+		base := ci.Base()
+		if base >= to {
+			return nil
+		}
+		if ci.End() <= from {
+			continue
+		}
+		records, err := ci.Records()
+		if err != nil {
+			return err
+		}
+		appendMs := ci.Meta().appendMs
+		ri := wire.NewRecordIter(records)
+		for off := base; ; off++ {
+			body, _, ok := ri.Next()
+			if !ok {
+				break
+			}
+			if off >= to {
+				return nil
+			}
+			if off >= from && !f(off, appendMs, body) {
+				return nil
+			}
+		}
+		if err := ri.Err(); err != nil {
+			return fmt.Errorf("storage: chunk %d/%d: %w", pid, base, err)
+		}
+		if ci.End() >= to {
+			// Done: stepping the index on would load the block after
+			// this chunk's entry for nothing (a one-chunk read is the
+			// common case with many partitions).
+			return nil
+		}
+	}
+	return nil
 }
 
 // readRange inside the apply loop, over its batch: a record that cannot be

@@ -258,6 +258,14 @@ func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue strin
 		return nil
 	}
 	ans := popAnswer{Success: true, Queue: queue, ConsumerGroup: p.group, PartitionsClaimed: len(res.Claims), Messages: []popMessage{}}
+	// One reader per store the claims are in (the groups of the queue):
+	// it keeps its iterators from one partition to the next.
+	readers := map[*storage.Store]*storage.RangeReader{}
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
 	for ci := range res.Claims {
 		cl := &res.Claims[ci]
 		var leaseID *string
@@ -273,10 +281,19 @@ func (s *Server) answerPop(ctx *fasthttp.RequestCtx, tenant wire.ID, queue strin
 		if !ok {
 			continue
 		}
+		st := part.Store()
+		r := readers[st]
+		if r == nil {
+			var err error
+			if r, err = st.NewRangeReader(); err != nil {
+				return err
+			}
+			readers[st] = r
+		}
 		var rerr error
 		// Read as a lease: the ack that follows resolves its messages from
 		// what this read saw (storage.ReadLease).
-		err := part.Store().ReadLease(part, cl.LeaseID, cl.From, cl.To, func(off uint64, appendMs int64, body []byte) bool {
+		err := r.ReadLease(part, cl.LeaseID, cl.From, cl.To, func(off uint64, appendMs int64, body []byte) bool {
 			rec, err := wire.ParseRecord(body)
 			if err != nil {
 				rerr = err
