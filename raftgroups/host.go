@@ -471,13 +471,11 @@ func (h *Host) newStore(n int, storeDir string) *storage.Store {
 // StoreMemory is what one group's store may hold in memory under a node
 // budget shared by groups raft groups: a block cache and memtables of an
 // eighth of the budget each, over the groups, within [8 MiB, 64 MiB] and
-// [4 MiB, 64 MiB]. Under writes a store holds its cache, the memtable being
-// filled and one being flushed: three eighths of the budget for all groups
-// together; the rest is left to the raft logs, requests in flight and the
-// partitions' state (a store holds more memtables only while its flushes
-// lag). Smaller memtables would leave the heap more, but cost pushes a
-// seventh of their rate (interleaved, 500,000 partitions). No budget:
-// 64 MiB each.
+// [4 MiB, 64 MiB]: in the steady state a store holds its cache and one
+// memtable, a quarter of the budget for all groups together, and the rest
+// is left to the raft logs, requests in flight and the partitions' state
+// (a store holds up to four memtables only while its flushes lag). No
+// budget: 64 MiB each.
 func StoreMemory(budget int64, groups int) (cacheBytes int64, memtableBytes int) {
 	if budget <= 0 || groups <= 0 {
 		return 64 << 20, 64 << 20
@@ -488,14 +486,18 @@ func StoreMemory(budget int64, groups int) (cacheBytes int64, memtableBytes int)
 
 // GoMemoryLimit is the Go runtime's share of a node's memory budget: the
 // stores' block caches and memtables are allocated outside the Go heap
-// (pebble's manual allocator), so the runtime gets what they hold under
-// writes (StoreMemory) leaves. 0: no budget, no limit.
+// (pebble's manual allocator), so the runtime gets what their steady state
+// leaves. Leaving room for a second memtable per store as well (640 MiB of
+// 1 GiB with two groups) was tried and measured worse: on three nodes with
+// a million partitions the collector then ran nearly without pause, boots
+// took 13-37 s instead of 11-13 and paged views 30-44 ms instead of 4-5,
+// for a boot peak still at the budget. 0: no budget, no limit.
 func GoMemoryLimit(budget int64, groups int) int64 {
 	if budget <= 0 {
 		return 0
 	}
 	cache, memtable := StoreMemory(budget, groups)
-	return max(budget-int64(max(groups, 1))*(cache+2*int64(memtable)), budget/4)
+	return max(budget-int64(max(groups, 1))*(cache+int64(memtable)), budget/4)
 }
 
 // replicaConfig is the dragonboat configuration of this node's replica of
