@@ -18,7 +18,8 @@ func FuzzApply(f *testing.F) {
 	push := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: "p", PartitionIndex: -1,
 		Flags: wire.PushIndexTxn, Count: 1, Records: rec}
 	pop := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 5, SubMode: wire.SubAll, LeaseIDs: []wire.ID{{7}}}
-	ack := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: wire.AckFailed}}}
+	ack := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g", Items: []wire.AckItem{{PartitionID: 1, TxnID: []byte("t"), Status: wire.AckFailed},
+		{PartitionID: 1, TxnID: []byte("t"), LeaseID: wire.ID{7}, Resolved: true, Offset: 0, LeaseFrom: 0, LeaseTo: 1}}}
 	f.Add(wire.AppendEntry(nil, 1, []wire.Command{{Kind: wire.KindAlloc, Body: alloc.Encode(nil)}, {Kind: wire.KindPush, Body: push.Encode(nil)},
 		{Kind: wire.KindPop, Body: pop.Encode(nil)}, {Kind: wire.KindAck, Body: ack.Encode(nil)}}))
 	txn := wire.TxnCmd{Tenant: wire.DefaultTenant, ID: wire.ID{3}, RequiredLeases: []wire.ID{{7}}, Ops: []wire.TxnOp{
