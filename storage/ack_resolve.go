@@ -67,11 +67,23 @@ func (s *Store) ResolveAckOffsets(c *wire.AckCmd) {
 		leases[k].items = append(leases[k].items, i)
 	}
 	s.mu.RUnlock()
+	var r *RangeReader // for leases this node did not answer, one for all
+	defer func() {
+		if r != nil {
+			r.Close()
+		}
+	}()
 	for _, l := range leases {
 		idx := s.answered.get(l.id, l.p.ID, l.from, l.to)
 		if idx == nil {
+			if r == nil {
+				var err error
+				if r, err = s.NewRangeReader(); err != nil {
+					return
+				}
+			}
 			idx = make(txnOffsets, l.to-l.from)
-			if s.ReadRange(l.p, l.from, l.to, idx.add) != nil {
+			if r.Read(l.p, l.from, l.to, idx.add) != nil {
 				continue
 			}
 		}
@@ -82,19 +94,6 @@ func (s *Store) ResolveAckOffsets(c *wire.AckCmd) {
 			}
 		}
 	}
-}
-
-// ReadLease reads the records [from, to) of p a pop leased under leaseID,
-// as ReadRange, and remembers their transaction ids: the consumer's acks
-// of that lease, which usually come back to the node that answered the
-// pop, are then resolved without reading the records again.
-func (s *Store) ReadLease(p Partition, leaseID wire.ID, from, to uint64, f RecordFunc) error {
-	r, err := s.NewRangeReader()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return r.ReadLease(p, leaseID, from, to, f)
 }
 
 // RangeReader reads ranges of several partitions of one store through one
@@ -118,17 +117,35 @@ func (s *Store) NewRangeReader() (*RangeReader, error) {
 	return &RangeReader{s: s}, nil
 }
 
-// ReadLease is Store.ReadLease through r.
-func (r *RangeReader) ReadLease(p Partition, leaseID wire.ID, from, to uint64, f RecordFunc) error {
+// Read calls f for the committed records of p in [from, to), as
+// Store.ReadRange.
+func (r *RangeReader) Read(p Partition, from, to uint64, f RecordFunc) error {
 	if hwm := p.HighWatermark(); to > hwm {
 		to = hwm
 	}
 	if from >= to {
 		return nil
 	}
+	if r.ci == nil {
+		r.ci = newChunkIter(r.s.db, r.s.segs, p.ID)
+	} else {
+		r.ci.retarget(p.ID)
+	}
+	if err := r.ci.readRecords(from, to, f); err != nil {
+		return err
+	}
+	return r.ci.err
+}
+
+// ReadLease reads the records [from, to) of p a pop leased under leaseID,
+// as Read, and remembers their transaction ids: the consumer's acks of
+// that lease, which usually come back to the node that answered the pop,
+// are then resolved without reading the records again
+// (ResolveAckOffsets).
+func (r *RangeReader) ReadLease(p Partition, leaseID wire.ID, from, to uint64, f RecordFunc) error {
 	var idx txnOffsets
 	whole := true // f took every record: idx is the lease's
-	if !leaseID.IsZero() {
+	if !leaseID.IsZero() && from < to && to <= p.HighWatermark() {
 		idx = make(txnOffsets, to-from)
 		each := f
 		f = func(off uint64, appendMs int64, body []byte) bool {
@@ -137,15 +154,7 @@ func (r *RangeReader) ReadLease(p Partition, leaseID wire.ID, from, to uint64, f
 			return whole
 		}
 	}
-	if r.ci == nil {
-		r.ci = newChunkIter(r.s.db, r.s.segs, p.ID)
-	} else {
-		r.ci.retarget(p.ID)
-	}
-	err := r.ci.readRecords(from, to, f)
-	if err == nil {
-		err = r.ci.err
-	}
+	err := r.Read(p, from, to, f)
 	if err == nil && whole && len(idx) > 0 {
 		r.s.answered.put(leaseID, p.ID, from, to, idx)
 	}

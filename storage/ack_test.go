@@ -176,11 +176,16 @@ func TestAnsweredLeaseResolvesItsAcks(t *testing.T) {
 	cl := h.pop("q", "g", 2, 60_000).Claims[0]
 	p, _ := h.s.PartitionByID(wire.DefaultTenant, cl.PartitionID)
 	var txns []string
-	err := h.s.ReadLease(p, cl.LeaseID, cl.From, cl.To, func(_ uint64, _ int64, body []byte) bool {
-		r, _ := wire.ParseRecord(body)
-		txns = append(txns, r.MsgID.String())
+	r, err := h.s.NewRangeReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.ReadLease(p, cl.LeaseID, cl.From, cl.To, func(_ uint64, _ int64, body []byte) bool {
+		rec, _ := wire.ParseRecord(body)
+		txns = append(txns, rec.MsgID.String())
 		return true
 	})
+	r.Close()
 	if err != nil || len(txns) != 2 {
 		t.Fatalf("read %v %v", txns, err)
 	}

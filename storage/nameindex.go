@@ -17,6 +17,9 @@ type nameIndex struct {
 	n     int
 }
 
+// len is how many names the table holds.
+func (t *nameIndex) len() int { return t.n }
+
 // nameSeed hashes names in every nameIndex of the process.
 var nameSeed = maphash.MakeSeed()
 

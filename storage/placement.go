@@ -403,13 +403,8 @@ func (s *Store) Shards() []ShardState {
 	defer s.mu.RUnlock()
 	out := make([]ShardState, 0, len(s.queuesByID))
 	for _, q := range s.queuesByID {
-		st := ShardState{Tenant: q.tenant, Queue: q.name, Inc: q.inc, CfgVer: q.cfgVer, Home: q.home, Subs: len(q.subs)}
-		for _, p := range q.parts {
-			if p != nil {
-				st.Partitions++
-			}
-		}
-		out = append(out, st)
+		out = append(out, ShardState{Tenant: q.tenant, Queue: q.name, Inc: q.inc, CfgVer: q.cfgVer, Home: q.home,
+			Subs: len(q.subs), Partitions: q.partitionCount()})
 	}
 	return out
 }

@@ -130,10 +130,14 @@ func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
-	if q == nil || q.part(name) == nil {
+	if q == nil {
 		return Partition{}, false
 	}
-	return s.handle(q.part(name)), true
+	p := q.part(name)
+	if p == nil {
+		return Partition{}, false
+	}
+	return s.handle(p), true
 }
 
 // PartitionByID resolves a partition by its id, checking it belongs to
@@ -205,12 +209,7 @@ func (s *Store) Queue(tenant wire.ID, name string) (QueueInfo, bool) {
 func queueInfo(q *queueState) QueueInfo {
 	n := len(q.dir)
 	if !q.home {
-		n = 0
-		for _, p := range q.parts {
-			if p != nil {
-				n++
-			}
-		}
+		n = q.partitionCount()
 	}
 	return QueueInfo{ID: q.id, Name: q.name, Namespace: q.namespace, Task: q.task, CreatedMs: q.createdMs,
 		Kafka: q.kafka, Config: q.cfg, Partitions: n, Home: q.home}

@@ -160,6 +160,10 @@ func (q *queueState) part(name string) *partState {
 	return q.parts[i]
 }
 
+// partitionCount is how many partitions of q this group holds (each is
+// named in partNames, and none leaves but with its queue).
+func (q *queueState) partitionCount() int { return q.partNames.len() }
+
 // addPart puts p in q's partitions.
 func (q *queueState) addPart(p *partState) {
 	for int(p.index) >= len(q.parts) {
