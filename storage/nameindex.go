@@ -9,9 +9,9 @@ import "hash/maphash"
 // a slot of 8 bytes per entry (the index and 32 bits of the name's hash)
 // and asks the caller for the name at an index to confirm a match: the
 // names already live in the directory entries and partition states.
-// Entries are never removed (partition indexes are permanent). Lookups
-// only: nothing iterates it, so the per-process hash seed changes no
-// answer.
+// An entry leaves when its partition is removed as idle (cleanup.go).
+// Lookups only: nothing iterates it, so the per-process hash seed changes
+// no answer.
 type nameIndex struct {
 	slots []uint64 // hash<<32 | index+1; 0 is an empty slot
 	n     int
@@ -57,6 +57,36 @@ func (t *nameIndex) put(name string, index uint32) {
 	}
 	t.place(nameTag(name)<<32 | uint64(index+1))
 	t.n++
+}
+
+// del removes the entry of name at index, if the table holds it. Linear
+// probing needs no tombstone: the entries after the freed slot, up to the
+// next empty one, move back into it when their own position allows (each
+// stays reachable from its tag's position without crossing an empty slot).
+func (t *nameIndex) del(name string, index uint32) {
+	if t.n == 0 {
+		return
+	}
+	want := nameTag(name)<<32 | uint64(index+1)
+	mask := uint64(len(t.slots) - 1)
+	i := want >> 32 & mask
+	for t.slots[i] != want {
+		if t.slots[i] == 0 {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	for j := (i + 1) & mask; t.slots[j] != 0; j = (j + 1) & mask {
+		home := t.slots[j] >> 32 & mask
+		// The entry at j may fill the hole at i unless its home lies
+		// cyclically in (i, j]: then it must stay at or after its home.
+		if (j-home)&mask >= (j-i)&mask {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = 0
+	t.n--
 }
 
 // place puts a slot at the first free position from its tag's: the tag
