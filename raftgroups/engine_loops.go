@@ -24,6 +24,10 @@ const (
 	// coordinator's leader makes sure every participant resolved it (the
 	// request that decided it normally does so first).
 	finishAfter = 10 * time.Second
+	// dropRoundsPerReconcile bounds the directory drops one reconcile of a
+	// shard carries to its home (wire.MaxDropDir each): 256k, so a pass of
+	// the cleanup over millions of partitions is settled in seconds.
+	dropRoundsPerReconcile = 64
 )
 
 // startEngineLoops starts the loops that need the engine.
@@ -275,6 +279,9 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 	}
 	ctx, cancel := context.WithTimeout(h.stopped, h.cfg.RequestTimeout)
 	defer cancel()
+	if st.Drops > 0 {
+		e.dropRemovedAtHome(ctx, g, home, st)
+	}
 	cat, ok := e.Catalog(st.Tenant, st.Queue)
 	if ok && cat.Inc == st.Inc && cat.CfgVer <= st.CfgVer && e.shardComplete(g, st, &cat) {
 		return // the common case: nothing to do, no barrier
@@ -299,6 +306,34 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 		}
 		if _, err := e.Propose(ctx, g, wire.Command{Kind: wire.KindEnsureShard, Body: cmd.Encode(nil)}); err != nil {
 			h.log.Debug("raft: reconciling a shard", "group", g, "queue", st.Queue, "err", err)
+		}
+	}
+}
+
+// dropRemovedAtHome tells a queue's home which partitions group g removed
+// as idle, so it drops their directory entries, then records in g that it
+// has, wire.MaxDropDir at a time, up to dropRoundsPerReconcile times. Both
+// commands are idempotent: a lost answer only repeats them.
+func (e *Engine) dropRemovedAtHome(ctx context.Context, g, home int, st storage.ShardState) {
+	for range dropRoundsPerReconcile {
+		idx := e.GroupStore(g).PendingDrops(st.Tenant, st.Queue)
+		if len(idx) == 0 {
+			return
+		}
+		cmd := wire.DropDirCmd{Tenant: st.Tenant, Queue: st.Queue, Inc: st.Inc, Group: uint16(g), Indexes: idx}
+		body := cmd.Encode(nil)
+		res, err := e.Propose(ctx, home, wire.Command{Kind: wire.KindDropDir, Body: body})
+		if err == nil {
+			if code, _ := wire.ResultCode(res[0]); code != wire.CodeOK {
+				err = code.Err() // another incarnation at the home: this shard goes with its queue
+			}
+		}
+		if err == nil {
+			_, err = e.Propose(ctx, g, wire.Command{Kind: wire.KindForgetDrops, Body: body})
+		}
+		if err != nil {
+			e.host.log.Debug("raft: telling a queue's home of removed partitions", "group", g, "queue", st.Queue, "err", err)
+			return
 		}
 	}
 }

@@ -117,7 +117,8 @@ type allocReq struct {
 	kafka     bool     // a queue it creates is a Kafka topic
 	namespace string
 	task      string
-	fresh     bool // skip this node's replica: ask the home
+	fresh     bool     // skip this node's replica: ask the home
+	gone      []uint32 // indexes refused as removed: the home drops them first (with fresh)
 }
 
 // resolved is where a request's partitions are, and what must travel with
@@ -151,7 +152,7 @@ func (e *Engine) resolve(ctx context.Context, r allocReq) (*resolved, error) {
 	}
 	if !found {
 		cmd := wire.AllocCmd{Tenant: r.tenant, Queue: r.queue, Names: r.names, Count: r.count,
-			Namespace: r.namespace, Task: r.task, Place: e.place.Queue(r.tenant, r.queue)}
+			Namespace: r.namespace, Task: r.task, Place: e.place.Queue(r.tenant, r.queue), Gone: r.gone}
 		if r.create {
 			cmd.Flags |= wire.AllocCreate
 		}
@@ -242,7 +243,7 @@ func (e *Engine) ensureShards(ctx context.Context, r *resolved) error {
 // staleShard reports a write refused because the group's shard is of
 // another incarnation or lacks the partition: resolve again from the home.
 func staleShard(code wire.Code) bool {
-	return code == wire.CodeQueueNotFound || code == wire.CodePartitionNotFound
+	return code == wire.CodeQueueNotFound || code == wire.CodePartitionNotFound || code == wire.CodePartitionGone
 }
 
 // propagateCatalog carries a catalog's options and the home's

@@ -91,6 +91,9 @@ type Config struct {
 	ReadyLag    uint64        // applied may trail commit by this many entries
 
 	TraceRetention time.Duration // QUEEN_RAFT_TRACE_RETENTION_S
+	// PartitionCleanup removes partitions empty and idle that long
+	// (PARTITION_CLEANUP_DAYS; 0: QUEEN_PARTITION_CLEANUP_ENABLED is off).
+	PartitionCleanup time.Duration
 
 	// MaxClockSkew bounds how far this node's clock, which stamps every
 	// entry, may be from the cluster's (QUEEN_RAFT_MAX_CLOCK_SKEW_MS;
@@ -465,7 +468,8 @@ func (h *Host) newStore(n int, storeDir string) *storage.Store {
 	cache, memtable := StoreMemory(h.cfg.MemoryBudget, h.cfg.Groups)
 	return storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
 		TraceRetentionMs: h.cfg.TraceRetention.Milliseconds(), SegmentBytes: h.cfg.SegmentBytes,
-		CacheBytes: cache, MemTableBytes: memtable})
+		PartitionCleanupMs: h.cfg.PartitionCleanup.Milliseconds(),
+		CacheBytes:         cache, MemTableBytes: memtable})
 }
 
 // StoreMemory is what one group's store may hold in memory under a node

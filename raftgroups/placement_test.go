@@ -409,3 +409,58 @@ func TestStoreMemoryShareTheBudget(t *testing.T) {
 		}
 	}
 }
+
+// A partition removed as idle outside its queue's home: a push that finds
+// it through the home's directory before the reconciler has dropped the
+// entry is refused as gone by the shard, and the engine allocates the name
+// again (a new index) and delivers; the reconciler then settles the drop.
+func TestPushToARemovedPartitionAllocatesItAgain(t *testing.T) {
+	e, ctx := oneNodeThreeGroups(t)
+	const queue = "churn"
+	home := e.Home(wire.DefaultTenant, queue)
+	var name string
+	var d wire.DirEntry
+	for i := 0; ; i++ {
+		name = fmt.Sprintf("c%d", i)
+		r, err := e.resolve(ctx, allocReq{tenant: wire.DefaultTenant, queue: queue, names: []string{name}, create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.ensureShards(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if d = r.parts[0]; int(d.Group) != home {
+			break
+		}
+	}
+	g := int(d.Group)
+	tick := wire.TickCmd{PartitionCleanupMs: 1}
+	for {
+		if _, ok := e.GroupStore(g).PartitionByIndex(wire.DefaultTenant, queue, d.Index); !ok {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the idle partition was never removed")
+		}
+		if _, err := e.Propose(ctx, g, wire.Command{Kind: wire.KindTick, Body: tick.Encode(nil)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := e.DirByIndex(wire.DefaultTenant, queue, d.Index); !ok {
+		t.Log("the reconciler dropped the entry first: the push below takes the plain path")
+	}
+	out := pushTo(ctx, t, e, queue, name, `1`)
+	if out[0].PartitionIndex == d.Index || out[0].BaseOffset != 0 {
+		t.Fatalf("pushed to index %d offset %d; the removed one was %d", out[0].PartitionIndex, out[0].BaseOffset, d.Index)
+	}
+	if _, ok := e.DirByIndex(wire.DefaultTenant, queue, d.Index); ok {
+		t.Fatal("the home still lists the removed partition")
+	}
+	if p, ok := e.PartitionNamed(wire.DefaultTenant, queue, name); !ok || p.HighWatermark() != 1 {
+		t.Fatalf("the name's new partition: %+v %v", p, ok)
+	}
+	e.reconcile()
+	if got := e.GroupStore(g).PendingDrops(wire.DefaultTenant, queue); len(got) != 0 {
+		t.Fatalf("drops still owed after a reconcile: %v", got)
+	}
+}

@@ -43,7 +43,7 @@ func (h *Host) proposeTicks() {
 				defer h.wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				if _, err := g.prop.submit(ctx, []wire.Command{{Kind: wire.KindTick}}); err != nil {
+				if _, err := g.prop.submit(ctx, []wire.Command{g.store.TickCommand()}); err != nil {
 					h.log.Debug("raft: tick not applied", "group", g.n, "err", err)
 				}
 				done <- g.n

@@ -40,6 +40,8 @@ type applyCtx struct {
 	// xid is the cross-group transaction whose part is being applied: its
 	// own pins do not stop it (xtxn.go).
 	xid wire.ID
+	// tick is the settings of the tick being applied (wire.TickCmd).
+	tick wire.TickCmd
 	// err is a storage failure (a segment write) met while applying: the
 	// batch is not committed and Update fails, which stops the node, as a
 	// failed pebble commit does.
@@ -216,8 +218,15 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 	case wire.KindGroupMembers:
 		return run(cmd.Body, wire.DecodeGroupMembersCmd, func(c *wire.GroupMembersCmd) wire.CodeResult { return s.applyGroupMembers(ctx, c) })
 	case wire.KindTick:
-		s.applyTick(ctx)
-		return wire.CodeResult{Code: wire.CodeOK}.Encode(nil)
+		return run(cmd.Body, wire.DecodeTickCmd, func(c *wire.TickCmd) wire.CodeResult {
+			ctx.tick = *c
+			s.applyTick(ctx)
+			return wire.CodeResult{Code: wire.CodeOK}
+		})
+	case wire.KindDropDir:
+		return run(cmd.Body, wire.DecodeDropDirCmd, func(c *wire.DropDirCmd) wire.CodeResult { return s.applyDropDir(ctx, c) })
+	case wire.KindForgetDrops:
+		return run(cmd.Body, wire.DecodeDropDirCmd, func(c *wire.DropDirCmd) wire.CodeResult { return s.applyForgetDrops(ctx, c) })
 	}
 	return []byte{uint8(wire.CodeBadRequest)}
 }

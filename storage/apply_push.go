@@ -131,6 +131,9 @@ func (s *Store) pushTarget(q *queueState, c *wire.PushCmd) (*partState, wire.Cod
 		if int(c.PartitionIndex) < len(q.parts) && q.parts[c.PartitionIndex] != nil {
 			return q.parts[c.PartitionIndex], wire.CodeOK
 		}
+		if q.gone.has(uint32(c.PartitionIndex)) {
+			return nil, wire.CodePartitionGone // a stale directory entry: the engine allocates the name again
+		}
 		return nil, wire.CodePartitionNotFound
 	}
 	if p := q.part(c.Partition); p != nil {

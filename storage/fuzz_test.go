@@ -34,6 +34,13 @@ func FuzzApply(f *testing.F) {
 	popT := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "t", Group: "g", Batch: 5, SubMode: wire.SubAll, LeaseIDs: []wire.ID{{8}}}
 	f.Add(wire.AppendEntry(nil, 3, []wire.Command{{Kind: wire.KindAlloc, Body: topic.Encode(nil)},
 		{Kind: wire.KindKafkaProduce, Body: produce.Encode(nil)}, {Kind: wire.KindPop, Body: popT.Encode(nil)}}))
+	// Idle partitions removed by a tick, their directory entries dropped.
+	tick := wire.TickCmd{PartitionCleanupMs: 1}
+	drop := wire.DropDirCmd{Tenant: wire.DefaultTenant, Queue: "q", Inc: 1, Indexes: []uint32{0, 1}}
+	gone := alloc
+	gone.Gone = []uint32{0}
+	f.Add(wire.AppendEntry(nil, 1<<40, []wire.Command{{Kind: wire.KindTick, Body: tick.Encode(nil)}, {Kind: wire.KindDropDir, Body: drop.Encode(nil)},
+		{Kind: wire.KindForgetDrops, Body: drop.Encode(nil)}, {Kind: wire.KindAlloc, Body: gone.Encode(nil)}, {Kind: wire.KindPush, Body: push.Encode(nil)}}))
 	fuzzApply(f)
 }
 

@@ -36,6 +36,7 @@ const (
 	tagReply     = 'r' // proposal stamp ms, proposal id, command index → the reply its retries get (retries.go)
 	tagRetried   = 'R' // proposal stamp ms, proposal id → (empty): a retry of it was applied (retries.go)
 	tagFormat    = 'F' // the store's on-disk format (store.go)
+	tagGone      = 'G' // qid, index → 1 until the home dropped it, else 0: a partition removed as idle (cleanup.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of

@@ -98,6 +98,9 @@ func (s *Store) load() error {
 		err = s.loadDir()
 	}
 	if err == nil {
+		err = s.loadGone()
+	}
+	if err == nil {
 		err = s.scan([]byte{tagSub}, func(k, v []byte) error {
 			q := s.queuesByID[binary.BigEndian.Uint64(k[1:9])]
 			if q == nil {

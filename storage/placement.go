@@ -117,6 +117,9 @@ func (s *Store) applyAlloc(ctx *applyCtx, c *wire.AllocCmd) wire.AllocResult {
 			return res
 		}
 	}
+	if q != nil && len(c.Gone) > 0 {
+		s.dropGone(ctx, q, c.Gone)
+	}
 	if q == nil {
 		cfg := wire.PushCreatedQueueConfig()
 		if c.Flags&wire.AllocKafka != 0 {
@@ -137,6 +140,9 @@ func (s *Store) applyAlloc(ctx *applyCtx, c *wire.AllocCmd) wire.AllocResult {
 		s.addDirEntry(ctx, q, "")
 	}
 	for i := uint32(0); i < c.Count; i++ {
+		if q.dir[i].name == "" {
+			continue // a partition removed as idle (cleanup.go); only HTTP queues have them
+		}
 		res.Parts = append(res.Parts, q.dirEntryAt(i))
 	}
 	res.Catalog = q.catalog()
@@ -173,6 +179,9 @@ func (s *Store) applyEnsureShard(ctx *applyCtx, c *wire.EnsureShardCmd) wire.Cod
 		}
 		if int(d.Index) < len(q.parts) && q.parts[d.Index] != nil {
 			continue
+		}
+		if q.gone.has(d.Index) {
+			continue // removed as idle: never made again at this index (a push to it answers CodePartitionGone)
 		}
 		if p := q.part(d.Name); p != nil {
 			return wire.CodeResult{Code: wire.CodeConflict} // the name is taken at another index
@@ -237,7 +246,7 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 	}
 	s.forgetKafkaQueue(ctx, q)
 	deleteDLQRows(ctx, q.tenant, q.id)
-	for _, prefix := range [][]byte{subPrefix(q.id), dirPrefix(q.id)} {
+	for _, prefix := range [][]byte{subPrefix(q.id), dirPrefix(q.id), gonePrefix(q.id)} {
 		_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 	}
 	ctx.del(queueKey(q.id))
@@ -305,13 +314,14 @@ func (s *Store) DirByIndex(tenant wire.ID, queue string, index uint32) (wire.Dir
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
-	if q == nil || !q.home || index >= uint32(len(q.dir)) {
+	if q == nil || !q.home || index >= uint32(len(q.dir)) || q.dir[index].name == "" {
 		return wire.DirEntry{}, false
 	}
 	return q.dirEntryAt(index), true
 }
 
-// Dir lists a home's directory entries from index from, up to limit.
+// Dir lists a home's directory entries from index from, up to limit,
+// leaving out the indexes of partitions removed as idle.
 func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire.DirEntry {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -321,7 +331,9 @@ func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire
 	}
 	var out []wire.DirEntry
 	for i := from; i < uint32(len(q.dir)) && len(out) < limit; i++ {
-		out = append(out, q.dirEntryAt(i))
+		if q.dir[i].name != "" {
+			out = append(out, q.dirEntryAt(i))
+		}
 	}
 	return out
 }
@@ -395,6 +407,9 @@ type ShardState struct {
 	Partitions int
 	// Subs counts the consumer groups subscribed here.
 	Subs int
+	// Drops counts the partitions removed here whose home may still
+	// list them (cleanup.go).
+	Drops int
 }
 
 // Shards lists every queue state this group holds.
@@ -404,7 +419,7 @@ func (s *Store) Shards() []ShardState {
 	out := make([]ShardState, 0, len(s.queuesByID))
 	for _, q := range s.queuesByID {
 		out = append(out, ShardState{Tenant: q.tenant, Queue: q.name, Inc: q.inc, CfgVer: q.cfgVer, Home: q.home,
-			Subs: len(q.subs), Partitions: q.partitionCount()})
+			Subs: len(q.subs), Partitions: q.partitionCount(), Drops: len(q.dropsPending)})
 	}
 	return out
 }

@@ -207,7 +207,7 @@ func (s *Store) Queue(tenant wire.ID, name string) (QueueInfo, bool) {
 // queueInfo copies a queue's metadata. Partitions counts the whole queue's
 // at its home, this group's own in a shard; Home says which.
 func queueInfo(q *queueState) QueueInfo {
-	n := len(q.dir)
+	n := q.dirNames.len() // live entries: a removed partition leaves a hole (cleanup.go)
 	if !q.home {
 		n = q.partitionCount()
 	}

@@ -46,7 +46,12 @@ type queueState struct {
 
 	parts     []*partState // this group's partitions, by permanent index (sparse)
 	partNames nameIndex    // parts by name
-	subs      map[string]*subscription
+	// gone holds the indexes of partitions this group removed as idle and
+	// empty; dropsPending those whose directory entry the home may still
+	// hold (cleanup.go).
+	gone         readySet
+	dropsPending []uint32
+	subs         map[string]*subscription
 
 	stats   *queueStats // in-memory activity counters (views_stats.go)
 	dlqRows int         // dead-letter rows not yet replayed, rebuilt by load
@@ -161,7 +166,7 @@ func (q *queueState) part(name string) *partState {
 }
 
 // partitionCount is how many partitions of q this group holds (each is
-// named in partNames, and none leaves but with its queue).
+// named in partNames until it is removed).
 func (q *queueState) partitionCount() int { return q.partNames.len() }
 
 // addPart puts p in q's partitions.

@@ -45,6 +45,10 @@ type Config struct {
 	// TraceRetentionMs is how long trace events are kept
 	// (QUEEN_RAFT_TRACE_RETENTION_S; DefaultTraceRetentionMs when zero).
 	TraceRetentionMs int64
+	// PartitionCleanupMs removes partitions empty and idle that long
+	// (PARTITION_CLEANUP_DAYS, QUEEN_PARTITION_CLEANUP_ENABLED; 0: never).
+	// Only a leader's setting counts: its ticks carry it (cleanup.go).
+	PartitionCleanupMs int64
 	// Group is the raft group this store is the state machine of: ids it
 	// hands out (partitions, dead-letter rows, producers) carry it.
 	Group  int

@@ -103,7 +103,7 @@ type partitionVisit func(ctx *applyCtx, q *queueState, p *partState, budget int)
 // previous tick stopped. A pass starts once intervalMs after the last one
 // and spends at most budget units per tick (a visit costs one unit plus
 // what it reports), so one tick stays short however many partitions exist.
-func (s *Store) sweepPartitions(ctx *applyCtx, name string, intervalMs int64, budget int, match func(*queueState) bool, visit partitionVisit) {
+func (s *Store) sweepPartitions(ctx *applyCtx, name string, intervalMs int64, budget int, queues map[uint64]*queueState, match func(*queueState) bool, visit partitionVisit) {
 	st := s.sweep(name)
 	if !st.passDue(ctx.nowMs, intervalMs) {
 		return
@@ -112,15 +112,15 @@ func (s *Store) sweepPartitions(ctx *applyCtx, name string, intervalMs int64, bu
 		*st = sweepState{lastPassMs: ctx.nowMs, inPass: true}
 	}
 	defer ctx.saveSweep(name, st)
-	ids := make([]uint64, 0, len(s.timed))
-	for id, q := range s.timed {
+	ids := make([]uint64, 0, len(queues))
+	for id, q := range queues {
 		if id >= st.qid && match(q) {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		q := s.timed[id]
+		q := queues[id]
 		from := uint32(0)
 		if id == st.qid {
 			from = st.index

@@ -1,5 +1,7 @@
 package storage
 
+import "github.com/queen-mq/queen/wire"
+
 // A sweeper is time-driven work the apply loop does when the leader
 // proposes a tick: expiring, retaining, firing. The leader asks due (a read
 // under the store's read lock, with its wall clock) whether any sweeper has
@@ -14,12 +16,19 @@ type sweeper interface {
 }
 
 // sweepers run in this order at every tick. Add new time-driven work here.
-var sweepers = []sweeper{retentionSweeper, maxWaitSweeper, txnDoneSweeper{}, retriesSweeper{}, xAbortSweeper{}, kvTTLSweeper{}, timerSweeper{}, traceSweeper{}, kafkaProducerSweeper{}}
+var sweepers = []sweeper{retentionSweeper, maxWaitSweeper, txnDoneSweeper{}, retriesSweeper{}, xAbortSweeper{}, kvTTLSweeper{}, timerSweeper{}, traceSweeper{}, kafkaProducerSweeper{}, cleanupSweeper{}}
 
 func (s *Store) applyTick(ctx *applyCtx) {
 	for _, sw := range sweepers {
 		sw.sweep(s, ctx)
 	}
+}
+
+// TickCommand is the tick the leader proposes: its own settings of the
+// work whose outcome depends on them, so replicas agree.
+func (s *Store) TickCommand() wire.Command {
+	c := wire.TickCmd{PartitionCleanupMs: s.cfg.PartitionCleanupMs}
+	return wire.Command{Kind: wire.KindTick, Body: c.Encode(nil)}
 }
 
 // TickDue reports whether any sweeper has work at nowMs (the caller's wall

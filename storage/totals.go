@@ -260,7 +260,7 @@ func (ctx *applyCtx) recountLater(p *partState) {
 // than one list.
 func (ctx *applyCtx) recountBatch() {
 	once := func(p *partState) {
-		if !p.recounted {
+		if !p.recounted && !p.deleted.Load() { // a removed partition left the totals (cleanup.go)
 			p.recounted = true
 			recount(p)
 		}

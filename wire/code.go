@@ -30,6 +30,7 @@ const (
 	CodeUnknownProducer   Code = 16 // a producer sequence past 0 from a producer with no state
 	CodeSequenceAhead     Code = 17 // a producer sequence past the next one: an earlier batch is still on its way
 	CodeSealRequired      Code = 18 // unsealed records for a queue whose options now ask for encryption
+	CodePartitionGone     Code = 19 // the partition at that index was removed as idle and empty: allocate the name again
 )
 
 // Sentinel errors, one per non-OK code.
@@ -75,6 +76,7 @@ var codeErrors = [...]error{
 	CodeUnknownProducer:   ErrUnknownProducer,
 	CodeSequenceAhead:     ErrSequenceAhead,
 	CodeSealRequired:      ErrSealRequired,
+	CodePartitionGone:     ErrPartitionNotFound,
 }
 
 // Err returns the sentinel error for c, nil for CodeOK.

@@ -206,6 +206,10 @@ type AllocCmd struct {
 	Place     Placement // placement of a queue it creates
 	Names     []string
 	Count     uint32
+	// Gone lists indexes whose partitions their group refused a push for
+	// as removed (CodePartitionGone): the home drops their directory
+	// entries first, so the names they had are allocated afresh.
+	Gone []uint32
 }
 
 // Encode appends the command body.
@@ -222,6 +226,12 @@ func (c *AllocCmd) Encode(b []byte) []byte {
 		w.String(n)
 	}
 	w.Uvarint(uint64(c.Count))
+	if len(c.Gone) > 0 { // absent when empty: the body reads as before there were any
+		w.Uvarint(uint64(len(c.Gone)))
+		for _, i := range c.Gone {
+			w.Uvarint(uint64(i))
+		}
+	}
 	return w.B
 }
 
@@ -243,6 +253,14 @@ func DecodeAllocCmd(b []byte) (AllocCmd, error) {
 		}
 	}
 	c.Count = r.u32()
+	if r.Len() > 0 {
+		if n := r.Count(MaxDropDir, 1); n > 0 {
+			c.Gone = make([]uint32, n)
+			for i := range c.Gone {
+				c.Gone[i] = r.u32()
+			}
+		}
+	}
 	return c, r.Done()
 }
 

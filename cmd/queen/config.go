@@ -164,6 +164,23 @@ func (e *env) bool(name string, def bool) bool {
 	return def
 }
 
+// days reads a number of days, a fraction allowed ("0.5" is 12 hours), in
+// (0, max].
+func (e *env) days(name string, def, max float64) time.Duration {
+	e.note(name, strconv.FormatFloat(def, 'g', -1, 64), true)
+	v := strings.TrimSpace(e.lookup(name))
+	d := def
+	if v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(n > 0 && n <= max) {
+			e.fail(name, "must be a number of days above 0 and at most %g, got %q", max, v)
+			return 0
+		}
+		d = n
+	}
+	return time.Duration(d * 24 * float64(time.Hour))
+}
+
 func (e *env) millis(name string, def time.Duration, min, max time.Duration) time.Duration {
 	ms := e.int(name, int(def/time.Millisecond), int(min/time.Millisecond), int(max/time.Millisecond))
 	return time.Duration(ms) * time.Millisecond
@@ -295,10 +312,13 @@ func (e *env) raftConfig() raftgroups.Config {
 		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
 		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
 		TraceRetention:  time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
-		DiskHighPct:     float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
-		DiskLowPct:      float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
-		CrashAt:         e.str("QUEEN_FAULT_CRASH_AT", ""),
-		MaxClockSkew:    e.millis("QUEEN_RAFT_MAX_CLOCK_SKEW_MS", 500*time.Millisecond, time.Millisecond, time.Minute),
+		// Spec §1.1: empty partitions idle this long are removed; off
+		// leaves them for ever.
+		PartitionCleanup: e.days("PARTITION_CLEANUP_DAYS", 30, 36500),
+		DiskHighPct:      float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
+		DiskLowPct:       float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
+		CrashAt:          e.str("QUEEN_FAULT_CRASH_AT", ""),
+		MaxClockSkew:     e.millis("QUEEN_RAFT_MAX_CLOCK_SKEW_MS", 500*time.Millisecond, time.Millisecond, time.Minute),
 		// Test only: offsets this node's wall clock reading, to run a node
 		// whose clock is wrong (the clock bound's end-to-end tests).
 		ClockTestOffset: time.Duration(e.int("QUEEN_TEST_CLOCK_OFFSET_MS", 0, -30*86400000, 30*86400000)) * time.Millisecond,
@@ -312,6 +332,9 @@ func (e *env) raftConfig() raftgroups.Config {
 	r.Peers = e.peers(r.NodeID, r.ListenAddr)
 	// A joining node may list only itself in QUEEN_RAFT_PEERS: it learns
 	// the others from the membership. It is still a cluster's member.
+	if !e.bool("QUEEN_PARTITION_CLEANUP_ENABLED", true) {
+		r.PartitionCleanup = 0
+	}
 	r.Join = e.bool("QUEEN_RAFT_JOIN", false)
 	r.ForceRecover = e.bool("QUEEN_RAFT_FORCE_RECOVER", false)
 	if r.Join && r.ForceRecover {

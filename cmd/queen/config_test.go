@@ -104,6 +104,8 @@ func TestBadConfigNamesTheVariable(t *testing.T) {
 		// dragonboat refuses proposals over 256 MiB
 		"QUEEN_RAFT_ENTRY_MAX_BYTES":                  {"QUEEN_RAFT_ENTRY_MAX_BYTES": "536870912"},
 		"QUEEN_RAFT_MAX_CLOCK_SKEW_MS":                {"QUEEN_RAFT_MAX_CLOCK_SKEW_MS": "0"},
+		"PARTITION_CLEANUP_DAYS":                      {"PARTITION_CLEANUP_DAYS": "0"},
+		"QUEEN_PARTITION_CLEANUP_ENABLED":             {"QUEEN_PARTITION_CLEANUP_ENABLED": "later"},
 		"QUEEN_TEST_CLOCK_OFFSET_MS":                  {"QUEEN_TEST_CLOCK_OFFSET_MS": "an hour"},
 		"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP":          {"QUEEN_KAFKA_MAX_CONNECTIONS_PER_IP": "0"},
 		"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": {"QUEEN_KAFKA_MAX_UNAUTHENTICATED_CONNECTIONS": "-1"},
@@ -403,5 +405,23 @@ func TestMemoryBudget(t *testing.T) {
 	c, err = loadConfig(lookup(map[string]string{"QUEEN_MEMORY_LIMIT_MB": "0"}))
 	if err != nil || c.MemoryLimit != 0 || c.Raft.MemoryBudget != 0 {
 		t.Fatalf("off: %v, limit %d, stores %d", err, c.MemoryLimit, c.Raft.MemoryBudget)
+	}
+}
+
+// Spec §1.1: idle empty partitions go after 30 days by default; the age
+// takes a fraction of a day, and the switch turns it off.
+func TestPartitionCleanupSettings(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want time.Duration
+	}{
+		{nil, 30 * 24 * time.Hour},
+		{map[string]string{"PARTITION_CLEANUP_DAYS": "0.5"}, 12 * time.Hour},
+		{map[string]string{"PARTITION_CLEANUP_DAYS": "7", "QUEEN_PARTITION_CLEANUP_ENABLED": "false"}, 0},
+	} {
+		cfg, err := loadConfig(lookup(c.env))
+		if err != nil || cfg.Raft.PartitionCleanup != c.want {
+			t.Fatalf("%v: %v, cleanup %v, want %v", c.env, err, cfg.Raft.PartitionCleanup, c.want)
+		}
 	}
 }

@@ -228,6 +228,11 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
+	if cfg.Raft.PartitionCleanup > 0 {
+		log.Info("config: partition_cleanup", "enabled", true, "idle_days", cfg.Raft.PartitionCleanup.Hours()/24)
+	} else {
+		log.Info("config: partition_cleanup", "enabled", false)
+	}
 	logNodeTLS(log, cfg.Raft.TLS)
 	ec := &cfg.HTTP.Ephemeral
 	log.Info("config: ephemeral", "max_bytes", ec.Store.MaxBytes, "queue_max_bytes", ec.Store.Defaults.MaxBytes,

@@ -110,11 +110,15 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 			continue
 		}
 		dir := b.engine.Dir(tenant, t.Name, 0, t.Partitions)
+		// -1: the topic was deleted since it was listed, or an HTTP
+		// queue's partition was removed as idle (docs/kafka.md).
 		groups := make([]int, t.Partitions)
 		for i := range groups {
-			groups[i] = -1 // the topic was deleted since it was listed
-			if i < len(dir) {
-				groups[i] = int(dir[i].Group)
+			groups[i] = -1
+		}
+		for _, d := range dir {
+			if int(d.Index) < len(groups) {
+				groups[d.Index] = int(d.Group)
 			}
 		}
 		rt.Partitions = leaders.partitions(groups)

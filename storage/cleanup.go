@@ -1,0 +1,231 @@
+package storage
+
+import (
+	"container/heap"
+	"encoding/binary"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// Removing idle empty partitions (PARTITION_CLEANUP_DAYS, spec §1.1;
+// docs/placement.md, "Removing idle partitions"). A queue that has seen
+// millions of customers would otherwise keep a partition state, its
+// cursors and a directory entry for each of them for ever.
+//
+// A partition is removed when its log holds no message (retention dropped
+// them all, or it never held one), nothing was pushed to it, none of its
+// cursors moved and it was not created for the leader's cleanup age, no
+// lease is held on it, no prepared transaction pins a cursor of it, and no
+// Kafka producer or transaction has state in it. Queues created through
+// Kafka keep every partition: a Kafka partition index is permanent.
+//
+// The group holding the partition removes it, in a tick, and keeps its
+// index as gone for ever: a push or an EnsureShardCmd for it from a stale
+// directory is refused (CodePartitionGone), so it is never made again at
+// that index. Its queue's home then drops the directory entry: at once when
+// the home holds it, otherwise when the shard's leader tells it
+// (KindDropDir, then KindForgetDrops here) or when an engine whose push was
+// refused allocates the name again (AllocCmd.Gone). The name then gets a
+// new index, placed by the rule, with offsets from 0.
+
+// goneKey marks partition index of queue qid removed from this group; its
+// value is one byte, 1 while the home has not been told.
+func goneKey(qid uint64, index uint32) []byte {
+	return binary.BigEndian.AppendUint32(appendU64([]byte{tagGone}, qid), index)
+}
+
+func gonePrefix(qid uint64) []byte { return appendU64([]byte{tagGone}, qid) }
+
+// cleanupSweepName names the cleanup sweeper's progress.
+const cleanupSweepName = "partition-cleanup"
+
+// cleanupBudget is how many partitions one tick visits.
+var cleanupBudget = 8192
+
+// cleanupInterval is how often a cleanup pass starts for an age of ms: a
+// partition stays at most an eighth longer than the age, and a pass starts
+// at most every hour and at least every second.
+func cleanupInterval(ms int64) int64 { return min(max(ms/8, 1000), 3600*1000) }
+
+type cleanupSweeper struct{}
+
+func (cleanupSweeper) name() string { return cleanupSweepName }
+
+func (cleanupSweeper) due(s *Store, nowMs int64) bool {
+	ms := s.cfg.PartitionCleanupMs
+	return ms > 0 && len(s.queuesByID) > 0 && s.sweepDue(cleanupSweepName, nowMs, cleanupInterval(ms))
+}
+
+func (cleanupSweeper) sweep(s *Store, ctx *applyCtx) {
+	ms := ctx.tick.PartitionCleanupMs
+	if ms <= 0 {
+		return
+	}
+	idleSince := ctx.nowMs - ms
+	s.sweepPartitions(ctx, cleanupSweepName, cleanupInterval(ms), cleanupBudget, s.queuesByID,
+		func(q *queueState) bool { return !q.kafka },
+		func(ctx *applyCtx, q *queueState, p *partState, _ int) (int, bool) {
+			if s.idleAndEmpty(p, idleSince) {
+				s.removePartition(ctx, q, p)
+			}
+			return 0, true
+		})
+}
+
+// idleAndEmpty reports whether p may be removed: see the file comment.
+func (s *Store) idleAndEmpty(p *partState, idleSince int64) bool {
+	if p.start < p.next || p.createdMs > idleSince || p.lastWriteMs > idleSince {
+		return false
+	}
+	for _, c := range p.cursors {
+		// Retention takes a lease's messages with it, so an empty
+		// partition holds none; the check costs nothing and keeps
+		// removal safe should that change.
+		if c.lease != nil || c.updatedMs > idleSince || s.anyPin(p.id, c.group) {
+			return false
+		}
+	}
+	if _, ok := s.kafka.producers[p.id]; ok {
+		return false
+	}
+	_, ok := s.kafka.partTxns[p.id]
+	return !ok
+}
+
+// removePartition deletes p and everything kept for it, takes it out of its
+// queue's totals and marks its index gone; the home drops the directory
+// entry now when it is this group.
+func (s *Store) removePartition(ctx *applyCtx, q *queueState, p *partState) {
+	q.appended -= p.nextCounted
+	q.totals.sub(p.counted.counts())
+	p.counted = packedCounts{}
+	if p.heapAt >= 0 {
+		heap.Remove(&q.leases, int(p.heapAt))
+	}
+	for _, c := range p.cursors {
+		q.dropLag(c)
+	}
+	deleteChunks(ctx, p.id)
+	for _, prefix := range [][]byte{txnPrefix(p.id), cursorPrefix(p.id)} {
+		_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
+	}
+	ctx.del(partitionKey(p.id))
+	for _, sub := range q.subs {
+		sub.ready.clear(p.index)
+	}
+	q.parts[p.index] = nil
+	q.partNames.del(p.name, p.index)
+	delete(s.parts, p.id)
+	p.deleted.Store(true)
+
+	q.gone.set(p.index)
+	pending := !q.home || !s.dropDirEntry(ctx, q, p.index, uint16(s.cfg.Group))
+	if pending {
+		q.dropsPending = append(q.dropsPending, p.index)
+		ctx.set(goneKey(q.id, p.index), []byte{1})
+	} else {
+		ctx.set(goneKey(q.id, p.index), []byte{0})
+	}
+	ctx.touch(q)
+}
+
+// dropDirEntry drops a home's directory entry at index when it is live and
+// placed in group g, and reports whether the directory no longer has one
+// there. The index is never given out again.
+func (s *Store) dropDirEntry(ctx *applyCtx, q *queueState, index uint32, g uint16) bool {
+	if int(index) >= len(q.dir) {
+		return false
+	}
+	d := &q.dir[index]
+	if d.name == "" {
+		return true
+	}
+	if d.group != g {
+		return false
+	}
+	q.dirNames.del(d.name, index)
+	if int(d.group) < len(q.dirInGroup) {
+		q.dirInGroup[d.group]--
+	}
+	*d = dirEntry{}
+	ctx.del(dirKey(q.id, index))
+	ctx.touch(q)
+	return true
+}
+
+// applyDropDir, at a queue's home, drops the directory entries of
+// partitions their group removed.
+func (s *Store) applyDropDir(ctx *applyCtx, c *wire.DropDirCmd) wire.CodeResult {
+	q := s.queue(c.Tenant, c.Queue)
+	if q == nil || !q.home || q.inc != c.Inc {
+		return wire.CodeResult{Code: wire.CodeQueueNotFound}
+	}
+	for _, i := range c.Indexes {
+		s.dropDirEntry(ctx, q, i, c.Group)
+	}
+	return wire.CodeResult{Code: wire.CodeOK}
+}
+
+// applyForgetDrops, in the group that removed the partitions, records that
+// their home has dropped the directory entries.
+func (s *Store) applyForgetDrops(ctx *applyCtx, c *wire.DropDirCmd) wire.CodeResult {
+	q := s.queue(c.Tenant, c.Queue)
+	if q == nil || q.inc != c.Inc {
+		return wire.CodeResult{Code: wire.CodeQueueNotFound}
+	}
+	told := make(map[uint32]bool, len(c.Indexes))
+	for _, i := range c.Indexes {
+		told[i] = true
+	}
+	kept := q.dropsPending[:0]
+	for _, i := range q.dropsPending {
+		if told[i] {
+			ctx.set(goneKey(q.id, i), []byte{0})
+		} else {
+			kept = append(kept, i)
+		}
+	}
+	q.dropsPending = kept
+	return wire.CodeResult{Code: wire.CodeOK}
+}
+
+// dropGone, at a queue's home, drops the directory entries of indexes an
+// engine found refused as gone by the group the directory places them in.
+func (s *Store) dropGone(ctx *applyCtx, q *queueState, gone []uint32) {
+	for _, i := range gone {
+		if int(i) < len(q.dir) && q.dir[i].name != "" {
+			s.dropDirEntry(ctx, q, i, q.dir[i].group)
+		}
+	}
+}
+
+// loadGone reads the indexes removed from this group.
+func (s *Store) loadGone() error {
+	return s.scan([]byte{tagGone}, func(k, v []byte) error {
+		if len(k) != 13 || len(v) != 1 {
+			return nil
+		}
+		q := s.queuesByID[binary.BigEndian.Uint64(k[1:9])]
+		if q == nil {
+			return nil
+		}
+		index := binary.BigEndian.Uint32(k[9:13])
+		q.gone.set(index)
+		if v[0] == 1 {
+			q.dropsPending = append(q.dropsPending, index)
+		}
+		return nil
+	})
+}
+
+// PendingDrops lists up to wire.MaxDropDir indexes of a queue's partitions
+// this group removed whose home has not dropped them yet.
+func (s *Store) PendingDrops(tenant wire.ID, queue string) []uint32 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil {
+		return nil
+	}
+	return append([]uint32(nil), q.dropsPending[:min(len(q.dropsPending), wire.MaxDropDir)]...)
+}
