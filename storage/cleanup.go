@@ -3,6 +3,9 @@ package storage
 import (
 	"container/heap"
 	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -62,14 +65,39 @@ func (cleanupSweeper) sweep(s *Store, ctx *applyCtx) {
 		return
 	}
 	idleSince := ctx.nowMs - ms
+	var probe *pebble.Iterator
 	s.sweepPartitions(ctx, cleanupSweepName, cleanupInterval(ms), cleanupBudget, s.queuesByID,
 		func(q *queueState) bool { return !q.kafka },
 		func(ctx *applyCtx, q *queueState, p *partState, _ int) (int, bool) {
-			if s.idleAndEmpty(p, idleSince) {
+			if !s.idleAndEmpty(p, idleSince) {
+				return 0, true
+			}
+			if probe == nil {
+				probe = s.db.NewIter(nil)
+			}
+			if !keysUnder(probe, chunkPrefix(p.id)) && !keysUnder(probe, txnPrefix(p.id)) {
 				s.removePartition(ctx, q, p)
 			}
 			return 0, true
 		})
+	if probe != nil {
+		if err := probe.Close(); err != nil {
+			ctx.fail(fmt.Errorf("storage: cleanup probe: %w", err))
+		}
+	}
+}
+
+// keysUnder reports whether the committed store holds a key under prefix.
+// An empty partition has no chunk or transaction-index key left (retention
+// deletes them with the chunks); one that still has some (a Kafka log
+// start moved inside a chunk) is not removed, so removing never needs a
+// range delete: range deletes in the apply batch made every later iterator
+// of the batch re-read them all, and a pass over many partitions quadratic.
+// The committed store is enough: a partition written in this batch is not
+// idle.
+func keysUnder(it *pebble.Iterator, prefix []byte) bool {
+	it.SetBounds(prefix, prefixEnd(prefix))
+	return it.First()
 }
 
 // idleAndEmpty reports whether p may be removed: see the file comment.
@@ -104,10 +132,7 @@ func (s *Store) removePartition(ctx *applyCtx, q *queueState, p *partState) {
 	}
 	for _, c := range p.cursors {
 		q.dropLag(c)
-	}
-	deleteChunks(ctx, p.id)
-	for _, prefix := range [][]byte{txnPrefix(p.id), cursorPrefix(p.id)} {
-		_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
+		ctx.del(cursorKey(p.id, c.group))
 	}
 	ctx.del(partitionKey(p.id))
 	for _, sub := range q.subs {

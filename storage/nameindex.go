@@ -47,13 +47,7 @@ func (t *nameIndex) get(name string, nameAt func(uint32) string) (uint32, bool) 
 // put records that name is at index; name must not be in the table yet.
 func (t *nameIndex) put(name string, index uint32) {
 	if (t.n+1)*4 > len(t.slots)*3 {
-		old := t.slots
-		t.slots = make([]uint64, max(16, 2*len(old)))
-		for _, s := range old {
-			if s != 0 {
-				t.place(s)
-			}
-		}
+		t.resize(max(16, 2*len(t.slots)))
 	}
 	t.place(nameTag(name)<<32 | uint64(index+1))
 	t.n++
@@ -87,6 +81,20 @@ func (t *nameIndex) del(name string, index uint32) {
 	}
 	t.slots[i] = 0
 	t.n--
+	if len(t.slots) > 16 && t.n*8 < len(t.slots) {
+		t.resize(len(t.slots) / 2) // a queue that shed most of its partitions gives the room back
+	}
+}
+
+// resize moves every entry into a table of size slots (a power of two).
+func (t *nameIndex) resize(size int) {
+	old := t.slots
+	t.slots = make([]uint64, size)
+	for _, s := range old {
+		if s != 0 {
+			t.place(s)
+		}
+	}
 }
 
 // place puts a slot at the first free position from its tag's: the tag
