@@ -111,18 +111,35 @@ func deleteChunk(ctx *applyCtx, pid, base, seq uint64) {
 	ctx.del(blobKey(seq))
 }
 
-// deleteChunks removes every chunk of partition pid.
-func deleteChunks(ctx *applyCtx, pid uint64) {
-	ci := newChunkIter(ctx.b, ctx.s.segs, pid)
+// deleteChunksOf deletes the records of every chunk of parts (nil entries
+// skipped), leaving their index entries to the caller's range deletes. The
+// chunks are listed through one iterator opened before any delete: an
+// iterator opened on the apply batch re-reads every range delete in it, so
+// one per partition after deleting the previous ones made deleting a queue
+// of 20,000 partitions take 100 s.
+func deleteChunksOf(ctx *applyCtx, parts []*partState) {
+	var ci *chunkIter
 	var seqs []uint64
-	for ok := ci.First(); ok; ok = ci.Next() {
-		seqs = append(seqs, ci.Meta().seq)
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		if ci == nil {
+			ci = newChunkIter(ctx.b, ctx.s.segs, p.id)
+		} else {
+			ci.retarget(p.id)
+		}
+		for ok := ci.First(); ok; ok = ci.Next() {
+			seqs = append(seqs, ci.Meta().seq)
+		}
+	}
+	if ci == nil {
+		return
 	}
 	ctx.closeIter(ci)
 	for _, seq := range seqs {
 		ctx.del(blobKey(seq))
 	}
-	_ = ctx.b.DeleteRange(chunkPrefix(pid), chunkPrefix(pid+1), nil)
 }
 
 // errChunkMissing is a chunk index entry whose records are not stored.

@@ -226,6 +226,7 @@ func (s *Store) applySubscribe(ctx *applyCtx, c *wire.SubscribeCmd) wire.Subscri
 // messages, indexes, cursors, leases, subscriptions, dead-letter rows, its
 // Kafka bookkeeping and, at the home, the catalog and directory.
 func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
+	deleteChunksOf(ctx, q.parts)
 	for _, p := range q.parts {
 		if p == nil {
 			continue
@@ -236,8 +237,7 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 				ctx.del(leaseKey(cur.lease.id))
 			}
 		}
-		deleteChunks(ctx, p.id)
-		for _, prefix := range [][]byte{txnPrefix(p.id), cursorPrefix(p.id)} {
+		for _, prefix := range [][]byte{chunkPrefix(p.id), txnPrefix(p.id), cursorPrefix(p.id)} {
 			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 		}
 		ctx.del(partitionKey(p.id))
