@@ -8,6 +8,7 @@
 //
 //	go run ./bench/partitions                        # 10,000,000 partitions, one node
 //	go run ./bench/partitions -nodes 3 -partitions 1000000
+//	go run ./bench/partitions -partitions 1000000 -cleanup 30s  # then retention empties them, idle ones removed
 package main
 
 import (

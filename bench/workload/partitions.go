@@ -24,6 +24,10 @@ import (
 // PartitionsOptions shape the many-partitions benchmark.
 type PartitionsOptions struct {
 	Nodes, Partitions, Pushers, Consumers, Size int
+	// Cleanup, when set, starts the nodes with that PARTITION_CLEANUP_DAYS
+	// and, after the drains, turns on completed retention and measures how
+	// long the removal of the emptied partitions takes, and the RSS after.
+	Cleanup time.Duration
 }
 
 // Register adds the options as flags with their defaults.
@@ -33,6 +37,7 @@ func (o *PartitionsOptions) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Pushers, "pushers", 8, "concurrent push clients (1000 items per request)")
 	fs.IntVar(&o.Consumers, "consumers", 8, "concurrent consumers per drain")
 	fs.IntVar(&o.Size, "size", 64, "payload bytes per message")
+	fs.DurationVar(&o.Cleanup, "cleanup", 0, "after the drains, empty the partitions by retention and time their removal as idle after this long (0: skip)")
 }
 
 // Partitions measures what many logical partitions cost one queue: every
@@ -45,14 +50,18 @@ func Partitions(o PartitionsOptions, start node.Starter, w io.Writer) error {
 	if o.Partitions < 1 || o.Pushers < 1 || o.Consumers < 1 || o.Nodes != 1 && o.Nodes != 3 {
 		return fmt.Errorf("%w: partitions, pushers and consumers must be at least 1, nodes 1 or 3", ErrOptions)
 	}
-	c, stop, err := start(o.Nodes, nil)
+	var env map[string]string
+	if o.Cleanup > 0 {
+		env = map[string]string{"PARTITION_CLEANUP_DAYS": strconv.FormatFloat(o.Cleanup.Hours()/24, 'g', -1, 64)}
+	}
+	c, stop, err := start(o.Nodes, env)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	b := &bench{url: c.Nodes[0].URL(), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}}
 	const queue = "many"
-	fmt.Fprintf(w, "partitions nodes=%d partitions=%d size=%dB pushers=%d consumers=%d\n", o.Nodes, o.Partitions, o.Size, o.Pushers, o.Consumers)
+	fmt.Fprintf(w, "partitions nodes=%d partitions=%d size=%dB pushers=%d consumers=%d cleanup=%v\n", o.Nodes, o.Partitions, o.Size, o.Pushers, o.Consumers, o.Cleanup)
 	printRSS(w, "idle", c)
 
 	began := time.Now()
@@ -88,6 +97,12 @@ func Partitions(o PartitionsOptions, start node.Starter, w io.Writer) error {
 		fmt.Fprintf(w, "  view %-52s median %v (%d bytes)\n", v, med.Round(10*time.Microsecond), bytes)
 	}
 
+	if o.Cleanup > 0 {
+		if err := b.cleanup(w, queue, c); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+	}
+
 	// A restart: each node stops (SIGTERM) and starts again; the time to
 	// a healthy /health is its boot time.
 	for _, n := range c.Nodes {
@@ -103,6 +118,58 @@ func Partitions(o PartitionsOptions, start node.Starter, w io.Writer) error {
 	}
 	printRSS(w, "at rest after the restart", c)
 	return nil
+}
+
+// cleanup turns on the queue's completed retention (every message is
+// consumed by both groups now), then waits until the queue lists no
+// partition: retention empties them, the cleanup removes them once idle
+// for the nodes' age. It prints how long that took from the configure.
+func (b *bench) cleanup(w io.Writer, queue string, c *harness.Cluster) error {
+	body := fmt.Sprintf(`{"queue":%q,"options":{"retentionEnabled":true,"completedRetentionSeconds":1}}`, queue)
+	if code, err := b.post("/api/v1/configure", []byte(body), nil); err != nil || code != http.StatusOK {
+		return fmt.Errorf("configure retention: %d %v", code, err)
+	}
+	began := time.Now()
+	for {
+		var list struct {
+			Queues []struct {
+				Name       string
+				Partitions int
+			}
+		}
+		if err := b.getJSON("/api/v1/resources/queues?limit=100", &list); err != nil {
+			return err
+		}
+		left := 0
+		for _, q := range list.Queues {
+			if q.Name == queue {
+				left = q.Partitions
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Since(began) > time.Hour {
+			return fmt.Errorf("%d partitions left after an hour", left)
+		}
+		time.Sleep(time.Second)
+	}
+	fmt.Fprintf(w, "  cleanup: every partition removed %v after retention was turned on\n", time.Since(began).Round(time.Second))
+	printRSS(w, "after the cleanup", c)
+	return nil
+}
+
+// getJSON reads a 200 answer of path into out.
+func (b *bench) getJSON(path string, out any) error {
+	resp, err := b.client.Get(b.url + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d", path, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // pushMany pushes n messages of size bytes, message i to partition
