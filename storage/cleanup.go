@@ -73,7 +73,7 @@ func (cleanupSweeper) sweep(s *Store, ctx *applyCtx) {
 				return 0, true
 			}
 			if probe == nil {
-				probe = s.db.NewIter(nil)
+				probe = ctx.b.NewIter(nil)
 			}
 			if !keysUnder(probe, chunkPrefix(p.id)) && !keysUnder(probe, txnPrefix(p.id)) {
 				s.removePartition(ctx, q, p)
@@ -87,14 +87,15 @@ func (cleanupSweeper) sweep(s *Store, ctx *applyCtx) {
 	}
 }
 
-// keysUnder reports whether the committed store holds a key under prefix.
-// An empty partition has no chunk or transaction-index key left (retention
-// deletes them with the chunks); one that still has some (a Kafka log
-// start moved inside a chunk) is not removed, so removing never needs a
-// range delete: range deletes in the apply batch made every later iterator
-// of the batch re-read them all, and a pass over many partitions quadratic.
-// The committed store is enough: a partition written in this batch is not
-// idle.
+// keysUnder reports whether the store, as the apply batch sees it, holds a
+// key under prefix. An empty partition has no chunk or transaction-index
+// key left (retention deletes them with the chunks); one that still has
+// some (a Kafka log start moved inside a chunk) is not removed, so removing
+// never needs a range delete: range deletes in the apply batch made every
+// later iterator of the batch re-read them all, and a pass over many
+// partitions quadratic. It reads through the batch, never the committed
+// store alone: how many entries one batch holds differs between replicas,
+// so what is committed at a given entry does too.
 func keysUnder(it *pebble.Iterator, prefix []byte) bool {
 	it.SetBounds(prefix, prefixEnd(prefix))
 	return it.First()

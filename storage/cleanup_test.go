@@ -3,6 +3,8 @@ package storage
 import (
 	"testing"
 
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -229,4 +231,39 @@ func TestCleanupLeavesKafkaTopicsAndBusyPartitions(t *testing.T) {
 			t.Fatalf("Kafka partition %d removed", i)
 		}
 	}
+}
+
+// Replicas batch entries differently: a cleanup must decide the same
+// whether the retention that emptied a partition is in the same apply
+// batch or already committed.
+func TestCleanupIsTheSameHoweverEntriesAreBatched(t *testing.T) {
+	prepare := func() *harness {
+		h := newHarness(t)
+		cfg := wire.DefaultQueueConfig()
+		cfg.RetentionEnabled, cfg.CompletedRetentionSec = true, 60
+		h.configure("r", wire.OptRetentionEnabled|wire.OptCompletedRetentionSeconds, cfg)
+		h.push("r", "p", "1")
+		cl := h.pop("r", wire.QueueModeGroup, 1, 600000).Claims[0]
+		_, txns := h.payloads(cl)
+		h.ack(wire.QueueModeGroup, cl, txns[0], wire.AckCompleted)
+		h.now += 120_000 + testCleanupMs
+		return h
+	}
+	clean := wire.TickCmd{PartitionCleanupMs: testCleanupMs}
+	retain := wire.AppendEntry(nil, 1_700_000_000_000+120_000+testCleanupMs, []wire.Command{{Kind: wire.KindTick}})
+	remove := wire.AppendEntry(nil, 1_700_000_000_000+120_000+testCleanupMs, []wire.Command{{Kind: wire.KindTick, Body: clean.Encode(nil)}})
+
+	together, apart := prepare(), prepare()
+	together.index += 2
+	if _, err := together.s.Update([]sm.Entry{{Index: together.index - 1, Cmd: retain}, {Index: together.index, Cmd: remove}}); err != nil {
+		t.Fatal(err)
+	}
+	apart.applyEntry(retain)
+	apart.applyEntry(remove)
+	for _, h := range []*harness{together, apart} {
+		if _, ok := h.s.PartitionByName(wire.DefaultTenant, "r", "p"); ok {
+			t.Fatal("the emptied idle partition was kept")
+		}
+	}
+	sameDump(t, together.dump(), apart.dump())
 }
