@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -138,6 +139,13 @@ func (b *bench) cleanup(w io.Writer, queue string, c *harness.Cluster) error {
 			}
 		}
 		if err := b.getJSON("/api/v1/resources/queues?limit=100", &list); err != nil {
+			// The node is busy removing millions of partitions: a view
+			// may time out meanwhile; say so and ask again.
+			if errors.Is(err, errStatus) && time.Since(began) < time.Hour {
+				fmt.Fprintf(w, "  cleanup: at %v, %v\n", time.Since(began).Round(time.Second), err)
+				time.Sleep(time.Second)
+				continue
+			}
 			return err
 		}
 		left := 0
@@ -159,6 +167,9 @@ func (b *bench) cleanup(w io.Writer, queue string, c *harness.Cluster) error {
 	return nil
 }
 
+// errStatus marks an answer other than 200.
+var errStatus = errors.New("unexpected status")
+
 // getJSON reads a 200 answer of path into out.
 func (b *bench) getJSON(path string, out any) error {
 	resp, err := b.client.Get(b.url + path)
@@ -167,7 +178,8 @@ func (b *bench) getJSON(path string, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d", path, resp.StatusCode)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %d %s: %w", path, resp.StatusCode, msg, errStatus)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
