@@ -25,9 +25,9 @@ const (
 	// request that decided it normally does so first).
 	finishAfter = 10 * time.Second
 	// dropRoundsPerReconcile bounds the directory drops one reconcile of a
-	// shard carries to its home (wire.MaxDropDir each): 256k, so a pass of
-	// the cleanup over millions of partitions is settled in seconds.
-	dropRoundsPerReconcile = 64
+	// shard carries to its home (wire.MaxDropDir each): a million, so a
+	// pass of the cleanup over millions of partitions settles in seconds.
+	dropRoundsPerReconcile = 256
 )
 
 // startEngineLoops starts the loops that need the engine.
@@ -279,8 +279,12 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 	}
 	ctx, cancel := context.WithTimeout(h.stopped, h.cfg.RequestTimeout)
 	defer cancel()
-	if st.Drops > 0 {
-		e.dropRemovedAtHome(ctx, g, home, st)
+	if st.Drops > 0 && !e.dropRemovedAtHome(ctx, g, home, st) {
+		// Drops still owed: until the home has them the directory counts
+		// more partitions here than the shard holds, which is not a
+		// missing partition to create (that would walk the whole
+		// directory); the next reconcile goes on.
+		return
 	}
 	cat, ok := e.Catalog(st.Tenant, st.Queue)
 	if ok && cat.Inc == st.Inc && cat.CfgVer <= st.CfgVer && e.shardComplete(g, st, &cat) {
@@ -312,13 +316,14 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 
 // dropRemovedAtHome tells a queue's home which partitions group g removed
 // as idle, so it drops their directory entries, then records in g that it
-// has, wire.MaxDropDir at a time, up to dropRoundsPerReconcile times. Both
-// commands are idempotent: a lost answer only repeats them.
-func (e *Engine) dropRemovedAtHome(ctx context.Context, g, home int, st storage.ShardState) {
+// has, wire.MaxDropDir at a time, up to dropRoundsPerReconcile times, and
+// reports whether none is owed any more. Both commands are idempotent: a
+// lost answer only repeats them.
+func (e *Engine) dropRemovedAtHome(ctx context.Context, g, home int, st storage.ShardState) bool {
 	for range dropRoundsPerReconcile {
 		idx := e.GroupStore(g).PendingDrops(st.Tenant, st.Queue)
 		if len(idx) == 0 {
-			return
+			return true
 		}
 		cmd := wire.DropDirCmd{Tenant: st.Tenant, Queue: st.Queue, Inc: st.Inc, Group: uint16(g), Indexes: idx}
 		body := cmd.Encode(nil)
@@ -333,9 +338,10 @@ func (e *Engine) dropRemovedAtHome(ctx context.Context, g, home int, st storage.
 		}
 		if err != nil {
 			e.host.log.Debug("raft: telling a queue's home of removed partitions", "group", g, "queue", st.Queue, "err", err)
-			return
+			return false
 		}
 	}
+	return len(e.GroupStore(g).PendingDrops(st.Tenant, st.Queue)) == 0
 }
 
 // shardComplete reports whether a shard holds every partition the

@@ -130,7 +130,7 @@ func (b *bench) cleanup(w io.Writer, queue string, c *harness.Cluster) error {
 	if code, err := b.post("/api/v1/configure", []byte(body), nil); err != nil || code != http.StatusOK {
 		return fmt.Errorf("configure retention: %d %v", code, err)
 	}
-	began := time.Now()
+	began, said := time.Now(), time.Now()
 	for {
 		var list struct {
 			Queues []struct {
@@ -156,6 +156,10 @@ func (b *bench) cleanup(w io.Writer, queue string, c *harness.Cluster) error {
 		}
 		if left == 0 {
 			break
+		}
+		if time.Since(said) >= 30*time.Second {
+			said = time.Now()
+			fmt.Fprintf(w, "  cleanup: at %v, %d partitions left\n", time.Since(began).Round(time.Second), left)
 		}
 		if time.Since(began) > time.Hour {
 			return fmt.Errorf("%d partitions left after an hour", left)
