@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/queen-mq/queen/e2e/harness"
 )
 
 // An auto-ack pop honours partitions like a leased one: over a queue of
@@ -369,69 +367,5 @@ func TestPagedViewsListEachItemOnce(t *testing.T) {
 	// A cursor the server did not give is refused, changing nothing.
 	if status, _, body := rawRequest(t, ctx, http.MethodGet, base+"/api/v1/resources/queues?cursor=not-json", ""); status != http.StatusBadRequest {
 		t.Fatalf("bad cursor: %d %s", status, body)
-	}
-}
-
-// Idle empty partitions go (PARTITION_CLEANUP_DAYS, here about two
-// seconds): partitions whose messages retention dropped leave the queue's
-// views and its directory at the home, over two raft groups so most of them
-// live outside the home; a name pushed again comes back as a new partition
-// whose message is delivered, and the others stay gone.
-func TestIdleEmptyPartitionsAreCleanedUp(t *testing.T) {
-	c := startCluster(t, harness.Options{Nodes: 1, Groups: 2, Env: map[string]string{
-		"PARTITION_CLEANUP_DAYS": "0.000025", // 2.16 s
-	}})
-	ctx := deadline(t, 90*time.Second)
-	cl := newClient(t, ctx, c.Nodes[0])
-	base := c.Nodes[0].URL()
-	const queue = "customers"
-	cl.configure(map[string]any{"queue": queue, "options": map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1}})
-	items := make([]pushItem, 8)
-	for i := range items {
-		items[i] = pushItem{Queue: queue, Partition: fmt.Sprintf("customer-%d", i), Payload: map[string]int{"n": i}}
-	}
-	if _, code, err := push(ctx, base, items); err != nil || code != http.StatusCreated {
-		t.Fatalf("push: %d %v", code, err)
-	}
-	groups := map[int]bool{}
-	for _, p := range placementOf(ctx, t, base, queue).Queue.Partitions {
-		groups[p.Group] = true
-	}
-	if len(groups) != 2 {
-		t.Fatalf("the partitions are in groups %v, want both", groups)
-	}
-	ans, code, err := pop(ctx, base, popPath(queue, "batch=100", "partitions=8", "autoAck=true"))
-	if err != nil || code != http.StatusOK || len(ans.Messages) != 8 {
-		t.Fatalf("pop: %d %v, %d messages", code, err, len(ans.Messages))
-	}
-
-	partitionsOf := func() int {
-		var q struct{ Partitions any }
-		getJSON(t, ctx, http.MethodGet, base+"/api/v1/resources/queues/"+queue, nil, http.StatusOK, &q)
-		switch v := q.Partitions.(type) {
-		case float64:
-			return int(v)
-		case []any:
-			return len(v)
-		}
-		t.Fatalf("queue view partitions: %#v", q.Partitions)
-		return -1
-	}
-	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
-		return partitionsOf() == 0 && len(placementOf(ctx, t, base, queue).Queue.Partitions) == 0, nil
-	}); err != nil {
-		t.Fatalf("partitions not cleaned up: view %d, directory %+v: %v", partitionsOf(), placementOf(ctx, t, base, queue).Queue.Partitions, err)
-	}
-
-	if _, code, err := push(ctx, base, []pushItem{{Queue: queue, Partition: "customer-3", Payload: map[string]int{"n": 99}}}); err != nil || code != http.StatusCreated {
-		t.Fatalf("push after the cleanup: %d %v", code, err)
-	}
-	ans, code, err = pop(ctx, base, popPath(queue, "batch=10", "partitions=8", "autoAck=true", "consumerGroup=later", "subscriptionMode=all"))
-	if err != nil || code != http.StatusOK || len(ans.Messages) != 1 || ans.Messages[0].Partition != "customer-3" {
-		t.Fatalf("pop after the cleanup: %d %v %+v", code, err, ans.Messages)
-	}
-	dir := placementOf(ctx, t, base, queue).Queue.Partitions
-	if len(dir) != 1 || dir[0].Name != "customer-3" || dir[0].Index < 8 {
-		t.Fatalf("directory after the push: %+v", dir)
 	}
 }

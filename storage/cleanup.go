@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble"
 
@@ -198,6 +199,20 @@ func (s *Store) applyForgetDrops(ctx *applyCtx, c *wire.DropDirCmd) wire.CodeRes
 	q := s.queue(c.Tenant, c.Queue)
 	if q == nil || q.inc != c.Inc {
 		return wire.CodeResult{Code: wire.CodeQueueNotFound}
+	}
+	// The reconciler names the oldest owed drops, in order (PendingDrops):
+	// taking them off the front costs what they are, where filtering the
+	// whole list made each command cost every drop owed, millions during a
+	// large cleanup, and stalled the group.
+	if n := len(c.Indexes); n <= len(q.dropsPending) && slices.Equal(q.dropsPending[:n], c.Indexes) {
+		for _, i := range c.Indexes {
+			ctx.set(goneKey(q.id, i), []byte{0})
+		}
+		q.dropsPending = q.dropsPending[n:]
+		if len(q.dropsPending) == 0 {
+			q.dropsPending = nil
+		}
+		return wire.CodeResult{Code: wire.CodeOK}
 	}
 	told := make(map[uint32]bool, len(c.Indexes))
 	for _, i := range c.Indexes {

@@ -267,3 +267,42 @@ func TestCleanupIsTheSameHoweverEntriesAreBatched(t *testing.T) {
 	}
 	sameDump(t, together.dump(), apart.dump())
 }
+
+// ForgetDrops takes the named drops off the list whichever they are: the
+// oldest in order (what the reconciler sends) or any others.
+func TestForgetDropsTakesThemInAnyOrder(t *testing.T) {
+	home, other := newGroupHarness(t, 0), newGroupHarness(t, 1)
+	r := home.allocIn(twoGroups, "q", "a", "b", "c", "d", "e", "f")
+	var theirs []wire.DirEntry
+	for _, d := range r.Parts {
+		if d.Group == 1 {
+			theirs = append(theirs, d) // 1, 3, 5
+		}
+	}
+	if code := other.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog, Parts: theirs}); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	other.now += testCleanupMs + 1
+	other.cleanTick(testCleanupMs)
+	forget := func(idx ...uint32) []uint32 {
+		c := wire.DropDirCmd{Tenant: wire.DefaultTenant, Queue: "q", Inc: r.Catalog.Inc, Group: 1, Indexes: idx}
+		if code := other.dropDir(wire.KindForgetDrops, c); code != wire.CodeOK {
+			t.Fatal(code)
+		}
+		return other.s.PendingDrops(wire.DefaultTenant, "q")
+	}
+	if got := forget(3); len(got) != 2 || got[0] != 1 || got[1] != 5 {
+		t.Fatalf("after forgetting 3: %v", got)
+	}
+	if got := forget(1); len(got) != 1 || got[0] != 5 {
+		t.Fatalf("after forgetting 1: %v", got)
+	}
+	if got := forget(5); len(got) != 0 {
+		t.Fatalf("after forgetting 5: %v", got)
+	}
+	other.s.Close()
+	other.open()
+	if got := other.s.PendingDrops(wire.DefaultTenant, "q"); len(got) != 0 {
+		t.Fatalf("after a reopen: %v", got)
+	}
+}

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/queen/e2e/harness"
+)
+
+// cleanupDays is a PARTITION_CLEANUP_DAYS of about two seconds.
+const cleanupDays = "0.000025"
+
+// Idle empty partitions go (PARTITION_CLEANUP_DAYS, here about two
+// seconds): partitions whose messages retention dropped leave the queue's
+// views and its directory at the home, over two raft groups so most of them
+// live outside the home; a name pushed again comes back as a new partition
+// whose message is delivered, and the others stay gone.
+func TestIdleEmptyPartitionsAreCleanedUp(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 1, Groups: 2, Env: map[string]string{
+		"PARTITION_CLEANUP_DAYS": cleanupDays,
+	}})
+	ctx := deadline(t, 90*time.Second)
+	cl := newClient(t, ctx, c.Nodes[0])
+	base := c.Nodes[0].URL()
+	const queue = "customers"
+	cl.configure(map[string]any{"queue": queue, "options": map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1}})
+	items := make([]pushItem, 8)
+	for i := range items {
+		items[i] = pushItem{Queue: queue, Partition: fmt.Sprintf("customer-%d", i), Payload: map[string]int{"n": i}}
+	}
+	if _, code, err := push(ctx, base, items); err != nil || code != http.StatusCreated {
+		t.Fatalf("push: %d %v", code, err)
+	}
+	groups := map[int]bool{}
+	for _, p := range placementOf(ctx, t, base, queue).Queue.Partitions {
+		groups[p.Group] = true
+	}
+	if len(groups) != 2 {
+		t.Fatalf("the partitions are in groups %v, want both", groups)
+	}
+	ans, code, err := pop(ctx, base, popPath(queue, "batch=100", "partitions=8", "autoAck=true"))
+	if err != nil || code != http.StatusOK || len(ans.Messages) != 8 {
+		t.Fatalf("pop: %d %v, %d messages", code, err, len(ans.Messages))
+	}
+
+	partitionsOf := func() int {
+		var q struct{ Partitions any }
+		getJSON(t, ctx, http.MethodGet, base+"/api/v1/resources/queues/"+queue, nil, http.StatusOK, &q)
+		switch v := q.Partitions.(type) {
+		case float64:
+			return int(v)
+		case []any:
+			return len(v)
+		}
+		t.Fatalf("queue view partitions: %#v", q.Partitions)
+		return -1
+	}
+	if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		return partitionsOf() == 0 && len(placementOf(ctx, t, base, queue).Queue.Partitions) == 0, nil
+	}); err != nil {
+		t.Fatalf("partitions not cleaned up: view %d, directory %+v: %v", partitionsOf(), placementOf(ctx, t, base, queue).Queue.Partitions, err)
+	}
+
+	if _, code, err := push(ctx, base, []pushItem{{Queue: queue, Partition: "customer-3", Payload: map[string]int{"n": 99}}}); err != nil || code != http.StatusCreated {
+		t.Fatalf("push after the cleanup: %d %v", code, err)
+	}
+	ans, code, err = pop(ctx, base, popPath(queue, "batch=10", "partitions=8", "autoAck=true", "consumerGroup=later", "subscriptionMode=all"))
+	if err != nil || code != http.StatusOK || len(ans.Messages) != 1 || ans.Messages[0].Partition != "customer-3" {
+		t.Fatalf("pop after the cleanup: %d %v %+v", code, err, ans.Messages)
+	}
+	dir := placementOf(ctx, t, base, queue).Queue.Partitions
+	if len(dir) != 1 || dir[0].Name != "customer-3" || dir[0].Index < 8 {
+		t.Fatalf("directory after the push: %+v", dir)
+	}
+}
+
+// Three nodes remove the same partitions: one node is killed (SIGKILL)
+// after the pops and started again while the partitions are being removed;
+// every node then lists the same empty directory, and a name pushed again
+// through one node is delivered through another.
+func TestIdleEmptyPartitionsAreCleanedUpOnEveryNode(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 3, Env: map[string]string{"PARTITION_CLEANUP_DAYS": cleanupDays}})
+	ctx := deadline(t, 120*time.Second)
+	cl := newClient(t, ctx, c.Nodes[0])
+	const queue = "tenants"
+	cl.configure(map[string]any{"queue": queue, "options": map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1}})
+	items := make([]pushItem, 12)
+	for i := range items {
+		items[i] = pushItem{Queue: queue, Partition: fmt.Sprintf("tenant-%d", i), Payload: map[string]int{"n": i}}
+	}
+	if _, code, err := push(ctx, c.Nodes[0].URL(), items); err != nil || code != http.StatusCreated {
+		t.Fatalf("push: %d %v", code, err)
+	}
+	ans, code, err := pop(ctx, c.Nodes[1].URL(), popPath(queue, "batch=100", "partitions=12", "autoAck=true"))
+	if err != nil || code != http.StatusOK || len(ans.Messages) != 12 {
+		t.Fatalf("pop: %d %v, %d messages", code, err, len(ans.Messages))
+	}
+	victim := c.Nodes[2]
+	victim.Kill()
+	if err := c.Start(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitAllHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		if err := harness.Poll(ctx, 100*time.Millisecond, func() (bool, error) {
+			return len(placementOf(ctx, t, n.URL(), queue).Queue.Partitions) == 0, nil
+		}); err != nil {
+			t.Fatalf("node %d still lists %+v: %v", n.ID, placementOf(ctx, t, n.URL(), queue).Queue.Partitions, err)
+		}
+	}
+	if _, code, err := push(ctx, c.Nodes[2].URL(), []pushItem{{Queue: queue, Partition: "tenant-7", Payload: map[string]int{"n": 70}}}); err != nil || code != http.StatusCreated {
+		t.Fatalf("push after the cleanup: %d %v", code, err)
+	}
+	ans, code, err = pop(ctx, c.Nodes[0].URL(), popPath(queue, "batch=10", "partitions=12", "autoAck=true", "consumerGroup=later", "subscriptionMode=all"))
+	if err != nil || code != http.StatusOK || len(ans.Messages) != 1 || ans.Messages[0].Partition != "tenant-7" {
+		t.Fatalf("pop after the cleanup: %d %v %+v", code, err, ans.Messages)
+	}
+	dirOf := func(n *harness.Node) string {
+		var out []string
+		for _, p := range placementOf(ctx, t, n.URL(), queue).Queue.Partitions {
+			out = append(out, fmt.Sprintf("%s@%d/%d", p.Name, p.Index, p.Group))
+		}
+		return fmt.Sprint(out)
+	}
+	want := dirOf(c.Nodes[0])
+	for _, n := range c.Nodes[1:] {
+		if got := dirOf(n); got != want {
+			t.Fatalf("node %d lists %s, node 1 %s", n.ID, got, want)
+		}
+	}
+}
