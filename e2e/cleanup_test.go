@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -12,6 +13,38 @@ import (
 // cleanupDays is a PARTITION_CLEANUP_DAYS of about two seconds.
 const cleanupDays = "0.000025"
 
+// emptyPartitions turns on queue's completed retention, pushes one message
+// to each of n partitions prefix-0..n-1 through node pushTo and pops them all
+// with auto-ack through popFrom: retention then empties every partition.
+func emptyPartitions(t *testing.T, ctx context.Context, pushTo, popFrom *harness.Node, queue, prefix string, n int) {
+	t.Helper()
+	newClient(t, ctx, pushTo).configure(map[string]any{"queue": queue, "options": map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1}})
+	items := make([]pushItem, n)
+	for i := range items {
+		items[i] = pushItem{Queue: queue, Partition: fmt.Sprintf("%s-%d", prefix, i), Payload: map[string]int{"n": i}}
+	}
+	if _, code, err := push(ctx, pushTo.URL(), items); err != nil || code != http.StatusCreated {
+		t.Fatalf("push: %d %v", code, err)
+	}
+	ans, code, err := pop(ctx, popFrom.URL(), popPath(queue, "batch=100", fmt.Sprintf("partitions=%d", n), "autoAck=true"))
+	if err != nil || code != http.StatusOK || len(ans.Messages) != n {
+		t.Fatalf("pop: %d %v, %d messages", code, err, len(ans.Messages))
+	}
+}
+
+// pushedAgain pushes one message to partition name through pushTo, then
+// answers it is the only one a new consumer group pops through popFrom.
+func pushedAgain(t *testing.T, ctx context.Context, pushTo, popFrom *harness.Node, queue, name string) {
+	t.Helper()
+	if _, code, err := push(ctx, pushTo.URL(), []pushItem{{Queue: queue, Partition: name, Payload: map[string]int{"n": 99}}}); err != nil || code != http.StatusCreated {
+		t.Fatalf("push after the cleanup: %d %v", code, err)
+	}
+	ans, code, err := pop(ctx, popFrom.URL(), popPath(queue, "batch=10", "partitions=16", "autoAck=true", "consumerGroup=later", "subscriptionMode=all"))
+	if err != nil || code != http.StatusOK || len(ans.Messages) != 1 || ans.Messages[0].Partition != name {
+		t.Fatalf("pop after the cleanup: %d %v %+v", code, err, ans.Messages)
+	}
+}
+
 // Idle empty partitions go (PARTITION_CLEANUP_DAYS, here about two
 // seconds): partitions whose messages retention dropped leave the queue's
 // views and its directory at the home, over two raft groups so most of them
@@ -22,27 +55,16 @@ func TestIdleEmptyPartitionsAreCleanedUp(t *testing.T) {
 		"PARTITION_CLEANUP_DAYS": cleanupDays,
 	}})
 	ctx := deadline(t, 90*time.Second)
-	cl := newClient(t, ctx, c.Nodes[0])
-	base := c.Nodes[0].URL()
+	node := c.Nodes[0]
+	base := node.URL()
 	const queue = "customers"
-	cl.configure(map[string]any{"queue": queue, "options": map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1}})
-	items := make([]pushItem, 8)
-	for i := range items {
-		items[i] = pushItem{Queue: queue, Partition: fmt.Sprintf("customer-%d", i), Payload: map[string]int{"n": i}}
-	}
-	if _, code, err := push(ctx, base, items); err != nil || code != http.StatusCreated {
-		t.Fatalf("push: %d %v", code, err)
-	}
+	emptyPartitions(t, ctx, node, node, queue, "customer", 8)
 	groups := map[int]bool{}
 	for _, p := range placementOf(ctx, t, base, queue).Queue.Partitions {
 		groups[p.Group] = true
 	}
 	if len(groups) != 2 {
 		t.Fatalf("the partitions are in groups %v, want both", groups)
-	}
-	ans, code, err := pop(ctx, base, popPath(queue, "batch=100", "partitions=8", "autoAck=true"))
-	if err != nil || code != http.StatusOK || len(ans.Messages) != 8 {
-		t.Fatalf("pop: %d %v, %d messages", code, err, len(ans.Messages))
 	}
 
 	partitionsOf := func() int {
@@ -63,13 +85,7 @@ func TestIdleEmptyPartitionsAreCleanedUp(t *testing.T) {
 		t.Fatalf("partitions not cleaned up: view %d, directory %+v: %v", partitionsOf(), placementOf(ctx, t, base, queue).Queue.Partitions, err)
 	}
 
-	if _, code, err := push(ctx, base, []pushItem{{Queue: queue, Partition: "customer-3", Payload: map[string]int{"n": 99}}}); err != nil || code != http.StatusCreated {
-		t.Fatalf("push after the cleanup: %d %v", code, err)
-	}
-	ans, code, err = pop(ctx, base, popPath(queue, "batch=10", "partitions=8", "autoAck=true", "consumerGroup=later", "subscriptionMode=all"))
-	if err != nil || code != http.StatusOK || len(ans.Messages) != 1 || ans.Messages[0].Partition != "customer-3" {
-		t.Fatalf("pop after the cleanup: %d %v %+v", code, err, ans.Messages)
-	}
+	pushedAgain(t, ctx, node, node, queue, "customer-3")
 	dir := placementOf(ctx, t, base, queue).Queue.Partitions
 	if len(dir) != 1 || dir[0].Name != "customer-3" || dir[0].Index < 8 {
 		t.Fatalf("directory after the push: %+v", dir)
@@ -83,20 +99,8 @@ func TestIdleEmptyPartitionsAreCleanedUp(t *testing.T) {
 func TestIdleEmptyPartitionsAreCleanedUpOnEveryNode(t *testing.T) {
 	c := startCluster(t, harness.Options{Nodes: 3, Env: map[string]string{"PARTITION_CLEANUP_DAYS": cleanupDays}})
 	ctx := deadline(t, 120*time.Second)
-	cl := newClient(t, ctx, c.Nodes[0])
 	const queue = "tenants"
-	cl.configure(map[string]any{"queue": queue, "options": map[string]any{"retentionEnabled": true, "completedRetentionSeconds": 1}})
-	items := make([]pushItem, 12)
-	for i := range items {
-		items[i] = pushItem{Queue: queue, Partition: fmt.Sprintf("tenant-%d", i), Payload: map[string]int{"n": i}}
-	}
-	if _, code, err := push(ctx, c.Nodes[0].URL(), items); err != nil || code != http.StatusCreated {
-		t.Fatalf("push: %d %v", code, err)
-	}
-	ans, code, err := pop(ctx, c.Nodes[1].URL(), popPath(queue, "batch=100", "partitions=12", "autoAck=true"))
-	if err != nil || code != http.StatusOK || len(ans.Messages) != 12 {
-		t.Fatalf("pop: %d %v, %d messages", code, err, len(ans.Messages))
-	}
+	emptyPartitions(t, ctx, c.Nodes[0], c.Nodes[1], queue, "tenant", 12)
 	victim := c.Nodes[2]
 	victim.Kill()
 	if err := c.Start(victim); err != nil {
@@ -112,13 +116,7 @@ func TestIdleEmptyPartitionsAreCleanedUpOnEveryNode(t *testing.T) {
 			t.Fatalf("node %d still lists %+v: %v", n.ID, placementOf(ctx, t, n.URL(), queue).Queue.Partitions, err)
 		}
 	}
-	if _, code, err := push(ctx, c.Nodes[2].URL(), []pushItem{{Queue: queue, Partition: "tenant-7", Payload: map[string]int{"n": 70}}}); err != nil || code != http.StatusCreated {
-		t.Fatalf("push after the cleanup: %d %v", code, err)
-	}
-	ans, code, err = pop(ctx, c.Nodes[0].URL(), popPath(queue, "batch=10", "partitions=12", "autoAck=true", "consumerGroup=later", "subscriptionMode=all"))
-	if err != nil || code != http.StatusOK || len(ans.Messages) != 1 || ans.Messages[0].Partition != "tenant-7" {
-		t.Fatalf("pop after the cleanup: %d %v %+v", code, err, ans.Messages)
-	}
+	pushedAgain(t, ctx, c.Nodes[2], c.Nodes[0], queue, "tenant-7")
 	dirOf := func(n *harness.Node) string {
 		var out []string
 		for _, p := range placementOf(ctx, t, n.URL(), queue).Queue.Partitions {

@@ -30,14 +30,12 @@ func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) 
 	for i := range todo {
 		todo[i] = i
 	}
-	// sentTo is the partition index each command was last sent to; gone
-	// collects, by queue, the indexes a group refused as removed, which
-	// the next resolve asks the home to drop (wire.AllocCmd.Gone).
-	sentTo := make([]int32, len(cmds))
+	// gone collects, by queue, the indexes a group refused as removed,
+	// which the next resolve asks the home to drop (wire.AllocCmd.Gone).
 	var gone map[string][]uint32
 	for attempt := 0; len(todo) > 0; attempt++ {
 		fresh := attempt > 0
-		batches := e.placePushes(ctx, tenant, cmds, todo, fresh, gone, sentTo, out)
+		batches := e.placePushes(ctx, tenant, cmds, todo, fresh, gone, out)
 		todo = todo[:0]
 		groups := make([]int, 0, len(batches))
 		for g := range batches {
@@ -75,7 +73,7 @@ func (e *Engine) Push(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd) 
 					if gone == nil {
 						gone = map[string][]uint32{}
 					}
-					gone[cmds[i].Queue] = append(gone[cmds[i].Queue], uint32(sentTo[i]))
+					gone[cmds[i].Queue] = append(gone[cmds[i].Queue], out[i].PartitionIndex)
 				}
 			}
 		}
@@ -98,7 +96,7 @@ type groupBatch struct {
 // placePushes resolves the partitions of the commands in todo, queue by
 // queue, and lays them out per group, sealing the records of encrypted
 // queues. A queue that cannot be resolved fails its commands' outcomes.
-func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd, todo []int, fresh bool, gone map[string][]uint32, sentTo []int32, out []PushOutcome) map[int]*groupBatch {
+func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.PushCmd, todo []int, fresh bool, gone map[string][]uint32, out []PushOutcome) map[int]*groupBatch {
 	type queueReq struct {
 		names []string
 		seen  map[string]bool
@@ -154,7 +152,6 @@ func (e *Engine) placePushes(ctx context.Context, tenant wire.ID, cmds []wire.Pu
 			c := cmds[i]
 			d := byName[c.Partition]
 			c.PartitionIndex, c.Inc = int32(d.Index), r.cat.Inc
-			sentTo[i] = c.PartitionIndex
 			c.Flags |= flags
 			seal, known := sealIn[int(d.Group)]
 			if !known {

@@ -26,6 +26,9 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 	p, code := s.pushTarget(q, c)
 	if code != wire.CodeOK {
 		res.Code = code
+		if code == wire.CodePartitionGone {
+			res.PartitionIndex = uint32(c.PartitionIndex) // what the engine asks the home to drop
+		}
 		return res
 	}
 	if mustSeal(q, c, heads) {

@@ -164,7 +164,7 @@ func (s *Store) dropDirEntry(ctx *applyCtx, q *queueState, index uint32, g uint1
 		return false
 	}
 	d := &q.dir[index]
-	if d.name == "" {
+	if d.removed() {
 		return true
 	}
 	if d.group != g {
@@ -234,8 +234,8 @@ func (s *Store) applyForgetDrops(ctx *applyCtx, c *wire.DropDirCmd) wire.CodeRes
 // engine found refused as gone by the group the directory places them in.
 func (s *Store) dropGone(ctx *applyCtx, q *queueState, gone []uint32) {
 	for _, i := range gone {
-		if int(i) < len(q.dir) && q.dir[i].name != "" {
-			s.dropDirEntry(ctx, q, i, q.dir[i].group)
+		if int(i) < len(q.dir) {
+			s.dropDirEntry(ctx, q, i, q.dir[i].group) // whichever group it is in: that group refused it
 		}
 	}
 }

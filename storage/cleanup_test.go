@@ -30,6 +30,36 @@ func (h *harness) pushAt(queue, name string, index uint32, inc uint64) wire.Push
 	return r
 }
 
+// retainCompleted turns on queue's completed retention of sec seconds.
+func (h *harness) retainCompleted(queue string, sec uint32) {
+	h.t.Helper()
+	cfg := wire.DefaultQueueConfig()
+	cfg.RetentionEnabled, cfg.CompletedRetentionSec = true, sec
+	h.configure(queue, wire.OptRetentionEnabled|wire.OptCompletedRetentionSeconds, cfg)
+}
+
+// consumeAll pops up to n messages of queue in the queue-mode group and
+// acknowledges them all, which makes them retention's to drop.
+func (h *harness) consumeAll(queue string, n uint32) {
+	h.t.Helper()
+	cl := h.pop(queue, wire.QueueModeGroup, n, 600000).Claims[0]
+	_, txns := h.payloads(cl)
+	for _, id := range txns {
+		h.ack(wire.QueueModeGroup, cl, id, wire.AckCompleted)
+	}
+}
+
+// placedIn is the directory entries of an allocation placed in group g.
+func placedIn(r wire.AllocResult, g uint16) []wire.DirEntry {
+	var out []wire.DirEntry
+	for _, d := range r.Parts {
+		if d.Group == g {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 func (h *harness) dropDir(kind wire.Kind, c wire.DropDirCmd) wire.Code {
 	h.t.Helper()
 	code, _ := wire.ResultCode(h.apply(kind, c.Encode(nil)))
@@ -43,15 +73,9 @@ func (h *harness) dropDir(kind wire.Kind, c wire.DropDirCmd) wire.Code {
 // a restart.
 func TestIdleEmptyPartitionsAreRemovedAndComeBackNew(t *testing.T) {
 	h := newHarness(t)
-	cfg := wire.DefaultQueueConfig()
-	cfg.RetentionEnabled, cfg.CompletedRetentionSec = true, 60
-	h.configure("r", wire.OptRetentionEnabled|wire.OptCompletedRetentionSeconds, cfg)
+	h.retainCompleted("r", 60)
 	h.push("r", "old", "1", "2")
-	cl := h.pop("r", wire.QueueModeGroup, 2, 600000).Claims[0]
-	_, txns := h.payloads(cl)
-	for _, id := range txns {
-		h.ack(wire.QueueModeGroup, cl, id, wire.AckCompleted)
-	}
+	h.consumeAll("r", 2)
 	h.push("r", "busy", "3")
 	old, _ := h.s.PartitionByName(wire.DefaultTenant, "r", "old")
 	inc := h.alloc("r").Catalog.Inc
@@ -93,8 +117,8 @@ func TestIdleEmptyPartitionsAreRemovedAndComeBackNew(t *testing.T) {
 
 	// A push through the old index is refused as gone; the name is
 	// allocated again at a new index.
-	if r := h.pushAt("r", "old", old.Index, inc); r.Code != wire.CodePartitionGone {
-		t.Fatalf("push through a stale directory entry: %v", r.Code)
+	if r := h.pushAt("r", "old", old.Index, inc); r.Code != wire.CodePartitionGone || r.PartitionIndex != old.Index {
+		t.Fatalf("push through a stale directory entry: %v, index %d", r.Code, r.PartitionIndex)
 	}
 	r := h.push("r", "old", "4")
 	if r.Code != wire.CodeOK || r.PartitionIndex == old.Index || r.PartitionID == old.ID || r.BaseOffset != 0 {
@@ -121,12 +145,7 @@ func TestIdleEmptyPartitionsAreRemovedAndComeBackNew(t *testing.T) {
 func TestShardRemovesFirstAndTheHomeDropsAfter(t *testing.T) {
 	home, other := newGroupHarness(t, 0), newGroupHarness(t, 1)
 	r := home.allocIn(twoGroups, "q", "a", "b", "c", "d")
-	var theirs []wire.DirEntry
-	for _, d := range r.Parts {
-		if d.Group == 1 {
-			theirs = append(theirs, d) // b at 1, d at 3
-		}
-	}
+	theirs := placedIn(r, 1) // b at 1, d at 3
 	ensure := wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog, Parts: theirs}
 	if code := other.ensure(ensure); code != wire.CodeOK {
 		t.Fatal(code)
@@ -239,13 +258,9 @@ func TestCleanupLeavesKafkaTopicsAndBusyPartitions(t *testing.T) {
 func TestCleanupIsTheSameHoweverEntriesAreBatched(t *testing.T) {
 	prepare := func() *harness {
 		h := newHarness(t)
-		cfg := wire.DefaultQueueConfig()
-		cfg.RetentionEnabled, cfg.CompletedRetentionSec = true, 60
-		h.configure("r", wire.OptRetentionEnabled|wire.OptCompletedRetentionSeconds, cfg)
+		h.retainCompleted("r", 60)
 		h.push("r", "p", "1")
-		cl := h.pop("r", wire.QueueModeGroup, 1, 600000).Claims[0]
-		_, txns := h.payloads(cl)
-		h.ack(wire.QueueModeGroup, cl, txns[0], wire.AckCompleted)
+		h.consumeAll("r", 1)
 		h.now += 120_000 + testCleanupMs
 		return h
 	}
@@ -273,12 +288,7 @@ func TestCleanupIsTheSameHoweverEntriesAreBatched(t *testing.T) {
 func TestForgetDropsTakesThemInAnyOrder(t *testing.T) {
 	home, other := newGroupHarness(t, 0), newGroupHarness(t, 1)
 	r := home.allocIn(twoGroups, "q", "a", "b", "c", "d", "e", "f")
-	var theirs []wire.DirEntry
-	for _, d := range r.Parts {
-		if d.Group == 1 {
-			theirs = append(theirs, d) // 1, 3, 5
-		}
-	}
+	theirs := placedIn(r, 1) // 1, 3, 5
 	if code := other.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog, Parts: theirs}); code != wire.CodeOK {
 		t.Fatal(code)
 	}

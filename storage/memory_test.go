@@ -20,6 +20,19 @@ func heapNow() uint64 {
 	return m.HeapAlloc
 }
 
+// heapOfReopen closes and opens h's store and answers the live heap with
+// it closed and reopened: their difference is what load rebuilds.
+func heapOfReopen(h *harness) (closed, reopened uint64) {
+	h.s.Close()
+	h.s = nil
+	closed = heapNow()
+	h.open()
+	return closed, heapNow()
+}
+
+// perPartition is the heap growth from b to a spread over n partitions.
+func perPartition(a, b uint64, n int) float64 { return float64(int64(a)-int64(b)) / float64(n) }
+
 // fillPartitions gives each of n partitions of queue one message, many
 // commands per entry as the engine batches them.
 func fillPartitions(h *harness, queue string, n int) {
@@ -77,12 +90,8 @@ func TestPartitionMemoryCost(t *testing.T) {
 		t.Fatalf("drained %d messages, want %d", got, n)
 	}
 	drained := heapNow()
-	h.s.Close()
-	h.s = nil
-	closed := heapNow()
-	h.open()
-	reopened := heapNow()
-	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / n }
+	closed, reopened := heapOfReopen(h)
+	per := func(a, b uint64) float64 { return perPartition(a, b, n) }
 	t.Logf("live heap per partition: %.0f B with one message, %.0f B with a cursor, %.0f B after a reopen",
 		per(filled, base), per(drained, base), per(reopened, closed))
 	// About 420 B today (docs/benchmarks.md); the bound leaves room for
@@ -102,9 +111,7 @@ func TestRemovedPartitionMemoryCost(t *testing.T) {
 	}
 	const n = 50_000
 	h := newHarness(t)
-	cfg := wire.DefaultQueueConfig()
-	cfg.RetentionEnabled, cfg.CompletedRetentionSec = true, 1
-	h.configure("q", wire.OptRetentionEnabled|wire.OptCompletedRetentionSeconds, cfg)
+	h.retainCompleted("q", 1)
 	base := heapNow()
 	fillPartitions(h, "q", n)
 	if got := drainAutoAck(h, "q", "consumers"); got != n {
@@ -126,12 +133,8 @@ func TestRemovedPartitionMemoryCost(t *testing.T) {
 		t.Fatalf("left after the cleanup: %d partitions, totals %+v", qv.QueueInfo.Partitions, qv.Totals)
 	}
 	removed := heapNow()
-	h.s.Close()
-	h.s = nil
-	closed := heapNow()
-	h.open()
-	reopened := heapNow()
-	per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / n }
+	closed, reopened := heapOfReopen(h)
+	per := func(a, b uint64) float64 { return perPartition(a, b, n) }
 	t.Logf("live heap per partition: %.0f B with a cursor, %.0f B once removed, %.0f B removed after a reopen",
 		per(drained, base), per(removed, base), per(reopened, closed))
 	// About 72 B today: its index's empty slots in the directory (32 B)

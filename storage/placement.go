@@ -140,8 +140,8 @@ func (s *Store) applyAlloc(ctx *applyCtx, c *wire.AllocCmd) wire.AllocResult {
 		s.addDirEntry(ctx, q, "")
 	}
 	for i := uint32(0); i < c.Count; i++ {
-		if q.dir[i].name == "" {
-			continue // a partition removed as idle (cleanup.go); only HTTP queues have them
+		if q.dir[i].removed() {
+			continue // only HTTP queues have them
 		}
 		res.Parts = append(res.Parts, q.dirEntryAt(i))
 	}
@@ -314,7 +314,7 @@ func (s *Store) DirByIndex(tenant wire.ID, queue string, index uint32) (wire.Dir
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
-	if q == nil || !q.home || index >= uint32(len(q.dir)) || q.dir[index].name == "" {
+	if q == nil || !q.home || index >= uint32(len(q.dir)) || q.dir[index].removed() {
 		return wire.DirEntry{}, false
 	}
 	return q.dirEntryAt(index), true
@@ -331,7 +331,7 @@ func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire
 	}
 	var out []wire.DirEntry
 	for i := from; i < uint32(len(q.dir)) && len(out) < limit; i++ {
-		if q.dir[i].name != "" {
+		if !q.dir[i].removed() {
 			out = append(out, q.dirEntryAt(i))
 		}
 	}

@@ -107,6 +107,10 @@ type dirEntry struct {
 	createdMs int64
 }
 
+// removed reports a hole: the index of a partition removed as idle
+// (cleanup.go). A live entry always has a name.
+func (d *dirEntry) removed() bool { return d.name == "" }
+
 // subscription is a consumer group's subscription to a queue: where it starts
 // reading partitions it has not touched yet, and which partitions may hold
 // messages for it.

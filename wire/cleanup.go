@@ -79,7 +79,7 @@ func DecodeDropDirCmd(b []byte) (DropDirCmd, error) {
 	c.Queue = r.String()
 	c.Inc = r.Uvarint()
 	g := r.Uvarint()
-	if g > MaxGroups {
+	if g >= MaxGroups {
 		r.fail("group out of range")
 	}
 	c.Group = uint16(g)

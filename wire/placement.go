@@ -103,7 +103,7 @@ type Catalog struct {
 	Kafka      bool
 	CreatedMs  int64
 	Place      Placement
-	Partitions uint32 // directory size (home only)
+	Partitions uint32 // directory size, removed partitions' indexes included: the next index (home only)
 	Groups     uint64 // bit g: group g holds partitions (home only)
 }
 
