@@ -42,6 +42,9 @@ type applyCtx struct {
 	xid wire.ID
 	// tick is the settings of the tick being applied (wire.TickCmd).
 	tick wire.TickCmd
+	// sweepChunks is the chunk iterator a partition sweep shares across
+	// the partitions it visits (chunksOf); sweepPartitions closes it.
+	sweepChunks *chunkIter
 	// err is a storage failure (a segment write) met while applying: the
 	// batch is not committed and Update fails, which stops the node, as a
 	// failed pebble commit does.
@@ -55,6 +58,30 @@ type applyCtx struct {
 func (ctx *applyCtx) fail(err error) {
 	if ctx.err == nil && err != nil {
 		ctx.err = err
+	}
+}
+
+// chunksOf is a chunk iterator over partition pid for a sweep's visit:
+// one iterator for the whole sweep, moved from partition to partition,
+// rather than one opened per partition (at millions of partitions opening
+// them, and loading again the blocks the previous one had, was most of a
+// retention tick). It sees the batch as of the sweep's first use: a sweep
+// visits each partition once and a visit writes no chunk or blob key of
+// another partition, so no later visit needs a newer view.
+func (ctx *applyCtx) chunksOf(pid uint64) *chunkIter {
+	if ctx.sweepChunks == nil {
+		ctx.sweepChunks = newChunkIter(ctx.b, ctx.s.segs, pid)
+	} else {
+		ctx.sweepChunks.retarget(pid)
+	}
+	return ctx.sweepChunks
+}
+
+// closeSweepChunks closes the sweep's shared chunk iterator, if opened.
+func (ctx *applyCtx) closeSweepChunks() {
+	if ctx.sweepChunks != nil {
+		ctx.closeIter(ctx.sweepChunks)
+		ctx.sweepChunks = nil
 	}
 }
 

@@ -23,7 +23,9 @@ func (s *Store) applyLogClean(ctx *applyCtx, c *wire.LogCleanCmd) wire.CountResu
 	var n uint64
 	if at := min(c.StartAt, p.next); at > p.start {
 		before := p.start
-		s.dropPrefix(ctx, p.q, p, math.MaxInt, at, func(_ chunkMeta, end uint64) bool { return end <= at })
+		ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
+		s.dropPrefix(ctx, ci, p.q, p, math.MaxInt, at, func(_ chunkMeta, end uint64) bool { return end <= at })
+		ctx.closeIter(ci)
 		n += p.start - before
 	}
 	if len(c.Drop) > 0 {

@@ -80,7 +80,7 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 		doneCut = ctx.nowMs - int64(q.cfg.CompletedRetentionSec)*1000
 	}
 	consumed := consumedUpTo(q, p)
-	return s.dropPrefix(ctx, q, p, budget, 0, func(m chunkMeta, end uint64) bool {
+	return s.dropPrefix(ctx, ctx.chunksOf(p.id), q, p, budget, 0, func(m chunkMeta, end uint64) bool {
 		return m.appendMs < pendingCut || (m.appendMs < doneCut && end <= consumed)
 	})
 }
@@ -88,9 +88,10 @@ func (s *Store) retainPartition(ctx *applyCtx, q *queueState, p *partState, budg
 // dropPrefix deletes p's chunks from its log start while old says so, with
 // their transaction-index entries, spending at most budget records (at
 // least one chunk's), and moves the log start past them, or up to at when
-// that is further. It returns the records spent and whether it stopped
-// only because old did.
-func (s *Store) dropPrefix(ctx *applyCtx, q *queueState, p *partState, budget int, at uint64, old func(m chunkMeta, end uint64) bool) (int, bool) {
+// that is further. It reads the chunks through ci, an iterator over p the
+// caller owns. It returns the records spent and whether it stopped only
+// because old did.
+func (s *Store) dropPrefix(ctx *applyCtx, ci *chunkIter, q *queueState, p *partState, budget int, at uint64, old func(m chunkMeta, end uint64) bool) (int, bool) {
 	type chunkRef struct {
 		base  uint64
 		seq   uint64
@@ -99,8 +100,9 @@ func (s *Store) dropPrefix(ctx *applyCtx, q *queueState, p *partState, budget in
 	}
 	var drop []chunkRef
 	spent, done := 0, true
-	ci := newChunkIter(ctx.b, ctx.s.segs, p.id)
-	for ok := ci.Seek(p.start); ok && ci.Base() < p.next; ok = ci.Next() {
+	// The chunk reaching p.next is the last: stepping past it would only
+	// find the bound, a quarter of a one-message partition's cost.
+	for ok := ci.SeekBase(p.start); ok && ci.Base() < p.next; ok = ci.End() < p.next && ci.Next() {
 		m := ci.Meta()
 		if !old(m, ci.End()) {
 			break
@@ -119,7 +121,7 @@ func (s *Store) dropPrefix(ctx *applyCtx, q *queueState, p *partState, budget in
 		spent += m.count
 		drop = append(drop, chunkRef{base: ci.Base(), seq: m.seq, count: m.count, body: records}) // Records reads into a buffer of its own
 	}
-	ctx.closeIter(ci)
+	ctx.fail(ci.err)
 	if ctx.err != nil || (len(drop) == 0 && at <= p.start) {
 		return spent, done
 	}

@@ -112,6 +112,7 @@ func (s *Store) sweepPartitions(ctx *applyCtx, name string, intervalMs int64, bu
 		*st = sweepState{lastPassMs: ctx.nowMs, inPass: true}
 	}
 	defer ctx.saveSweep(name, st)
+	defer ctx.closeSweepChunks()
 	ids := make([]uint64, 0, len(queues))
 	for id, q := range queues {
 		if id >= st.qid && match(q) {
