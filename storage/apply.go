@@ -429,14 +429,17 @@ func (s *Store) subscribe(ctx *applyCtx, q *queueState, group string, mode uint8
 }
 
 // cursorFor returns the group's cursor in p, creating it at the position the
-// subscription says an untouched partition starts from.
+// subscription says an untouched partition starts from. A new cursor is
+// persisted even when nothing moves it: where it starts depends on when it
+// is made, so one kept only in memory would be made again elsewhere after a
+// restart, and the restarted replica would answer pops unlike its peers.
 func (s *Store) cursorFor(ctx *applyCtx, p *partState, sub *subscription) *cursor {
 	if c := p.cursors.get(sub.group); c != nil {
 		return c
 	}
-	c := &cursor{group: sub.group, pos: s.initialPosition(ctx, p, sub), updatedMs: ctx.nowMs}
+	c := &cursor{group: sub.group, pos: s.initialPosition(ctx, p, sub)}
 	p.cursors.put(c)
-	ctx.recountLater(p)
+	ctx.saveCursor(p, c)
 	return c
 }
 

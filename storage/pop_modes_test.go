@@ -170,3 +170,42 @@ func TestCommitOnDeliveryHonoursPartitions(t *testing.T) {
 		t.Fatalf("default: %d claims, want 1", len(r.Claims))
 	}
 }
+
+// A pop that finds nothing in a partition still makes the group's cursor
+// there, and where a cursor starts depends on when it is made (a
+// subscription from a time in the future starts at the head it finds). A
+// cursor kept only in memory is gone after a restart and made again later,
+// somewhere else: a replica that restarted in between then answers the
+// next pop differently from its peers. Two stores apply the same entries,
+// one reopened in the middle; their answers must not differ.
+func TestACursorMadeByAnEmptyPopSurvivesARestart(t *testing.T) {
+	stores := []*harness{newHarness(t), newHarness(t)}
+	each := func(f func(h *harness)) {
+		for _, h := range stores {
+			f(h)
+		}
+	}
+	from := stores[0].now + 1000
+	popP := func(h *harness) wire.PopResult {
+		return h.popWith(wire.PopCmd{Queue: "q", Partition: "p", Group: "g", Batch: 10, SubMode: wire.SubFrom, SubFromMs: from})
+	}
+	each(func(h *harness) { h.alloc("q", "p"); h.push("q", "p", `"before"`) })
+	each(func(h *harness) {
+		if r := popP(h); len(r.Claims) != 0 {
+			t.Fatalf("the group starts after its first message, got %+v", r.Claims)
+		}
+	})
+	each(func(h *harness) { h.now += 500; h.push("q", "p", `"still before"`) })
+	stores[1].s.Close()
+	stores[1].open()
+	each(func(h *harness) { h.now += 1000 })
+	got := [2]int{}
+	for i, h := range stores {
+		for _, cl := range popP(h).Claims {
+			got[i] += int(cl.To - cl.From)
+		}
+	}
+	if got[0] != got[1] {
+		t.Fatalf("the store that kept running claims %d messages, the restarted one %d", got[0], got[1])
+	}
+}

@@ -1,0 +1,161 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// Replicas restart whenever they like, each on its own: a store reopened
+// from its database must answer every later entry exactly as one that kept
+// its state in memory, or replicas diverge without anyone noticing. Two
+// stores apply the same random workload (pushes, pops of every
+// subscription mode, acks of every status, ticks with retention, time
+// passing); the second is reopened now and then. Every answer and the
+// stores' contents at the end must be the same.
+func TestARestartedStoreAnswersLikeOneThatKeptRunning(t *testing.T) {
+	for seed := int64(1); seed <= 24; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			w := newTwinWorkload(t, seed)
+			w.run(300, func() { w.b.s.Close(); w.b.open() })
+		})
+	}
+}
+
+// twinWorkload applies one random workload to two stores, a and b, and
+// fails the test when they answer anything differently.
+type twinWorkload struct {
+	t      *testing.T
+	r      *rand.Rand
+	a, b   *harness
+	leased []leasedClaim // claims the pops answered under a lease, for later acks
+}
+
+type leasedClaim struct {
+	group string
+	cl    wire.Claim
+}
+
+func newTwinWorkload(t *testing.T, seed int64) *twinWorkload {
+	return &twinWorkload{t: t, r: rand.New(rand.NewSource(seed)), a: newHarness(t), b: newHarness(t)}
+}
+
+// both applies one command to both stores and checks the answers match.
+func (w *twinWorkload) both(kind wire.Kind, body []byte) []byte {
+	w.t.Helper()
+	// One entry for both: an entry carries a random proposal id.
+	e := wire.AppendEntry(nil, w.a.now, []wire.Command{{Kind: kind, Body: body}})
+	ra, rb := w.a.applyEntry(e), w.b.applyEntry(e)
+	if !bytes.Equal(ra, rb) {
+		w.t.Fatalf("command %d answered %x by the store kept running, %x by the other", kind, ra, rb)
+	}
+	return ra
+}
+
+// run applies steps random commands, calling disturb (on b) now and then,
+// then compares the stores' contents.
+func (w *twinWorkload) run(steps int, disturb func()) {
+	const parts = 5
+	names := make([]string, parts)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%d", i)
+	}
+	retain := w.r.Intn(2) == 0
+	for _, h := range []*harness{w.a, w.b} {
+		h.alloc("q", names...)
+		if retain {
+			h.retainCompleted("q", 1)
+		}
+	}
+	for range steps {
+		switch op := w.r.Intn(100); {
+		case op < 30:
+			var recs []byte
+			n := 1 + w.r.Intn(3)
+			for range n {
+				recs = wire.AppendRecord(recs, &wire.Record{Flags: wire.FlagJSON, MsgID: w.a.nextID(), Payload: []byte(`1`)})
+				w.b.nextID()
+			}
+			c := wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "q", Partition: names[w.r.Intn(parts)], PartitionIndex: -1,
+				Flags: wire.PushIndexTxn, Count: n, Records: recs}
+			w.both(wire.KindPush, c.Encode(nil))
+		case op < 55:
+			w.pop(names)
+		case op < 75:
+			w.ack()
+		case op < 85:
+			w.both(wire.KindTick, nil)
+		case op < 97:
+			ms := int64(w.r.Intn(2500))
+			w.a.now += ms
+			w.b.now += ms
+		default:
+			disturb()
+		}
+	}
+	da, db := w.a.dump(), w.b.dump()
+	var diff []string
+	for k, v := range da {
+		if db[k] != v && k[0] != tagBlob {
+			diff = append(diff, fmt.Sprintf("%x: %x | %x", k, v, db[k]))
+		}
+	}
+	for k, v := range db {
+		if _, ok := da[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%x: (none) | %x", k, v))
+		}
+	}
+	if len(diff) > 0 {
+		w.t.Fatalf("keys that differ (kept running | reopened):\n%s", strings.Join(diff, "\n"))
+	}
+}
+
+func (w *twinWorkload) pop(names []string) {
+	modes := []uint8{wire.SubAll, wire.SubNew, wire.SubFrom}
+	c := wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: fmt.Sprintf("g%d", w.r.Intn(3)),
+		Batch: uint32(1 + w.r.Intn(5)), LeaseMs: uint32(500 + w.r.Intn(3000)), SubMode: modes[w.r.Intn(len(modes))],
+		SubFromMs: w.a.now + int64(w.r.Intn(4000)) - 2000, MaxPartitions: uint32(1 + w.r.Intn(3)), StartHint: uint32(w.r.Intn(8))}
+	if w.r.Intn(3) == 0 {
+		c.Partition = names[w.r.Intn(len(names))]
+	}
+	if w.r.Intn(3) == 0 {
+		c.CommitOnDelivery = true
+	} else {
+		for range c.PartitionLimit() {
+			c.LeaseIDs = append(c.LeaseIDs, w.a.nextID())
+			w.b.nextID()
+		}
+	}
+	r, err := wire.DecodePopResult(w.both(wire.KindPop, c.Encode(nil)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, cl := range r.Claims {
+		if cl.LeaseID != (wire.ID{}) {
+			w.leased = append(w.leased, leasedClaim{c.Group, cl})
+		}
+	}
+}
+
+// ack acknowledges one message of a claim taken earlier (its lease may
+// have expired since) with a random status.
+func (w *twinWorkload) ack() {
+	if len(w.leased) == 0 {
+		return
+	}
+	i := w.r.Intn(len(w.leased))
+	lc := w.leased[i]
+	_, txns := w.a.payloads(lc.cl)
+	if len(txns) == 0 {
+		w.leased = append(w.leased[:i], w.leased[i+1:]...)
+		return
+	}
+	statuses := []uint8{wire.AckCompleted, wire.AckCompleted, wire.AckFailed, wire.AckRetry, wire.AckDLQ}
+	c := wire.AckCmd{Tenant: wire.DefaultTenant, Group: lc.group, Items: []wire.AckItem{{PartitionID: lc.cl.PartitionID,
+		TxnID: []byte(txns[w.r.Intn(len(txns))]), LeaseID: lc.cl.LeaseID, Status: statuses[w.r.Intn(len(statuses))], Error: "e"}}}
+	w.both(wire.KindAck, c.Encode(nil))
+}
