@@ -94,6 +94,9 @@ type Config struct {
 	// PartitionCleanup removes partitions empty and idle that long
 	// (PARTITION_CLEANUP_DAYS; 0: QUEEN_PARTITION_CLEANUP_ENABLED is off).
 	PartitionCleanup time.Duration
+	// PartitionCache is how many partitions of HTTP queues each group
+	// keeps in memory (QUEEN_PARTITION_CACHE; 0: every one).
+	PartitionCache int
 
 	// MaxClockSkew bounds how far this node's clock, which stamps every
 	// entry, may be from the cluster's (QUEEN_RAFT_MAX_CLOCK_SKEW_MS;
@@ -468,8 +471,8 @@ func (h *Host) newStore(n int, storeDir string) *storage.Store {
 	cache, memtable := StoreMemory(h.cfg.MemoryBudget, h.cfg.Groups)
 	return storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
 		TraceRetentionMs: h.cfg.TraceRetention.Milliseconds(), SegmentBytes: h.cfg.SegmentBytes,
-		PartitionCleanupMs: h.cfg.PartitionCleanup.Milliseconds(),
-		CacheBytes:         cache, MemTableBytes: memtable})
+		PartitionCleanupMs: h.cfg.PartitionCleanup.Milliseconds(), PartitionCache: h.cfg.PartitionCache,
+		CacheBytes: cache, MemTableBytes: memtable})
 }
 
 // StoreMemory is what one group's store may hold in memory under a node

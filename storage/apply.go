@@ -45,6 +45,9 @@ type applyCtx struct {
 	// sweepChunks is the chunk iterator a partition sweep shares across
 	// the partitions it visits (chunksOf); sweepPartitions closes it.
 	sweepChunks *chunkIter
+	// back reads partitions out of memory back (partcache.go); Update
+	// closes it.
+	back partSource
 	// err is a storage failure (a segment write) met while applying: the
 	// batch is not committed and Update fails, which stops the node, as a
 	// failed pebble commit does.
@@ -286,6 +289,7 @@ func (ctx *applyCtx) finish(applied uint64) {
 	for _, p := range ctx.dirty {
 		if !p.deleted.Load() {
 			ctx.set(partitionKey(p.id), p.encodeMeta())
+			p.q.noteStored(p)
 		}
 	}
 	w := wire.Writer{}
@@ -396,6 +400,7 @@ func (s *Store) createPartition(ctx *applyCtx, q *queueState, index uint32, name
 	s.counters.nextPartID++
 	q.addPart(p)
 	s.parts[p.id] = p
+	s.cache.add(p)
 	ctx.recountLater(p)
 	for _, sub := range q.subs {
 		if mayHaveNewFor(p, sub) {

@@ -88,7 +88,7 @@ type ackTarget struct {
 // item names that lease or no lease at all (an unfenced ack). An expired
 // lease counts as over.
 func (s *Store) resolveAck(ctx *applyCtx, tenant wire.ID, group string, it *wire.AckItem) ackTarget {
-	p := s.parts[it.PartitionID]
+	p := s.partByID(ctx, it.PartitionID)
 	if p == nil || p.q.tenant != tenant {
 		return ackTarget{code: wire.CodePartitionNotFound}
 	}

@@ -14,11 +14,9 @@ func (s *Store) applyCommitPosition(ctx *applyCtx, c *wire.CommitPositionCmd) wi
 	}
 	var p *partState
 	if c.PartitionIndex >= 0 {
-		if int(c.PartitionIndex) < len(q.parts) {
-			p = q.parts[c.PartitionIndex]
-		}
+		p = s.partAt(ctx, q, uint32(c.PartitionIndex))
 	} else {
-		p = q.part(c.Partition)
+		p = s.partNamed(ctx, q, c.Partition)
 	}
 	if p == nil {
 		return wire.CodeResult{Code: wire.CodePartitionNotFound}

@@ -55,26 +55,31 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 	if c.Group == "" {
 		return wire.CountResult{Code: wire.CodeBadRequest}
 	}
-	parts := q.parts
+	var one *partState
 	if c.Partition != "" {
-		p := q.part(c.Partition)
-		if p == nil {
+		if one = s.partNamed(ctx, q, c.Partition); one == nil {
 			return wire.CountResult{Code: wire.CodePartitionNotFound}
 		}
-		parts = []*partState{p}
 	}
 	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0, 0)
 	var n uint64
-	for _, p := range parts {
-		if p == nil {
-			continue
-		}
+	seek := func(p *partState) {
 		pos := p.next
 		if !c.ToEnd {
 			pos = s.offsetForTime(ctx, p, c.TimestampMs)
 		}
 		s.setPosition(ctx, p, sub, s.cursorFor(ctx, p, sub), pos)
 		n++
+	}
+	if one != nil {
+		seek(one)
+	} else {
+		// Every partition, read back into memory when it is not there.
+		for i := range q.pids {
+			if p := s.partAt(ctx, q, uint32(i)); p != nil {
+				seek(p)
+			}
+		}
 	}
 	ctx.touch(q)
 	return wire.CountResult{Code: wire.CodeOK, N: n}
@@ -100,7 +105,11 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 	var n uint64
 	for _, q := range queues {
 		touched := false
-		for _, p := range q.parts {
+		for i, pid := range q.pids {
+			if pid == 0 || (q.parts[i] == nil && !s.hasStoredCursor(ctx, pid, c.Group)) {
+				continue
+			}
+			p := s.partAt(ctx, q, uint32(i))
 			if p == nil || p.cursors.get(c.Group) == nil {
 				continue
 			}

@@ -16,7 +16,7 @@ import (
 // reading of the configs. It answers how many offsets it emptied (all
 // those the log start moved over, and the records compaction dropped).
 func (s *Store) applyLogClean(ctx *applyCtx, c *wire.LogCleanCmd) wire.CountResult {
-	p := s.parts[c.PartitionID]
+	p := s.partByID(ctx, c.PartitionID)
 	if p == nil || p.q.tenant != c.Tenant {
 		return wire.CountResult{Code: wire.CodePartitionNotFound}
 	}

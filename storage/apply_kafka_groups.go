@@ -16,11 +16,11 @@ func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire
 			res.Codes[i] = wire.CodeQueueNotFound
 			continue
 		}
-		if int(it.Partition) >= len(q.parts) || q.parts[it.Partition] == nil {
+		p := s.partAt(ctx, q, uint32(it.Partition))
+		if p == nil {
 			res.Codes[i] = wire.CodePartitionNotFound
 			continue
 		}
-		p := q.parts[it.Partition]
 		cur := p.cursors.get(c.Group)
 		if cur == nil {
 			continue

@@ -13,7 +13,7 @@ func (s *Store) applyKafkaProduce(ctx *applyCtx, c *wire.KafkaProduceCmd) wire.K
 	if !ok {
 		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
 	}
-	q, p, code := s.produceTarget(&c.Push, b)
+	q, p, code := s.produceTarget(ctx, &c.Push, b)
 	if code != wire.CodeOK {
 		return wire.KafkaProduceResult{Code: code}
 	}
@@ -76,12 +76,12 @@ func parseProduced(c *wire.PushCmd) (producedBatch, bool) {
 // incarnation it was resolved in, and sealed records for an encrypted
 // queue when the proposer holds the key (a kept batch is never sealed: the
 // proposer keeps batches only for queues it saw unencrypted).
-func (s *Store) produceTarget(c *wire.PushCmd, b producedBatch) (*queueState, *partState, wire.Code) {
+func (s *Store) produceTarget(ctx *applyCtx, c *wire.PushCmd, b producedBatch) (*queueState, *partState, wire.Code) {
 	q := s.queue(c.Tenant, c.Queue)
 	if q == nil || (c.Inc != 0 && q.inc != c.Inc) {
 		return nil, nil, wire.CodeQueueNotFound
 	}
-	p, code := s.pushTarget(q, c)
+	p, code := s.pushTarget(ctx, q, c)
 	if code != wire.CodeOK {
 		return nil, nil, code
 	}

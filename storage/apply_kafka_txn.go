@@ -217,7 +217,7 @@ func (s *Store) appendTxnBatch(ctx *applyCtx, prod *wire.KafkaProduceCmd, part *
 	if !ok || prod.ProducerID < 0 || (len(part.parts) > 0 && part.producer != prod.ProducerID) {
 		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
 	}
-	q, p, code := s.produceTarget(&prod.Push, b)
+	q, p, code := s.produceTarget(ctx, &prod.Push, b)
 	if code != wire.CodeOK {
 		return wire.KafkaProduceResult{Code: code}
 	}
@@ -246,7 +246,7 @@ func (s *Store) commitKafkaPart(ctx *applyCtx, xid wire.ID, sub wire.Command) {
 			if q == nil {
 				return
 			}
-			p, code := s.pushTarget(q, &prod.Push)
+			p, code := s.pushTarget(ctx, q, &prod.Push)
 			heads, ok := pushHeads(&prod.Push)
 			if code != wire.CodeOK || !ok {
 				return
@@ -280,7 +280,7 @@ func (s *Store) markParts(ctx *applyCtx, xid wire.ID, sub wire.Command, commit b
 		return
 	}
 	for _, pid := range part.parts {
-		if p := s.parts[pid]; p != nil {
+		if p := s.partByID(ctx, pid); p != nil {
 			s.endTxnIn(ctx, p, part.producer, commit, markerID(xid, pid))
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // acknowledged or deduplicated by id, and its dead-letter rows go. A
 // consumer that has not reached it yet receives the tombstone (data null).
 func (s *Store) applyDeleteMessage(ctx *applyCtx, c *wire.DeleteMessageCmd) wire.CodeResult {
-	p := s.parts[c.PartitionID]
+	p := s.partByID(ctx, c.PartitionID)
 	if p == nil || p.q.tenant != c.Tenant {
 		return wire.CodeResult{Code: wire.CodePartitionNotFound}
 	}

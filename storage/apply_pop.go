@@ -53,20 +53,21 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 		}
 	}
 	if c.Partition != "" {
-		if p := q.part(c.Partition); p != nil {
+		if p := s.partNamed(ctx, q, c.Partition); p != nil {
 			claim(p)
 		}
 		return res
 	}
-	if len(q.parts) == 0 {
+	if len(q.pids) == 0 {
 		return res
 	}
-	sub.ready.forEachFrom(c.StartHint%uint32(len(q.parts)), func(i uint32) bool {
-		if int(i) >= len(q.parts) || q.parts[i] == nil {
+	sub.ready.forEachFrom(c.StartHint%uint32(len(q.pids)), func(i uint32) bool {
+		p := s.partAt(ctx, q, i)
+		if p == nil {
 			sub.ready.clear(i)
 			return true
 		}
-		claim(q.parts[i])
+		claim(p)
 		return len(res.Claims) < maxClaims && remaining > 0
 	})
 	return res
@@ -108,6 +109,14 @@ func claimOf(p *partState, c *cursor, from, to, redeliverTo uint64) wire.Claim {
 func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscription, id wire.ID, limit uint64, leaseMs int64, commitOnDelivery bool) (wire.Claim, bool) {
 	if s.anyPin(p.id, sub.group) {
 		return wire.Claim{}, false // a prepared transaction holds the cursor
+	}
+	if p.cursors.get(sub.group) == nil && s.initialPosition(ctx, p, sub) >= p.next {
+		// Nothing for the group: leave no cursor behind. A pop may visit a
+		// partition only because a ready set rebuilt after a restart (or
+		// with partitions out of memory) marks more than it must, so what
+		// such a visit changes would differ between replicas.
+		sub.ready.clear(p.index)
+		return wire.Claim{}, false
 	}
 	c := s.cursorFor(ctx, p, sub)
 	if c.lease != nil {

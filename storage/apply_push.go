@@ -23,7 +23,7 @@ func (s *Store) applyPush(ctx *applyCtx, c *wire.PushCmd) wire.PushResult {
 		res.Code = wire.CodeQueueNotFound
 		return res
 	}
-	p, code := s.pushTarget(q, c)
+	p, code := s.pushTarget(ctx, q, c)
 	if code != wire.CodeOK {
 		res.Code = code
 		if code == wire.CodePartitionGone {
@@ -129,17 +129,17 @@ func mustSeal(q *queueState, c *wire.PushCmd, heads []pushHead) bool {
 }
 
 // pushTarget is the partition a push names, by index or by name.
-func (s *Store) pushTarget(q *queueState, c *wire.PushCmd) (*partState, wire.Code) {
+func (s *Store) pushTarget(ctx *applyCtx, q *queueState, c *wire.PushCmd) (*partState, wire.Code) {
 	if c.PartitionIndex >= 0 {
-		if int(c.PartitionIndex) < len(q.parts) && q.parts[c.PartitionIndex] != nil {
-			return q.parts[c.PartitionIndex], wire.CodeOK
+		if p := s.partAt(ctx, q, uint32(c.PartitionIndex)); p != nil {
+			return p, wire.CodeOK
 		}
 		if q.gone.has(uint32(c.PartitionIndex)) {
 			return nil, wire.CodePartitionGone // a stale directory entry: the engine allocates the name again
 		}
 		return nil, wire.CodePartitionNotFound
 	}
-	if p := q.part(c.Partition); p != nil {
+	if p := s.partNamed(ctx, q, c.Partition); p != nil {
 		return p, wire.CodeOK
 	}
 	return nil, wire.CodePartitionNotFound

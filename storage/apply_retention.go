@@ -53,7 +53,7 @@ func (w partitionSweeper) due(s *Store, nowMs int64) bool {
 }
 
 func (w partitionSweeper) sweep(s *Store, ctx *applyCtx) {
-	s.sweepPartitions(ctx, w.id, w.intervalMs, *w.budget, s.timed, w.match, func(ctx *applyCtx, q *queueState, p *partState, budget int) (int, bool) {
+	s.sweepPartitions(ctx, w.id, w.intervalMs, *w.budget, s.timed, w.match, true, func(ctx *applyCtx, q *queueState, p *partState, budget int) (int, bool) {
 		return w.visit(s, ctx, q, p, budget)
 	})
 }

@@ -195,7 +195,7 @@ func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) (*kvTxn, wi
 				}
 			}
 		case wire.TxnOpPosition:
-			code = s.checkTxnPosition(c.Tenant, &op.pos)
+			code = s.checkTxnPosition(ctx, c.Tenant, &op.pos)
 		case wire.TxnOpKV:
 			if kv == nil {
 				kv = s.newKVTxn(ctx, c.Tenant)
@@ -240,7 +240,7 @@ func (s *Store) checkTxnPush(ctx *applyCtx, tenant wire.ID, op *txnOp, chk *txnC
 	if q == nil || (c.Inc != 0 && q.inc != c.Inc) {
 		return wire.CodeQueueNotFound, -1
 	}
-	p, code := s.pushTarget(q, c)
+	p, code := s.pushTarget(ctx, q, c)
 	if code != wire.CodeOK {
 		return code, -1
 	}
@@ -268,7 +268,7 @@ func (s *Store) checkTxnPush(ctx *applyCtx, tenant wire.ID, op *txnOp, chk *txnC
 
 // checkTxnPosition checks that the partition a position names exists, or
 // is created by an earlier push of the transaction.
-func (s *Store) checkTxnPosition(tenant wire.ID, pos *wire.PositionOp) wire.Code {
+func (s *Store) checkTxnPosition(ctx *applyCtx, tenant wire.ID, pos *wire.PositionOp) wire.Code {
 	if pos.Group == "" {
 		return wire.CodeBadRequest
 	}
@@ -276,7 +276,7 @@ func (s *Store) checkTxnPosition(tenant wire.ID, pos *wire.PositionOp) wire.Code
 	if q == nil {
 		return wire.CodeQueueNotFound
 	}
-	if q.part(pos.Partition) == nil {
+	if s.partNamed(ctx, q, pos.Partition) == nil {
 		return wire.CodePartitionNotFound
 	}
 	return wire.CodeOK
@@ -286,14 +286,14 @@ func (s *Store) checkTxnPosition(tenant wire.ID, pos *wire.PositionOp) wire.Code
 // partition the transaction's check found.
 func (s *Store) applyPosition(ctx *applyCtx, tenant wire.ID, pos *wire.PositionOp) wire.CodeResult {
 	q := s.queue(tenant, pos.Queue)
-	if q == nil || q.part(pos.Partition) == nil {
+	if q == nil || s.partNamed(ctx, q, pos.Partition) == nil {
 		return wire.CodeResult{Code: wire.CodePartitionNotFound}
 	}
 	// A group new to the queue subscribes with the mode the position names;
 	// an existing subscription is left as it is.
 	s.subscribe(ctx, q, pos.Group, pos.SubMode, 0, 0)
 	if pos.Reset {
-		s.forgetPosition(ctx, q, q.part(pos.Partition), pos.Group)
+		s.forgetPosition(ctx, q, s.partNamed(ctx, q, pos.Partition), pos.Group)
 		return wire.CodeResult{Code: wire.CodeOK}
 	}
 	return s.applyCommitPosition(ctx, &wire.CommitPositionCmd{Tenant: tenant, Queue: pos.Queue, Group: pos.Group,

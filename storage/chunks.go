@@ -111,23 +111,24 @@ func deleteChunk(ctx *applyCtx, pid, base, seq uint64) {
 	ctx.del(blobKey(seq))
 }
 
-// deleteChunksOf deletes the records of every chunk of parts (nil entries
-// skipped), leaving their index entries to the caller's range deletes. The
+// deleteChunksOf deletes the records of every chunk of the partitions pids
+// (zeros skipped), leaving their index entries to the caller's range
+// deletes. The
 // chunks are listed through one iterator opened before any delete: an
 // iterator opened on the apply batch re-reads every range delete in it, so
 // one per partition after deleting the previous ones made deleting a queue
 // of 20,000 partitions take 100 s.
-func deleteChunksOf(ctx *applyCtx, parts []*partState) {
+func deleteChunksOf(ctx *applyCtx, pids []uint64) {
 	var ci *chunkIter
 	var seqs []uint64
-	for _, p := range parts {
-		if p == nil {
+	for _, pid := range pids {
+		if pid == 0 {
 			continue
 		}
 		if ci == nil {
-			ci = newChunkIter(ctx.b, ctx.s.segs, p.id)
+			ci = newChunkIter(ctx.b, ctx.s.segs, pid)
 		} else {
-			ci.retarget(p.id)
+			ci.retarget(pid)
 		}
 		for ok := ci.First(); ok; ok = ci.Next() {
 			seqs = append(seqs, ci.Meta().seq)

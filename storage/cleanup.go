@@ -68,7 +68,7 @@ func (cleanupSweeper) sweep(s *Store, ctx *applyCtx) {
 	idleSince := ctx.nowMs - ms
 	var probe *pebble.Iterator
 	s.sweepPartitions(ctx, cleanupSweepName, cleanupInterval(ms), cleanupBudget, s.queuesByID,
-		func(q *queueState) bool { return !q.kafka },
+		func(q *queueState) bool { return !q.kafka }, false,
 		func(ctx *applyCtx, q *queueState, p *partState, _ int) (int, bool) {
 			if !s.idleAndEmpty(p, idleSince) {
 				return 0, true
@@ -141,6 +141,8 @@ func (s *Store) removePartition(ctx *applyCtx, q *queueState, p *partState) {
 		sub.ready.clear(p.index)
 	}
 	q.parts[p.index] = nil
+	q.pids[p.index] = 0
+	q.stored.clear(p.index)
 	q.partNames.del(p.name, p.index)
 	delete(s.parts, p.id)
 	p.deleted.Store(true)
@@ -252,6 +254,7 @@ func (s *Store) loadGone() error {
 		}
 		index := binary.BigEndian.Uint32(k[9:13])
 		q.gone.set(index)
+		q.spanTo(index)
 		if v[0] == 1 {
 			q.dropsPending = append(q.dropsPending, index)
 		}

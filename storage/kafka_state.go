@@ -270,7 +270,7 @@ func (s *Store) loadKafka() error {
 				return fmt.Errorf("producer key %x", key)
 			}
 			pid := binary.BigEndian.Uint64(rest)
-			if s.parts[pid] == nil {
+			if !s.partitionStored(pid) {
 				return nil
 			}
 			st, err := decodeProducer(v)
@@ -301,7 +301,7 @@ func (s *Store) loadKafka() error {
 				return fmt.Errorf("partition transactions key %x", key)
 			}
 			pid := binary.BigEndian.Uint64(rest)
-			if s.parts[pid] == nil {
+			if !s.partitionStored(pid) {
 				return nil
 			}
 			if err := k.loadPartTxn(key[1], pid, rest[8:], v); err != nil {
@@ -349,19 +349,19 @@ func (k *kafkaState) producer(pid uint64, producer int64, nowMs int64) *producer
 // forgetKafkaQueue drops the Kafka bookkeeping of a queue being deleted:
 // its topic configs and the producer states of its partitions.
 func (s *Store) forgetKafkaQueue(ctx *applyCtx, q *queueState) {
-	for _, p := range q.parts {
-		if p == nil {
+	for _, pid := range q.pids { // partitions with Kafka state never leave memory, but all are named here
+		if pid == 0 {
 			continue
 		}
-		if _, ok := s.kafka.producers[p.id]; ok {
-			prefix := producerPrefix(p.id)
+		if _, ok := s.kafka.producers[pid]; ok {
+			prefix := producerPrefix(pid)
 			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
-			delete(s.kafka.producers, p.id)
+			delete(s.kafka.producers, pid)
 		}
-		if _, ok := s.kafka.partTxns[p.id]; ok {
-			delete(s.kafka.partTxns, p.id)
+		if _, ok := s.kafka.partTxns[pid]; ok {
+			delete(s.kafka.partTxns, pid)
 			for _, kind := range []byte{kafkaPartTxns, kafkaPartSkip, kafkaPartAborted} {
-				prefix := kafkaKey(kind, u64Bytes(p.id))
+				prefix := kafkaKey(kind, u64Bytes(pid))
 				_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 			}
 			s.noteTxns()

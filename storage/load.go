@@ -17,6 +17,7 @@ func (s *Store) load() error {
 	s.queues = map[queueKeyT]*queueState{}
 	s.queuesByID = map[uint64]*queueState{}
 	s.parts = map[uint64]*partState{}
+	s.cache = partCache{limit: s.cfg.PartitionCache}
 	s.leases = map[wire.ID]leaseRef{}
 	s.timed = map[uint64]*queueState{}
 	s.counters = counters{nextQueueID: 1, nextPartID: 1, nextDLQID: 1, nextChunkSeq: 1}
@@ -76,25 +77,6 @@ func (s *Store) load() error {
 		return nil
 	})
 	if err == nil {
-		err = s.scan([]byte{tagPartition}, func(k, v []byte) error {
-			p, qid, err := decodePartMeta(binary.BigEndian.Uint64(k[1:]), v)
-			if err != nil {
-				return fmt.Errorf("partition %x: %w", k, err)
-			}
-			q := s.queuesByID[qid]
-			if q == nil {
-				return fmt.Errorf("partition %d of missing queue %d", p.id, qid)
-			}
-			p.q = q
-			q.addPart(p)
-			s.parts[p.id] = p
-			p.hwm.Store(p.next)
-			p.logStart.Store(p.start)
-			p.lastWrite.Store(p.lastWriteMs)
-			return nil
-		})
-	}
-	if err == nil {
 		err = s.loadDir()
 	}
 	if err == nil {
@@ -114,67 +96,123 @@ func (s *Store) load() error {
 			return nil
 		})
 	}
-	if err == nil {
-		err = s.scan([]byte{tagCursor}, func(k, v []byte) error {
-			p := s.parts[binary.BigEndian.Uint64(k[1:9])]
-			if p == nil {
-				return fmt.Errorf("cursor %x of a missing partition", k)
-			}
-			// One copy of a group's name for all its cursors, as the apply
-			// loop makes them: millions of partitions, as many cursors.
-			var group string
-			if sub := p.q.subs[string(k[9:])]; sub != nil {
-				group = sub.group
-			} else {
-				group = string(k[9:])
-			}
-			c, err := decodeCursor(group, v)
-			if err != nil {
-				return fmt.Errorf("cursor %x: %w", k, err)
-			}
-			p.cursors.put(c)
-			if c.lease != nil {
-				s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
-			}
-			return nil
-		})
-	}
 	if err != nil {
 		return fmt.Errorf("storage: load: %w", err)
 	}
-	for _, q := range s.queuesByID {
-		for _, sub := range q.subs {
-			s.rebuildReady(q, sub)
-		}
-		for _, p := range q.parts {
-			if p != nil {
-				recount(p)
-			}
-		}
-	}
+	// Kafka and cross-group transaction state first: they say which
+	// partitions must stay in memory (partcache.go).
 	if err := s.loadKafka(); err != nil {
 		return err
 	}
 	if err := s.loadXTxn(); err != nil {
 		return fmt.Errorf("storage: cross-group transactions: %w", err)
 	}
+	if err := s.loadPartitions(); err != nil {
+		return fmt.Errorf("storage: load: %w", err)
+	}
 	return s.countDLQRows()
 }
 
-// rebuildReady marks every partition that may hold messages for sub.
+// loadPartitions reads every partition with its cursors (both keyed by
+// partition id first, so two iterators walk them together), counts it in
+// its queue's totals and ready sets, and keeps it in memory while the
+// cache has room or it cannot leave: boot holds no more partitions at once
+// than a running group does.
+func (s *Store) loadPartitions() error {
+	parts := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagPartition}, UpperBound: []byte{tagPartition + 1}})
+	curs := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagCursor}, UpperBound: []byte{tagCursor + 1}})
+	err := func() error {
+		cok := curs.First()
+		for ok := parts.First(); ok; ok = parts.Next() {
+			k := parts.Key()
+			p, qid, err := decodePartMeta(binary.BigEndian.Uint64(k[1:]), parts.Value())
+			if err != nil {
+				return fmt.Errorf("partition %x: %w", k, err)
+			}
+			q := s.queuesByID[qid]
+			if q == nil {
+				return fmt.Errorf("partition %d of missing queue %d", p.id, qid)
+			}
+			p.q = q
+			p.hwm.Store(p.next)
+			p.logStart.Store(p.start)
+			p.lastWrite.Store(p.lastWriteMs)
+			for ; cok; cok = curs.Next() {
+				ck := curs.Key()
+				pid := binary.BigEndian.Uint64(ck[1:9])
+				if pid < p.id {
+					return fmt.Errorf("cursor %x of a missing partition", ck)
+				}
+				if pid > p.id {
+					break
+				}
+				c, err := decodeCursor(q.groupName(string(ck[9:])), curs.Value())
+				if err != nil {
+					return fmt.Errorf("cursor %x: %w", ck, err)
+				}
+				p.cursors.put(c)
+				if c.lease != nil {
+					s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
+				}
+			}
+			s.bringLoaded(q, p)
+		}
+		if cok {
+			return fmt.Errorf("cursor %x of a missing partition", curs.Key())
+		}
+		return nil
+	}()
+	for _, it := range []*pebble.Iterator{parts, curs} {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// bringLoaded counts a partition load read in its queue's totals and
+// ready sets, then keeps it in memory or lets it go.
+func (s *Store) bringLoaded(q *queueState, p *partState) {
+	q.addPart(p)
+	s.parts[p.id] = p
+	recount(p)
+	for _, sub := range q.subs {
+		if readyFor(p, sub) {
+			sub.ready.set(p.index)
+		}
+	}
+	if c := &s.cache; c.limit > 0 && c.n >= c.limit && s.evictable(p) {
+		q.parts[p.index] = nil
+		delete(s.parts, p.id)
+		return
+	}
+	s.cache.add(p)
+}
+
+// readyFor reports whether p may hold messages for sub: its cursor is
+// behind the head or holds a lease, or, untouched, p holds messages the
+// subscription would deliver.
+func readyFor(p *partState, sub *subscription) bool {
+	if c := p.cursors.get(sub.group); c != nil {
+		return c.pos < p.next || c.lease != nil
+	}
+	return mayHaveNewFor(p, sub)
+}
+
+// rebuildReady marks every partition that may hold messages for sub. A
+// partition out of memory is marked when its log holds records: more than
+// it must, which a pop then clears without changing anything else.
 func (s *Store) rebuildReady(q *queueState, sub *subscription) {
 	sub.ready = readySet{}
-	for _, p := range q.parts {
+	for i, pid := range q.pids {
+		p := q.parts[i]
 		if p == nil {
-			continue
-		}
-		if c := p.cursors.get(sub.group); c != nil {
-			if c.pos < p.next || c.lease != nil {
-				sub.ready.set(p.index)
+			if pid != 0 && q.stored.has(uint32(i)) {
+				sub.ready.set(uint32(i))
 			}
 			continue
 		}
-		if mayHaveNewFor(p, sub) {
+		if readyFor(p, sub) {
 			sub.ready.set(p.index)
 		}
 	}

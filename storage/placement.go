@@ -177,13 +177,13 @@ func (s *Store) applyEnsureShard(ctx *applyCtx, c *wire.EnsureShardCmd) wire.Cod
 		if int(d.Group) != s.cfg.Group || d.Name == "" {
 			return wire.CodeResult{Code: wire.CodeBadRequest}
 		}
-		if int(d.Index) < len(q.parts) && q.parts[d.Index] != nil {
+		if q.has(d.Index) {
 			continue
 		}
 		if q.gone.has(d.Index) {
 			continue // removed as idle: never made again at this index (a push to it answers CodePartitionGone)
 		}
-		if p := q.part(d.Name); p != nil {
+		if p := s.partNamed(ctx, q, d.Name); p != nil {
 			return wire.CodeResult{Code: wire.CodeConflict} // the name is taken at another index
 		}
 		s.createPartition(ctx, q, d.Index, d.Name, d.CreatedMs)
@@ -226,23 +226,26 @@ func (s *Store) applySubscribe(ctx *applyCtx, c *wire.SubscribeCmd) wire.Subscri
 // messages, indexes, cursors, leases, subscriptions, dead-letter rows, its
 // Kafka bookkeeping and, at the home, the catalog and directory.
 func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
-	deleteChunksOf(ctx, q.parts)
-	for _, p := range q.parts {
-		if p == nil {
+	deleteChunksOf(ctx, q.pids)
+	for i, pid := range q.pids {
+		if pid == 0 {
 			continue
 		}
-		for _, cur := range p.cursors {
-			if cur.lease != nil {
-				delete(s.leases, cur.lease.id)
-				ctx.del(leaseKey(cur.lease.id))
+		// A partition out of memory holds no lease (partcache.go).
+		if p := q.parts[i]; p != nil {
+			for _, cur := range p.cursors {
+				if cur.lease != nil {
+					delete(s.leases, cur.lease.id)
+					ctx.del(leaseKey(cur.lease.id))
+				}
 			}
+			p.deleted.Store(true)
+			delete(s.parts, pid)
 		}
-		for _, prefix := range [][]byte{chunkPrefix(p.id), txnPrefix(p.id), cursorPrefix(p.id)} {
+		for _, prefix := range [][]byte{chunkPrefix(pid), txnPrefix(pid), cursorPrefix(pid)} {
 			_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
 		}
-		ctx.del(partitionKey(p.id))
-		p.deleted.Store(true)
-		delete(s.parts, p.id)
+		ctx.del(partitionKey(pid))
 	}
 	s.forgetKafkaQueue(ctx, q)
 	deleteDLQRows(ctx, q.tenant, q.id)
@@ -363,7 +366,7 @@ func (s *Store) HasPartitionAt(tenant wire.ID, queue string, inc uint64, index u
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
-	return q != nil && q.inc == inc && int(index) < len(q.parts) && q.parts[index] != nil
+	return q != nil && q.inc == inc && q.has(index)
 }
 
 // Subscriptions lists the consumer groups subscribed to a queue here.

@@ -98,16 +98,47 @@ type Partition struct {
 func (p Partition) Store() *Store { return p.s }
 
 // HighWatermark is the offset after the last committed record.
-func (p Partition) HighWatermark() uint64 { return p.p.hwm.Load() }
+func (p Partition) HighWatermark() uint64 { return p.live().hwm.Load() }
 
 // LogStart is the first offset still stored.
-func (p Partition) LogStart() uint64 { return p.p.logStart.Load() }
+func (p Partition) LogStart() uint64 { return p.live().logStart.Load() }
 
 // LastWriteMs is when the last record was appended (replicated clock).
-func (p Partition) LastWriteMs() int64 { return p.p.lastWrite.Load() }
+func (p Partition) LastWriteMs() int64 { return p.live().lastWrite.Load() }
 
 // Deleted reports whether the partition's queue was deleted.
-func (p Partition) Deleted() bool { return p.p.deleted.Load() }
+func (p Partition) Deleted() bool { return p.live().deleted.Load() }
+
+// live is the partition's state as committed now. The handle's own may
+// have left memory since (partcache.go): the store has it then, in memory
+// again or not; a partition gone altogether answers as deleted.
+func (p Partition) live() *partState {
+	if !p.p.evicted.Load() || p.p.deleted.Load() {
+		return p.p
+	}
+	s := p.s
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.current(p)
+}
+
+// current is live for a caller holding the store's read locks.
+func (s *Store) current(p Partition) *partState {
+	if !p.p.evicted.Load() || p.p.deleted.Load() {
+		return p.p
+	}
+	if now := s.peekByID(p.ID); now != nil {
+		return now
+	}
+	gone := &partState{}
+	gone.deleted.Store(true)
+	gone.hwm.Store(p.p.hwm.Load())
+	gone.logStart.Store(p.p.logStart.Load())
+	gone.lastWrite.Store(p.p.lastWrite.Load())
+	return gone
+}
 
 func (s *Store) handle(p *partState) Partition {
 	return Partition{ID: p.id, Index: p.index, Name: p.name, QueueID: p.q.id, Queue: p.q.name, p: p, s: s}
@@ -116,24 +147,32 @@ func (s *Store) handle(p *partState) Partition {
 // PartitionByIndex resolves a partition of a tenant's queue by permanent
 // index. ok is false when the queue or partition does not exist.
 func (s *Store) PartitionByIndex(tenant wire.ID, queue string, index uint32) (Partition, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	q := s.queue(tenant, queue)
-	if q == nil || int(index) >= len(q.parts) || q.parts[index] == nil {
-		return Partition{}, false
-	}
-	return s.handle(q.parts[index]), true
-}
-
-// PartitionByName resolves a partition of a tenant's queue by name.
-func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, bool) {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	q := s.queue(tenant, queue)
 	if q == nil {
 		return Partition{}, false
 	}
-	p := q.part(name)
+	p := s.peekAt(q, index)
+	if p == nil {
+		return Partition{}, false
+	}
+	return s.handle(p), true
+}
+
+// PartitionByName resolves a partition of a tenant's queue by name.
+func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, bool) {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	if q == nil {
+		return Partition{}, false
+	}
+	p := s.peekNamed(q, name)
 	if p == nil {
 		return Partition{}, false
 	}
@@ -143,9 +182,11 @@ func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, 
 // PartitionByID resolves a partition by its id, checking it belongs to
 // tenant.
 func (s *Store) PartitionByID(tenant wire.ID, pid uint64) (Partition, bool) {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p := s.parts[pid]
+	p := s.peekByID(pid)
 	if p == nil || p.q.tenant != tenant {
 		return Partition{}, false
 	}
@@ -277,17 +318,11 @@ func (s *Store) PopReadiness(tenant wire.ID, queue, group, partition string, now
 	}
 	switch {
 	case partition != "":
-		check(q.part(partition))
+		check(s.peekNamed(q, partition))
 	case sub == nil:
-		for _, p := range q.parts {
-			if check(p) {
-				break
-			}
-		}
+		q.stored.forEachFrom(0, func(i uint32) bool { return !check(s.peekAt(q, i)) })
 	default:
-		sub.ready.forEachFrom(0, func(i uint32) bool {
-			return !(int(i) < len(q.parts) && check(q.parts[i]))
-		})
+		sub.ready.forEachFrom(0, func(i uint32) bool { return !check(s.peekAt(q, i)) })
 	}
 	if ok {
 		retryAtMs = 0

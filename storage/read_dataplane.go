@@ -80,14 +80,15 @@ func (s *Store) OffsetForTime(p Partition, ms int64) (offset uint64, appendMs in
 // that partitions after the last one returned were not looked at. ok is
 // false when the queue does not exist.
 func (s *Store) ChangedPartitions(tenant wire.ID, queue string, sinceMs int64, after int64, limit int) (parts []Partition, more, ok bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	q := s.queue(tenant, queue)
 	if q == nil {
 		return nil, false, false
 	}
-	for i := int(after + 1); i < len(q.parts); i++ {
-		p := q.parts[i]
+	src := s.peekSource()
+	defer src.close()
+	for i := int(after + 1); i < len(q.pids); i++ {
+		p := s.peekVia(src, q, uint32(i))
 		if p == nil || p.lastWrite.Load() < sinceMs || p.hwm.Load() == 0 {
 			continue
 		}

@@ -33,6 +33,7 @@ type twinWorkload struct {
 	r      *rand.Rand
 	a, b   *harness
 	leased []leasedClaim // claims the pops answered under a lease, for later acks
+	log    []string      // the commands applied, for a failure's message
 }
 
 type leasedClaim struct {
@@ -44,14 +45,33 @@ func newTwinWorkload(t *testing.T, seed int64) *twinWorkload {
 	return &twinWorkload{t: t, r: rand.New(rand.NewSource(seed)), a: newHarness(t), b: newHarness(t)}
 }
 
+// A store that keeps one partition in memory reads every other back from
+// the store for each command that needs it, as a group with more
+// partitions than its cache does: it must answer every entry as a store
+// that keeps them all, restarts included.
+func TestAnEvictingStoreAnswersLikeOneThatKeepsAll(t *testing.T) {
+	VerifyTotals()
+	for seed := int64(1); seed <= 24; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			w := newTwinWorkload(t, seed)
+			w.b.s.Close()
+			w.b.cache = 1
+			w.b.open()
+			w.run(300, func() { w.b.s.Close(); w.b.open() })
+		})
+	}
+}
+
 // both applies one command to both stores and checks the answers match.
 func (w *twinWorkload) both(kind wire.Kind, body []byte) []byte {
 	w.t.Helper()
 	// One entry for both: an entry carries a random proposal id.
 	e := wire.AppendEntry(nil, w.a.now, []wire.Command{{Kind: kind, Body: body}})
 	ra, rb := w.a.applyEntry(e), w.b.applyEntry(e)
+	w.log = append(w.log, fmt.Sprintf("kind %d at %d: %x -> %x", kind, w.a.now, body, ra))
 	if !bytes.Equal(ra, rb) {
-		w.t.Fatalf("command %d answered %x by the store kept running, %x by the other", kind, ra, rb)
+		w.t.Fatalf("command %d answered %x by the store kept running, %x by the other, after:\n%s", kind, ra, rb,
+			strings.Join(w.log[max(0, len(w.log)-12):], "\n"))
 	}
 	return ra
 }
@@ -87,13 +107,19 @@ func (w *twinWorkload) run(steps int, disturb func()) {
 			w.pop(names)
 		case op < 75:
 			w.ack()
-		case op < 85:
+		case op < 82:
 			w.both(wire.KindTick, nil)
+		case op < 84:
+			c := wire.TickCmd{PartitionCleanupMs: int64(1000 + w.r.Intn(4000))}
+			w.both(wire.KindTick, c.Encode(nil))
+		case op < 86:
+			w.admin(names)
 		case op < 97:
 			ms := int64(w.r.Intn(2500))
 			w.a.now += ms
 			w.b.now += ms
 		default:
+			w.log = append(w.log, "disturbed")
 			disturb()
 		}
 	}
@@ -138,6 +164,28 @@ func (w *twinWorkload) pop(names []string) {
 		if cl.LeaseID != (wire.ID{}) {
 			w.leased = append(w.leased, leasedClaim{c.Group, cl})
 		}
+	}
+}
+
+// admin moves or drops a group's cursors: a seek (of one partition or
+// all, to the end or a time), a position commit or a group deleted.
+func (w *twinWorkload) admin(names []string) {
+	group := fmt.Sprintf("g%d", w.r.Intn(3))
+	switch w.r.Intn(3) {
+	case 0:
+		c := wire.SeekCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: group, ToEnd: w.r.Intn(2) == 0,
+			TimestampMs: w.a.now - int64(w.r.Intn(5000))}
+		if w.r.Intn(2) == 0 {
+			c.Partition = names[w.r.Intn(len(names))]
+		}
+		w.both(wire.KindSeek, c.Encode(nil))
+	case 1:
+		c := wire.CommitPositionCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: group, Partition: names[w.r.Intn(len(names))],
+			PartitionIndex: -1, Offset: uint64(w.r.Intn(6))}
+		w.both(wire.KindCommitPosition, c.Encode(nil))
+	default:
+		c := wire.DeleteGroupCmd{Tenant: wire.DefaultTenant, Group: group, Queue: "q", DeleteMetadata: w.r.Intn(2) == 0}
+		w.both(wire.KindDeleteGroup, c.Encode(nil))
 	}
 }
 

@@ -44,8 +44,14 @@ type queueState struct {
 	// shard's completeness is checked without copying the directory.
 	dirInGroup []uint32
 
-	parts     []*partState // this group's partitions, by permanent index (sparse)
-	partNames nameIndex    // parts by name
+	// pids are this group's partitions' ids by permanent index (0: not
+	// here), parts those of them in memory (partcache.go), partNames
+	// them by name, and stored the indexes of those whose log holds
+	// records, in memory or not.
+	pids      []uint64
+	parts     []*partState
+	partNames nameIndex
+	stored    readySet
 	// gone holds the indexes of partitions this group removed as idle and
 	// empty; dropsPending those whose directory entry the home may still
 	// hold (cleanup.go).
@@ -96,8 +102,9 @@ type partState struct {
 
 	index     uint32
 	deleted   atomic.Bool
-	dirty     bool // meta changed in the current apply batch
-	recounted bool // counted again in the current batch's finish (totals.go)
+	evicted   atomic.Bool // out of memory, or a reader's own copy (partcache.go)
+	dirty     bool        // meta changed in the current apply batch
+	recounted bool        // counted again in the current batch's finish (totals.go)
 }
 
 // dirEntry is one partition in a home's directory.
@@ -160,26 +167,47 @@ type cursor struct {
 	lagCounted uint64
 }
 
-// part is this group's partition of q named name, or nil.
-func (q *queueState) part(name string) *partState {
-	i, ok := q.partNames.get(name, func(i uint32) string { return q.parts[i].name })
-	if !ok {
-		return nil
-	}
-	return q.parts[i]
-}
-
 // partitionCount is how many partitions of q this group holds (each is
 // named in partNames until it is removed).
 func (q *queueState) partitionCount() int { return q.partNames.len() }
 
 // addPart puts p in q's partitions.
 func (q *queueState) addPart(p *partState) {
-	for int(p.index) >= len(q.parts) {
-		q.parts = append(q.parts, nil)
-	}
+	q.spanTo(p.index)
 	q.parts[p.index] = p
+	q.pids[p.index] = p.id
 	q.partNames.put(p.name, p.index)
+	q.noteStored(p)
+}
+
+// spanTo makes q's partition tables reach index. Their length is the
+// index space this group has held partitions in, which pops read (a pop
+// starts at its hint modulo the length): it never shrinks, so load makes
+// it reach the partitions removed as idle too, as it was before a restart.
+func (q *queueState) spanTo(index uint32) {
+	for int(index) >= len(q.parts) {
+		q.parts = append(q.parts, nil)
+		q.pids = append(q.pids, 0)
+	}
+}
+
+// holdsRecords reports whether the log of this group's partition i of q
+// holds records now: q.stored is brought up to date when a batch
+// finishes, and only a partition in memory changes during one.
+func (q *queueState) holdsRecords(i uint32) bool {
+	if p := q.parts[i]; p != nil {
+		return p.start < p.next
+	}
+	return q.stored.has(i)
+}
+
+// noteStored keeps q.stored in step with whether p's log holds records.
+func (q *queueState) noteStored(p *partState) {
+	if p.start < p.next {
+		q.stored.set(p.index)
+	} else {
+		q.stored.clear(p.index)
+	}
 }
 
 // dirIndex is the index of the partition named name in a home's directory.

@@ -45,6 +45,11 @@ type Config struct {
 	// TraceRetentionMs is how long trace events are kept
 	// (QUEEN_RAFT_TRACE_RETENTION_S; DefaultTraceRetentionMs when zero).
 	TraceRetentionMs int64
+	// PartitionCache is how many of its HTTP queues' partitions the
+	// group keeps in memory (QUEEN_PARTITION_CACHE); the others are read
+	// back from the store when needed (partcache.go). 0 keeps every one;
+	// New makes a negative value DefaultPartitionCache.
+	PartitionCache int
 	// PartitionCleanupMs removes partitions empty and idle that long
 	// (PARTITION_CLEANUP_DAYS, QUEEN_PARTITION_CLEANUP_ENABLED; 0: never).
 	// Only a leader's setting counts: its ticks carry it (cleanup.go).
@@ -84,7 +89,8 @@ type Store struct {
 	mu         sync.RWMutex
 	queues     map[queueKeyT]*queueState
 	queuesByID map[uint64]*queueState
-	parts      map[uint64]*partState
+	parts      map[uint64]*partState // in memory (partcache.go)
+	cache      partCache
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
@@ -160,6 +166,9 @@ func New(cfg Config) *Store {
 	}
 	if cfg.MemTableBytes <= 0 {
 		cfg.MemTableBytes = 64 << 20
+	}
+	if cfg.PartitionCache < 0 {
+		cfg.PartitionCache = DefaultPartitionCache
 	}
 	if cfg.TraceRetentionMs <= 0 {
 		cfg.TraceRetentionMs = DefaultTraceRetentionMs
@@ -274,6 +283,8 @@ func (s *Store) openDB(dir string) error {
 	segs.corrupt = &s.corrupt
 	s.segs = segs
 	flushing.Store(segs)
+	// Load read every partition; the cache keeps its share of them.
+	s.trimCache()
 	return nil
 }
 
@@ -333,6 +344,7 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		size += uint64(len(ents[i].Cmd))
 		ents[i].Result = sm.Result{Value: ents[i].Index, Data: s.applyEntry(ctx, ents[i].Cmd)}
 	}
+	ctx.fail(ctx.back.close())
 	s.appliedBytes.Add(size)
 	last := ents[len(ents)-1].Index
 	if ctx.err == nil {
@@ -361,6 +373,11 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if err == nil {
 		ctx.publish()
 		s.applied.Store(last)
+		if s.cache.limit > 0 {
+			s.mu.Lock()
+			s.trimCache()
+			s.mu.Unlock()
+		}
 		if verifyTotals {
 			s.checkTotals()
 		}

@@ -22,6 +22,7 @@ type harness struct {
 	index uint64
 	now   int64
 	msgN  byte
+	cache int // Config.PartitionCache
 }
 
 func newHarness(t testing.TB) *harness {
@@ -34,7 +35,7 @@ func newHarness(t testing.TB) *harness {
 
 func (h *harness) open() {
 	h.t.Helper()
-	h.s = New(Config{Dir: h.dir})
+	h.s = New(Config{Dir: h.dir, PartitionCache: h.cache})
 	idx, err := h.s.Open(make(chan struct{}))
 	if err != nil {
 		h.t.Fatal(err)

@@ -100,10 +100,12 @@ type partitionVisit func(ctx *applyCtx, q *queueState, p *partState, budget int)
 
 // sweepPartitions runs a sweeper's pass over the partitions of the queues
 // that match, in queue id then partition index order, resuming where the
-// previous tick stopped. A pass starts once intervalMs after the last one
-// and spends at most budget units per tick (a visit costs one unit plus
-// what it reports), so one tick stays short however many partitions exist.
-func (s *Store) sweepPartitions(ctx *applyCtx, name string, intervalMs int64, budget int, queues map[uint64]*queueState, match func(*queueState) bool, visit partitionVisit) {
+// previous tick stopped: those whose log holds records when holding is
+// set, the empty ones otherwise, read back into memory when they are not
+// there. A pass starts once intervalMs after the last one and spends at
+// most budget units per tick (a visit costs one unit plus what it
+// reports), so one tick stays short however many partitions exist.
+func (s *Store) sweepPartitions(ctx *applyCtx, name string, intervalMs int64, budget int, queues map[uint64]*queueState, match func(*queueState) bool, holding bool, visit partitionVisit) {
 	st := s.sweep(name)
 	if !st.passDue(ctx.nowMs, intervalMs) {
 		return
@@ -126,14 +128,17 @@ func (s *Store) sweepPartitions(ctx *applyCtx, name string, intervalMs int64, bu
 		if id == st.qid {
 			from = st.index
 		}
-		for i := from; int(i) < len(q.parts); i++ {
-			p := q.parts[i]
-			if p == nil {
+		for i := from; int(i) < len(q.pids); i++ {
+			if q.pids[i] == 0 || q.holdsRecords(i) != holding {
 				continue
 			}
 			if budget <= 0 {
 				st.qid, st.index = id, i
 				return
+			}
+			p := s.partAt(ctx, q, i)
+			if p == nil {
+				return // the batch failed reading it back
 			}
 			spent, done := visit(ctx, q, p, budget-1)
 			budget -= 1 + spent

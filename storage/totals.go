@@ -299,15 +299,19 @@ func VerifyTotals() { verifyTotals = true }
 // from the leases held: a change that reached a partition without
 // recounting it.
 func (s *Store) checkTotals() {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	for _, q := range s.queuesByID {
 		var want Counts
 		leased := 0
-		for _, p := range q.parts {
-			if p == nil {
-				continue
+		parts := make([]*partState, 0, len(q.pids))
+		src := s.peekSource()
+		for i := range q.pids {
+			if p := s.peekVia(src, q, uint32(i)); p != nil {
+				parts = append(parts, p)
 			}
+		}
+		src.close()
+		for _, p := range parts {
 			c, worst := partBase(p, p.hwm.Load(), p.logStart.Load())
 			if worst == nil {
 				want.Add(c)
@@ -327,10 +331,7 @@ func (s *Store) checkTotals() {
 		}
 		var appended uint64
 		lags := map[string]GroupLag{}
-		for _, p := range q.parts {
-			if p == nil {
-				continue
-			}
+		for _, p := range parts {
 			appended += p.hwm.Load()
 			for _, c := range p.cursors {
 				g := lags[c.group]

@@ -28,14 +28,16 @@ type GroupPosition struct {
 // or in all of them when queue is "", sorted by queue then partition index.
 // Partitions the group never touched have no position.
 func (s *Store) GroupPositions(tenant wire.ID, group, queue string) []GroupPosition {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	var out []GroupPosition
 	add := func(q *queueState) {
 		if q.subs[group] == nil {
 			return
 		}
-		for _, p := range q.parts {
+		src := s.peekSource()
+		defer src.close()
+		for i := range q.pids {
+			p := s.peekVia(src, q, uint32(i))
 			if p == nil {
 				continue
 			}

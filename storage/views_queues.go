@@ -130,8 +130,7 @@ type QueueFilter struct {
 // Queues copies the tenant's queues that match f, in name order. nowMs
 // decides which leases are live.
 func (s *Store) Queues(tenant wire.ID, f QueueFilter, nowMs int64) []QueueView {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	var qs []*queueState
 	if f.Name != "" {
 		if q := s.queue(tenant, f.Name); q != nil {
@@ -145,7 +144,7 @@ func (s *Store) Queues(tenant wire.ID, f QueueFilter, nowMs int64) []QueueView {
 		if (f.Namespace != "" && q.namespace != f.Namespace) || (f.Task != "" && q.task != f.Task) {
 			continue
 		}
-		out = append(out, queueView(q, f, nowMs))
+		out = append(out, s.queueView(q, f, nowMs))
 	}
 	slices.SortFunc(out, func(a, b QueueView) int { return cmp.Compare(a.Name, b.Name) })
 	return out
@@ -172,20 +171,20 @@ func (s *Store) AllQueues(nowMs int64, maxPartitions int) []QueueView {
 	slices.Sort(ids)
 	out := make([]QueueView, 0, len(ids))
 	for i := 0; i < len(ids); {
-		s.mu.RLock()
+		unlock := s.readLock()
 		for work := 0; i < len(ids) && work < viewBatchWork; i++ {
 			q := s.queuesByID[ids[i]]
 			if q == nil {
 				continue
 			}
-			v := queueView(q, QueueFilter{Partitions: q.totals.Partitions <= maxPartitions}, nowMs)
+			v := s.queueView(q, QueueFilter{Partitions: q.totals.Partitions <= maxPartitions}, nowMs)
 			work++
 			for _, p := range v.Partitions {
 				work += 1 + len(p.Cursors)
 			}
 			out = append(out, v)
 		}
-		s.mu.RUnlock()
+		unlock()
 		if s.viewHook != nil {
 			s.viewHook()
 		}
@@ -197,7 +196,7 @@ func (s *Store) AllQueues(nowMs int64, maxPartitions int) []QueueView {
 // one hold of the read lock.
 const viewBatchWork = 1024
 
-func queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
+func (s *Store) queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
 	v := QueueView{QueueInfo: queueInfo(q), Tenant: q.tenant, DLQRows: q.dlqRows, Appended: q.appended}
 	if len(q.lags) > 0 {
 		v.Lags = make(map[string]GroupLag, len(q.lags))
@@ -217,11 +216,13 @@ func queueView(q *queueState, f QueueFilter, nowMs int64) QueueView {
 		return v
 	}
 	v.Partitions = []PartitionView{}
-	for i := int(f.PartitionsFrom); i < len(q.parts); i++ {
+	src := s.peekSource()
+	defer src.close()
+	for i := int(f.PartitionsFrom); i < len(q.pids); i++ {
 		if f.PartitionLimit > 0 && len(v.Partitions) == f.PartitionLimit {
 			break
 		}
-		if p := q.parts[i]; p != nil {
+		if p := s.peekVia(src, q, uint32(i)); p != nil {
 			v.Partitions = append(v.Partitions, partitionView(p, nowMs))
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/queen/crypto/envelope"
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
 )
@@ -315,10 +316,12 @@ func (e *env) raftConfig() raftgroups.Config {
 		// Spec §1.1: empty partitions idle this long are removed; off
 		// leaves them for ever.
 		PartitionCleanup: e.days("PARTITION_CLEANUP_DAYS", 30, 36500),
-		DiskHighPct:      float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
-		DiskLowPct:       float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
-		CrashAt:          e.str("QUEEN_FAULT_CRASH_AT", ""),
-		MaxClockSkew:     e.millis("QUEEN_RAFT_MAX_CLOCK_SKEW_MS", 500*time.Millisecond, time.Millisecond, time.Minute),
+		// Partition state beyond this stays on disk (storage/partcache.go).
+		PartitionCache: e.int("QUEEN_PARTITION_CACHE", storage.DefaultPartitionCache, 0, 1<<30),
+		DiskHighPct:    float64(e.int("QUEEN_RAFT_DISK_HIGH_PCT", 85, 1, 100)),
+		DiskLowPct:     float64(e.int("QUEEN_RAFT_DISK_LOW_PCT", 80, 0, 99)),
+		CrashAt:        e.str("QUEEN_FAULT_CRASH_AT", ""),
+		MaxClockSkew:   e.millis("QUEEN_RAFT_MAX_CLOCK_SKEW_MS", 500*time.Millisecond, time.Millisecond, time.Minute),
 		// Test only: offsets this node's wall clock reading, to run a node
 		// whose clock is wrong (the clock bound's end-to-end tests).
 		ClockTestOffset: time.Duration(e.int("QUEEN_TEST_CLOCK_OFFSET_MS", 0, -30*86400000, 30*86400000)) * time.Millisecond,

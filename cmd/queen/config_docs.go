@@ -77,6 +77,7 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_RAFT_TRACE_RETENTION_S":    {doc: "how long message traces are kept, seconds"},
 	"PARTITION_CLEANUP_DAYS":          {doc: "remove partitions empty and idle this many days (a fraction allowed)"},
 	"QUEEN_PARTITION_CLEANUP_ENABLED": {doc: "remove idle empty partitions at all"},
+	"QUEEN_PARTITION_CACHE":           {doc: "partitions of HTTP queues each raft group keeps in memory; the others are read from disk when needed (0: all)"},
 	"QUEEN_RAFT_DISK_HIGH_PCT":        {doc: "disk use above which writes answer 507 storage_full"},
 	"QUEEN_RAFT_DISK_LOW_PCT":         {doc: "disk use below which writes are taken again"},
 	"QUEEN_FAULT_CRASH_AT":            {doc: "test setting: kill the node at this fault point"},

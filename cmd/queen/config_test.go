@@ -11,6 +11,7 @@ import (
 	"github.com/queen-mq/queen/crypto/nodetls/nodetlstest"
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/storage"
 )
 
 func lookup(env map[string]string) func(string) string {
@@ -423,5 +424,26 @@ func TestPartitionCleanupSettings(t *testing.T) {
 		if err != nil || cfg.Raft.PartitionCleanup != c.want {
 			t.Fatalf("%v: %v, cleanup %v, want %v", c.env, err, cfg.Raft.PartitionCleanup, c.want)
 		}
+	}
+}
+
+// QUEEN_PARTITION_CACHE bounds the partitions each group keeps in memory;
+// 0 keeps them all, a negative count is refused.
+func TestPartitionCacheSetting(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, storage.DefaultPartitionCache},
+		{map[string]string{"QUEEN_PARTITION_CACHE": "1000"}, 1000},
+		{map[string]string{"QUEEN_PARTITION_CACHE": "0"}, 0},
+	} {
+		cfg, err := loadConfig(lookup(c.env))
+		if err != nil || cfg.Raft.PartitionCache != c.want {
+			t.Fatalf("%v: %v, cache %d, want %d", c.env, err, cfg.Raft.PartitionCache, c.want)
+		}
+	}
+	if _, err := loadConfig(lookup(map[string]string{"QUEEN_PARTITION_CACHE": "-1"})); err == nil || !strings.Contains(err.Error(), "QUEEN_PARTITION_CACHE") {
+		t.Fatalf("a negative cache: %v", err)
 	}
 }

@@ -228,6 +228,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
+	log.Info("config: partition_cache", "partitions_per_group", cfg.Raft.PartitionCache, "bounded", cfg.Raft.PartitionCache > 0)
 	if cfg.Raft.PartitionCleanup > 0 {
 		log.Info("config: partition_cleanup", "enabled", true, "idle_days", cfg.Raft.PartitionCleanup.Hours()/24)
 	} else {
