@@ -106,7 +106,7 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 	for _, q := range queues {
 		touched := false
 		for i, pid := range q.pids {
-			if pid == 0 || (q.parts[i] == nil && !s.hasStoredCursor(ctx, pid, c.Group)) {
+			if pid == 0 || (q.inMemory(uint32(i)) == nil && !s.hasStoredCursor(ctx, pid, c.Group)) {
 				continue
 			}
 			p := s.partAt(ctx, q, uint32(i))

@@ -10,7 +10,7 @@ import (
 func (s *Store) applyCreateTopic(ctx *applyCtx, c *wire.CreateTopicCmd) wire.AllocResult {
 	if q := s.queue(c.Tenant, c.Name); q != nil {
 		if tm := s.kafka.topics[q.id]; q.home && tm != nil && !c.ReqID.IsZero() && tm.createReq == c.ReqID {
-			return q.allocResult(wire.CodeOK)
+			return q.allocResult(ctx, wire.CodeOK)
 		}
 		return wire.AllocResult{Code: wire.CodeExists}
 	}
@@ -36,16 +36,17 @@ func (s *Store) applyCreateTopic(ctx *applyCtx, c *wire.CreateTopicCmd) wire.All
 	s.kafka.topics[q.id] = tm
 	ctx.set(topicKey(q.id), tm.encode())
 	ctx.touch(q)
-	res := q.allocResult(wire.CodeOK)
+	res := q.allocResult(ctx, wire.CodeOK)
 	res.Created = true
 	return res
 }
 
-// allocResult answers with a home's catalog and whole directory.
-func (q *queueState) allocResult(code wire.Code) wire.AllocResult {
+// allocResult answers with a home's catalog and whole directory (a Kafka
+// topic's: a few partitions).
+func (q *queueState) allocResult(ctx *applyCtx, code wire.Code) wire.AllocResult {
 	res := wire.AllocResult{Code: code, Catalog: q.catalog(), Parts: make([]wire.DirEntry, len(q.dir))}
 	for i := range q.dir {
-		res.Parts[i] = q.dirEntryAt(uint32(i))
+		res.Parts[i] = q.dirEntryAt(ctx.get, uint32(i))
 	}
 	return res
 }
@@ -63,7 +64,7 @@ func (s *Store) applyCreatePartitions(ctx *applyCtx, c *wire.CreatePartitionsCmd
 	n := uint32(len(q.dir))
 	switch {
 	case c.Count == n && ctx.retry:
-		return q.allocResult(wire.CodeOK) // our own first attempt
+		return q.allocResult(ctx, wire.CodeOK) // our own first attempt
 	case c.Count <= n || c.Count > wire.MaxAllocPartitions:
 		return wire.AllocResult{Code: wire.CodeInvalidPartitions}
 	}
@@ -71,7 +72,7 @@ func (s *Store) applyCreatePartitions(ctx *applyCtx, c *wire.CreatePartitionsCmd
 		s.addDirEntry(ctx, q, "")
 	}
 	ctx.touch(q)
-	return q.allocResult(wire.CodeOK)
+	return q.allocResult(ctx, wire.CodeOK)
 }
 
 // applyDeleteTopic deletes a topic's queue (and with it the Kafka

@@ -140,7 +140,7 @@ func (s *Store) removePartition(ctx *applyCtx, q *queueState, p *partState) {
 	for _, sub := range q.subs {
 		sub.ready.clear(p.index)
 	}
-	q.parts[p.index] = nil
+	delete(q.parts, p.index)
 	q.pids[p.index] = 0
 	q.stored.clear(p.index)
 	q.partNames.del(p.name, p.index)
@@ -165,18 +165,19 @@ func (s *Store) dropDirEntry(ctx *applyCtx, q *queueState, index uint32, g uint1
 	if int(index) >= len(q.dir) {
 		return false
 	}
-	d := &q.dir[index]
-	if d.removed() {
+	slot := q.dir[index]
+	if slot.removed() {
 		return true
 	}
-	if d.group != g {
+	if slot.group() != g {
 		return false
 	}
+	d, _ := q.dirEntry(ctx.get, index)
 	q.dirNames.del(d.name, index)
-	if int(d.group) < len(q.dirInGroup) {
-		q.dirInGroup[d.group]--
+	if int(g) < len(q.dirInGroup) {
+		q.dirInGroup[g]--
 	}
-	*d = dirEntry{}
+	q.dir[index] = 0
 	ctx.del(dirKey(q.id, index))
 	ctx.touch(q)
 	return true
@@ -237,7 +238,7 @@ func (s *Store) applyForgetDrops(ctx *applyCtx, c *wire.DropDirCmd) wire.CodeRes
 func (s *Store) dropGone(ctx *applyCtx, q *queueState, gone []uint32) {
 	for _, i := range gone {
 		if int(i) < len(q.dir) {
-			s.dropDirEntry(ctx, q, i, q.dir[i].group) // whichever group it is in: that group refused it
+			s.dropDirEntry(ctx, q, i, q.dir[i].group()) // whichever group it is in: that group refused it
 		}
 	}
 }

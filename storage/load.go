@@ -182,7 +182,7 @@ func (s *Store) bringLoaded(q *queueState, p *partState) {
 		}
 	}
 	if c := &s.cache; c.limit > 0 && c.n >= c.limit && s.evictable(p) {
-		q.parts[p.index] = nil
+		delete(q.parts, p.index)
 		delete(s.parts, p.id)
 		return
 	}
@@ -205,7 +205,7 @@ func readyFor(p *partState, sub *subscription) bool {
 func (s *Store) rebuildReady(q *queueState, sub *subscription) {
 	sub.ready = readySet{}
 	for i, pid := range q.pids {
-		p := q.parts[i]
+		p := q.inMemory(uint32(i))
 		if p == nil {
 			if pid != 0 && q.stored.has(uint32(i)) {
 				sub.ready.set(uint32(i))

@@ -142,10 +142,10 @@ func TestRemovedPartitionMemoryCost(t *testing.T) {
 	per := func(a, b uint64) float64 { return perPartition(a, b, n) }
 	t.Logf("live heap per partition: %.0f B with a cursor, %.0f B once removed, %.0f B removed after a reopen",
 		per(drained, base), per(removed, base), per(reopened, closed))
-	// About 80 B today: its index's empty slots in the directory (32 B)
-	// and the partition tables (16 B), and what the store's write path
-	// keeps of the removal; after a reopen the tables' slots (they keep
-	// their length: a pop's start depends on it) and the directory's.
+	// About 60 B today: its index's empty slots in the directory and the
+	// partition id table, and what the store's write path keeps of the
+	// removal; after a reopen the slots (the id table keeps its length: a
+	// pop's start depends on it).
 	if per(removed, base) > 96 || per(reopened, closed) > 96 {
 		t.Fatal("a removed partition costs more than 96 B of heap")
 	}
@@ -170,9 +170,11 @@ func TestPartitionMemoryCostBeyondTheCache(t *testing.T) {
 	filled, drained, reopened := partitionHeapCost(t, h, 50_000)
 	t.Logf("live heap per partition beyond a cache of %d: %.0f B with one message, %.0f B with a cursor, %.0f B after a reopen",
 		cache, filled, drained, reopened)
-	// About 115 B today, most of it the home's directory entry and name
-	// (docs/benchmarks.md), against about 420 B in memory.
-	const most = 160
+	// About 64 B today at this size (its id, its names' slots in the
+	// shard's and the directory's name tables, which grow by doubling,
+	// and its directory slot; docs/benchmarks.md), against about 400 B
+	// in memory.
+	const most = 100
 	if drained > most || reopened > most {
 		t.Fatalf("a partition out of memory costs more than %d B of heap", most)
 	}

@@ -14,9 +14,12 @@ import (
 // Partition state in memory (docs/placement.md, "Partition state in
 // memory"). A group keeps at most a budget of its HTTP queues' partitions
 // in memory (Config.PartitionCache); the others live only in the store,
-// where their meta and cursors always are, and cost a node 16 bytes an
-// index (their id and their in-memory slot) plus their name's slot in the
-// queue's name table and a bit in each ready set.
+// where their meta and cursors always are, and cost a group 8 bytes an
+// index (their id) plus their name's slot in the queue's name table and a
+// bit in each ready set (and at the home, a directory slot: placement.go).
+//
+// This file owns which partitions are in memory and reading them back; it
+// never decides what a command does to a partition.
 //
 // A partition leaves memory after the batch that last changed it was
 // committed, and only when reading it back gives the same state: nothing
@@ -139,7 +142,7 @@ func (s *Store) evict(p *partState) {
 	if verifyTotals {
 		s.checkStored(p)
 	}
-	p.q.parts[p.index] = nil
+	delete(p.q.parts, p.index)
 	delete(s.parts, p.id)
 	p.evicted.Store(true)
 }
@@ -292,7 +295,7 @@ func (s *Store) partAt(ctx *applyCtx, q *queueState, i uint32) *partState {
 	if !q.has(i) {
 		return nil
 	}
-	if p := q.parts[i]; p != nil {
+	if p := q.inMemory(i); p != nil {
 		return p
 	}
 	p, err := s.readPart(ctx.partsBack(), q, q.pids[i])
@@ -301,7 +304,7 @@ func (s *Store) partAt(ctx *applyCtx, q *queueState, i uint32) *partState {
 		return nil
 	}
 	restoreCounts(p)
-	q.parts[i] = p
+	q.keep(p)
 	s.parts[p.id] = p
 	s.cache.add(p)
 	return p
@@ -352,7 +355,7 @@ func (s *Store) partNamed(ctx *applyCtx, q *queueState, name string) *partState 
 // nameAt is the name of this group's partition i of q, read from r when it
 // is not in memory ("" when unreadable: no name matches it).
 func (s *Store) nameAt(r *partSource, q *queueState, i uint32) string {
-	if p := q.parts[i]; p != nil {
+	if p := q.inMemory(i); p != nil {
 		return p.name
 	}
 	v, closer, err := r.get(partitionKey(q.pids[i]))
@@ -380,7 +383,7 @@ func (s *Store) peekVia(src *partSource, q *queueState, i uint32) *partState {
 	if !q.has(i) {
 		return nil
 	}
-	if p := q.parts[i]; p != nil {
+	if p := q.inMemory(i); p != nil {
 		return p
 	}
 	return s.peekStored(src, q, q.pids[i])
@@ -409,7 +412,7 @@ func (s *Store) peekByID(pid uint64) *partState {
 func (s *Store) peekNamed(q *queueState, name string) *partState {
 	if s.db == nil {
 		i, ok := q.partNames.get(name, func(i uint32) string {
-			if p := q.parts[i]; p != nil {
+			if p := q.inMemory(i); p != nil {
 				return p.name
 			}
 			return ""
@@ -417,7 +420,7 @@ func (s *Store) peekNamed(q *queueState, name string) *partState {
 		if !ok {
 			return nil
 		}
-		return q.parts[i]
+		return q.inMemory(i)
 	}
 	i, ok := q.partNames.get(name, func(i uint32) string { return s.nameAt(&partSource{db: s.db}, q, i) })
 	if !ok {

@@ -50,9 +50,24 @@ func (q *queueState) catalog() wire.Catalog {
 	return c
 }
 
-func (q *queueState) dirEntryAt(index uint32) wire.DirEntry {
-	d := q.dir[index]
-	return wire.DirEntry{Index: index, Name: d.name, Group: d.group, CreatedMs: d.createdMs}
+// dirEntryAt is the directory entry at index as the wire carries it.
+func (q *queueState) dirEntryAt(read dirReader, index uint32) wire.DirEntry {
+	d, _ := q.dirEntry(read, index)
+	return wire.DirEntry{Index: index, Name: d.name, Group: q.dir[index].group(), CreatedMs: d.createdMs}
+}
+
+// readCommitted is the dirReader of readers, under the read locks.
+func (s *Store) readCommitted(key []byte) ([]byte, bool) {
+	if s.db == nil {
+		return nil, false
+	}
+	v, closer, err := s.db.Get(key)
+	if err != nil {
+		return nil, false
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true
 }
 
 // createCatalog creates a queue whose home is this group.
@@ -74,13 +89,13 @@ func (s *Store) addDirEntry(ctx *applyCtx, q *queueState, name string) uint32 {
 	index := uint32(len(q.dir))
 	if name == "" {
 		name = strconv.FormatUint(uint64(index), 10)
-		for _, taken := q.dirIndex(name); taken; _, taken = q.dirIndex(name) {
+		for _, taken := q.dirIndex(ctx.get, name); taken; _, taken = q.dirIndex(ctx.get, name) {
 			name = "kafka-" + name
 		}
 	}
 	g := q.place.GroupOf(index)
 	d := dirEntry{name: name, group: uint16(g), createdMs: ctx.nowMs}
-	q.dir = append(q.dir, d)
+	q.dir = append(q.dir, slotOf(d.group))
 	q.dirNames.put(name, index)
 	q.groups |= 1 << uint(g)
 	q.countInGroup(d.group)
@@ -130,11 +145,11 @@ func (s *Store) applyAlloc(ctx *applyCtx, c *wire.AllocCmd) wire.AllocResult {
 	}
 	res.Parts = make([]wire.DirEntry, 0, len(c.Names)+int(c.Count))
 	for _, n := range c.Names {
-		index, ok := q.dirIndex(n)
+		index, ok := q.dirIndex(ctx.get, n)
 		if !ok {
 			index = s.addDirEntry(ctx, q, n)
 		}
-		res.Parts = append(res.Parts, q.dirEntryAt(index))
+		res.Parts = append(res.Parts, q.dirEntryAt(ctx.get, index))
 	}
 	for uint32(len(q.dir)) < c.Count {
 		s.addDirEntry(ctx, q, "")
@@ -143,7 +158,7 @@ func (s *Store) applyAlloc(ctx *applyCtx, c *wire.AllocCmd) wire.AllocResult {
 		if q.dir[i].removed() {
 			continue // only HTTP queues have them
 		}
-		res.Parts = append(res.Parts, q.dirEntryAt(i))
+		res.Parts = append(res.Parts, q.dirEntryAt(ctx.get, i))
 	}
 	res.Catalog = q.catalog()
 	return res
@@ -232,7 +247,7 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 			continue
 		}
 		// A partition out of memory holds no lease (partcache.go).
-		if p := q.parts[i]; p != nil {
+		if p := q.inMemory(uint32(i)); p != nil {
 			for _, cur := range p.cursors {
 				if cur.lease != nil {
 					delete(s.leases, cur.lease.id)
@@ -275,9 +290,9 @@ func (s *Store) loadDir() error {
 		}
 		index := binary.BigEndian.Uint32(k[9:13])
 		for uint32(len(q.dir)) <= index {
-			q.dir = append(q.dir, dirEntry{})
+			q.dir = append(q.dir, 0)
 		}
-		q.dir[index] = d
+		q.dir[index] = slotOf(d.group)
 		q.dirNames.put(d.name, index)
 		q.groups |= 1 << uint(d.group)
 		q.countInGroup(d.group)
@@ -299,35 +314,32 @@ func (s *Store) Catalog(tenant wire.ID, queue string) (cat wire.Catalog, home, o
 
 // DirByName finds a partition by name in a home's directory.
 func (s *Store) DirByName(tenant wire.ID, queue, name string) (wire.DirEntry, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	q := s.queue(tenant, queue)
 	if q == nil || !q.home {
 		return wire.DirEntry{}, false
 	}
-	i, ok := q.dirIndex(name)
+	i, ok := q.dirIndex(s.readCommitted, name)
 	if !ok {
 		return wire.DirEntry{}, false
 	}
-	return q.dirEntryAt(i), true
+	return q.dirEntryAt(s.readCommitted, i), true
 }
 
 // DirByIndex finds a partition by index in a home's directory.
 func (s *Store) DirByIndex(tenant wire.ID, queue string, index uint32) (wire.DirEntry, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	q := s.queue(tenant, queue)
 	if q == nil || !q.home || index >= uint32(len(q.dir)) || q.dir[index].removed() {
 		return wire.DirEntry{}, false
 	}
-	return q.dirEntryAt(index), true
+	return q.dirEntryAt(s.readCommitted, index), true
 }
 
 // Dir lists a home's directory entries from index from, up to limit,
 // leaving out the indexes of partitions removed as idle.
 func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire.DirEntry {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	q := s.queue(tenant, queue)
 	if q == nil || !q.home {
 		return nil
@@ -335,7 +347,7 @@ func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire
 	var out []wire.DirEntry
 	for i := from; i < uint32(len(q.dir)) && len(out) < limit; i++ {
 		if !q.dir[i].removed() {
-			out = append(out, q.dirEntryAt(i))
+			out = append(out, q.dirEntryAt(s.readCommitted, i))
 		}
 	}
 	return out

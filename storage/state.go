@@ -37,7 +37,7 @@ type queueState struct {
 	// partition (dir, by index; dirNames) and groups, the set of groups
 	// holding partitions (bit g).
 	home     bool
-	dir      []dirEntry
+	dir      []dirSlot
 	dirNames nameIndex
 	groups   uint64
 	// dirInGroup counts the directory's partitions by raft group, so a
@@ -49,7 +49,7 @@ type queueState struct {
 	// them by name, and stored the indexes of those whose log holds
 	// records, in memory or not.
 	pids      []uint64
-	parts     []*partState
+	parts     map[uint32]*partState
 	partNames nameIndex
 	stored    readySet
 	// gone holds the indexes of partitions this group removed as idle and
@@ -107,16 +107,28 @@ type partState struct {
 	recounted bool        // counted again in the current batch's finish (totals.go)
 }
 
-// dirEntry is one partition in a home's directory.
+// dirEntry is one partition in a home's directory, as stored under its
+// dir key.
 type dirEntry struct {
 	name      string
 	group     uint16
 	createdMs int64
 }
 
-// removed reports a hole: the index of a partition removed as idle
-// (cleanup.go). A live entry always has a name.
-func (d *dirEntry) removed() bool { return d.name == "" }
+// dirSlot is one index of a home's directory in memory: the raft group
+// holding its partition, plus one; 0 is a hole, the index of a partition
+// removed as idle (cleanup.go). The name and creation time stay in the
+// store, read back when asked: at millions of partitions they were most of
+// what a home kept in memory.
+type dirSlot uint16
+
+func slotOf(group uint16) dirSlot { return dirSlot(group + 1) }
+
+// removed reports a hole.
+func (d dirSlot) removed() bool { return d == 0 }
+
+// group is the raft group of a live entry.
+func (d dirSlot) group() uint16 { return uint16(d - 1) }
 
 // subscription is a consumer group's subscription to a queue: where it starts
 // reading partitions it has not touched yet, and which partitions may hold
@@ -174,7 +186,7 @@ func (q *queueState) partitionCount() int { return q.partNames.len() }
 // addPart puts p in q's partitions.
 func (q *queueState) addPart(p *partState) {
 	q.spanTo(p.index)
-	q.parts[p.index] = p
+	q.keep(p)
 	q.pids[p.index] = p.id
 	q.partNames.put(p.name, p.index)
 	q.noteStored(p)
@@ -185,17 +197,28 @@ func (q *queueState) addPart(p *partState) {
 // starts at its hint modulo the length): it never shrinks, so load makes
 // it reach the partitions removed as idle too, as it was before a restart.
 func (q *queueState) spanTo(index uint32) {
-	for int(index) >= len(q.parts) {
-		q.parts = append(q.parts, nil)
+	for int(index) >= len(q.pids) {
 		q.pids = append(q.pids, 0)
 	}
+}
+
+// inMemory is this group's partition i of q when it is in memory. A map,
+// not a slice by index: it holds the cache's share of millions of indexes.
+func (q *queueState) inMemory(i uint32) *partState { return q.parts[i] }
+
+// keep records that p is in memory.
+func (q *queueState) keep(p *partState) {
+	if q.parts == nil {
+		q.parts = map[uint32]*partState{}
+	}
+	q.parts[p.index] = p
 }
 
 // holdsRecords reports whether the log of this group's partition i of q
 // holds records now: q.stored is brought up to date when a batch
 // finishes, and only a partition in memory changes during one.
 func (q *queueState) holdsRecords(i uint32) bool {
-	if p := q.parts[i]; p != nil {
+	if p := q.inMemory(i); p != nil {
 		return p.start < p.next
 	}
 	return q.stored.has(i)
@@ -210,9 +233,32 @@ func (q *queueState) noteStored(p *partState) {
 	}
 }
 
-// dirIndex is the index of the partition named name in a home's directory.
-func (q *queueState) dirIndex(name string) (uint32, bool) {
-	return q.dirNames.get(name, func(i uint32) string { return q.dir[i].name })
+// dirIndex is the index of the partition named name in a home's
+// directory; read gets a stored key (dirReader).
+func (q *queueState) dirIndex(read dirReader, name string) (uint32, bool) {
+	return q.dirNames.get(name, func(i uint32) string {
+		d, _ := q.dirEntry(read, i)
+		return d.name
+	})
+}
+
+// dirReader reads a stored key: through the apply batch for the apply
+// loop (an entry may have been added by the batch), from the committed
+// store for readers.
+type dirReader func(key []byte) ([]byte, bool)
+
+// dirEntry reads the directory entry at index i back from the store; ok is
+// false for a hole or an entry that does not read.
+func (q *queueState) dirEntry(read dirReader, i uint32) (d dirEntry, ok bool) {
+	if int(i) >= len(q.dir) || q.dir[i].removed() {
+		return dirEntry{}, false
+	}
+	v, found := read(dirKey(q.id, i))
+	if !found {
+		return dirEntry{}, false
+	}
+	d, err := decodeDirEntry(v)
+	return d, err == nil
 }
 
 func (p *partState) encodeMeta() []byte {
