@@ -303,15 +303,39 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 	case cat.Inc == st.Inc:
 		cmd := wire.EnsureShardCmd{Tenant: st.Tenant, Queue: st.Queue, Catalog: cat,
 			Subs: e.GroupStore(home).Subscriptions(st.Tenant, st.Queue)}
-		for _, d := range e.Dir(st.Tenant, st.Queue, 0, int(cat.Partitions)) {
-			if int(d.Group) == g {
-				cmd.Parts = append(cmd.Parts, d)
-			}
-		}
+		cmd.Parts = e.missingFromShard(g, st, &cat)
 		if _, err := e.Propose(ctx, g, wire.Command{Kind: wire.KindEnsureShard, Body: cmd.Encode(nil)}); err != nil {
 			h.log.Debug("raft: reconciling a shard", "group", g, "queue", st.Queue, "err", err)
 		}
 	}
+}
+
+// missingFromShard lists the directory entries placed in group g that g's
+// shard does not hold, reading the directory a page at a time (each page
+// under the home's read lock alone) and sending only what is missing: at
+// millions of partitions the whole group's share made one enormous entry.
+func (e *Engine) missingFromShard(g int, st storage.ShardState, cat *wire.Catalog) []wire.DirEntry {
+	const page = 4096
+	var out []wire.DirEntry
+	for from := uint32(0); from < cat.Partitions; {
+		dir := e.Dir(st.Tenant, st.Queue, from, page)
+		if len(dir) == 0 {
+			break
+		}
+		from = dir[len(dir)-1].Index + 1
+		var ours []wire.DirEntry
+		for _, d := range dir {
+			if int(d.Group) == g {
+				ours = append(ours, d)
+			}
+		}
+		for i, held := range e.GroupStore(g).HasPartitionsAt(st.Tenant, st.Queue, cat.Inc, ours) {
+			if !held {
+				out = append(out, ours[i])
+			}
+		}
+	}
+	return out
 }
 
 // dropRemovedAtHome tells a queue's home which partitions group g removed

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -337,18 +339,42 @@ func (s *Store) DirByIndex(tenant wire.ID, queue string, index uint32) (wire.Dir
 }
 
 // Dir lists a home's directory entries from index from, up to limit,
-// leaving out the indexes of partitions removed as idle.
+// leaving out the indexes of partitions removed as idle. It reads them in
+// one pass over the stored entries (a hole has none): the directory keeps
+// only a slot per index in memory.
 func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire.DirEntry {
 	defer s.readLock()()
 	q := s.queue(tenant, queue)
-	if q == nil || !q.home {
+	if q == nil || !q.home || s.db == nil || limit <= 0 {
 		return nil
 	}
+	prefix := dirPrefix(q.id)
+	it := s.db.NewIter(&pebble.IterOptions{LowerBound: dirKey(q.id, from), UpperBound: prefixEnd(prefix)})
+	defer it.Close()
 	var out []wire.DirEntry
-	for i := from; i < uint32(len(q.dir)) && len(out) < limit; i++ {
-		if !q.dir[i].removed() {
-			out = append(out, q.dirEntryAt(s.readCommitted, i))
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		k := it.Key()
+		if len(k) != len(prefix)+4 {
+			continue
 		}
+		d, err := decodeDirEntry(it.Value())
+		if err != nil {
+			continue
+		}
+		out = append(out, wire.DirEntry{Index: binary.BigEndian.Uint32(k[len(prefix):]), Name: d.name, Group: d.group, CreatedMs: d.createdMs})
+	}
+	return out
+}
+
+// HasPartitionsAt reports, for each directory entry, whether this group
+// holds its partition in incarnation inc of the queue.
+func (s *Store) HasPartitionsAt(tenant wire.ID, queue string, inc uint64, entries []wire.DirEntry) []bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	q := s.queue(tenant, queue)
+	out := make([]bool, len(entries))
+	for i, d := range entries {
+		out[i] = q != nil && q.inc == inc && q.has(d.Index)
 	}
 	return out
 }
