@@ -36,8 +36,9 @@ func readRange(src iterSource, segs *segments, pid, from, to uint64, f RecordFun
 func (ci *chunkIter) readRecords(from, to uint64, f RecordFunc) error {
 	pid := ci.pid
 	// The chunk holding from starts at or before it; when retention
-	// removed it, reading starts at the first chunk left.
-	for ok := ci.Seek(from); ok; ok = ci.Next() {
+	// removed it, reading starts at the first chunk left. A pop's lease
+	// mostly starts at a chunk's base: a forward seek finds it.
+	for ok := ci.SeekBase(from); ok; ok = ci.Next() {
 		base := ci.Base()
 		if base >= to {
 			return nil
