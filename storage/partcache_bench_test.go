@@ -31,3 +31,26 @@ func BenchmarkDrainBeyondTheCache(b *testing.B) {
 		})
 	}
 }
+
+// What a boot costs per partition: reopening a store of 100,000
+// one-message partitions read by one consumer group, with a cache of
+// 1,000 (load reads every partition and its cursors to count them and
+// keeps the cache's share). Reported per partition.
+func BenchmarkOpenManyPartitions(b *testing.B) {
+	verifyTotals = false
+	defer func() { verifyTotals = true }()
+	const n = 100_000
+	h := newHarness(b)
+	h.s.Close()
+	h.cache = 1000
+	h.open()
+	fillPartitions(h, "q", n)
+	if got := drainAutoAck(h, "q", "consumers"); got != n {
+		b.Fatalf("drained %d messages, want %d", got, n)
+	}
+	for b.Loop() {
+		h.s.Close()
+		h.open()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/partition")
+}
