@@ -251,3 +251,38 @@ func TestRangeReaderReadsEachPartitionsOwnRange(t *testing.T) {
 		}
 	}
 }
+
+// An ack that consumes a partition to its head takes the partition out of
+// the group's ready set: a long poll's readiness check walks that set, and
+// reads back every partition out of memory it finds there.
+func TestAnAckToTheHeadLeavesThePartitionUnready(t *testing.T) {
+	h := newHarness(t)
+	h.push("q", "a", `1`)
+	h.push("q", "b", `1`, `2`)
+	r := h.popWith(wire.PopCmd{Queue: "q", Group: "g", Batch: 10, SubMode: wire.SubAll, MaxPartitions: 2,
+		LeaseIDs: []wire.ID{h.nextID(), h.nextID()}})
+	if len(r.Claims) != 2 {
+		t.Fatalf("claims %+v", r.Claims)
+	}
+	for _, cl := range r.Claims {
+		_, txns := h.payloads(cl)
+		for _, id := range txns[:1] { // a: its only message; b: the first of two
+			h.ack("g", cl, id, wire.AckCompleted)
+		}
+	}
+	q := h.s.queue(wire.DefaultTenant, "q")
+	sub := q.subs["g"]
+	a, _ := q.partNames.get("a", func(i uint32) string { return q.parts[i].name })
+	b, _ := q.partNames.get("b", func(i uint32) string { return q.parts[i].name })
+	if sub.ready.has(a) || !sub.ready.has(b) {
+		t.Fatalf("ready after the acks: a %v (consumed), b %v (one left)", sub.ready.has(a), sub.ready.has(b))
+	}
+	// b's lease is live: nothing to pop until a push marks a again.
+	if ok, _ := h.s.PopReadiness(wire.DefaultTenant, "q", "g", "", h.now); ok {
+		t.Fatal("ready with a consumed and a leased partition")
+	}
+	h.push("q", "a", `2`)
+	if ok, _ := h.s.PopReadiness(wire.DefaultTenant, "q", "g", "", h.now); !ok || !sub.ready.has(a) {
+		t.Fatal("a push did not mark the partition again")
+	}
+}

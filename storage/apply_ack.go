@@ -204,8 +204,16 @@ walk:
 	delete(s.leases, l.id)
 	ctx.del(leaseKey(l.id))
 	c.lease = nil
-	if sub := q.subs[c.group]; sub != nil && c.pos < p.next {
-		sub.ready.set(p.index)
+	if sub := q.subs[c.group]; sub != nil {
+		// Consumed to the head: nothing left for the group here until a
+		// push marks it again. A mark left behind made every long poll's
+		// readiness check read the partition back (partcache.go), for
+		// each partition a drain had finished.
+		if c.pos < p.next {
+			sub.ready.set(p.index)
+		} else {
+			sub.ready.clear(p.index)
+		}
 	}
 	ctx.saveCursor(p, c)
 	ctx.touch(q)

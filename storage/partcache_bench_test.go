@@ -3,6 +3,8 @@ package storage
 import (
 	"fmt"
 	"testing"
+
+	"github.com/queen-mq/queen/wire"
 )
 
 // What reading partitions back costs a drain: 50,000 one-message
@@ -53,4 +55,33 @@ func BenchmarkOpenManyPartitions(b *testing.B) {
 		h.open()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/partition")
+}
+
+// What a long poll's readiness check costs in the middle of a drain with
+// leases and acks, partitions out of memory: 20,000 one-message
+// partitions, a cache of 1,000, the first half consumed (each popped by
+// name and acknowledged), then PopReadiness for the group, which finds
+// the second half. Reported per check.
+func BenchmarkPopReadinessMidDrain(b *testing.B) {
+	verifyTotals = false
+	defer func() { verifyTotals = true }()
+	const n = 20_000
+	h := newHarness(b)
+	h.s.Close()
+	h.cache = 1000
+	h.open()
+	fillPartitions(h, "q", n)
+	for i := range n / 2 {
+		r := h.popWith(wire.PopCmd{Queue: "q", Partition: fmt.Sprintf("p%d", i), Group: "g", Batch: 1, SubMode: wire.SubAll})
+		if len(r.Claims) != 1 {
+			b.Fatalf("pop of p%d: %+v", i, r)
+		}
+		_, txns := h.payloads(r.Claims[0])
+		h.ack("g", r.Claims[0], txns[0], wire.AckCompleted)
+	}
+	for b.Loop() {
+		if ok, _ := h.s.PopReadiness(wire.DefaultTenant, "q", "g", "", h.now); !ok {
+			b.Fatal("not ready with half the partitions left")
+		}
+	}
 }

@@ -317,13 +317,15 @@ func (s *Store) PopReadiness(tenant wire.ID, queue, group, partition string, now
 		}
 		return false
 	}
+	src := s.peekSource()
+	defer src.close()
 	switch {
 	case partition != "":
 		check(s.peekNamed(q, partition))
 	case sub == nil:
-		q.stored.forEachFrom(0, func(i uint32) bool { return !check(s.peekAt(q, i)) })
+		q.stored.forEachFrom(0, func(i uint32) bool { return !check(s.peekVia(src, q, i)) })
 	default:
-		sub.ready.forEachFrom(0, func(i uint32) bool { return !check(s.peekAt(q, i)) })
+		sub.ready.forEachFrom(0, func(i uint32) bool { return !check(s.peekVia(src, q, i)) })
 	}
 	if ok {
 		retryAtMs = 0
