@@ -113,8 +113,8 @@ func deleteChunk(ctx *applyCtx, pid, base, seq uint64) {
 
 // deleteChunksOf deletes the records of every chunk of the partitions pids
 // (zeros skipped), leaving their index entries to the caller's range
-// deletes. The
-// chunks are listed through one iterator opened before any delete: an
+// deletes. The chunks are listed through one iterator opened before any
+// delete: an
 // iterator opened on the apply batch re-reads every range delete in it, so
 // one per partition after deleting the previous ones made deleting a queue
 // of 20,000 partitions take 100 s.

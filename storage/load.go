@@ -182,8 +182,7 @@ func (s *Store) bringLoaded(q *queueState, p *partState) {
 		}
 	}
 	if c := &s.cache; c.limit > 0 && c.n >= c.limit && s.evictable(p) {
-		delete(q.parts, p.index)
-		delete(s.parts, p.id)
+		s.evict(p)
 		return
 	}
 	s.cache.add(p)

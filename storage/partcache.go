@@ -7,8 +7,6 @@ import (
 	"io"
 
 	"github.com/cockroachdb/pebble"
-
-	"github.com/queen-mq/queen/wire"
 )
 
 // Partition state in memory (docs/placement.md, "Partition state in
@@ -48,6 +46,9 @@ type partCache struct {
 	n     int // partitions in order not known to have left
 }
 
+// over reports whether the cache holds more than its limit.
+func (c *partCache) over() bool { return c.limit > 0 && c.n > c.limit }
+
 func (c *partCache) add(p *partState) {
 	if c.limit > 0 && !p.q.kafka {
 		c.order = append(c.order, p)
@@ -61,7 +62,7 @@ func (c *partCache) add(p *partState) {
 // after a batch is committed and published: what leaves is in the store.
 func (s *Store) trimCache() {
 	c := &s.cache
-	if c.limit <= 0 || c.n <= c.limit {
+	if !c.over() {
 		return
 	}
 	for looks := max(2*(c.n-c.limit), 256); c.n > c.limit && looks > 0 && c.head < len(c.order); looks-- {
@@ -152,9 +153,9 @@ func (s *Store) evict(p *partState) {
 // evicted it would answer unlike one that did not. Tests turn it on with
 // VerifyTotals.
 func (s *Store) checkStored(p *partState) {
-	src := &partSource{db: s.db}
+	src := s.peekSource()
 	defer src.close()
-	back, err := s.readPart(src, p.q, p.id)
+	back, err := s.readPart(src, p.id)
 	if err != nil {
 		panic(fmt.Sprintf("storage: partition %d: read back: %v", p.id, err))
 	}
@@ -236,33 +237,44 @@ func (ctx *applyCtx) partsBack() *partSource {
 	return &ctx.back
 }
 
-// errPartitionElsewhere is a stored partition that is not the one its
-// queue holds at its index: a corrupt or foreign key.
+// errPartitionElsewhere is a stored partition its queue does not hold at
+// its index: removed by the batch being applied, or a corrupt key.
 var errPartitionElsewhere = errors.New("storage: stored partition is not at its queue's index")
 
-// readPart reads partition pid of q back from r: its meta and cursors,
-// with the high-water mark and log start published as stored.
-func (s *Store) readPart(r *partSource, q *queueState, pid uint64) (*partState, error) {
+// storedPart reads partition pid's meta back from r, with the high-water
+// mark and log start published as stored; its queue must hold it at its
+// index. A partition that is not stored answers pebble.ErrNotFound.
+func (s *Store) storedPart(r *partSource, pid uint64) (*partState, error) {
 	v, closer, err := r.get(partitionKey(pid))
 	if err != nil {
-		return nil, fmt.Errorf("storage: read partition %d: %w", pid, err)
+		return nil, err
 	}
 	p, qid, err := decodePartMeta(pid, v)
 	closer.Close()
 	if err != nil {
 		return nil, fmt.Errorf("storage: partition %d: %w", pid, err)
 	}
-	if qid != q.id || int(p.index) >= len(q.pids) || q.pids[p.index] != pid {
+	q := s.queuesByID[qid]
+	if q == nil || !q.has(p.index) || q.pids[p.index] != pid {
 		return nil, fmt.Errorf("%w: partition %d, queue %d index %d", errPartitionElsewhere, pid, qid, p.index)
 	}
 	p.q = q
 	p.hwm.Store(p.next)
 	p.logStart.Store(p.start)
 	p.lastWrite.Store(p.lastWriteMs)
+	return p, nil
+}
+
+// readPart reads partition pid back from r: its meta and cursors.
+func (s *Store) readPart(r *partSource, pid uint64) (*partState, error) {
+	p, err := s.storedPart(r, pid)
+	if err != nil {
+		return nil, err
+	}
 	prefix := cursorPrefix(pid)
 	it := r.under(prefix)
 	for it.First(); it.Valid(); it.Next() {
-		c, err := decodeCursor(q.groupName(string(it.Key()[len(prefix):])), it.Value())
+		c, err := decodeCursor(p.q.groupName(string(it.Key()[len(prefix):])), it.Value())
 		if err != nil {
 			return nil, fmt.Errorf("storage: cursor of partition %d: %w", pid, err)
 		}
@@ -298,13 +310,24 @@ func (s *Store) partAt(ctx *applyCtx, q *queueState, i uint32) *partState {
 	if p := q.inMemory(i); p != nil {
 		return p
 	}
-	p, err := s.readPart(ctx.partsBack(), q, q.pids[i])
+	return s.bringBack(ctx, q.pids[i], true)
+}
+
+// bringBack reads partition pid back into memory for the apply loop; nil
+// when no queue holds it. That fails the batch when its queue holds it
+// (known), as any other failed read does: an answer must never depend on
+// a replica's disk. A partition the batch removed is still in the
+// committed store, but its queue no longer holds it.
+func (s *Store) bringBack(ctx *applyCtx, pid uint64, known bool) *partState {
+	p, err := s.readPart(ctx.partsBack(), pid)
 	if err != nil {
-		ctx.fail(err)
+		if known || !(errors.Is(err, pebble.ErrNotFound) || errors.Is(err, errPartitionElsewhere)) {
+			ctx.fail(fmt.Errorf("storage: read partition %d back: %w", pid, err))
+		}
 		return nil
 	}
 	restoreCounts(p)
-	q.keep(p)
+	p.q.keep(p)
 	s.parts[p.id] = p
 	s.cache.add(p)
 	return p
@@ -316,31 +339,10 @@ func (s *Store) partByID(ctx *applyCtx, pid uint64) *partState {
 	if p := s.parts[pid]; p != nil {
 		return p
 	}
-	q, index, ok := s.whereStored(ctx.partsBack(), pid)
-	if !ok {
+	if pid == 0 {
 		return nil
 	}
-	return s.partAt(ctx, q, index)
-}
-
-// whereStored finds the queue and index of a partition not in memory from
-// its stored meta.
-func (s *Store) whereStored(r *partSource, pid uint64) (*queueState, uint32, bool) {
-	if pid == 0 {
-		return nil, 0, false
-	}
-	v, closer, err := r.get(partitionKey(pid))
-	if err != nil {
-		return nil, 0, false
-	}
-	defer closer.Close()
-	rd := wire.NewReader(v)
-	qid, index := rd.Uvarint(), uint32(rd.Uvarint())
-	q := s.queuesByID[qid]
-	if q == nil || !q.has(index) || q.pids[index] != pid {
-		return nil, 0, false
-	}
-	return q, index, true
+	return s.bringBack(ctx, pid, false)
 }
 
 // partNamed is this group's partition of q named name for the apply loop.
@@ -358,15 +360,11 @@ func (s *Store) nameAt(r *partSource, q *queueState, i uint32) string {
 	if p := q.inMemory(i); p != nil {
 		return p.name
 	}
-	v, closer, err := r.get(partitionKey(q.pids[i]))
+	p, err := s.storedPart(r, q.pids[i])
 	if err != nil {
 		return ""
 	}
-	defer closer.Close()
-	rd := wire.NewReader(v)
-	rd.Uvarint()
-	rd.Uvarint()
-	return rd.String()
+	return p.name
 }
 
 // The readers' side: under the read lock, with the database lock taken
@@ -386,7 +384,7 @@ func (s *Store) peekVia(src *partSource, q *queueState, i uint32) *partState {
 	if p := q.inMemory(i); p != nil {
 		return p
 	}
-	return s.peekStored(src, q, q.pids[i])
+	return s.peekStored(src, q.pids[i])
 }
 
 // peekSource is a partSource for a reader under the read locks; the
@@ -398,48 +396,39 @@ func (s *Store) peekByID(pid uint64) *partState {
 	if p := s.parts[pid]; p != nil {
 		return p
 	}
-	if s.db == nil {
-		return nil
-	}
-	q, index, ok := s.whereStored(&partSource{db: s.db}, pid)
-	if !ok {
-		return nil
-	}
-	return s.peekAt(q, index)
+	return s.peekStored(nil, pid)
 }
 
 // peekNamed is this group's partition of q named name for a reader.
 func (s *Store) peekNamed(q *queueState, name string) *partState {
 	if s.db == nil {
-		i, ok := q.partNames.get(name, func(i uint32) string {
-			if p := q.inMemory(i); p != nil {
-				return p.name
-			}
-			return ""
-		})
-		if !ok {
-			return nil
-		}
-		return q.inMemory(i)
+		return nil
 	}
-	i, ok := q.partNames.get(name, func(i uint32) string { return s.nameAt(&partSource{db: s.db}, q, i) })
+	src := s.peekSource()
+	defer src.close()
+	i, ok := q.partNames.get(name, func(i uint32) string { return s.nameAt(src, q, i) })
 	if !ok {
 		return nil
 	}
-	return s.peekAt(q, i)
+	return s.peekVia(src, q, i)
 }
 
-func (s *Store) peekStored(src *partSource, q *queueState, pid uint64) *partState {
-	if s.db == nil {
+// peekStored decodes partition pid from the committed store into a copy
+// the reader alone holds (src nil: through a source of its own).
+func (s *Store) peekStored(src *partSource, pid uint64) *partState {
+	if s.db == nil || pid == 0 {
 		return nil
 	}
 	if src == nil {
 		src = s.peekSource()
 		defer src.close()
 	}
-	p, err := s.readPart(src, q, pid)
+	p, err := s.readPart(src, pid)
 	if err != nil {
-		s.log.Warn("storage: cannot read a partition back", "group", s.cfg.Group, "err", err)
+		// Removed, or removed by a batch whose commit is on its way.
+		if !errors.Is(err, pebble.ErrNotFound) && !errors.Is(err, errPartitionElsewhere) {
+			s.log.Warn("storage: cannot read a partition back", "group", s.cfg.Group, "err", err)
+		}
 		return nil
 	}
 	p.evicted.Store(true)
@@ -474,10 +463,6 @@ func (s *Store) readLock() (unlock func()) {
 // partitionStored reports whether partition pid exists (load reads the
 // Kafka state, which names partitions by id, before the partitions).
 func (s *Store) partitionStored(pid uint64) bool {
-	_, closer, err := s.db.Get(partitionKey(pid))
-	if err != nil {
-		return false
-	}
-	closer.Close()
-	return true
+	_, ok := s.readCommitted(partitionKey(pid))
+	return ok
 }

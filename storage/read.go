@@ -114,20 +114,20 @@ func (p Partition) Deleted() bool { return p.live().deleted.Load() }
 // have left memory since (partcache.go): the store has it then, in memory
 // again or not; a partition gone altogether answers as deleted.
 func (p Partition) live() *partState {
-	if !p.p.evicted.Load() || p.p.deleted.Load() {
+	if p.own() {
 		return p.p
 	}
-	s := p.s
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.current(p)
+	defer p.s.readLock()()
+	return p.s.current(p)
 }
+
+// own reports whether the handle's state is the partition's: in memory,
+// or deleted for good.
+func (p Partition) own() bool { return !p.p.evicted.Load() || p.p.deleted.Load() }
 
 // current is live for a caller holding the store's read locks.
 func (s *Store) current(p Partition) *partState {
-	if !p.p.evicted.Load() || p.p.deleted.Load() {
+	if p.own() {
 		return p.p
 	}
 	if now := s.peekByID(p.ID); now != nil {
@@ -148,10 +148,7 @@ func (s *Store) handle(p *partState) Partition {
 // PartitionByIndex resolves a partition of a tenant's queue by permanent
 // index. ok is false when the queue or partition does not exist.
 func (s *Store) PartitionByIndex(tenant wire.ID, queue string, index uint32) (Partition, bool) {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	q := s.queue(tenant, queue)
 	if q == nil {
 		return Partition{}, false
@@ -165,10 +162,7 @@ func (s *Store) PartitionByIndex(tenant wire.ID, queue string, index uint32) (Pa
 
 // PartitionByName resolves a partition of a tenant's queue by name.
 func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, bool) {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	q := s.queue(tenant, queue)
 	if q == nil {
 		return Partition{}, false
@@ -183,10 +177,7 @@ func (s *Store) PartitionByName(tenant wire.ID, queue, name string) (Partition, 
 // PartitionByID resolves a partition by its id, checking it belongs to
 // tenant.
 func (s *Store) PartitionByID(tenant wire.ID, pid uint64) (Partition, bool) {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	p := s.peekByID(pid)
 	if p == nil || p.q.tenant != tenant {
 		return Partition{}, false
@@ -272,10 +263,7 @@ func (s *Store) MayPop(tenant wire.ID, queue, group, partition string, nowMs int
 // delayedProcessing, retryAtMs is when the first of them becomes visible
 // (0 otherwise), so the poll can sleep until then instead of probing.
 func (s *Store) PopReadiness(tenant wire.ID, queue, group, partition string, nowMs int64) (ok bool, retryAtMs int64) {
-	s.dbMu.RLock() // before mu: the order RecoverFromSnapshot takes them in
-	defer s.dbMu.RUnlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()() // the database lock before mu: the order RecoverFromSnapshot takes them in
 	q := s.queue(tenant, queue)
 	if q == nil || s.db == nil {
 		return false, 0

@@ -283,8 +283,6 @@ func (s *Store) openDB(dir string) error {
 	segs.corrupt = &s.corrupt
 	s.segs = segs
 	flushing.Store(segs)
-	// Load read every partition; the cache keeps its share of them.
-	s.trimCache()
 	return nil
 }
 
@@ -373,7 +371,7 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if err == nil {
 		ctx.publish()
 		s.applied.Store(last)
-		if s.cache.limit > 0 {
+		if s.cache.over() { // only the apply loop changes the cache: no lock to read it
 			s.mu.Lock()
 			s.trimCache()
 			s.mu.Unlock()

@@ -173,10 +173,7 @@ func (s *Store) KafkaProducer(p Partition, producer int64) (ProducerSeq, bool) {
 // GroupPosition is a consumer group's position in p: the next offset it
 // consumes, what Kafka calls its committed offset.
 func (s *Store) GroupPosition(p Partition, group string) (uint64, bool) {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	cur := s.current(p)
 	c := cur.cursors.get(group)
 	if c == nil || cur.deleted.Load() {
