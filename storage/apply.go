@@ -442,7 +442,12 @@ func (s *Store) cursorFor(ctx *applyCtx, p *partState, sub *subscription) *curso
 	if c := p.cursors.get(sub.group); c != nil {
 		return c
 	}
-	c := &cursor{group: sub.group, pos: s.initialPosition(ctx, p, sub)}
+	return newCursor(ctx, p, sub, s.initialPosition(ctx, p, sub))
+}
+
+// newCursor makes the group's cursor in p at pos and persists it.
+func newCursor(ctx *applyCtx, p *partState, sub *subscription, pos uint64) *cursor {
+	c := &cursor{group: sub.group, pos: pos}
 	p.cursors.put(c)
 	ctx.saveCursor(p, c)
 	return c

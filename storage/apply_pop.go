@@ -110,15 +110,20 @@ func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscript
 	if s.anyPin(p.id, sub.group) {
 		return wire.Claim{}, false // a prepared transaction holds the cursor
 	}
-	if p.cursors.get(sub.group) == nil && s.initialPosition(ctx, p, sub) >= p.next {
-		// Nothing for the group: leave no cursor behind. A pop may visit a
-		// partition only because a ready set rebuilt after a restart (or
-		// with partitions out of memory) marks more than it must, so what
-		// such a visit changes would differ between replicas.
-		sub.ready.clear(p.index)
-		return wire.Claim{}, false
+	c := p.cursors.get(sub.group)
+	if c == nil {
+		pos := s.initialPosition(ctx, p, sub)
+		if pos >= p.next {
+			// Nothing for the group: leave no cursor behind. A pop may
+			// visit a partition only because a ready set rebuilt after a
+			// restart (or with partitions out of memory) marks more than
+			// it must, so what such a visit changes would differ between
+			// replicas.
+			sub.ready.clear(p.index)
+			return wire.Claim{}, false
+		}
+		c = newCursor(ctx, p, sub, pos)
 	}
-	c := s.cursorFor(ctx, p, sub)
 	if c.lease != nil {
 		if c.lease.expiresMs > ctx.nowMs {
 			return wire.Claim{}, false
