@@ -159,14 +159,8 @@ func TestPartitionMemoryCostBeyondTheCache(t *testing.T) {
 		t.Skip("fills 50,000 partitions")
 	}
 	const cache = 1000
-	// Checking the totals after each batch reads every partition out of
-	// memory back: minutes at this size. The twin tests check them.
-	verifyTotals = false
-	defer func() { verifyTotals = true }()
-	h := newHarness(t)
-	h.s.Close()
-	h.cache = cache
-	h.open()
+	withoutTotalsCheck(t)
+	h := newCachedHarness(t, cache)
 	filled, drained, reopened := partitionHeapCost(t, h, 50_000)
 	t.Logf("live heap per partition beyond a cache of %d: %.0f B with one message, %.0f B with a cursor, %.0f B after a reopen",
 		cache, filled, drained, reopened)

@@ -14,15 +14,11 @@ import (
 func BenchmarkDrainBeyondTheCache(b *testing.B) {
 	for _, cache := range []int{0, 1000} {
 		b.Run(fmt.Sprint("cache=", cache), func(b *testing.B) {
-			verifyTotals = false
-			defer func() { verifyTotals = true }()
+			withoutTotalsCheck(b)
 			const n = 50_000
 			for b.Loop() {
 				b.StopTimer()
-				h := newHarness(b)
-				h.s.Close()
-				h.cache = cache
-				h.open()
+				h := newCachedHarness(b, cache)
 				fillPartitions(h, "q", n)
 				b.StartTimer()
 				if got := drainAutoAck(h, "q", "consumers"); got != n {
@@ -39,13 +35,9 @@ func BenchmarkDrainBeyondTheCache(b *testing.B) {
 // 1,000 (load reads every partition and its cursors to count them and
 // keeps the cache's share). Reported per partition.
 func BenchmarkOpenManyPartitions(b *testing.B) {
-	verifyTotals = false
-	defer func() { verifyTotals = true }()
+	withoutTotalsCheck(b)
 	const n = 100_000
-	h := newHarness(b)
-	h.s.Close()
-	h.cache = 1000
-	h.open()
+	h := newCachedHarness(b, 1000)
 	fillPartitions(h, "q", n)
 	if got := drainAutoAck(h, "q", "consumers"); got != n {
 		b.Fatalf("drained %d messages, want %d", got, n)
@@ -63,13 +55,9 @@ func BenchmarkOpenManyPartitions(b *testing.B) {
 // name and acknowledged), then PopReadiness for the group, which finds
 // the second half. Reported per check.
 func BenchmarkPopReadinessMidDrain(b *testing.B) {
-	verifyTotals = false
-	defer func() { verifyTotals = true }()
+	withoutTotalsCheck(b)
 	const n = 20_000
-	h := newHarness(b)
-	h.s.Close()
-	h.cache = 1000
-	h.open()
+	h := newCachedHarness(b, 1000)
 	fillPartitions(h, "q", n)
 	for i := range n / 2 {
 		r := h.popWith(wire.PopCmd{Queue: "q", Partition: fmt.Sprintf("p%d", i), Group: "g", Batch: 1, SubMode: wire.SubAll})

@@ -54,9 +54,7 @@ func TestAnEvictingStoreAnswersLikeOneThatKeepsAll(t *testing.T) {
 	for seed := int64(1); seed <= 24; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			w := newTwinWorkload(t, seed)
-			w.b.s.Close()
-			w.b.cache = 1
-			w.b.open()
+			w.b = newCachedHarness(t, 1)
 			w.run(300, func() { w.b.s.Close(); w.b.open() })
 		})
 	}

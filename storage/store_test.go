@@ -27,10 +27,26 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000}
+	return newCachedHarness(t, 0)
+}
+
+// newCachedHarness is a harness whose store keeps cache partitions in
+// memory (Config.PartitionCache; 0: every one).
+func newCachedHarness(t testing.TB, cache int) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000, cache: cache}
 	h.open()
 	t.Cleanup(func() { h.s.Close() })
 	return h
+}
+
+// withoutTotalsCheck turns off the check of the totals after every batch
+// for the rest of t: with partitions out of memory it reads every one of
+// them back, minutes at the sizes memory tests and benchmarks use (the
+// random workload tests keep it on).
+func withoutTotalsCheck(t testing.TB) {
+	verifyTotals = false
+	t.Cleanup(func() { verifyTotals = true })
 }
 
 func (h *harness) open() {
