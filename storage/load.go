@@ -110,6 +110,7 @@ func (s *Store) load() error {
 	if err := s.loadPartitions(); err != nil {
 		return fmt.Errorf("storage: load: %w", err)
 	}
+	s.repin()
 	return s.countDLQRows()
 }
 

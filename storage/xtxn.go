@@ -1,6 +1,9 @@
 package storage
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/queen-mq/queen/wire"
@@ -402,6 +405,27 @@ func (s *Store) loadXTxn() error {
 		}
 		return nil
 	})
+}
+
+// repin makes the prepared parts' pins again once load has read the
+// partitions: a part names the leases it requires by id, and only the
+// partitions' cursors say whose those are. loadXTxn runs before them (the
+// partition cache asks which cursors are pinned), when the pins of its
+// acks and keys are all it can make; a leased cursor never leaves memory,
+// so no partition was let go for want of the pins made here. In id order,
+// as loadXTxn adds them.
+func (s *Store) repin() {
+	ids := make([]wire.ID, 0, len(s.xprep))
+	for id := range s.xprep {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b wire.ID) int { return bytes.Compare(a[:], b[:]) })
+	s.pinned.init()
+	for _, id := range ids {
+		p := s.xprep[id]
+		p.pins = s.pinsOf(p.sub)
+		s.pinned.add(id, p.pins)
+	}
 }
 
 // PreparedPart is a participant's part still waiting for its decision.

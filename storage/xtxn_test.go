@@ -94,6 +94,31 @@ func TestPreparedPartPinsItsLeaseUntilResolved(t *testing.T) {
 	}
 }
 
+// A part that requires a lease without acknowledging through it pins that
+// lease's cursor as well, and a restart keeps the pin: a replica that
+// restarted must refuse the pop its peers refuse. Load reads prepared
+// parts before the partitions whose cursors hold the leases, so the pin
+// is made again once those are read.
+func TestARequiredLeasePinSurvivesARestart(t *testing.T) {
+	h := newHarness(t)
+	h.push("in", "p", "a")
+	cl := h.pop("in", wire.QueueModeGroup, 1, 1000).Claims[0]
+	xid := wire.ID{0: 1, 15: 3}
+	part := wire.TxnCmd{RequiredLeases: []wire.ID{cl.LeaseID}, Ops: []wire.TxnOp{h.pushOp("out", "p", "x1")}}
+	if r := h.prepare(xid, 1, part); r.Code != wire.CodeOK {
+		t.Fatalf("prepare: %+v", r)
+	}
+	h.now += 5000 // past the lease
+	if r := h.pop("in", wire.QueueModeGroup, 5, 1000); len(r.Claims) != 0 {
+		t.Fatalf("a pop took the pinned partition: %+v", r)
+	}
+	h.s.Close()
+	h.open()
+	if r := h.pop("in", wire.QueueModeGroup, 5, 1000); len(r.Claims) != 0 {
+		t.Fatalf("after a restart a pop took the pinned partition: %+v", r)
+	}
+}
+
 // An aborted part changes nothing and lets go of what it pinned.
 func TestAbortedPartReleasesItsPins(t *testing.T) {
 	h := newHarness(t)
