@@ -1,6 +1,11 @@
 package storage
 
-import "hash/maphash"
+import (
+	"math/rand/v2"
+	"unsafe"
+
+	"github.com/dchest/siphash"
+)
 
 // nameIndex finds a queue's partition index by name. A Go map from name to
 // index costs about 50 bytes an entry (the key's string header, the value,
@@ -10,18 +15,19 @@ import "hash/maphash"
 // and asks the caller for the name at an index to confirm a match: the
 // names already live in the directory entries and partition states.
 // An entry leaves when its partition is removed as idle (cleanup.go).
-// Lookups only: nothing iterates it, so the per-process hash seed changes
-// no answer.
+// Lookups only: nothing iterates it, so its random hash key changes no
+// answer. The key is the table's own (SipHash, keyed: names come from
+// clients, who must not be able to pick colliding ones), drawn when the
+// first name comes in, so a load image can keep the table with the key that
+// placed its slots (image.go).
 type nameIndex struct {
 	slots []uint64 // hash<<32 | index+1; 0 is an empty slot
 	n     int
+	key   [2]uint64
 }
 
 // len is how many names the table holds.
 func (t *nameIndex) len() int { return t.n }
-
-// nameSeed hashes names in every nameIndex of the process.
-var nameSeed = maphash.MakeSeed()
 
 // get returns the index whose name is name; nameAt gives the name at an
 // index the table holds.
@@ -29,7 +35,7 @@ func (t *nameIndex) get(name string, nameAt func(uint32) string) (uint32, bool) 
 	if t.n == 0 {
 		return 0, false
 	}
-	tag := nameTag(name)
+	tag := t.tag(name)
 	mask := uint64(len(t.slots) - 1)
 	for i := tag & mask; ; i = (i + 1) & mask {
 		s := t.slots[i]
@@ -47,9 +53,12 @@ func (t *nameIndex) get(name string, nameAt func(uint32) string) (uint32, bool) 
 // put records that name is at index; name must not be in the table yet.
 func (t *nameIndex) put(name string, index uint32) {
 	if (t.n+1)*4 > len(t.slots)*3 {
+		if t.n == 0 {
+			t.key = [2]uint64{rand.Uint64(), rand.Uint64()}
+		}
 		t.resize(max(16, 2*len(t.slots)))
 	}
-	t.place(nameTag(name)<<32 | uint64(index+1))
+	t.place(t.tag(name)<<32 | uint64(index+1))
 	t.n++
 }
 
@@ -61,7 +70,7 @@ func (t *nameIndex) del(name string, index uint32) {
 	if t.n == 0 {
 		return
 	}
-	want := nameTag(name)<<32 | uint64(index+1)
+	want := t.tag(name)<<32 | uint64(index+1)
 	mask := uint64(len(t.slots) - 1)
 	i := want >> 32 & mask
 	for t.slots[i] != want {
@@ -109,4 +118,7 @@ func (t *nameIndex) place(s uint64) {
 	t.slots[i] = s
 }
 
-func nameTag(name string) uint64 { return maphash.String(nameSeed, name) >> 32 }
+// tag is the 32 bits of name's hash a slot keeps.
+func (t *nameIndex) tag(name string) uint64 {
+	return siphash.Hash(t.key[0], t.key[1], unsafe.Slice(unsafe.StringData(name), len(name))) >> 32
+}
