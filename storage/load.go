@@ -77,12 +77,6 @@ func (s *Store) load() error {
 		return nil
 	})
 	if err == nil {
-		err = s.loadDir()
-	}
-	if err == nil {
-		err = s.loadGone()
-	}
-	if err == nil {
 		err = s.scan([]byte{tagSub}, func(k, v []byte) error {
 			q := s.queuesByID[binary.BigEndian.Uint64(k[1:9])]
 			if q == nil {
@@ -99,19 +93,57 @@ func (s *Store) load() error {
 	if err != nil {
 		return fmt.Errorf("storage: load: %w", err)
 	}
-	// Kafka and cross-group transaction state first: they say which
-	// partitions must stay in memory (partcache.go).
+	imaged := s.loadImage()
+	s.loadedFrom = "load image"
+	if !imaged {
+		s.loadedFrom = "walk"
+		if err := s.loadDir(); err != nil {
+			return fmt.Errorf("storage: load: %w", err)
+		}
+		if err := s.loadGone(); err != nil {
+			return fmt.Errorf("storage: load: %w", err)
+		}
+	}
+	// Kafka and cross-group transaction state before the walk: they say
+	// which partitions must stay in memory (partcache.go).
 	if err := s.loadKafka(); err != nil {
 		return err
 	}
 	if err := s.loadXTxn(); err != nil {
 		return fmt.Errorf("storage: cross-group transactions: %w", err)
 	}
-	if err := s.loadPartitions(); err != nil {
-		return fmt.Errorf("storage: load: %w", err)
+	if !imaged {
+		if err := s.loadPartitions(); err != nil {
+			return fmt.Errorf("storage: load: %w", err)
+		}
+		if err := s.countDLQRows(); err != nil {
+			return err
+		}
 	}
 	s.repin()
-	return s.countDLQRows()
+	return nil
+}
+
+// loadImage installs the load image the store closed with (image.go), when
+// there is one that describes it; false means load must walk the store.
+// An image that cannot be read or does not fit is logged and left for the
+// walk: it is a shortcut, never the record.
+func (s *Store) loadImage() bool {
+	img, err := s.readImage()
+	if err == nil && img != nil {
+		err = s.installImage(img)
+	}
+	if err == nil {
+		return img != nil
+	}
+	s.log.Warn("storage: load image not used, reading every partition instead", "group", s.cfg.Group, "err", err)
+	// installImage may have read some partitions in before it gave up.
+	for _, q := range s.queuesByID {
+		q.pids, q.parts = nil, nil
+	}
+	clear(s.parts)
+	clear(s.leases)
+	return false
 }
 
 // loadPartitions reads every partition with its cursors (both keyed by

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -114,9 +115,13 @@ type Store struct {
 	pinned  pins
 	xAborts bool
 
-	applied   atomic.Uint64
-	closed    atomic.Bool
-	recovered atomic.Uint64 // snapshots installed from the leader
+	applied atomic.Uint64
+	closed  atomic.Bool
+	// loadedFrom says how the last load rebuilt memory: "load image" or
+	// "walk" (load.go).
+	loadedFrom string
+	diverged   atomic.Bool   // an apply failed: memory is ahead of the store, so Close writes no load image
+	recovered  atomic.Uint64 // snapshots installed from the leader
 
 	listenMu sync.Mutex
 	listener func([]Change)
@@ -269,11 +274,14 @@ func (s *Store) openDB(dir string) error {
 		return err
 	}
 	s.db, s.dbDir = db, dir
+	began := time.Now()
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		s.db = nil
 		return err
 	}
+	s.log.Info("storage: state loaded", "group", s.cfg.Group, "from", s.loadedFrom, "queues", len(s.queuesByID),
+		"in_memory", len(s.parts), "ms", time.Since(began).Milliseconds())
 	segs, err := openSegments(filepath.Join(dir, segmentsDir), s.counters.nextChunkSeq, s.cfg.SegmentBytes, s.log)
 	if err != nil {
 		_ = db.Close()
@@ -362,6 +370,7 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		// restart from what is durable; records written for this batch
 		// are garbage no key points at. Dragonboat stops on the error.
 		_ = ctx.b.Close()
+		s.diverged.Store(true)
 		s.log.Error("storage: cannot apply: stopping this replica rather than diverge from its peers",
 			"group", s.cfg.Group, "index", ents[0].Index, "err", ctx.err)
 		return nil, fmt.Errorf("storage: apply: %w", ctx.err)
@@ -381,6 +390,7 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		}
 	}
 	if err != nil {
+		s.diverged.Store(true)
 		// A failed write leaves the store behind the log; dragonboat treats
 		// the error as fatal and the node restarts from what is durable.
 		return nil, fmt.Errorf("storage: commit apply batch: %w", err)
@@ -472,6 +482,18 @@ func (s *Store) Close() error {
 	err := s.segs.sync()
 	if err == nil {
 		err = s.db.Flush()
+	}
+	if err == nil && !s.diverged.Load() {
+		// What load would derive from the store as flushed, so the next
+		// open reads it instead of walking every partition (image.go).
+		s.mu.Lock()
+		began := time.Now()
+		if ierr := s.writeImage(); ierr != nil {
+			s.log.Warn("storage: the next start reads every partition", "group", s.cfg.Group, "err", ierr)
+		} else {
+			s.log.Debug("storage: load image written", "group", s.cfg.Group, "ms", time.Since(began).Milliseconds())
+		}
+		s.mu.Unlock()
 	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr

@@ -59,6 +59,23 @@ func (h *harness) open() {
 	h.index = idx
 }
 
+// restart closes the store and opens it again: from the load image Close
+// writes, or, with walk, from the database alone, as after a crash.
+func (h *harness) restart(walk bool) {
+	h.t.Helper()
+	dir := h.s.dbDir
+	h.s.Close()
+	if walk {
+		if err := os.Remove(imagePath(dir)); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	h.open()
+	if want := map[bool]string{true: "walk", false: "load image"}[walk]; h.s.loadedFrom != want {
+		h.t.Fatalf("the store loaded from the %s, want the %s", h.s.loadedFrom, want)
+	}
+}
+
 func (h *harness) apply(kind wire.Kind, body []byte) []byte {
 	h.t.Helper()
 	return h.applyEntry(wire.AppendEntry(nil, h.now, []wire.Command{{Kind: kind, Body: body}}))
