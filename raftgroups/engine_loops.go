@@ -303,7 +303,13 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 	case cat.Inc == st.Inc:
 		cmd := wire.EnsureShardCmd{Tenant: st.Tenant, Queue: st.Queue, Catalog: cat,
 			Subs: e.GroupStore(home).Subscriptions(st.Tenant, st.Queue)}
-		cmd.Parts = e.missingFromShard(g, st, &cat)
+		if e.HomeStore(st.Tenant, st.Queue).DirInGroup(st.Tenant, st.Queue, g) != st.Partitions {
+			// Only then is a partition missing: a shard behind on
+			// subscriptions alone (the first pop of a new consumer group
+			// reaches shards one by one) needs no walk of the directory,
+			// which at ten million partitions took seconds.
+			cmd.Parts = e.missingFromShard(g, st, &cat)
+		}
 		if _, err := e.Propose(ctx, g, wire.Command{Kind: wire.KindEnsureShard, Body: cmd.Encode(nil)}); err != nil {
 			h.log.Debug("raft: reconciling a shard", "group", g, "queue", st.Queue, "err", err)
 		}
