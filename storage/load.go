@@ -148,17 +148,22 @@ func (s *Store) loadImage() bool {
 
 // loadPartitions reads every partition with its cursors (both keyed by
 // partition id first, so two iterators walk them together), counts it in
-// its queue's totals and ready sets, and keeps it in memory while the
-// cache has room or it cannot leave: boot holds no more partitions at once
-// than a running group does.
+// its queue's totals and ready sets, and keeps it in memory only when it
+// cannot leave (with a cache; without one, every partition stays).
 func (s *Store) loadPartitions() error {
 	parts := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagPartition}, UpperBound: []byte{tagPartition + 1}})
 	curs := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tagCursor}, UpperBound: []byte{tagCursor + 1}})
+	// The partition and cursors the walk just let go are decoded into
+	// again: nothing refers to them, and at millions of partitions their
+	// garbage was most of what a boot allocated.
+	var spare *partState
+	var spareCursors []*cursor
 	err := func() error {
 		cok := curs.First()
 		for ok := parts.First(); ok; ok = parts.Next() {
 			k := parts.Key()
-			p, qid, err := decodePartMeta(binary.BigEndian.Uint64(k[1:]), parts.Value())
+			p, qid, err := decodePartMetaInto(spare, binary.BigEndian.Uint64(k[1:]), parts.Value())
+			spare = nil
 			if err != nil {
 				return fmt.Errorf("partition %x: %w", k, err)
 			}
@@ -179,7 +184,11 @@ func (s *Store) loadPartitions() error {
 				if pid > p.id {
 					break
 				}
-				c, err := decodeCursor(q.groupName(string(ck[9:])), curs.Value())
+				var reuse *cursor
+				if n := len(spareCursors); n > 0 {
+					reuse, spareCursors = spareCursors[n-1], spareCursors[:n-1]
+				}
+				c, err := decodeCursorInto(reuse, q.groupNameOf(ck[9:]), curs.Value())
 				if err != nil {
 					return fmt.Errorf("cursor %x: %w", ck, err)
 				}
@@ -188,7 +197,10 @@ func (s *Store) loadPartitions() error {
 					s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
 				}
 			}
-			s.bringLoaded(q, p)
+			if !s.bringLoaded(q, p) {
+				spare = p
+				spareCursors = append(spareCursors, p.cursors...)
+			}
 		}
 		if cok {
 			return fmt.Errorf("cursor %x of a missing partition", curs.Key())
@@ -204,8 +216,8 @@ func (s *Store) loadPartitions() error {
 }
 
 // bringLoaded counts a partition load read in its queue's totals and
-// ready sets, then keeps it in memory or lets it go.
-func (s *Store) bringLoaded(q *queueState, p *partState) {
+// ready sets, then keeps it in memory or lets it go (false).
+func (s *Store) bringLoaded(q *queueState, p *partState) bool {
 	q.addPart(p)
 	s.parts[p.id] = p
 	recount(p)
@@ -214,11 +226,17 @@ func (s *Store) bringLoaded(q *queueState, p *partState) {
 			sub.ready.set(p.index)
 		}
 	}
-	if c := &s.cache; c.limit > 0 && c.n >= c.limit && s.evictable(p) {
+	// With a cache, only what cannot leave stays: a boot starts cold, as
+	// from a load image, and the cache fills with what commands ask for.
+	// Keeping the cache's share here held it all through the walk, and the
+	// walk's garbage on top took a ten million partition boot past its
+	// memory budget.
+	if s.cache.limit > 0 && s.evictable(p) {
 		s.evict(p)
-		return
+		return false
 	}
 	s.cache.add(p)
+	return true
 }
 
 // readyFor reports whether p may hold messages for sub: its cursor is

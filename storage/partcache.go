@@ -298,6 +298,15 @@ func (q *queueState) groupName(group string) string {
 	return group
 }
 
+// groupNameOf is groupName of a name in a stored key, copied only when q
+// has no subscription of that name.
+func (q *queueState) groupNameOf(group []byte) string {
+	if sub := q.subs[string(group)]; sub != nil {
+		return sub.group
+	}
+	return string(group)
+}
+
 // has reports whether this group holds partition i of q, in memory or not.
 func (q *queueState) has(i uint32) bool { return int(i) < len(q.pids) && q.pids[i] != 0 }
 

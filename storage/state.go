@@ -274,9 +274,20 @@ func (p *partState) encodeMeta() []byte {
 }
 
 func decodePartMeta(id uint64, b []byte) (p *partState, qid uint64, err error) {
+	return decodePartMetaInto(nil, id, b)
+}
+
+// decodePartMetaInto decodes into p, a partition no one refers to any
+// more, when it is not nil (load's walk reuses the one it just let go);
+// p keeps its cursor list's room, emptied.
+func decodePartMetaInto(p *partState, id uint64, b []byte) (_ *partState, qid uint64, err error) {
 	r := wire.NewReader(b)
 	qid = r.Uvarint()
-	p = &partState{id: id, heapAt: -1}
+	if p == nil {
+		p = &partState{id: id, heapAt: -1}
+	} else {
+		*p = partState{id: id, heapAt: -1, cursors: p.cursors[:0]}
+	}
 	p.index = uint32(r.Uvarint())
 	p.name = r.String()
 	p.createdMs = r.Varint()
@@ -361,8 +372,18 @@ func (c *cursor) encode() []byte {
 }
 
 func decodeCursor(group string, b []byte) (*cursor, error) {
+	return decodeCursorInto(nil, group, b)
+}
+
+// decodeCursorInto decodes into c when it is not nil: a cursor no one
+// refers to any more (load's walk reuses those it just let go).
+func decodeCursorInto(c *cursor, group string, b []byte) (*cursor, error) {
 	r := wire.NewReader(b)
-	c := &cursor{group: group}
+	if c == nil {
+		c = &cursor{group: group}
+	} else {
+		*c = cursor{group: group}
+	}
 	c.pos = r.Uvarint()
 	c.headFailures = uint32(r.Uvarint())
 	c.lastError = r.String()
