@@ -134,7 +134,7 @@ func (s *Store) writeQueueImage(w *imageWriter, q *queueState) {
 	// leave it. The others are all in the store, counted as stored.
 	var keep []uint64
 	for _, p := range q.parts {
-		if !s.evictable(p) {
+		if !p.deleted.Load() && !s.evictable(p) {
 			keep = append(keep, p.id)
 		}
 	}
@@ -167,6 +167,7 @@ type queueImage struct {
 // Queues and subscriptions must be loaded.
 func (s *Store) readImage() ([]queueImage, error) {
 	path := imagePath(s.dbDir)
+	_ = os.Remove(path + ".tmp") // a stop that died writing one
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
