@@ -146,7 +146,7 @@ func TestARestartedNodeLoadsItsImageOrReadsEveryPartition(t *testing.T) {
 		return "no queue"
 	}
 	before := counts()
-	loaded := func(from string) int { return countLines(n.Log(), "storage: state loaded", from) }
+	loaded := func(from string) int { return countLines(n.Log(), "boot: store loaded", from) }
 	images, walks := loaded(`from="load image"`), loaded(`from=walk`)
 
 	restart := func(stop func(), from string, had int) {

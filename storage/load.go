@@ -136,7 +136,7 @@ func (s *Store) loadImage() bool {
 	if err == nil {
 		return img != nil
 	}
-	s.log.Warn("storage: load image not used, reading every partition instead", "group", s.cfg.Group, "err", err)
+	s.log.Warn("boot: load image not used, reading every partition instead", "err", err)
 	// installImage may have read some partitions in before it gave up.
 	for _, q := range s.queuesByID {
 		q.pids, q.parts = nil, nil

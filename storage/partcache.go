@@ -436,7 +436,7 @@ func (s *Store) peekStored(src *partSource, pid uint64) *partState {
 	if err != nil {
 		// Removed, or removed by a batch whose commit is on its way.
 		if !errors.Is(err, pebble.ErrNotFound) && !errors.Is(err, errPartitionElsewhere) {
-			s.log.Warn("storage: cannot read a partition back", "group", s.cfg.Group, "err", err)
+			s.log.Warn("storage: cannot read a partition back", "err", err)
 		}
 		return nil
 	}

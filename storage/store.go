@@ -280,7 +280,7 @@ func (s *Store) openDB(dir string) error {
 		s.db = nil
 		return err
 	}
-	s.log.Info("storage: state loaded", "group", s.cfg.Group, "from", s.loadedFrom, "queues", len(s.queuesByID),
+	s.log.Info("boot: store loaded", "from", s.loadedFrom, "queues", len(s.queuesByID),
 		"in_memory", len(s.parts), "ms", time.Since(began).Milliseconds())
 	segs, err := openSegments(filepath.Join(dir, segmentsDir), s.counters.nextChunkSeq, s.cfg.SegmentBytes, s.log)
 	if err != nil {
@@ -372,7 +372,7 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		_ = ctx.b.Close()
 		s.diverged.Store(true)
 		s.log.Error("storage: cannot apply: stopping this replica rather than diverge from its peers",
-			"group", s.cfg.Group, "index", ents[0].Index, "err", ctx.err)
+			"index", ents[0].Index, "err", ctx.err)
 		return nil, fmt.Errorf("storage: apply: %w", ctx.err)
 	}
 	err := ctx.b.Commit(pebble.NoSync)
@@ -489,9 +489,9 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		began := time.Now()
 		if ierr := s.writeImage(); ierr != nil {
-			s.log.Warn("storage: the next start reads every partition", "group", s.cfg.Group, "err", ierr)
+			s.log.Warn("storage: no load image, the next start reads every partition", "err", ierr)
 		} else {
-			s.log.Debug("storage: load image written", "group", s.cfg.Group, "ms", time.Since(began).Milliseconds())
+			s.log.Debug("storage: load image written", "ms", time.Since(began).Milliseconds())
 		}
 		s.mu.Unlock()
 	}
