@@ -303,7 +303,7 @@ func (e *Engine) reconcileShard(g int, st storage.ShardState) {
 	case cat.Inc == st.Inc:
 		cmd := wire.EnsureShardCmd{Tenant: st.Tenant, Queue: st.Queue, Catalog: cat,
 			Subs: e.GroupStore(home).Subscriptions(st.Tenant, st.Queue)}
-		if e.HomeStore(st.Tenant, st.Queue).DirInGroup(st.Tenant, st.Queue, g) != st.Partitions {
+		if !e.shardHoldsItsPartitions(g, st) {
 			// Only then is a partition missing: a shard behind on
 			// subscriptions alone (the first pop of a new consumer group
 			// reaches shards one by one) needs no walk of the directory,
@@ -383,6 +383,12 @@ func (e *Engine) shardComplete(g int, st storage.ShardState, cat *wire.Catalog) 
 	if st.Subs < len(e.HomeStore(st.Tenant, st.Queue).Subscriptions(st.Tenant, st.Queue)) {
 		return false
 	}
+	return e.shardHoldsItsPartitions(g, st)
+}
+
+// shardHoldsItsPartitions reports whether group g's shard holds as many
+// partitions as the home's directory places in g.
+func (e *Engine) shardHoldsItsPartitions(g int, st storage.ShardState) bool {
 	return e.HomeStore(st.Tenant, st.Queue).DirInGroup(st.Tenant, st.Queue, g) == st.Partitions
 }
 
