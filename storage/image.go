@@ -93,10 +93,7 @@ func (s *Store) writeQueueImage(w *imageWriter, q *queueState) {
 	w.u64(q.inc)
 	w.bool(q.home)
 	if q.home {
-		w.u64(uint64(len(q.dir)))
-		for _, d := range q.dir {
-			w.u16(uint16(d))
-		}
+		writeRun(w, q.dir, func(b []byte, d dirSlot) []byte { return binary.LittleEndian.AppendUint16(b, uint16(d)) })
 		w.names(&q.dirNames)
 		w.u64(q.groups)
 		w.u32s(q.dirInGroup)
@@ -225,11 +222,7 @@ func (s *Store) readQueueImage(r *imageReader) (queueImage, error) {
 	}
 	qi := queueImage{q: q}
 	if home {
-		n := r.count(2)
-		qi.dir = make([]dirSlot, 0, n)
-		for range n {
-			qi.dir = append(qi.dir, dirSlot(r.u16()))
-		}
+		qi.dir = readRun(r, 2, func(b []byte) dirSlot { return dirSlot(binary.LittleEndian.Uint16(b)) })
 		r.names(&qi.dirNames)
 		qi.groups = r.u64()
 		qi.dirInGroup = r.u32s()
@@ -265,9 +258,9 @@ func (s *Store) readQueueImage(r *imageReader) (queueImage, error) {
 	return qi, r.err
 }
 
-// installImage gives every queue what the image holds, then reads back the
-// partitions it lists as unable to leave memory. It changes nothing until
-// every partition it lists has been read.
+// installImage gives every queue what the image holds and reads back the
+// partitions it lists as unable to leave memory. On an error the model is
+// half built: load starts over without the image.
 func (s *Store) installImage(img []queueImage) error {
 	type loaded struct {
 		q *queueState
@@ -317,24 +310,14 @@ func (s *Store) installImage(img []queueImage) error {
 // loadPart reads partition pid back with its cursors, leases included, as
 // load's walk does.
 func (s *Store) loadPart(src *partSource, pid uint64) (*partState, error) {
-	p, err := s.storedPart(src, pid)
+	p, err := s.readPartWith(src, pid, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w: partition %d: %w", errImageStale, pid, err)
 	}
-	prefix := cursorPrefix(pid)
-	it := src.under(prefix)
-	for it.First(); it.Valid(); it.Next() {
-		c, err := decodeCursor(p.q.groupName(string(it.Key()[len(prefix):])), it.Value())
-		if err != nil {
-			return nil, fmt.Errorf("storage: cursor of partition %d: %w", pid, err)
-		}
-		p.cursors.put(c)
+	for _, c := range p.cursors {
 		if c.lease != nil {
 			s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
 		}
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("storage: cursors of partition %d: %w", pid, err)
 	}
 	return p, nil
 }
@@ -369,11 +352,6 @@ func (w *imageWriter) u32(v uint32) {
 	w.raw(w.buf[:4])
 }
 
-func (w *imageWriter) u16(v uint16) {
-	binary.LittleEndian.PutUint16(w.buf[:], v)
-	w.raw(w.buf[:2])
-}
-
 func (w *imageWriter) bool(v bool) {
 	if v {
 		w.raw([]byte{1})
@@ -389,27 +367,24 @@ func (w *imageWriter) str(v string) {
 	}
 }
 
-// u64s writes a length, then the values, a buffer's worth at a time: the
-// tables of a queue of millions of partitions are most of an image.
-func (w *imageWriter) u64s(v []uint64) {
+// writeRun writes a length, then the values, a buffer's worth at a time:
+// the tables of a queue of millions of partitions are most of an image.
+func writeRun[T ~uint16 | ~uint32 | ~uint64](w *imageWriter, v []T, put func([]byte, T) []byte) {
 	w.u64(uint64(len(v)))
 	for len(v) > 0 && w.err == nil {
 		k := min(len(v), imageRun)
 		b := w.w.AvailableBuffer()
 		for _, x := range v[:k] {
-			b = binary.LittleEndian.AppendUint64(b, x)
+			b = put(b, x)
 		}
 		_, w.err = w.w.Write(b)
 		v = v[k:]
 	}
 }
 
-func (w *imageWriter) u32s(v []uint32) {
-	w.u64(uint64(len(v)))
-	for _, x := range v {
-		w.u32(x)
-	}
-}
+func (w *imageWriter) u64s(v []uint64) { writeRun(w, v, binary.LittleEndian.AppendUint64) }
+
+func (w *imageWriter) u32s(v []uint32) { writeRun(w, v, binary.LittleEndian.AppendUint32) }
 
 func (w *imageWriter) names(t *nameIndex) {
 	w.u64(t.key[0])
@@ -510,20 +485,6 @@ func (r *imageReader) u64() uint64 {
 	return 0
 }
 
-func (r *imageReader) u32() uint32 {
-	if b := r.fixed(4); b != nil {
-		return binary.LittleEndian.Uint32(b)
-	}
-	return 0
-}
-
-func (r *imageReader) u16() uint16 {
-	if b := r.fixed(2); b != nil {
-		return binary.LittleEndian.Uint16(b)
-	}
-	return 0
-}
-
 func (r *imageReader) bool() bool {
 	if b := r.fixed(1); b != nil {
 		return b[0] == 1
@@ -546,37 +507,31 @@ func (r *imageReader) count(each int) int {
 
 func (r *imageReader) str() string { return string(r.raw(r.count(1))) }
 
-func (r *imageReader) u64s() []uint64 {
-	n := r.count(8)
+// readRun reads a length, then that many values of size bytes each, a
+// buffer's worth at a time.
+func readRun[T any](r *imageReader, size int, get func([]byte) T) []T {
+	n := r.count(size)
 	if n == 0 {
 		return nil
 	}
-	out := make([]uint64, n)
+	out := make([]T, n)
 	for i := 0; i < n; {
 		k := min(n-i, imageRun)
-		b := r.fixed(8 * k)
+		b := r.fixed(size * k)
 		if b == nil {
 			return nil
 		}
 		for j := range out[i : i+k] {
-			out[i+j] = binary.LittleEndian.Uint64(b[8*j:])
+			out[i+j] = get(b[size*j:])
 		}
 		i += k
 	}
 	return out
 }
 
-func (r *imageReader) u32s() []uint32 {
-	n := r.count(4)
-	if n == 0 {
-		return nil
-	}
-	out := make([]uint32, n)
-	for i := range out {
-		out[i] = r.u32()
-	}
-	return out
-}
+func (r *imageReader) u64s() []uint64 { return readRun(r, 8, binary.LittleEndian.Uint64) }
+
+func (r *imageReader) u32s() []uint32 { return readRun(r, 4, binary.LittleEndian.Uint32) }
 
 func (r *imageReader) names(t *nameIndex) {
 	t.key = [2]uint64{r.u64(), r.u64()}

@@ -135,6 +135,20 @@ func TestALoadImageGivesWhatAWalkGives(t *testing.T) {
 	}
 }
 
+// imageCopy closes the store, keeps a copy of the load image it wrote and
+// opens the store again (from the image, which that open removes).
+func (h *harness) imageCopy() (path string, image []byte) {
+	h.t.Helper()
+	path = imagePath(h.s.dbDir)
+	h.s.Close()
+	image, err := os.ReadFile(path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.open()
+	return path, image
+}
+
 // An image is used once: the open that reads it removes it.
 func TestALoadImageIsReadOnce(t *testing.T) {
 	h := newHarness(t)
@@ -168,13 +182,7 @@ func TestADamagedOrStaleLoadImageIsNotUsed(t *testing.T) {
 			h := newCachedHarness(t, 1)
 			h.push("q", "p", "a", "b")
 			h.push("q", "r", "a")
-			path := imagePath(h.s.dbDir)
-			h.s.Close()
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.open()
+			path, b := h.imageCopy()
 			b = tc.damage(t, h, b)
 			want := derivedState(t, h.s)
 			h.s.Close()
@@ -217,13 +225,7 @@ func TestADivergedStoreWritesNoImage(t *testing.T) {
 func TestALoadImageOfOtherQueuesIsNotUsed(t *testing.T) {
 	h := newHarness(t)
 	h.push("q", "p", "a")
-	path := imagePath(h.s.dbDir)
-	h.s.Close()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.open()
+	path, b := h.imageCopy()
 	h.push("other", "p", "a") // a queue the image does not know
 	h.pop("q", "g", 1, 1000)  // and a subscription
 	// Put the old image back under the store's current index, so only its

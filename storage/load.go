@@ -13,7 +13,11 @@ import (
 // subscriptions, cursors and leases, then every subscription's ready set.
 // Ready sets are derived state: rebuilding them conservatively (a superset of
 // the partitions with messages) keeps every replica's pop choices equal.
-func (s *Store) load() error {
+func (s *Store) load() error { return s.loadState(true) }
+
+// loadState is load, from the store's load image when useImage is set and
+// there is one that fits (image.go); a refused one starts it over without.
+func (s *Store) loadState(useImage bool) error {
 	s.queues = map[queueKeyT]*queueState{}
 	s.queuesByID = map[uint64]*queueState{}
 	s.parts = map[uint64]*partState{}
@@ -93,7 +97,19 @@ func (s *Store) load() error {
 	if err != nil {
 		return fmt.Errorf("storage: load: %w", err)
 	}
-	imaged := s.loadImage()
+	imaged := false
+	if useImage {
+		img, err := s.readImage()
+		if err == nil && img != nil {
+			err = s.installImage(img)
+		}
+		if err != nil {
+			// A shortcut, never the record: the walk is always right.
+			s.log.Warn("boot: load image not used, reading every partition instead", "err", err)
+			return s.loadState(false)
+		}
+		imaged = img != nil
+	}
 	s.loadedFrom = "load image"
 	if !imaged {
 		s.loadedFrom = "walk"
@@ -122,28 +138,6 @@ func (s *Store) load() error {
 	}
 	s.repin()
 	return nil
-}
-
-// loadImage installs the load image the store closed with (image.go), when
-// there is one that describes it; false means load must walk the store.
-// An image that cannot be read or does not fit is logged and left for the
-// walk: it is a shortcut, never the record.
-func (s *Store) loadImage() bool {
-	img, err := s.readImage()
-	if err == nil && img != nil {
-		err = s.installImage(img)
-	}
-	if err == nil {
-		return img != nil
-	}
-	s.log.Warn("boot: load image not used, reading every partition instead", "err", err)
-	// installImage may have read some partitions in before it gave up.
-	for _, q := range s.queuesByID {
-		q.pids, q.parts = nil, nil
-	}
-	clear(s.parts)
-	clear(s.leases)
-	return false
 }
 
 // loadPartitions reads every partition with its cursors (both keyed by

@@ -267,6 +267,13 @@ func (s *Store) storedPart(r *partSource, pid uint64) (*partState, error) {
 
 // readPart reads partition pid back from r: its meta and cursors.
 func (s *Store) readPart(r *partSource, pid uint64) (*partState, error) {
+	return s.readPartWith(r, pid, false)
+}
+
+// readPartWith is readPart; a cursor holding a lease is an error unless
+// leases is set (a partition that left memory never holds one; load reads
+// those that stayed).
+func (s *Store) readPartWith(r *partSource, pid uint64, leases bool) (*partState, error) {
 	p, err := s.storedPart(r, pid)
 	if err != nil {
 		return nil, err
@@ -278,7 +285,7 @@ func (s *Store) readPart(r *partSource, pid uint64) (*partState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("storage: cursor of partition %d: %w", pid, err)
 		}
-		if c.lease != nil {
+		if c.lease != nil && !leases {
 			return nil, fmt.Errorf("storage: partition %d left memory with a lease", pid)
 		}
 		p.cursors.put(c)

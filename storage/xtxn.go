@@ -382,7 +382,6 @@ func (s *Store) applyXForget(ctx *applyCtx, c *wire.XForgetCmd) wire.CodeResult 
 // loadXTxn rebuilds the prepared parts and their pins.
 func (s *Store) loadXTxn() error {
 	s.xprep = map[wire.ID]*xPrepared{}
-	s.pinned.init()
 	err := s.scan([]byte{tagXPrep}, func(k, v []byte) error {
 		var id wire.ID
 		copy(id[:], k[1:])
@@ -390,14 +389,13 @@ func (s *Store) loadXTxn() error {
 		if err != nil {
 			return err
 		}
-		p.pins = s.pinsOf(p.sub)
 		s.xprep[id] = p
-		s.pinned.add(id, p.pins)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	s.repin()
 	s.xAborts = false
 	return s.scan([]byte{tagXDecision}, func(k, v []byte) error {
 		if d, err := decodeXDecision(v); err == nil && !d.commit {
@@ -407,13 +405,13 @@ func (s *Store) loadXTxn() error {
 	})
 }
 
-// repin makes the prepared parts' pins again once load has read the
-// partitions: a part names the leases it requires by id, and only the
-// partitions' cursors say whose those are. loadXTxn runs before them (the
-// partition cache asks which cursors are pinned), when the pins of its
-// acks and keys are all it can make; a leased cursor never leaves memory,
-// so no partition was let go for want of the pins made here. In id order,
-// as loadXTxn adds them.
+// repin makes the prepared parts' pins, in id order. Load calls it twice:
+// from loadXTxn, before the partitions (the partition cache asks which
+// cursors are pinned), when the pins of acks and keys are all it can make,
+// and again once the partitions are read, since a part names the leases it
+// requires by id and only the partitions' cursors say whose those are. A
+// leased cursor never leaves memory, so no partition was let go for want
+// of the pins the second call adds.
 func (s *Store) repin() {
 	ids := make([]wire.ID, 0, len(s.xprep))
 	for id := range s.xprep {
