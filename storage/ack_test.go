@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/queen-mq/queen/wire"
@@ -284,5 +285,33 @@ func TestAnAckToTheHeadLeavesThePartitionUnready(t *testing.T) {
 	h.push("q", "a", `2`)
 	if ok, _ := h.s.PopReadiness(wire.DefaultTenant, "q", "g", "", h.now); !ok || !sub.ready.has(a) {
 		t.Fatal("a push did not mark the partition again")
+	}
+}
+
+// A lease lives in its cursor's record and nowhere else: a pop and its ack
+// write no record of their own for it (earlier builds wrote one per lease
+// and a tombstone per ack, read by nothing), and a store that still holds
+// such records loses them at open, its leases intact.
+func TestALeaseWritesNoRecordOfItsOwn(t *testing.T) {
+	h := newHarness(t)
+	cl, ack := h.leaseOf("q", "p", "g", 3)
+	if h.hasTagged(tagLease) {
+		t.Fatal("a pop wrote a lease record")
+	}
+	old := append([]byte{tagLease}, cl.LeaseID[:]...)
+	if err := h.s.db.Set(old, []byte("pid and group"), pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	h.restart(false)
+	if h.hasTagged(tagLease) {
+		t.Fatal("the open kept a lease record of an earlier build")
+	}
+	for i, o := range h.applyAcks(ack) {
+		if o.Code != wire.CodeOK {
+			t.Fatalf("ack %d after the restart: %+v", i, o)
+		}
+	}
+	if h.hasTagged(tagLease) {
+		t.Fatal("an ack wrote a lease record")
 	}
 }

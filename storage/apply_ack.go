@@ -202,7 +202,6 @@ walk:
 		c.pos, c.headFailures, c.lastError = off+1, 0, ""
 	}
 	delete(s.leases, l.id)
-	ctx.del(leaseKey(l.id))
 	c.lease = nil
 	if sub := q.subs[c.group]; sub != nil {
 		// Consumed to the head: nothing left for the group here until a

@@ -31,7 +31,6 @@ func (s *Store) tenantQueues(tenant wire.ID) []*queueState {
 func (s *Store) setPosition(ctx *applyCtx, p *partState, sub *subscription, cur *cursor, pos uint64) {
 	if cur.lease != nil {
 		delete(s.leases, cur.lease.id)
-		ctx.del(leaseKey(cur.lease.id))
 		cur.lease = nil
 	}
 	cur.pos = min(max(pos, p.start), p.next)
@@ -115,7 +114,6 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 			}
 			if l := p.cursors.get(c.Group).lease; l != nil {
 				delete(s.leases, l.id)
-				ctx.del(leaseKey(l.id))
 			}
 			q.dropLag(p.cursors.get(c.Group))
 			p.cursors.remove(c.Group)

@@ -27,7 +27,6 @@ func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire
 		}
 		if cur.lease != nil {
 			delete(s.leases, cur.lease.id)
-			ctx.del(leaseKey(cur.lease.id))
 		}
 		q.dropLag(cur)
 		p.cursors.remove(c.Group)

@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
-
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -169,7 +167,6 @@ func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscript
 	c.lease = &lease{id: id, from: from, to: to, expiresMs: ctx.nowMs + leaseMs,
 		states: make([]uint8, to-from), pending: int(to - from)}
 	s.leases[id] = leaseRef{part: p, group: c.group}
-	ctx.set(leaseKey(id), leaseRefValue(p.id, c.group))
 	ctx.saveCursor(p, c)
 	return claimOf(p, c, from, to, redeliverTo), true
 }
@@ -189,10 +186,6 @@ func (s *Store) stepOverSkips(ctx *applyCtx, p *partState, c *cursor) uint64 {
 		ctx.saveCursor(p, c)
 	}
 	return max(end, c.pos)
-}
-
-func leaseRefValue(pid uint64, group string) []byte {
-	return append(binary.BigEndian.AppendUint64(nil, pid), group...)
 }
 
 // visibleUpTo trims [from, to) to the messages the queue lets consumers see

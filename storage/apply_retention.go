@@ -205,7 +205,6 @@ func (s *Store) moveCursorsToStart(ctx *applyCtx, q *queueState, p *partState) {
 		}
 		if l := c.lease; l != nil && l.from < p.start {
 			delete(s.leases, l.id)
-			ctx.del(leaseKey(l.id))
 			c.lease = nil
 		}
 		c.pos, c.headFailures, c.lastError = p.start, 0, ""

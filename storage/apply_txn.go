@@ -309,7 +309,6 @@ func (s *Store) forgetPosition(ctx *applyCtx, q *queueState, p *partState, group
 	}
 	if c.lease != nil {
 		delete(s.leases, c.lease.id)
-		ctx.del(leaseKey(c.lease.id))
 	}
 	q.dropLag(c)
 	p.cursors.remove(group)

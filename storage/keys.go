@@ -19,7 +19,7 @@ const (
 	tagTxn       = 't' // pid, kind, transaction id → offset, append time
 	tagCursor    = 'c' // pid, group → consumer cursor
 	tagSub       = 's' // qid, group → subscription
-	tagLease     = 'L' // lease id → pid, group
+	tagLease     = 'L' // earlier builds: lease id → pid, group; never read, removed at open (store.go)
 	tagDLQ       = 'D' // tenant, dlq id → dead-lettered message
 	tagKV        = 'v' // tenant, namespace, 0, key → version, expiry, value
 	tagKVTTL     = 'V' // expiry ms, tenant, namespace, 0, key → (empty)
@@ -101,8 +101,6 @@ func subKey(qid uint64, group string) []byte {
 }
 
 func subPrefix(qid uint64) []byte { return appendU64([]byte{tagSub}, qid) }
-
-func leaseKey(id wire.ID) []byte { return append([]byte{tagLease}, id[:]...) }
 
 func dlqKey(tenant wire.ID, id uint64) []byte {
 	b := append([]byte{tagDLQ}, tenant[:]...)

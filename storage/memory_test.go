@@ -74,6 +74,56 @@ func drainAutoAck(h *harness, queue, group string) int {
 	}
 }
 
+// drainLeased pops every message of queue for group with leases, 64
+// partitions a pop, and completes each pop's messages with one ack its
+// proposer resolved, as the HTTP API does.
+func drainLeased(h *harness, queue, group string) int {
+	got := 0
+	leaseIDs := make([]wire.ID, 64)
+	for pop := 0; ; pop++ {
+		for i := range leaseIDs {
+			leaseIDs[i] = wire.ID{0: 0x1E}
+			binary.BigEndian.PutUint64(leaseIDs[i][8:], uint64(pop)<<8|uint64(i))
+		}
+		r := h.popWith(wire.PopCmd{Queue: queue, Group: group, Batch: 64, SubMode: wire.SubAll, LeaseMs: 60_000,
+			LeaseIDs: leaseIDs, MaxPartitions: 64})
+		if len(r.Claims) == 0 {
+			return got
+		}
+		ack := wire.AckCmd{Tenant: wire.DefaultTenant, Group: group}
+		rr, err := h.s.NewRangeReader() // the answer's reads, as the engine makes them
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, cl := range r.Claims {
+			got += int(cl.To - cl.From)
+			p, ok := h.s.PartitionByID(wire.DefaultTenant, cl.PartitionID)
+			if !ok {
+				h.t.Fatalf("partition %d missing", cl.PartitionID)
+			}
+			err := rr.ReadLease(p, cl.LeaseID, cl.From, cl.To, func(_ uint64, _ int64, body []byte) bool {
+				rec, err := wire.ParseRecord(body)
+				if err != nil {
+					h.t.Fatal(err)
+				}
+				ack.Items = append(ack.Items, wire.AckItem{PartitionID: cl.PartitionID, TxnID: []byte(rec.MsgID.String()),
+					LeaseID: cl.LeaseID, Status: wire.AckCompleted})
+				return true
+			})
+			if err != nil {
+				h.t.Fatal(err)
+			}
+		}
+		rr.Close()
+		h.s.ResolveAckOffsets(&ack)
+		for i, o := range h.applyAcks(ack) {
+			if o.Code != wire.CodeOK {
+				h.t.Fatalf("ack %d: %+v", i, o)
+			}
+		}
+	}
+}
+
 // What a partition costs in memory: the live heap per partition holding
 // one message, then with one consumer group's cursor on it, then after a
 // reopen. Logged for the benchmarks page; bounded so a change that makes

@@ -31,6 +31,24 @@ func BenchmarkDrainBeyondTheCache(b *testing.B) {
 	}
 }
 
+// The same drain with leases, as bench/partitions' leased consumers do it:
+// each pop leases one message in each of 64 partitions, and one ack
+// command, resolved by its proposer (ResolveAckOffsets), completes them.
+func BenchmarkLeasedDrainBeyondTheCache(b *testing.B) {
+	withoutTotalsCheck(b)
+	const n = 50_000
+	for b.Loop() {
+		b.StopTimer()
+		h := newCachedHarness(b, 1000)
+		fillPartitions(h, "q", n)
+		b.StartTimer()
+		if got := drainLeased(h, "q", "consumers"); got != n {
+			b.Fatalf("drained %d messages, want %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+}
+
 // What a boot costs per partition: reopening a store of 100,000
 // one-message partitions read by one consumer group, with a cache of
 // 1,000, from its load image (a clean stop) and by the walk (a crash:

@@ -253,7 +253,6 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 			for _, cur := range p.cursors {
 				if cur.lease != nil {
 					delete(s.leases, cur.lease.id)
-					ctx.del(leaseKey(cur.lease.id))
 				}
 			}
 			p.deleted.Store(true)

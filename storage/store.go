@@ -273,6 +273,14 @@ func (s *Store) openDB(dir string) error {
 		_ = db.Close()
 		return err
 	}
+	// Earlier builds wrote a record per lease (id -> partition, group)
+	// that nothing read: a lease lives in its cursor's record, and load
+	// finds leases there. Writing it and its tombstone on every pop and
+	// ack cost the leased path two store writes a partition for nothing.
+	if err := db.DeleteRange([]byte{tagLease}, []byte{tagLease + 1}, pebble.NoSync); err != nil {
+		_ = db.Close()
+		return fmt.Errorf("storage: drop the lease records of %s: %w", dir, err)
+	}
 	s.db, s.dbDir = db, dir
 	began := time.Now()
 	if err := s.load(); err != nil {
