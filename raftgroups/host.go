@@ -494,18 +494,26 @@ func StoreMemory(budget int64, groups int) (cacheBytes int64, memtableBytes int)
 // GoMemoryLimit is the Go runtime's share of a node's memory budget: the
 // stores' block caches and memtables are allocated outside the Go heap
 // (pebble's manual allocator), so the runtime gets what their steady state
-// leaves. Leaving room for a second memtable per store as well (640 MiB of
-// 1 GiB with two groups) was tried and measured worse: on three nodes with
-// a million partitions the collector then ran nearly without pause, boots
-// took 13-37 s instead of 11-13 and paged views 30-44 ms instead of 4-5,
-// for a boot peak still at the budget. 0: no budget, no limit.
+// leaves, less processReserve. Leaving room for a second memtable per
+// store as well (640 MiB of 1 GiB with two groups) was tried and measured
+// worse: on three nodes with a million partitions the collector then ran
+// nearly without pause, boots took 13-37 s instead of 11-13 and paged
+// views 30-44 ms instead of 4-5, for a boot peak still at the budget.
+// 0: no budget, no limit.
 func GoMemoryLimit(budget int64, groups int) int64 {
 	if budget <= 0 {
 		return 0
 	}
 	cache, memtable := StoreMemory(budget, groups)
-	return max(budget-int64(max(groups, 1))*(cache+int64(memtable)), budget/4)
+	return max(budget-int64(max(groups, 1))*(cache+int64(memtable))-processReserve, budget/4)
 }
+
+// processReserve is what a node's resident memory holds that neither the
+// runtime's limit nor the stores' caches count: the executable's own pages
+// (about 32 MiB of a 47 MB binary once serving). Without it a boot after a
+// crash, whose walk fills the heap to the runtime's limit, peaked at 1,031
+// MiB under a 1 GiB budget (ten million partitions).
+const processReserve = 48 << 20
 
 // replicaConfig is the dragonboat configuration of this node's replica of
 // shard shardID.

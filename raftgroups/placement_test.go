@@ -396,10 +396,10 @@ func TestStoreMemoryShareTheBudget(t *testing.T) {
 		cache, memtable, goLimit int64
 	}{
 		{0, 2, 64 << 20, 64 << 20, 0},
-		{1 << 30, 2, 64 << 20, 64 << 20, 768 << 20},
-		{1 << 30, 16, 8 << 20, 8 << 20, 768 << 20},
+		{1 << 30, 2, 64 << 20, 64 << 20, 720 << 20},
+		{1 << 30, 16, 8 << 20, 8 << 20, 720 << 20},
 		{256 << 20, 16, 8 << 20, 4 << 20, 64 << 20},
-		{8 << 30, 2, 64 << 20, 64 << 20, 8<<30 - 256<<20},
+		{8 << 30, 2, 64 << 20, 64 << 20, 8<<30 - 256<<20 - 48<<20},
 	} {
 		cache, memtable := StoreMemory(c.budget, c.groups)
 		goLimit := GoMemoryLimit(c.budget, c.groups)
