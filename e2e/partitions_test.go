@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/queen/e2e/harness"
 )
 
 // An auto-ack pop honours partitions like a leased one: over a queue of
@@ -367,5 +369,72 @@ func TestPagedViewsListEachItemOnce(t *testing.T) {
 	// A cursor the server did not give is refused, changing nothing.
 	if status, _, body := rawRequest(t, ctx, http.MethodGet, base+"/api/v1/resources/queues?cursor=not-json", ""); status != http.StatusBadRequest {
 		t.Fatalf("bad cursor: %d %s", status, body)
+	}
+}
+
+// A seek of a whole queue and a group delete go in raft entries of at most
+// wire.GroupStepLimit partitions: with one raft group and more partitions
+// than one step (most of them out of a small cache), the seek still moves
+// every cursor, the delete drops every one, and the group then reads every
+// message once from the start of its kept subscription.
+func TestASeekAndADeleteOfMorePartitionsThanOneStep(t *testing.T) {
+	c := startCluster(t, harness.Options{Nodes: 1, Groups: 1, Env: map[string]string{"QUEEN_PARTITION_CACHE": "100"}})
+	ctx := deadline(t, 150*time.Second)
+	base := c.Nodes[0].URL()
+	const queue, parts = "stepped", 10_000 // one step is 8,192
+	for from := 0; from < parts; from += 1000 {
+		var batch []pushItem
+		for p := from; p < from+1000; p++ {
+			batch = append(batch, pushItem{Queue: queue, Partition: fmt.Sprintf("c%05d", p), Payload: p})
+		}
+		if _, code, err := push(ctx, base, batch); err != nil || code != http.StatusCreated {
+			t.Fatalf("push: %d %v", code, err)
+		}
+	}
+	var seek struct {
+		PartitionsUpdated int `json:"partitionsUpdated"`
+	}
+	getJSON(t, ctx, http.MethodPost, base+"/api/v1/consumer-groups/g/queues/"+queue+"/seek", map[string]any{"toEnd": true}, 200, &seek)
+	if seek.PartitionsUpdated != parts {
+		t.Fatalf("seek to the end updated %d partitions, want %d", seek.PartitionsUpdated, parts)
+	}
+	popAll := popPath(queue, "batch=64", "partitions=64", "autoAck=true", "consumerGroup=g")
+	if a, code, err := pop(ctx, base, popAll); err != nil || code != http.StatusNoContent {
+		t.Fatalf("after the seek to the end a pop answered %d with %d messages (%v)", code, len(a.Messages), err)
+	}
+	if _, code, err := push(ctx, base, []pushItem{{Queue: queue, Partition: "c09999", Payload: "after"}}); err != nil || code != http.StatusCreated {
+		t.Fatalf("push after the seek: %d %v", code, err)
+	}
+	if a, code, err := pop(ctx, base, popAll); err != nil || len(a.Messages) != 1 || string(a.Messages[0].Data) != `"after"` {
+		t.Fatalf("after the seek only the new message is read: %d %+v %v", code, a.Messages, err)
+	}
+
+	var del struct {
+		DeletedPartitions int `json:"deletedPartitions"`
+	}
+	getJSON(t, ctx, http.MethodDelete, base+"/api/v1/consumer-groups/g/queues/"+queue+"?deleteMetadata=false", nil, 200, &del)
+	if del.DeletedPartitions != parts {
+		t.Fatalf("delete dropped the group's cursors in %d partitions, want %d", del.DeletedPartitions, parts)
+	}
+	seen := map[string]int{}
+	for {
+		a, code, err := pop(ctx, base, popAll)
+		if err != nil || (code != http.StatusOK && code != http.StatusNoContent) {
+			t.Fatalf("pop after the delete: %d %v", code, err)
+		}
+		if len(a.Messages) == 0 {
+			break
+		}
+		for _, m := range a.Messages {
+			seen[m.Partition+"/"+string(m.Data)]++
+		}
+	}
+	if len(seen) != parts+1 {
+		t.Fatalf("after the delete the group read %d distinct messages, want %d", len(seen), parts+1)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("message %s read %d times", k, n)
+		}
 	}
 }

@@ -211,10 +211,43 @@ func (e *Engine) DeleteQueue(ctx context.Context, c *wire.DeleteQueueCmd) (wire.
 // fanOutCount proposes the same command to several groups and sums what
 // they report.
 func (e *Engine) fanOutCount(ctx context.Context, groups []int, kind wire.Kind, body []byte) (wire.CountResult, error) {
+	return e.fanOutCounts(ctx, groups, func(g int) (wire.CountResult, error) {
+		return proposeOne(ctx, e, g, kind, body, wire.DecodeCountResult)
+	})
+}
+
+// fanOutSteps proposes a stepped command (wire.Steps) to several groups,
+// each group's entries one after another until its walk is done, and sums
+// what they report. A step that fails ends its group's walk: the steps
+// applied before it stay applied, and the command sent again starts over
+// (a seek or a group delete gives the same state when repeated).
+func (e *Engine) fanOutSteps(ctx context.Context, groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
+	return e.fanOutCounts(ctx, groups, func(g int) (wire.CountResult, error) {
+		sum := wire.CountResult{Code: wire.CodeOK}
+		steps := wire.Steps{Limit: wire.GroupStepLimit}
+		for {
+			r, err := proposeOne(ctx, e, g, kind, encode(steps), wire.DecodeCountResult)
+			if err != nil {
+				return wire.CountResult{}, err
+			}
+			if r.Code != wire.CodeOK {
+				return r, nil
+			}
+			sum.N += r.N
+			if !r.More {
+				return sum, nil
+			}
+			steps = r.Next
+		}
+	})
+}
+
+// fanOutCounts runs one per group at once and sums what they report.
+func (e *Engine) fanOutCounts(ctx context.Context, groups []int, one func(group int) (wire.CountResult, error)) (wire.CountResult, error) {
 	res := make([]wire.CountResult, len(groups))
 	errs := make([]error, len(groups))
 	fanOut(len(groups), func(i int) {
-		res[i], errs[i] = proposeOne(ctx, e, groups[i], kind, body, wire.DecodeCountResult)
+		res[i], errs[i] = one(groups[i])
 	})
 	if err := errors.Join(errs...); err != nil {
 		return wire.CountResult{}, err
@@ -254,13 +287,24 @@ func (e *Engine) Seek(ctx context.Context, c *wire.SeekCmd) (wire.CountResult, e
 		}
 		groups = []int{g}
 	}
-	return e.fanOutCount(ctx, groups, wire.KindSeek, c.Encode(nil))
+	if c.Partition != "" {
+		return e.fanOutCount(ctx, groups, wire.KindSeek, c.Encode(nil))
+	}
+	return e.fanOutSteps(ctx, groups, wire.KindSeek, func(s wire.Steps) []byte {
+		step := *c
+		step.Steps = s
+		return step.Encode(nil)
+	})
 }
 
 // DeleteGroup drops a group's cursors (and with DeleteMetadata its
 // subscriptions) on one queue or all of the tenant's queues.
 func (e *Engine) DeleteGroup(ctx context.Context, c *wire.DeleteGroupCmd) (wire.CountResult, error) {
-	return e.fanOutCount(ctx, e.scope(c.Tenant, c.Queue), wire.KindDeleteGroup, c.Encode(nil))
+	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindDeleteGroup, func(s wire.Steps) []byte {
+		step := *c
+		step.Steps = s
+		return step.Encode(nil)
+	})
 }
 
 // UpdateSubscription changes where a group starts untouched partitions.

@@ -70,18 +70,66 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 		s.setPosition(ctx, p, sub, s.cursorFor(ctx, p, sub), pos)
 		n++
 	}
+	res := wire.CountResult{Code: wire.CodeOK}
 	if one != nil {
 		seek(one)
 	} else {
-		// Every partition, read back into memory when it is not there.
-		for i := range q.pids {
+		// Every partition, read back into memory when it is not there, up
+		// to the step's limit.
+		w := stepWalk{steps: c.Steps}
+		for i := w.from(q); i < len(q.pids); i++ {
+			if q.pids[i] == 0 {
+				continue
+			}
+			if w.full(q, uint32(i), &res) {
+				break
+			}
 			if p := s.partAt(ctx, q, uint32(i)); p != nil {
 				seek(p)
 			}
 		}
 	}
 	ctx.touch(q)
-	return wire.CountResult{Code: wire.CodeOK, N: n}
+	res.N = n
+	return res
+}
+
+// stepWalk bounds a walk over queues' partitions to one entry's steps
+// (wire.Steps): it starts where the previous entry stopped and stops after
+// Limit partitions, saying in the result where the next entry starts.
+type stepWalk struct {
+	steps   wire.Steps
+	visited uint32
+}
+
+// from is the index q's walk starts at: the step's own when the step
+// stopped in q, else 0 (a queue after the one it stopped in, or no steps).
+func (w *stepWalk) from(q *queueState) int {
+	if w.steps.Limit > 0 && q.id == w.steps.Queue {
+		return int(w.steps.Index)
+	}
+	return 0
+}
+
+// skips reports whether q comes before the queue the step stopped in, so
+// the walk passed it whole in an earlier entry (queues walk in id order).
+func (w *stepWalk) skips(q *queueState) bool {
+	return w.steps.Limit > 0 && q.id < w.steps.Queue
+}
+
+// full counts the partition at index i of q and reports whether the step
+// has visited its limit already: then res says to continue from i.
+func (w *stepWalk) full(q *queueState, i uint32, res *wire.CountResult) bool {
+	if w.steps.Limit == 0 {
+		return false
+	}
+	if w.visited == w.steps.Limit {
+		res.More = true
+		res.Next = wire.Steps{Limit: w.steps.Limit, Queue: q.id, Index: i}
+		return true
+	}
+	w.visited++
+	return false
 }
 
 // applyDeleteGroup drops a group's cursors and leases on one queue or on
@@ -102,10 +150,22 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 		queues = []*queueState{q}
 	}
 	var n uint64
+	res := wire.CountResult{Code: wire.CodeOK}
+	w := stepWalk{steps: c.Steps}
 	for _, q := range queues {
+		if w.skips(q) {
+			continue
+		}
 		touched := false
-		for i, pid := range q.pids {
-			if pid == 0 || (q.inMemory(uint32(i)) == nil && !s.hasStoredCursor(ctx, pid, c.Group)) {
+		for i := w.from(q); i < len(q.pids); i++ {
+			pid := q.pids[i]
+			if pid == 0 {
+				continue
+			}
+			if w.full(q, uint32(i), &res) {
+				break
+			}
+			if q.inMemory(uint32(i)) == nil && !s.hasStoredCursor(ctx, pid, c.Group) {
 				continue
 			}
 			p := s.partAt(ctx, q, uint32(i))
@@ -122,6 +182,14 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 			touched = true
 			n++
 		}
+		if res.More {
+			// The subscription goes (or its ready set is rebuilt) once the
+			// last step has dropped the queue's last cursor.
+			if touched {
+				ctx.touch(q)
+			}
+			break
+		}
 		if sub := q.subs[c.Group]; sub != nil {
 			if c.DeleteMetadata {
 				delete(q.subs, c.Group)
@@ -135,7 +203,8 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 			ctx.touch(q)
 		}
 	}
-	return wire.CountResult{Code: wire.CodeOK, N: n}
+	res.N = n
+	return res
 }
 
 // applySubscription makes every subscription of the group start untouched

@@ -35,6 +35,28 @@ type twinWorkload struct {
 	a, b   *harness
 	leased []leasedClaim // claims the pops answered under a lease, for later acks
 	log    []string      // the commands applied, for a failure's message
+	// pending is a stepped seek or group delete whose walk is not done:
+	// its next entry comes at a later admin turn, other commands between.
+	pending *pendingSteps
+}
+
+type pendingSteps struct {
+	kind   wire.Kind
+	encode func(wire.Steps) []byte
+	next   wire.Steps
+}
+
+// stepped applies one entry of a stepped command and keeps what is left of
+// its walk for later.
+func (w *twinWorkload) stepped(kind wire.Kind, encode func(wire.Steps) []byte, steps wire.Steps) {
+	r, err := wire.DecodeCountResult(w.both(kind, encode(steps)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.pending = nil
+	if r.More {
+		w.pending = &pendingSteps{kind: kind, encode: encode, next: r.Next}
+	}
 }
 
 type leasedClaim struct {
@@ -167,8 +189,18 @@ func (w *twinWorkload) pop(names []string) {
 }
 
 // admin moves or drops a group's cursors: a seek (of one partition or
-// all, to the end or a time), a position commit or a group deleted.
+// all, to the end or a time), a position commit or a group deleted. A
+// seek of all and a delete go in steps of one or two partitions half the
+// time, the next step at a later turn.
 func (w *twinWorkload) admin(names []string) {
+	if p := w.pending; p != nil {
+		w.stepped(p.kind, p.encode, p.next)
+		return
+	}
+	steps := wire.Steps{}
+	if w.r.Intn(2) == 0 {
+		steps.Limit = uint32(1 + w.r.Intn(2))
+	}
 	group := fmt.Sprintf("g%d", w.r.Intn(3))
 	switch w.r.Intn(3) {
 	case 0:
@@ -176,15 +208,20 @@ func (w *twinWorkload) admin(names []string) {
 			TimestampMs: w.a.now - int64(w.r.Intn(5000))}
 		if w.r.Intn(2) == 0 {
 			c.Partition = names[w.r.Intn(len(names))]
+			w.both(wire.KindSeek, c.Encode(nil))
+			return
 		}
-		w.both(wire.KindSeek, c.Encode(nil))
+		w.stepped(wire.KindSeek, func(s wire.Steps) []byte { c.Steps = s; return c.Encode(nil) }, steps)
 	case 1:
 		c := wire.CommitPositionCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: group, Partition: names[w.r.Intn(len(names))],
 			PartitionIndex: -1, Offset: uint64(w.r.Intn(6))}
 		w.both(wire.KindCommitPosition, c.Encode(nil))
 	default:
-		c := wire.DeleteGroupCmd{Tenant: wire.DefaultTenant, Group: group, Queue: "q", DeleteMetadata: w.r.Intn(2) == 0}
-		w.both(wire.KindDeleteGroup, c.Encode(nil))
+		c := wire.DeleteGroupCmd{Tenant: wire.DefaultTenant, Group: group, DeleteMetadata: w.r.Intn(2) == 0}
+		if w.r.Intn(2) == 0 {
+			c.Queue = "q"
+		}
+		w.stepped(wire.KindDeleteGroup, func(s wire.Steps) []byte { c.Steps = s; return c.Encode(nil) }, steps)
 	}
 }
 

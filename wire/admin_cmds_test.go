@@ -37,3 +37,47 @@ func TestAdminCommandsRoundTrip(t *testing.T) {
 	dm := DeleteMessageCmd{Tenant: DefaultTenant, PartitionID: 8, TxnID: []byte("t")}
 	check("delete message", dm.Encode(nil), func(b []byte) (any, error) { return DecodeDeleteMessageCmd(b) }, dm)
 }
+
+// A stepped seek, group delete and their answer carry their steps as an
+// optional tail: a body cut inside the tail is refused, and a body without
+// it (every entry written before steps existed) decodes as one whole walk.
+func TestStepsAreAnOptionalTail(t *testing.T) {
+	steps := Steps{Limit: GroupStepLimit, Queue: 300, Index: 70_000}
+	type codec struct {
+		name      string
+		whole     []byte // without steps
+		stepped   []byte
+		dec       func([]byte) (any, error)
+		wantWhole any
+		want      any
+	}
+	seek := SeekCmd{Tenant: DefaultTenant, Queue: "q", Group: "g", ToEnd: true}
+	seekStepped := seek
+	seekStepped.Steps = steps
+	dg := DeleteGroupCmd{Tenant: DefaultTenant, Group: "g", DeleteMetadata: true}
+	dgStepped := dg
+	dgStepped.Steps = steps
+	cr := CountResult{Code: CodeOK, N: 9, More: true}
+	crStepped := cr
+	crStepped.Next = steps
+	for _, c := range []codec{
+		{"seek", seek.Encode(nil), seekStepped.Encode(nil), func(b []byte) (any, error) { return DecodeSeekCmd(b) }, seek, seekStepped},
+		{"delete group", dg.Encode(nil), dgStepped.Encode(nil), func(b []byte) (any, error) { return DecodeDeleteGroupCmd(b) }, dg, dgStepped},
+		{"count", cr.Encode(nil), crStepped.Encode(nil), func(b []byte) (any, error) { return DecodeCountResult(b) }, cr, crStepped},
+	} {
+		if got, err := c.dec(c.stepped); err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("%s: %v %+v want %+v", c.name, err, got, c.want)
+		}
+		if got, err := c.dec(c.whole); err != nil || !reflect.DeepEqual(got, c.wantWhole) {
+			t.Fatalf("%s without steps: %v %+v want %+v", c.name, err, got, c.wantWhole)
+		}
+		if len(c.stepped) <= len(c.whole) {
+			t.Fatalf("%s: steps added no bytes", c.name)
+		}
+		for n := len(c.whole) + 1; n < len(c.stepped); n++ {
+			if _, err := c.dec(c.stepped[:n]); err == nil {
+				t.Fatalf("%s: cut inside its steps (%d of %d bytes) decoded", c.name, n, len(c.stepped))
+			}
+		}
+	}
+}

@@ -1,7 +1,43 @@
 package wire
 
 // Consumer-group administration commands: seek, delete, subscription
-// change. Each applies to one tenant's group in one raft entry.
+// change. A seek of a whole queue and a group delete visit every partition
+// of their queues, so they go in steps (Steps): each entry visits at most
+// Limit partitions and answers where the next one starts.
+
+// GroupStepLimit is the most partitions a seek or group delete visits in
+// one apply: one apply writes at most that many cursors, and a queue of
+// millions of partitions neither holds its raft group for seconds nor
+// builds a batch of every cursor.
+const GroupStepLimit = 8192
+
+// Steps bounds one entry of a stepped command: it visits at most Limit
+// partitions, from the partition at index Index of the queue with id Queue
+// (ids and indexes as the raft group holding them numbers them). Limit 0 is
+// the whole walk in one entry, as entries written before steps existed.
+type Steps struct {
+	Limit uint32
+	Queue uint64
+	Index uint32
+}
+
+// encode appends the steps as an optional tail: nothing when Limit is 0.
+func (s Steps) encode(w *Writer) {
+	if s.Limit == 0 {
+		return
+	}
+	w.Uvarint(uint64(s.Limit))
+	w.Uvarint(s.Queue)
+	w.Uvarint(uint64(s.Index))
+}
+
+// decodeSteps reads the optional tail encode wrote.
+func decodeSteps(r *Reader) Steps {
+	if r.Len() == 0 {
+		return Steps{}
+	}
+	return Steps{Limit: uint32(r.Uvarint()), Queue: r.Uvarint(), Index: uint32(r.Uvarint())}
+}
 
 // SeekCmd moves a group's cursors on a queue (one partition when
 // Partition is set) to the end of each partition (ToEnd) or to the first
@@ -14,6 +50,7 @@ type SeekCmd struct {
 	Partition   string
 	ToEnd       bool
 	TimestampMs int64
+	Steps       Steps
 }
 
 // Encode appends the command body.
@@ -25,6 +62,7 @@ func (c *SeekCmd) Encode(b []byte) []byte {
 	w.String(c.Partition)
 	w.Bool(c.ToEnd)
 	w.Varint(c.TimestampMs)
+	c.Steps.encode(&w)
 	return w.B
 }
 
@@ -38,6 +76,7 @@ func DecodeSeekCmd(b []byte) (SeekCmd, error) {
 	c.Partition = r.String()
 	c.ToEnd = r.Bool()
 	c.TimestampMs = r.Varint()
+	c.Steps = decodeSteps(&r)
 	return c, r.Done()
 }
 
@@ -49,6 +88,7 @@ type DeleteGroupCmd struct {
 	Group          string
 	Queue          string
 	DeleteMetadata bool
+	Steps          Steps
 }
 
 // Encode appends the command body.
@@ -58,6 +98,7 @@ func (c *DeleteGroupCmd) Encode(b []byte) []byte {
 	w.String(c.Group)
 	w.String(c.Queue)
 	w.Bool(c.DeleteMetadata)
+	c.Steps.encode(&w)
 	return w.B
 }
 
@@ -69,6 +110,7 @@ func DecodeDeleteGroupCmd(b []byte) (DeleteGroupCmd, error) {
 	c.Group = r.String()
 	c.Queue = r.String()
 	c.DeleteMetadata = r.Bool()
+	c.Steps = decodeSteps(&r)
 	return c, r.Done()
 }
 
@@ -100,11 +142,13 @@ func DecodeSubscriptionCmd(b []byte) (SubscriptionCmd, error) {
 }
 
 // CountResult answers commands that report how many things they changed;
-// More says the command stopped at its budget and should be sent again.
+// More says the command stopped at its budget and should be sent again,
+// for a stepped command with Next as its Steps.
 type CountResult struct {
 	Code Code
 	N    uint64
 	More bool
+	Next Steps
 }
 
 // Encode appends the result.
@@ -113,6 +157,7 @@ func (c CountResult) Encode(b []byte) []byte {
 	w.U8(uint8(c.Code))
 	w.Uvarint(c.N)
 	w.Bool(c.More)
+	c.Next.encode(&w)
 	return w.B
 }
 
@@ -120,5 +165,6 @@ func (c CountResult) Encode(b []byte) []byte {
 func DecodeCountResult(b []byte) (CountResult, error) {
 	r := Reader{b: b}
 	c := CountResult{Code: Code(r.U8()), N: r.Uvarint(), More: r.Bool()}
+	c.Next = decodeSteps(&r)
 	return c, r.Done()
 }

@@ -59,15 +59,10 @@ func (b *Broker) deleteGroup(ctx context.Context, c *kafka.Conn, name string) in
 			return 0
 		}
 	}
-	cmd := wire.DeleteGroupCmd{Tenant: tenant, Group: name, DeleteMetadata: true}
-	for {
-		res, err := b.engine.DeleteGroup(ctx, &cmd)
-		if err != nil {
-			c.Logger().Warn("kafka group not deleted", "group", name, "err", err)
-			return coordinatorCode(err)
-		}
-		if res.Code != wire.CodeOK || !res.More {
-			return coordinatorCode(res.Code.Err())
-		}
+	res, err := b.engine.DeleteGroup(ctx, &wire.DeleteGroupCmd{Tenant: tenant, Group: name, DeleteMetadata: true})
+	if err != nil {
+		c.Logger().Warn("kafka group not deleted", "group", name, "err", err)
+		return coordinatorCode(err)
 	}
+	return coordinatorCode(res.Code.Err())
 }
