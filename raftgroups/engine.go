@@ -24,6 +24,7 @@ type Engine struct {
 	payloadKey *envelope.Key // nil: payload encryption off
 	pops       popRotor
 	caught     []caughtUp // per group: whether this node, leading, caught up (leader_epoch.go)
+	walks      stepWalks  // stepped commands running to their end (steps.go)
 }
 
 // NewEngine serves requests from h's groups, placing data with place.

@@ -216,32 +216,6 @@ func (e *Engine) fanOutCount(ctx context.Context, groups []int, kind wire.Kind, 
 	})
 }
 
-// fanOutSteps proposes a stepped command (wire.Steps) to several groups,
-// each group's entries one after another until its walk is done, and sums
-// what they report. A step that fails ends its group's walk: the steps
-// applied before it stay applied, and the command sent again starts over
-// (a seek or a group delete gives the same state when repeated).
-func (e *Engine) fanOutSteps(ctx context.Context, groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
-	return e.fanOutCounts(ctx, groups, func(g int) (wire.CountResult, error) {
-		sum := wire.CountResult{Code: wire.CodeOK}
-		steps := wire.Steps{Limit: wire.GroupStepLimit}
-		for {
-			r, err := proposeOne(ctx, e, g, kind, encode(steps), wire.DecodeCountResult)
-			if err != nil {
-				return wire.CountResult{}, err
-			}
-			if r.Code != wire.CodeOK {
-				return r, nil
-			}
-			sum.N += r.N
-			if !r.More {
-				return sum, nil
-			}
-			steps = r.Next
-		}
-	})
-}
-
 // fanOutCounts runs one per group at once and sums what they report.
 func (e *Engine) fanOutCounts(ctx context.Context, groups []int, one func(group int) (wire.CountResult, error)) (wire.CountResult, error) {
 	res := make([]wire.CountResult, len(groups))

@@ -239,6 +239,8 @@ type Host struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	closed  atomic.Bool
+	// closing orders goOwned's wg.Add before Close's wg.Wait.
+	closing sync.Mutex
 	disk    *diskGuard
 	// clock stamps every entry this node proposes and is the "now" it
 	// compares replicated times with (clocksync.go).
@@ -613,7 +615,10 @@ func (h *Host) Transport(n int) *transport.Transport { return h.groups[n].tf.Tra
 // Close hands leadership of every group this node leads to a peer, then
 // stops proposals, NodeHosts and stores, each exactly once.
 func (h *Host) Close() {
-	if h.closed.Swap(true) {
+	h.closing.Lock()
+	already := h.closed.Swap(true)
+	h.closing.Unlock()
+	if already {
 		return
 	}
 	close(h.stop)
@@ -622,6 +627,23 @@ func (h *Host) Close() {
 	h.HandOff(3 * time.Second)
 	h.closeGroups()
 	h.nodeClient.Close()
+}
+
+// goOwned runs f in a goroutine Close waits for, after it cancels
+// h.stopped: f must return once h.stopped is done. It answers false, and
+// runs nothing, once the host is closing.
+func (h *Host) goOwned(f func()) bool {
+	h.closing.Lock()
+	defer h.closing.Unlock()
+	if h.closed.Load() {
+		return false
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		f()
+	}()
+	return true
 }
 
 func (h *Host) closeGroups() {

@@ -1,0 +1,111 @@
+package raftgroups
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// A stepped command (wire.Steps: a seek of a whole queue, a group delete)
+// walks every partition of its queues in raft entries of a bounded number
+// of partitions. Once started, a walk runs to its end in a goroutine the
+// host owns, whatever becomes of the request that started it: a caller
+// whose deadline passes gets a timeout and the walk goes on, as the single
+// entry these commands used to be went on applying. A request identical to
+// a walk in progress waits for that walk instead of starting another.
+
+// stepsWalkLimit bounds one walk, so a walk that cannot progress (no
+// quorum) ends: the longest statement timeout QUEEN_STMT_TIMEOUT_MS takes.
+const stepsWalkLimit = 10 * time.Minute
+
+// stepWalks are the walks in progress on this node, by command.
+type stepWalks struct {
+	mu      sync.Mutex
+	running map[string]*stepWalk
+}
+
+// stepWalk is one walk; res and err are set before done is closed.
+type stepWalk struct {
+	done chan struct{}
+	res  wire.CountResult
+	err  error
+}
+
+// fanOutSteps runs a stepped command in every group of groups, each
+// group's entries one after another, the groups side by side, and sums
+// what they report; encode makes the command's body for one step.
+func (e *Engine) fanOutSteps(ctx context.Context, groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
+	key := string(append([]byte{byte(kind)}, encode(wire.Steps{})...))
+	w := e.walks.join(key, func(w *stepWalk) bool {
+		return e.host.goOwned(func() {
+			w.res, w.err = e.walk(groups, kind, encode)
+			e.walks.end(key, w)
+		})
+	})
+	if w == nil {
+		return wire.CountResult{}, ErrClosed
+	}
+	select {
+	case <-w.done:
+		return w.res, w.err
+	case <-ctx.Done():
+		return wire.CountResult{}, fmt.Errorf("raftgroups: %w (the walk goes on; the same request again waits for it)", ctx.Err())
+	}
+}
+
+// join returns the walk in progress for key, or starts one with start
+// (false: not started, nil returned).
+func (s *stepWalks) join(key string, start func(*stepWalk) bool) *stepWalk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.running[key]; w != nil {
+		return w
+	}
+	w := &stepWalk{done: make(chan struct{})}
+	if s.running == nil {
+		s.running = map[string]*stepWalk{}
+	}
+	s.running[key] = w
+	if !start(w) {
+		delete(s.running, key)
+		return nil
+	}
+	return w
+}
+
+// end forgets the walk for key, then tells its waiters.
+func (s *stepWalks) end(key string, w *stepWalk) {
+	s.mu.Lock()
+	delete(s.running, key)
+	s.mu.Unlock()
+	close(w.done)
+}
+
+// walk proposes the steps of each group until every group's walk is done.
+// A step that fails ends its group's walk; the steps applied before it
+// stay applied (a seek or a group delete sent again gives the same state).
+func (e *Engine) walk(groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
+	ctx, cancel := context.WithTimeout(e.host.stopped, stepsWalkLimit)
+	defer cancel()
+	return e.fanOutCounts(ctx, groups, func(g int) (wire.CountResult, error) {
+		sum := wire.CountResult{Code: wire.CodeOK}
+		steps := wire.Steps{Limit: wire.GroupStepLimit}
+		for {
+			r, err := proposeOne(ctx, e, g, kind, encode(steps), wire.DecodeCountResult)
+			if err != nil {
+				return wire.CountResult{}, err
+			}
+			if r.Code != wire.CodeOK {
+				return r, nil
+			}
+			sum.N += r.N
+			if !r.More {
+				return sum, nil
+			}
+			steps = r.Next
+		}
+	})
+}
