@@ -124,7 +124,43 @@ func Partitions(o PartitionsOptions, start node.Starter, w io.Writer) error {
 		}
 	}
 	printRSS(w, "at rest after a SIGKILL", c)
+
+	// Last, as it changes what a boot reads: a seek of the whole queue and
+	// a group delete, each a walk over every partition in raft entries of
+	// wire.GroupStepLimit partitions. Either may outlast the node's
+	// statement timeout (QUEEN_STMT_TIMEOUT_MS): that is a figure too.
+	for _, op := range []struct{ what, method, path, body string }{
+		{"seek leases to the end", http.MethodPost, "/api/v1/consumer-groups/leases/queues/" + queue + "/seek", `{"toEnd":true}`},
+		{"delete group autoack", http.MethodDelete, "/api/v1/consumer-groups/autoack/queues/" + queue, ""},
+	} {
+		began := time.Now()
+		status, answer, err := b.do(op.method, op.path, op.body)
+		took := time.Since(began).Round(time.Millisecond)
+		if err != nil {
+			fmt.Fprintf(w, "  %-30s failed after %v: %v\n", op.what, took, err)
+			continue
+		}
+		fmt.Fprintf(w, "  %-30s %v: %d %s\n", op.what, took, status, answer)
+	}
+	printRSS(w, "after the seek and delete", c)
 	return nil
+}
+
+// do sends one request and returns its status and (at most 256 bytes of)
+// its answer.
+func (b *bench) do(method, path, body string) (int, string, error) {
+	req, err := http.NewRequest(method, b.url+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 256))
+	return resp.StatusCode, string(answer), err
 }
 
 // restart starts a stopped node and prints how long it took to answer
