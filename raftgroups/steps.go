@@ -16,6 +16,9 @@ import (
 // whose deadline passes gets a timeout and the walk goes on, as the single
 // entry these commands used to be went on applying. A request identical to
 // a walk in progress waits for that walk instead of starting another.
+// Walks take turns, one at a time per node: each writes cursors as fast as
+// the stores take them, and two at once took a ten million partition node
+// past its memory budget (docs/benchmarks.md).
 
 // stepsWalkLimit bounds one walk, so a walk that cannot progress (no
 // quorum) ends: the longest statement timeout QUEEN_STMT_TIMEOUT_MS takes.
@@ -25,6 +28,7 @@ const stepsWalkLimit = 10 * time.Minute
 type stepWalks struct {
 	mu      sync.Mutex
 	running map[string]*stepWalk
+	turn    chan struct{} // held by the walk proposing its steps
 }
 
 // stepWalk is one walk; res and err are set before done is closed.
@@ -67,6 +71,7 @@ func (s *stepWalks) join(key string, start func(*stepWalk) bool) *stepWalk {
 	w := &stepWalk{done: make(chan struct{})}
 	if s.running == nil {
 		s.running = map[string]*stepWalk{}
+		s.turn = make(chan struct{}, 1)
 	}
 	s.running[key] = w
 	if !start(w) {
@@ -90,6 +95,12 @@ func (s *stepWalks) end(key string, w *stepWalk) {
 func (e *Engine) walk(groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
 	ctx, cancel := context.WithTimeout(e.host.stopped, stepsWalkLimit)
 	defer cancel()
+	select {
+	case e.walks.turn <- struct{}{}:
+		defer func() { <-e.walks.turn }()
+	case <-ctx.Done():
+		return wire.CountResult{}, fmt.Errorf("raftgroups: waiting for another walk: %w", ctx.Err())
+	}
 	return e.fanOutCounts(ctx, groups, func(g int) (wire.CountResult, error) {
 		sum := wire.CountResult{Code: wire.CodeOK}
 		steps := wire.Steps{Limit: wire.GroupStepLimit}

@@ -13,7 +13,8 @@ import (
 
 // A seek of more partitions than one step, whose caller is gone before its
 // first step applies, still walks every partition; the same request sent
-// while the walk runs joins it instead of starting another.
+// while the walk runs joins it instead of starting another, and another
+// walk waits for its turn and then walks every partition too.
 func TestAStepWalkOutlivesItsCallerAndIsJoined(t *testing.T) {
 	var hold atomic.Bool
 	release := make(chan struct{})
@@ -73,6 +74,10 @@ func TestAStepWalkOutlivesItsCallerAndIsJoined(t *testing.T) {
 	if walks != 1 {
 		t.Fatalf("%d walks running, want the second request joined to the first", walks)
 	}
+	other := &wire.SeekCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "other", ToEnd: true}
+	if _, err := e.Seek(gone, other); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a second walk whose caller is gone answered %v", err)
+	}
 	hold.Store(false)
 	close(release)
 	waitFor(t, ctx, func() bool {
@@ -80,10 +85,13 @@ func TestAStepWalkOutlivesItsCallerAndIsJoined(t *testing.T) {
 		defer e.walks.mu.Unlock()
 		return len(e.walks.running) == 0
 	})
-	// Every partition was moved to its end, the last step's included.
-	res, err := e.Pop(ctx, &wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: "g", Batch: 64, SubMode: wire.SubAll,
-		CommitOnDelivery: true, MaxPartitions: 64})
-	if err != nil || len(res.Claims) != 0 {
-		t.Fatalf("after the walk a pop found %d claims (%v), want none", len(res.Claims), err)
+	// Every partition was moved to its end, the last step's included, by
+	// both walks.
+	for _, group := range []string{"g", "other"} {
+		res, err := e.Pop(ctx, &wire.PopCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: group, Batch: 64, SubMode: wire.SubAll,
+			CommitOnDelivery: true, MaxPartitions: 64})
+		if err != nil || len(res.Claims) != 0 {
+			t.Fatalf("after the walks a pop of %s found %d claims (%v), want none", group, len(res.Claims), err)
+		}
 	}
 }
