@@ -34,6 +34,7 @@ func NewEngine(h *Host, place tenancy.Placement) (*Engine, error) {
 	}
 	e := &Engine{host: h, place: place, caught: make([]caughtUp, h.Groups())}
 	e.watch.m = map[watchKey]*watchList{}
+	e.walks.running = map[string]*stepWalk{}
 	for _, g := range h.groups {
 		g.store.OnChange(e.watch.notify)
 	}

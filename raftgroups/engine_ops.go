@@ -251,34 +251,23 @@ func (e *Engine) scope(tenant wire.ID, queue string) []int {
 	return e.QueueGroups(tenant, queue)
 }
 
-// Seek moves a group's cursors to the end or to a time.
+// Seek moves a group's cursors to the end or to a time: in one partition
+// with one entry, in a whole queue with a walk (steps.go).
 func (e *Engine) Seek(ctx context.Context, c *wire.SeekCmd) (wire.CountResult, error) {
-	groups := e.scope(c.Tenant, c.Queue)
 	if c.Partition != "" {
 		g, ok := e.partitionGroup(c.Tenant, c.Queue, c.Partition, -1)
 		if !ok {
 			return wire.CountResult{Code: wire.CodePartitionNotFound}, nil
 		}
-		groups = []int{g}
+		return e.fanOutCount(ctx, []int{g}, wire.KindSeek, c.Encode(nil))
 	}
-	if c.Partition != "" {
-		return e.fanOutCount(ctx, groups, wire.KindSeek, c.Encode(nil))
-	}
-	return e.fanOutSteps(ctx, groups, wire.KindSeek, func(s wire.Steps) []byte {
-		step := *c
-		step.Steps = s
-		return step.Encode(nil)
-	})
+	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindSeek, c.EncodeStep)
 }
 
 // DeleteGroup drops a group's cursors (and with DeleteMetadata its
 // subscriptions) on one queue or all of the tenant's queues.
 func (e *Engine) DeleteGroup(ctx context.Context, c *wire.DeleteGroupCmd) (wire.CountResult, error) {
-	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindDeleteGroup, func(s wire.Steps) []byte {
-		step := *c
-		step.Steps = s
-		return step.Encode(nil)
-	})
+	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindDeleteGroup, c.EncodeStep)
 }
 
 // UpdateSubscription changes where a group starts untouched partitions.

@@ -16,9 +16,6 @@ import (
 // whose deadline passes gets a timeout and the walk goes on, as the single
 // entry these commands used to be went on applying. A request identical to
 // a walk in progress waits for that walk instead of starting another.
-// Walks take turns, one at a time per node: each writes cursors as fast as
-// the stores take them, and two at once took a ten million partition node
-// past its memory budget (docs/benchmarks.md).
 
 // stepsWalkLimit bounds one walk, so a walk that cannot progress (no
 // quorum) ends: the longest statement timeout QUEEN_STMT_TIMEOUT_MS takes.
@@ -28,7 +25,6 @@ const stepsWalkLimit = 10 * time.Minute
 type stepWalks struct {
 	mu      sync.Mutex
 	running map[string]*stepWalk
-	turn    chan struct{} // held by the walk proposing its steps
 }
 
 // stepWalk is one walk; res and err are set before done is closed.
@@ -43,15 +39,24 @@ type stepWalk struct {
 // what they report; encode makes the command's body for one step.
 func (e *Engine) fanOutSteps(ctx context.Context, groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
 	key := string(append([]byte{byte(kind)}, encode(wire.Steps{})...))
-	w := e.walks.join(key, func(w *stepWalk) bool {
-		return e.host.goOwned(func() {
-			w.res, w.err = e.walk(groups, kind, encode)
-			e.walks.end(key, w)
-		})
-	})
+	e.walks.mu.Lock()
+	w := e.walks.running[key]
 	if w == nil {
-		return wire.CountResult{}, ErrClosed
+		w = &stepWalk{done: make(chan struct{})}
+		started := e.host.goOwned(func() {
+			w.res, w.err = e.walk(groups, kind, encode)
+			e.walks.mu.Lock()
+			delete(e.walks.running, key)
+			e.walks.mu.Unlock()
+			close(w.done)
+		})
+		if !started {
+			e.walks.mu.Unlock()
+			return wire.CountResult{}, ErrClosed
+		}
+		e.walks.running[key] = w
 	}
+	e.walks.mu.Unlock()
 	select {
 	case <-w.done:
 		return w.res, w.err
@@ -60,47 +65,12 @@ func (e *Engine) fanOutSteps(ctx context.Context, groups []int, kind wire.Kind, 
 	}
 }
 
-// join returns the walk in progress for key, or starts one with start
-// (false: not started, nil returned).
-func (s *stepWalks) join(key string, start func(*stepWalk) bool) *stepWalk {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if w := s.running[key]; w != nil {
-		return w
-	}
-	w := &stepWalk{done: make(chan struct{})}
-	if s.running == nil {
-		s.running = map[string]*stepWalk{}
-		s.turn = make(chan struct{}, 1)
-	}
-	s.running[key] = w
-	if !start(w) {
-		delete(s.running, key)
-		return nil
-	}
-	return w
-}
-
-// end forgets the walk for key, then tells its waiters.
-func (s *stepWalks) end(key string, w *stepWalk) {
-	s.mu.Lock()
-	delete(s.running, key)
-	s.mu.Unlock()
-	close(w.done)
-}
-
 // walk proposes the steps of each group until every group's walk is done.
 // A step that fails ends its group's walk; the steps applied before it
 // stay applied (a seek or a group delete sent again gives the same state).
 func (e *Engine) walk(groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
 	ctx, cancel := context.WithTimeout(e.host.stopped, stepsWalkLimit)
 	defer cancel()
-	select {
-	case e.walks.turn <- struct{}{}:
-		defer func() { <-e.walks.turn }()
-	case <-ctx.Done():
-		return wire.CountResult{}, fmt.Errorf("raftgroups: waiting for another walk: %w", ctx.Err())
-	}
 	return e.fanOutCounts(ctx, groups, func(g int) (wire.CountResult, error) {
 		sum := wire.CountResult{Code: wire.CodeOK}
 		steps := wire.Steps{Limit: wire.GroupStepLimit}

@@ -14,7 +14,7 @@ import (
 // A seek of more partitions than one step, whose caller is gone before its
 // first step applies, still walks every partition; the same request sent
 // while the walk runs joins it instead of starting another, and another
-// walk waits for its turn and then walks every partition too.
+// walk, running beside it, walks every partition too.
 func TestAStepWalkOutlivesItsCallerAndIsJoined(t *testing.T) {
 	var hold atomic.Bool
 	release := make(chan struct{})

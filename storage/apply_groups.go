@@ -61,74 +61,70 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 		}
 	}
 	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0, 0)
-	var n uint64
+	res := wire.CountResult{Code: wire.CodeOK}
 	seek := func(p *partState) {
 		pos := p.next
 		if !c.ToEnd {
 			pos = s.offsetForTime(ctx, p, c.TimestampMs)
 		}
 		s.setPosition(ctx, p, sub, s.cursorFor(ctx, p, sub), pos)
-		n++
+		res.N++
 	}
-	res := wire.CountResult{Code: wire.CodeOK}
 	if one != nil {
 		seek(one)
 	} else {
 		// Every partition, read back into memory when it is not there, up
 		// to the step's limit.
-		w := stepWalk{steps: c.Steps}
-		for i := w.from(q); i < len(q.pids); i++ {
-			if q.pids[i] == 0 {
-				continue
-			}
-			if w.full(q, uint32(i), &res) {
-				break
-			}
-			if p := s.partAt(ctx, q, uint32(i)); p != nil {
+		budget := stepBudget{steps: c.Steps}
+		budget.each(q, &res, func(i uint32, _ uint64) {
+			if p := s.partAt(ctx, q, i); p != nil {
 				seek(p)
 			}
-		}
+		})
 	}
 	ctx.touch(q)
-	res.N = n
 	return res
 }
 
-// stepWalk bounds a walk over queues' partitions to one entry's steps
+// stepBudget bounds a walk over queues' partitions to one entry's steps
 // (wire.Steps): it starts where the previous entry stopped and stops after
 // Limit partitions, saying in the result where the next entry starts.
-type stepWalk struct {
+// Queues are walked in id order; holes (removed partitions) are skipped
+// and not counted.
+type stepBudget struct {
 	steps   wire.Steps
 	visited uint32
 }
 
-// from is the index q's walk starts at: the step's own when the step
-// stopped in q, else 0 (a queue after the one it stopped in, or no steps).
-func (w *stepWalk) from(q *queueState) int {
-	if w.steps.Limit > 0 && q.id == w.steps.Queue {
-		return int(w.steps.Index)
-	}
-	return 0
+// passed reports whether an earlier entry walked q whole: it comes before
+// the queue the last step stopped in.
+func (b *stepBudget) passed(q *queueState) bool {
+	return b.steps.Limit > 0 && q.id < b.steps.Queue
 }
 
-// skips reports whether q comes before the queue the step stopped in, so
-// the walk passed it whole in an earlier entry (queues walk in id order).
-func (w *stepWalk) skips(q *queueState) bool {
-	return w.steps.Limit > 0 && q.id < w.steps.Queue
-}
-
-// full counts the partition at index i of q and reports whether the step
-// has visited its limit already: then res says to continue from i.
-func (w *stepWalk) full(q *queueState, i uint32, res *wire.CountResult) bool {
-	if w.steps.Limit == 0 {
-		return false
+// each calls f with the index and id of every partition of q the step
+// visits, from where the last step stopped when it stopped in q, and
+// reports whether the step's limit stopped it (then res says where the
+// next step starts).
+func (b *stepBudget) each(q *queueState, res *wire.CountResult, f func(index uint32, pid uint64)) (stopped bool) {
+	from := 0
+	if b.steps.Limit > 0 && q.id == b.steps.Queue {
+		from = int(b.steps.Index)
 	}
-	if w.visited == w.steps.Limit {
-		res.More = true
-		res.Next = wire.Steps{Limit: w.steps.Limit, Queue: q.id, Index: i}
-		return true
+	for i := from; i < len(q.pids); i++ {
+		if q.pids[i] == 0 {
+			continue
+		}
+		if b.steps.Limit > 0 {
+			if b.visited == b.steps.Limit {
+				res.More = true
+				res.Next = wire.Steps{Limit: b.steps.Limit, Queue: q.id, Index: uint32(i)}
+				return true
+			}
+			b.visited++
+		}
+		f(uint32(i), q.pids[i])
 	}
-	w.visited++
 	return false
 }
 
@@ -149,28 +145,20 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 		}
 		queues = []*queueState{q}
 	}
-	var n uint64
 	res := wire.CountResult{Code: wire.CodeOK}
-	w := stepWalk{steps: c.Steps}
+	budget := stepBudget{steps: c.Steps}
 	for _, q := range queues {
-		if w.skips(q) {
+		if budget.passed(q) {
 			continue
 		}
 		touched := false
-		for i := w.from(q); i < len(q.pids); i++ {
-			pid := q.pids[i]
-			if pid == 0 {
-				continue
+		stopped := budget.each(q, &res, func(i uint32, pid uint64) {
+			if q.inMemory(i) == nil && !s.hasStoredCursor(ctx, pid, c.Group) {
+				return
 			}
-			if w.full(q, uint32(i), &res) {
-				break
-			}
-			if q.inMemory(uint32(i)) == nil && !s.hasStoredCursor(ctx, pid, c.Group) {
-				continue
-			}
-			p := s.partAt(ctx, q, uint32(i))
+			p := s.partAt(ctx, q, i)
 			if p == nil || p.cursors.get(c.Group) == nil {
-				continue
+				return
 			}
 			if l := p.cursors.get(c.Group).lease; l != nil {
 				delete(s.leases, l.id)
@@ -180,17 +168,11 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 			ctx.del(cursorKey(p.id, c.Group))
 			ctx.recountLater(p)
 			touched = true
-			n++
-		}
-		if res.More {
-			// The subscription goes (or its ready set is rebuilt) once the
-			// last step has dropped the queue's last cursor.
-			if touched {
-				ctx.touch(q)
-			}
-			break
-		}
-		if sub := q.subs[c.Group]; sub != nil {
+			res.N++
+		})
+		// The subscription goes (or its ready set is rebuilt) with the
+		// step that drops the queue's last cursor.
+		if sub := q.subs[c.Group]; sub != nil && !stopped {
 			if c.DeleteMetadata {
 				delete(q.subs, c.Group)
 				ctx.del(subKey(q.id, c.Group))
@@ -202,8 +184,10 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 		if touched {
 			ctx.touch(q)
 		}
+		if stopped {
+			break
+		}
 	}
-	res.N = n
 	return res
 }
 

@@ -211,7 +211,7 @@ func (w *twinWorkload) admin(names []string) {
 			w.both(wire.KindSeek, c.Encode(nil))
 			return
 		}
-		w.stepped(wire.KindSeek, func(s wire.Steps) []byte { c.Steps = s; return c.Encode(nil) }, steps)
+		w.stepped(wire.KindSeek, c.EncodeStep, steps)
 	case 1:
 		c := wire.CommitPositionCmd{Tenant: wire.DefaultTenant, Queue: "q", Group: group, Partition: names[w.r.Intn(len(names))],
 			PartitionIndex: -1, Offset: uint64(w.r.Intn(6))}
@@ -221,7 +221,7 @@ func (w *twinWorkload) admin(names []string) {
 		if w.r.Intn(2) == 0 {
 			c.Queue = "q"
 		}
-		w.stepped(wire.KindDeleteGroup, func(s wire.Steps) []byte { c.Steps = s; return c.Encode(nil) }, steps)
+		w.stepped(wire.KindDeleteGroup, c.EncodeStep, steps)
 	}
 }
 

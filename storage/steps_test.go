@@ -83,9 +83,7 @@ func TestASeekOfAWholeQueueGoesInSteps(t *testing.T) {
 				t.Fatalf("the first step made %d cursors, want 1 to %d", made, limit)
 			}
 		}
-		c := seek
-		c.Steps = s
-		return c.Encode(nil)
+		return seek.EncodeStep(s)
 	})
 	if len(rs) != 3 || sumCounts(rs) != parts || !rs[0].More || !rs[1].More || rs[2].More {
 		t.Fatalf("stepped seek answered %+v, want 3 entries of %d partitions in all", rs, parts)
@@ -120,11 +118,7 @@ func TestAGroupDeleteGoesInSteps(t *testing.T) {
 		if r := whole.countCmd(wire.KindDeleteGroup, del.Encode(nil)); r.N != 2700 || r.More {
 			t.Fatalf("whole delete: %+v", r)
 		}
-		rs := stepped.runSteps(wire.KindDeleteGroup, limit, func(s wire.Steps) []byte {
-			c := del
-			c.Steps = s
-			return c.Encode(nil)
-		})
+		rs := stepped.runSteps(wire.KindDeleteGroup, limit, del.EncodeStep)
 		if len(rs) != 3 || sumCounts(rs) != 2700 {
 			t.Fatalf("stepped delete (metadata %v) answered %+v, want 3 entries of 2700 cursors in all", meta, rs)
 		}

@@ -66,6 +66,12 @@ func (c *SeekCmd) Encode(b []byte) []byte {
 	return w.B
 }
 
+// EncodeStep encodes the command as the step s of its walk.
+func (c SeekCmd) EncodeStep(s Steps) []byte {
+	c.Steps = s
+	return c.Encode(nil)
+}
+
 // DecodeSeekCmd decodes a seek body.
 func DecodeSeekCmd(b []byte) (SeekCmd, error) {
 	r := Reader{b: b}
@@ -100,6 +106,12 @@ func (c *DeleteGroupCmd) Encode(b []byte) []byte {
 	w.Bool(c.DeleteMetadata)
 	c.Steps.encode(&w)
 	return w.B
+}
+
+// EncodeStep encodes the command as the step s of its walk.
+func (c DeleteGroupCmd) EncodeStep(s Steps) []byte {
+	c.Steps = s
+	return c.Encode(nil)
 }
 
 // DecodeDeleteGroupCmd decodes a delete-group body.
