@@ -144,6 +144,11 @@ type Config struct {
 	// entries is applied: blocking in it holds this replica's applies
 	// back while its raft log keeps up, as a slow or restarting replica's.
 	BeforeApply func(group int)
+	// ApplyTestDelay holds every batch of entries back that long before
+	// this replica applies it (QUEEN_TEST_APPLY_DELAY_MS): a node that
+	// trails its groups' leaders, for the end-to-end tests of
+	// read-your-writes across nodes. Zero in production.
+	ApplyTestDelay time.Duration
 }
 
 // DefaultGroups is how many raft groups a node of a cluster of nodes runs
@@ -452,8 +457,11 @@ func (h *Host) startGroup(n int) (*group, error) {
 	rc := h.replicaConfig(g.shardID)
 	rc.IsNonVoting = join
 	var machine sm.IOnDiskStateMachine = g.store
-	if cfg.BeforeApply != nil {
+	switch {
+	case cfg.BeforeApply != nil:
 		machine = heldStore{Store: g.store, before: func() { cfg.BeforeApply(n) }}
+	case cfg.ApplyTestDelay > 0:
+		machine = heldStore{Store: g.store, before: func() { time.Sleep(cfg.ApplyTestDelay) }}
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return machine }
 	if err := nh.StartOnDiskReplica(members, join, create, rc); err != nil {

@@ -325,6 +325,10 @@ func (e *env) raftConfig() raftgroups.Config {
 		// Test only: offsets this node's wall clock reading, to run a node
 		// whose clock is wrong (the clock bound's end-to-end tests).
 		ClockTestOffset: time.Duration(e.int("QUEEN_TEST_CLOCK_OFFSET_MS", 0, -30*86400000, 30*86400000)) * time.Millisecond,
+		// Test only: this node applies every batch of entries that much
+		// later than it could, trailing its groups' leaders (the
+		// read-your-writes end-to-end tests).
+		ApplyTestDelay: e.millis("QUEEN_TEST_APPLY_DELAY_MS", 0, 0, time.Minute),
 	}
 	if r.DiskLowPct >= r.DiskHighPct && r.DiskHighPct < 100 {
 		e.fail("QUEEN_RAFT_DISK_LOW_PCT", "must be below QUEEN_RAFT_DISK_HIGH_PCT (%v), got %v", r.DiskHighPct, r.DiskLowPct)

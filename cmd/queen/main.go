@@ -253,6 +253,10 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		log.Warn("config: QUEEN_TEST_CLOCK_OFFSET_MS is set: this node reads its wall clock that far off (a test setting)",
 			"offset_ms", cfg.Raft.ClockTestOffset.Milliseconds())
 	}
+	if cfg.Raft.ApplyTestDelay != 0 {
+		log.Warn("config: QUEEN_TEST_APPLY_DELAY_MS is set: this node applies every batch of raft entries that much later (a test setting)",
+			"delay_ms", cfg.Raft.ApplyTestDelay.Milliseconds())
+	}
 	if cfg.Raft.CrashAt != "" {
 		log.Warn("config: QUEEN_FAULT_CRASH_AT is set: this node kills itself at that fault point (a test setting)", "point", cfg.Raft.CrashAt)
 	}
