@@ -1,6 +1,7 @@
 package raftgroups
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -48,6 +49,20 @@ func (e *Engine) QueueEncrypted(tenant wire.ID, queue string) bool {
 	}
 	cat, ok := e.Catalog(tenant, queue)
 	return ok && cat.Cfg.EncryptionEnabled
+}
+
+// QueueEncryptedNow is QueueEncrypted read once this node's replica of the
+// home has caught up, when it says no: what is stored without passing the
+// state machine's check (a timer's payload) must not miss a configure made
+// through another node a moment ago. A catch-up that fails leaves the
+// answer to this node's replica.
+func (e *Engine) QueueEncryptedNow(ctx context.Context, tenant wire.ID, queue string) bool {
+	if e.payloadKey == nil || e.QueueEncrypted(tenant, queue) {
+		return e.payloadKey != nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
+	defer cancel()
+	return e.CatchUpQueues(ctx, tenant, queue) == nil && e.QueueEncrypted(tenant, queue)
 }
 
 // QueueEncryptedIn is QueueEncrypted also asking group's copy of the

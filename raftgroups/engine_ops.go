@@ -127,14 +127,19 @@ func perGroup(n int, route func(i int) (group int, ok bool), propose func(group 
 }
 
 // partitionGroup is the group holding a partition named by index (>= 0) or
-// name.
-func (e *Engine) partitionGroup(tenant wire.ID, queue, name string, index int32) (int, bool) {
-	var d wire.DirEntry
-	var ok bool
-	if index >= 0 {
-		d, ok = e.DirByIndex(tenant, queue, uint32(index))
-	} else {
-		d, ok = e.DirByName(tenant, queue, name)
+// name. A partition this node's replica of the home does not list yet
+// (created through another node a moment ago) is looked for again once
+// that replica has caught up.
+func (e *Engine) partitionGroup(ctx context.Context, tenant wire.ID, queue, name string, index int32) (int, bool) {
+	find := func() (wire.DirEntry, bool) {
+		if index >= 0 {
+			return e.DirByIndex(tenant, queue, uint32(index))
+		}
+		return e.DirByName(tenant, queue, name)
+	}
+	d, ok := find()
+	if !ok && e.CatchUpQueues(ctx, tenant, queue) == nil {
+		d, ok = find()
 	}
 	return int(d.Group), ok
 }
@@ -155,7 +160,7 @@ func (e *Engine) CommitPositions(ctx context.Context, tenant wire.ID, cmds []wir
 	out := make([]wire.CodeResult, len(cmds))
 	route := func(i int) (int, bool) {
 		c := &cmds[i]
-		g, ok := e.partitionGroup(tenant, c.Queue, c.Partition, c.PartitionIndex)
+		g, ok := e.partitionGroup(ctx, tenant, c.Queue, c.Partition, c.PartitionIndex)
 		if !ok {
 			out[i].Code = wire.CodePartitionNotFound
 			if _, exists := e.Catalog(tenant, c.Queue); !exists {
@@ -243,31 +248,47 @@ func (e *Engine) fanOutCounts(ctx context.Context, groups []int, one func(group 
 }
 
 // scope lists the groups a command about one queue (or, queue empty, every
-// queue of the tenant) must reach.
-func (e *Engine) scope(tenant wire.ID, queue string) []int {
+// queue of the tenant) must reach. One queue's are read from this node's
+// replica of its home once it has caught up: a group that a push through
+// another node has just added must not be missed. The catch-up outlives
+// its caller, as the walk it prepares does (steps.go), within CatchUpWait.
+func (e *Engine) scope(ctx context.Context, tenant wire.ID, queue string) ([]int, error) {
 	if queue == "" {
-		return e.TenantGroups(tenant)
+		return e.TenantGroups(tenant), nil
 	}
-	return e.QueueGroups(tenant, queue)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CatchUpWait)
+	defer cancel()
+	if err := e.CatchUpQueues(ctx, tenant, queue); err != nil {
+		return nil, err
+	}
+	return e.QueueGroups(tenant, queue), nil
 }
 
 // Seek moves a group's cursors to the end or to a time: in one partition
 // with one entry, in a whole queue with a walk (steps.go).
 func (e *Engine) Seek(ctx context.Context, c *wire.SeekCmd) (wire.CountResult, error) {
 	if c.Partition != "" {
-		g, ok := e.partitionGroup(c.Tenant, c.Queue, c.Partition, -1)
+		g, ok := e.partitionGroup(ctx, c.Tenant, c.Queue, c.Partition, -1)
 		if !ok {
 			return wire.CountResult{Code: wire.CodePartitionNotFound}, nil
 		}
 		return e.fanOutCount(ctx, []int{g}, wire.KindSeek, c.Encode(nil))
 	}
-	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindSeek, c.EncodeStep)
+	groups, err := e.scope(ctx, c.Tenant, c.Queue)
+	if err != nil {
+		return wire.CountResult{}, err
+	}
+	return e.fanOutSteps(ctx, groups, wire.KindSeek, c.EncodeStep)
 }
 
 // DeleteGroup drops a group's cursors (and with DeleteMetadata its
 // subscriptions) on one queue or all of the tenant's queues.
 func (e *Engine) DeleteGroup(ctx context.Context, c *wire.DeleteGroupCmd) (wire.CountResult, error) {
-	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindDeleteGroup, c.EncodeStep)
+	groups, err := e.scope(ctx, c.Tenant, c.Queue)
+	if err != nil {
+		return wire.CountResult{}, err
+	}
+	return e.fanOutSteps(ctx, groups, wire.KindDeleteGroup, c.EncodeStep)
 }
 
 // UpdateSubscription changes where a group starts untouched partitions.
@@ -367,7 +388,7 @@ func (e *Engine) DeleteMessage(ctx context.Context, c *wire.DeleteMessageCmd) (w
 func (e *Engine) DeleteOffsets(ctx context.Context, c *wire.DeleteOffsetsCmd) (wire.CodesResult, error) {
 	out := wire.CodesResult{Code: wire.CodeOK, Codes: make([]wire.Code, len(c.Items))}
 	route := func(i int) (int, bool) {
-		g, ok := e.partitionGroup(c.Tenant, c.Items[i].Queue, "", int32(c.Items[i].Partition))
+		g, ok := e.partitionGroup(ctx, c.Tenant, c.Items[i].Queue, "", int32(c.Items[i].Partition))
 		if !ok {
 			out.Codes[i] = wire.CodePartitionNotFound
 		}

@@ -34,7 +34,14 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 	}
 	cat, ok := e.Catalog(c.Tenant, c.Queue)
 	if !ok {
-		return wire.PopResult{Code: wire.CodeQueueNotFound}, nil
+		// Created through another node a moment ago, perhaps: this
+		// node's replica of the home catches up before saying it is not.
+		if err := e.CatchUpQueues(ctx, c.Tenant, c.Queue); err != nil {
+			return wire.PopResult{}, err
+		}
+		if cat, ok = e.Catalog(c.Tenant, c.Queue); !ok {
+			return wire.PopResult{Code: wire.CodeQueueNotFound}, nil
+		}
 	}
 	// The group subscribes on its first pop, messages or not: what it
 	// is owed from then on (mode new) and what retention must keep for it
@@ -44,28 +51,24 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 		return wire.PopResult{}, err
 	}
 	c.SubMode, c.SubFromMs, c.SubCreatedMs = sub.Mode, sub.FromMs, sub.CreatedMs
-	var groups []int
-	if c.Partition != "" {
-		d, ok := e.DirByName(c.Tenant, c.Queue, c.Partition)
-		if !ok {
-			return wire.PopResult{Code: wire.CodeOK}, nil
-		}
-		groups = []int{int(d.Group)}
-	} else {
-		groups = groupsOf(cat.Groups)
-		if len(groups) == 0 {
-			return wire.PopResult{Code: wire.CodeOK}, nil
-		}
-		r := int(e.pops.n.Add(1)) % len(groups)
-		groups = append(groups[r:], groups[:r]...)
-	}
+	groups := e.popGroups(c, cat)
 	candidates := e.poppable(c, groups)
 	if len(candidates) == 0 {
-		// This node's replicas may lag the groups' leaders: catch up
-		// once before answering that there is nothing.
-		if err := e.BarrierGroups(ctx, groups); err != nil {
+		// This node's replicas may lag the groups' leaders, and its
+		// replica of the home may not list a partition or a group that
+		// a push through another node has just added: catch up once
+		// before answering that there is nothing.
+		home := e.Home(c.Tenant, c.Queue)
+		if err := e.BarrierGroups(ctx, append([]int{home}, groupsOf(cat.Groups&^(1<<home))...)); err != nil {
 			return wire.PopResult{}, err
 		}
+		if fresh, ok := e.Catalog(c.Tenant, c.Queue); ok && fresh.Groups != cat.Groups {
+			if err := e.BarrierGroups(ctx, groupsOf(fresh.Groups&^cat.Groups)); err != nil {
+				return wire.PopResult{}, err
+			}
+			cat = fresh
+		}
+		groups = e.popGroups(c, cat)
 		if candidates = e.poppable(c, groups); len(candidates) == 0 {
 			return wire.PopResult{Code: wire.CodeOK}, nil
 		}
@@ -113,6 +116,25 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 		}
 	}
 	return out, nil
+}
+
+// popGroups lists the groups a pop may take from, from a rotating start:
+// the group holding the partition it names, or every group holding
+// partitions of the queue.
+func (e *Engine) popGroups(c *wire.PopCmd, cat wire.Catalog) []int {
+	if c.Partition != "" {
+		d, ok := e.DirByName(c.Tenant, c.Queue, c.Partition)
+		if !ok {
+			return nil
+		}
+		return []int{int(d.Group)}
+	}
+	groups := groupsOf(cat.Groups)
+	if len(groups) > 1 {
+		r := int(e.pops.n.Add(1)) % len(groups)
+		groups = append(groups[r:], groups[:r]...)
+	}
+	return groups
 }
 
 // poppable keeps the groups whose replica here says a pop could find

@@ -168,8 +168,12 @@ func (e *Engine) QueuesLabelled(tenant wire.ID, namespace, task string) []string
 // GroupPositions merges a consumer group's positions over every group
 // holding the queue's partitions (every queue when queue is empty).
 func (e *Engine) GroupPositions(tenant wire.ID, group, queue string) []storage.GroupPosition {
+	groups := e.TenantGroups(tenant)
+	if queue != "" {
+		groups = e.QueueGroups(tenant, queue)
+	}
 	var out []storage.GroupPosition
-	for _, g := range e.scope(tenant, queue) {
+	for _, g := range groups {
 		out = append(out, e.GroupStore(g).GroupPositions(tenant, group, queue)...)
 	}
 	slices.SortFunc(out, func(a, b storage.GroupPosition) int {

@@ -91,6 +91,9 @@ func (s *Server) fetch(ctx *fasthttp.RequestCtx) error {
 			return badRequest("maxBytes must be at most 8 MiB")
 		}
 	}
+	for _, e := range req.Entries {
+		s.catchUpUnknown(tenant, e.Queue, e.Partition)
+	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMs) * time.Millisecond)
 	for {
 		var releases []func()

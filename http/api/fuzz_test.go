@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -224,7 +225,7 @@ func FuzzTransactionBody(f *testing.F) {
 			clientError(t, err)
 			return
 		}
-		plan, fault := s.planTxn(tenant, "fuzz-sub", &req)
+		plan, fault := s.planTxn(context.Background(), tenant, "fuzz-sub", &req)
 		if fault != nil {
 			clientError(t, fault.err)
 			return
@@ -319,7 +320,7 @@ func FuzzTimersBody(f *testing.F) {
 			clientError(t, err)
 			return
 		}
-		cmd, err := s.buildTimerOps(tenant, req.Operations)
+		cmd, err := s.buildTimerOps(context.Background(), tenant, req.Operations)
 		if err != nil {
 			clientError(t, err)
 			return

@@ -101,6 +101,7 @@ func (s *Server) fetchOffsets(ctx *fasthttp.RequestCtx) error {
 			return badRequest("each entry needs a timestamp")
 		}
 		a := offsetsEntry{Queue: e.Queue, Partition: e.Partition}
+		s.catchUpUnknown(tenant, e.Queue, e.Partition)
 		p, ok := s.engine.PartitionNamed(tenant, e.Queue, e.Partition)
 		if !ok {
 			a.Error = fetchErrUnknown

@@ -43,6 +43,9 @@ func (s *Server) placement(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	if _, err := s.view(tenant); err != nil { // a queue created through another node is listed
+		return err
+	}
 	leader := func(g int) uint64 { id, _, _ := s.engine.Leader(g); return id }
 	ans := placementAnswer{KVGroup: s.engine.KVGroup(tenant)}
 	for _, g := range s.engine.TenantGroups(tenant) {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
@@ -198,6 +199,35 @@ func (s *Server) popDiscover(ctx *fasthttp.RequestCtx) error {
 	if p.leaseMs == 0 {
 		p.leaseMs = discoveryLeaseMs
 	}
+	// Once from this node's replicas; when they have nothing, once more
+	// after catching up on every group of the tenant, so a queue labelled
+	// or pushed to through another node a moment ago is found (as a pop of
+	// one queue does, raftgroups.Engine.Pop).
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt > 0 {
+			rctx, cancel := s.requestCtx(raftgroups.CatchUpWait)
+			err := s.engine.CatchUpTenant(rctx, tenant)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+		queue, res, err := s.popLabelled(tenant, namespace, task, &p)
+		if err != nil {
+			return err
+		}
+		if len(res.Claims) > 0 {
+			return s.answerPop(ctx, tenant, queue, &p, res)
+		}
+	}
+	ctx.SetStatusCode(http.StatusNoContent)
+	return nil
+}
+
+// popLabelled pops from the first queue labelled namespace and task, from
+// a random one on, that delivers; each only tried when this node's
+// replicas say it could.
+func (s *Server) popLabelled(tenant wire.ID, namespace, task string, p *popParams) (string, wire.PopResult, error) {
 	queues := s.engine.QueuesLabelled(tenant, namespace, task)
 	first := 0
 	if len(queues) > 1 {
@@ -208,16 +238,12 @@ func (s *Server) popDiscover(ctx *fasthttp.RequestCtx) error {
 		if !s.engine.MayPop(tenant, queue, p.group, "", s.engine.NowMs()) {
 			continue
 		}
-		res, err := s.popOnce(tenant, queue, "", &p)
-		if err != nil {
-			return err
-		}
-		if len(res.Claims) > 0 {
-			return s.answerPop(ctx, tenant, queue, &p, res)
+		res, err := s.popOnce(tenant, queue, "", p)
+		if err != nil || len(res.Claims) > 0 {
+			return queue, res, err
 		}
 	}
-	ctx.SetStatusCode(http.StatusNoContent)
-	return nil
+	return "", wire.PopResult{}, nil
 }
 
 // discoveryLeaseMs is the discovery pop's lease (spec §2.5).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
 )
@@ -17,7 +18,9 @@ import (
 // namespace queen-system: raft replicates them, so they survive restarts
 // and every node reads them from its own applied state without a round
 // trip. A write is a raft proposal; a read may trail it by the time the
-// entry takes to apply on this node.
+// entry takes to apply on this node, except where a stale read would
+// refuse what was just allowed (ephGranted) or an operator reads one
+// (quotaGet): those catch up first.
 const systemNS = "queen-system"
 
 // Keys of the settings.
@@ -82,10 +85,31 @@ func (s *Server) storedEphSwitch() (ephSwitch, bool) {
 }
 
 // ephGranted says whether tenant may use ephemeral queues when
-// QUEEN_EPHEMERAL_REQUIRE_GRANT is on.
+// QUEEN_EPHEMERAL_REQUIRE_GRANT is on. A grant this node has not applied
+// yet (made through another node a moment ago) is looked for again once
+// it has caught up, so a tenant granted is never refused; a revoke takes
+// effect here once this node applies it, a moment after it is answered.
 func (s *Server) ephGranted(tenant wire.ID) bool {
-	_, ok := s.systemGet(ephGrantPrefix + tenant.String())
+	key := ephGrantPrefix + tenant.String()
+	if _, ok := s.systemGet(key); ok {
+		return true
+	}
+	if s.catchUpSystem() != nil {
+		return false
+	}
+	_, ok := s.systemGet(key)
 	return ok
+}
+
+// catchUpSystem makes this node's replica of the settings current, within
+// raftgroups.CatchUpWait (catch_up.go).
+func (s *Server) catchUpSystem() error {
+	if s.engine == nil {
+		return nil
+	}
+	ctx, cancel := s.requestCtx(raftgroups.CatchUpWait)
+	defer cancel()
+	return s.engine.Barrier(ctx, s.engine.KVGroup(tenancy.SystemTenant))
 }
 
 var errEphNotGranted = &apiError{http.StatusForbidden, "ephemeral_not_granted",
@@ -123,6 +147,9 @@ func (s *Server) quotaGet(ctx *fasthttp.RequestCtx) error {
 	a := ctx.QueryArgs()
 	id, err := quotaTenant(ctx, string(a.Peek("tenant")), string(a.Peek("kind")))
 	if err != nil {
+		return err
+	}
+	if err := s.catchUpSystem(); err != nil {
 		return err
 	}
 	writeJSON(ctx, http.StatusOK, map[string]any{"tenant": id.String(), "kind": "ephemeral", "granted": s.ephGranted(id)})

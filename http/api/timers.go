@@ -72,7 +72,7 @@ var errTimerPayloadTooLarge = &apiError{http.StatusRequestEntityTooLarge, "too_l
 
 // buildTimerOps validates timer operations (a timers call or a
 // transaction's timers) and seals the payloads of encrypted queues.
-func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.TimersCmd, error) {
+func (s *Server) buildTimerOps(ctx context.Context, tenant wire.ID, reqs []timerOpRequest) (wire.TimersCmd, error) {
 	cmd := wire.TimersCmd{Tenant: tenant}
 	if len(reqs) == 0 || len(reqs) > wire.MaxTimerOpsPerCall {
 		return cmd, badRequest("operations must hold 1..256 items")
@@ -103,7 +103,7 @@ func (s *Server) buildTimerOps(tenant wire.ID, reqs []timerOpRequest) (wire.Time
 			return cmd, &apiError{http.StatusRequestEntityTooLarge, "too_large", "timer payloads together are larger than QUEEN_MAX_BODY_BYTES"}
 		}
 		var flags uint64
-		if payload != nil && s.engine.QueueEncrypted(tenant, r.Queue) {
+		if payload != nil && s.engine.QueueEncryptedNow(ctx, tenant, r.Queue) {
 			// Sealed as the record the timer fires, which is the
 			// payload alone (its ids are made when it fires).
 			rec := wire.Record{Payload: payload}
@@ -154,7 +154,7 @@ func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
 			break
 		}
 	}
-	cmd, err := s.buildTimerOps(tenant, req.Operations)
+	cmd, err := s.buildTimerOps(ctx, tenant, req.Operations)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -116,7 +117,7 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx) error {
 		writeJSON(ctx, http.StatusOK, ans)
 		return nil
 	}
-	plan, fault := s.planTxn(tenant, producerSub(ctx), &req)
+	plan, fault := s.planTxn(ctx, tenant, producerSub(ctx), &req)
 	if fault != nil {
 		return fail(fault)
 	}
@@ -151,7 +152,7 @@ type txnFault struct {
 }
 
 // planTxn validates the request and builds the command.
-func (s *Server) planTxn(tenant wire.ID, sub string, req *txnRequest) (*txnPlan, *txnFault) {
+func (s *Server) planTxn(ctx context.Context, tenant wire.ID, sub string, req *txnRequest) (*txnPlan, *txnFault) {
 	if len(req.Operations) == 0 && len(req.Positions) == 0 && len(req.KV) == 0 && len(req.Timers) == 0 {
 		return nil, &txnFault{badRequest("operations must be a non-empty array"), "", -1, ""}
 	}
@@ -211,7 +212,7 @@ func (s *Server) planTxn(tenant wire.ID, sub string, req *txnRequest) (*txnPlan,
 		add("kv", 0, wire.TxnOpKV, (&wire.KVCmd{Tenant: tenant, Ops: ops}).Encode(nil))
 	}
 	if len(req.Timers) > 0 {
-		cmd, err := s.buildTimerOps(tenant, req.Timers)
+		cmd, err := s.buildTimerOps(ctx, tenant, req.Timers)
 		if err != nil {
 			return nil, &txnFault{err, "timers", -1, ""}
 		}

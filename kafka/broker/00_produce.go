@@ -79,6 +79,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt := &resp.Topics[ti]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i].Partition })
 		set, _ := b.engine.TopicSettings(tenant, t.Topic)
 		maxBytes := b.maxBatchBytes(set)
 		for pi := range t.Partitions {

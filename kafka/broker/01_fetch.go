@@ -44,6 +44,10 @@ func (b *Broker) handleFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Reque
 		limit = min(limit, int(req.MaxBytes))
 	}
 	deadline := time.Now().Add(min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i].Partition })
+	}
 	for {
 		// Listen before reading, so a commit between the read and the
 		// wait still wakes us.

@@ -34,6 +34,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 		rt := &resp.Topics[ti]
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
+		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i].Partition })
 		for pi, lp := range t.Partitions {
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()

@@ -32,6 +32,12 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	tenant := b.tenantOf(c)
+	// Read-your-writes (catch_up.go): a topic created or grown through
+	// another node a moment ago is listed. A catch-up that fails (a
+	// group between leaders) leaves the answer to this node's replicas:
+	// a client refreshes its metadata on its own, and one that cannot
+	// reach a leader has to learn where the leaders are.
+	_ = b.catchUpMetadata(ctx, tenant, req)
 	resp.Brokers = b.brokers()
 	cid := clusterID
 	resp.ClusterID = &cid

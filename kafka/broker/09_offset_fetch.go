@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,10 +10,6 @@ import (
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
-
-// offsetFetchBarrier bounds the read barrier before an OffsetFetch: past
-// it the client hears COORDINATOR_LOAD_IN_PROGRESS and asks again.
-const offsetFetchBarrier = 5 * time.Second
 
 // OffsetFetch (key 9), v1-7. The committed offsets are the Queen group's
 // positions, each kept in the raft group of its partition, read from the
@@ -73,18 +68,13 @@ func fetchedOffset(partition int32, pos *storage.GroupPosition) kmsg.OffsetFetch
 }
 
 // positionsReader is the tenant of a group coordinated here once every
-// raft group of the tenant has applied what it committed before (a read
-// barrier bounded by offsetFetchBarrier), so the group's positions read
-// from local replicas are current; or the error to answer with.
+// raft group of the tenant has applied what it committed before
+// (catchUpStoredGroups), so the group's positions read from local replicas
+// are current; or the error to answer with.
 func (b *Broker) positionsReader(ctx context.Context, c *kafka.Conn, group string) (wire.ID, *kerr.Error) {
 	tenant, _, kErr := b.groupCoordinator(c, group)
 	if kErr != nil {
 		return tenant, kErr
 	}
-	bctx, cancel := context.WithTimeout(ctx, offsetFetchBarrier)
-	defer cancel()
-	if err := b.engine.BarrierGroups(bctx, b.engine.TenantGroups(tenant)); err != nil {
-		return tenant, kerr.CoordinatorLoadInProgress
-	}
-	return tenant, nil
+	return tenant, b.catchUpStoredGroups(ctx, tenant)
 }

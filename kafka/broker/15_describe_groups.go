@@ -13,7 +13,7 @@ import (
 // from the coordinator's memory. A Queen group the coordinator does not
 // hold (only positions: an HTTP bus-mode group, or a Kafka group whose
 // members left long ago) is Empty; an unknown one is Dead, as in Kafka.
-func (b *Broker) handleDescribeGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeGroups(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, name := range req.Groups {
@@ -30,6 +30,8 @@ func (b *Broker) handleDescribeGroups(_ context.Context, c *kafka.Conn, kreq kms
 				rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
 				rg.Members = append(rg.Members, rm)
 			}
+		} else if kErr = b.catchUpStoredGroups(ctx, tenant); kErr != nil {
+			rg.ErrorCode = kErr.Code
 		} else if b.engine.HasGroup(tenant, name) {
 			rg.State = groups.Empty.String()
 		} else {

@@ -21,11 +21,14 @@ import (
 // not one. v4's state filter and v5's type filter are honoured, ignoring
 // case as Kafka does: a group is "consumer" while it has KIP-848 members,
 // "share" (and Stable) while it has share consumers, else "classic".
-func (b *Broker) handleListGroups(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleListGroups(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	tenant := b.tenantOf(c)
 	coords, kErr := b.ledCoordinators(tenant)
+	if kErr == nil {
+		kErr = b.catchUpStoredGroups(ctx, tenant)
+	}
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil

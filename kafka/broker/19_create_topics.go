@@ -40,7 +40,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kms
 	cctx, cancel := context.WithTimeout(ctx, adminWait)
 	defer cancel()
 	// The partition caps are checked over the whole request first: over
-	// them, no topic of it is created.
+	// them, no topic of it is created. They (and whether a topic exists,
+	// for validate-only) are read once this node has caught up
+	// (catch_up.go), counting what other nodes have just created.
+	caughtUp := b.catchUpTenant(cctx, tenant)
 	type checked struct {
 		n       int32
 		configs []wire.ConfigEntry
@@ -51,6 +54,9 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kms
 	for i := range req.Topics {
 		c := &checks[i]
 		c.n, c.configs, c.err = b.checkCreateTopic(&req.Topics[i], seen[req.Topics[i].Topic])
+		if c.err == nil {
+			c.err = caughtUp
+		}
 		if c.err == nil {
 			added += int(c.n)
 		}

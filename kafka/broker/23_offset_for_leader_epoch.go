@@ -27,13 +27,14 @@ import (
 // Answering this key is also what makes franz-go track leader epochs at
 // all: it ignores the epochs in Metadata from a broker without it, and
 // with them ignores the leader hints of produce v10.
-func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	tenant := b.tenantOf(c)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i].Partition })
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition, rp.LeaderEpoch, rp.EndOffset = p.Partition, -1, -1

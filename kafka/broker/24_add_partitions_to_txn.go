@@ -28,6 +28,7 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, c *kafka.Conn, kr
 	for _, t := range req.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 		rt.Topic = t.Topic
+		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i] })
 		topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()

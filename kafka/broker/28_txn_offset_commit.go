@@ -32,6 +32,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *kafka.Conn, kreq 
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
+		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i].Partition })
 		topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]

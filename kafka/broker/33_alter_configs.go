@@ -22,7 +22,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, c *kafka.Conn, kreq kms
 		var err error
 		if r.ResourceType != kmsg.ConfigResourceTypeTopic {
 			err = errNotKafkaTopic
-		} else {
+		} else if err = b.catchUpTopics(ctx, tenant, r.ResourceName); err == nil {
 			ops := make([]wire.ConfigOp, 0, len(r.Configs))
 			for _, cfg := range r.Configs {
 				if cfg.Value != nil {

@@ -21,12 +21,17 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq
 	cctx, cancel := context.WithTimeout(ctx, adminWait)
 	defer cancel()
 	// Each topic is checked first and the partition caps over the whole
-	// request: over them, no topic of it grows.
+	// request: over them, no topic of it grows. They are read once this
+	// node has caught up (catch_up.go): a topic created or grown through
+	// another node a moment ago is counted as it is.
+	caughtUp := b.catchUpTenant(cctx, tenant)
 	checks := make([]error, len(req.Topics))
 	added := 0
 	for i, t := range req.Topics {
 		topic, ok := b.engine.KafkaTopic(tenant, t.Topic)
 		switch {
+		case caughtUp != nil:
+			checks[i] = caughtUp
 		case !ok:
 			checks[i] = wire.ErrQueueNotFound
 		case t.Count <= int32(topic.Partitions):

@@ -35,6 +35,9 @@ func (b *Broker) deleteGroup(ctx context.Context, c *kafka.Conn, name string) in
 	tenant, coord, kErr := b.groupCoordinator(c, name)
 	configs := false
 	if kErr == nil {
+		kErr = b.catchUpStoredGroups(ctx, tenant)
+	}
+	if kErr == nil {
 		_, version, err := b.groupConfigs(tenant, name)
 		configs = err == nil && version > 0
 		if v, ok := b.shares.describe(shareGroupKey{tenant, name}); ok && len(v.members) > 0 {

@@ -30,6 +30,11 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, c *kafka.Con
 			default:
 				return errNotKafkaTopic
 			}
+			// An APPEND or SUBTRACT edits what the topic has now, and a
+			// topic created through another node a moment ago exists.
+			if err := b.catchUpTopics(ctx, tenant, r.ResourceName); err != nil {
+				return err
+			}
 			ops := make([]wire.ConfigOp, 0, len(r.Configs))
 			for _, cfg := range r.Configs {
 				switch cfg.Op {

@@ -21,6 +21,9 @@ func (b *Broker) handleOffsetDelete(ctx context.Context, c *kafka.Conn, kreq kms
 	if kErr == nil {
 		var inMemory bool
 		subscribed, inMemory, kErr = coord.Subscriptions(req.Group)
+		if kErr == nil && !inMemory {
+			kErr = b.catchUpStoredGroups(ctx, tenant)
+		}
 		if kErr == nil && !inMemory && !b.engine.HasGroup(tenant, req.Group) {
 			kErr = kerr.GroupIDNotFound
 		}

@@ -102,7 +102,8 @@ func (b *Broker) describeBroker(names []string) []kmsg.DescribeConfigsResponseRe
 
 // alterTopic applies config changes to a topic: AlterConfigs (replace) and
 // IncrementalAlterConfigs share it. Values are validated here so a bad one
-// is refused before anything is proposed.
+// is refused before anything is proposed. Both have caught this node up on
+// the topic's home (catch_up.go), so it exists here if it exists at all.
 func (b *Broker) alterTopic(ctx context.Context, tenant wire.ID, name string, replace, validateOnly bool, ops []wire.ConfigOp) error {
 	for _, op := range ops {
 		v := op.Value

@@ -78,6 +78,11 @@ func (b *Broker) alterGroupConfigs(ctx context.Context, tenant wire.ID, group st
 	if group == "" || group == wire.QueueModeGroup {
 		return fmt.Errorf("%w: group %q", wire.ErrBadRequest, group)
 	}
+	// Read what other nodes have just written: the compare-and-set below
+	// would refuse a stale read, and each refusal costs an attempt.
+	if err := b.catchUpKV(ctx, tenant); err != nil {
+		return err
+	}
 	for range groupConfigAttempts {
 		set, version, err := b.groupConfigs(tenant, group)
 		if err != nil {
