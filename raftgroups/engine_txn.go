@@ -180,7 +180,7 @@ func (e *Engine) planTxn(ctx context.Context, c *wire.TxnCmd) ([]*txnPart, wire.
 			if err != nil {
 				return bad(i)
 			}
-			d, ok := e.DirByName(c.Tenant, pos.Queue, pos.Partition)
+			g, ok := e.partitionGroup(ctx, c.Tenant, pos.Queue, pos.Partition, -1)
 			if !ok {
 				code := wire.CodePartitionNotFound
 				if _, exists := e.Catalog(c.Tenant, pos.Queue); !exists {
@@ -188,7 +188,7 @@ func (e *Engine) planTxn(ctx context.Context, c *wire.TxnCmd) ([]*txnPart, wire.
 				}
 				return nil, wire.TxnFailure(code, -1, i, -1), nil
 			}
-			p := part(int(d.Group))
+			p := part(g)
 			p.cmd.Ops = append(p.cmd.Ops, op)
 			p.ops = append(p.ops, i)
 		case wire.TxnOpKV:
