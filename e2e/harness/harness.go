@@ -66,7 +66,10 @@ type Node struct {
 	Dir          string
 	Env          map[string]string // extra settings, e.g. QUEEN_RAFT_TOKEN
 
-	bin      string
+	bin string
+	// held are the ports allocated for the node (and its proxies), given
+	// back when its cluster closes.
+	held     []portSpan
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -135,6 +138,7 @@ func NewCluster(bin string, o Options) (*Cluster, error) {
 			if err != nil {
 				return nil, err
 			}
+			n.held = append(n.held, portSpan{pubRaft, ports}, portSpan{pubHTTP, 1})
 			n.PeerRaftAddr = fmt.Sprintf("127.0.0.1:%d", pubRaft)
 			n.PeerHTTPAddr = fmt.Sprintf("127.0.0.1:%d", pubHTTP)
 		}
@@ -317,11 +321,16 @@ func (c *Cluster) StopAll() {
 	wg.Wait()
 }
 
-// Close stops every node, then the proxies of a proxied cluster.
+// Close stops every node, then the proxies of a proxied cluster, and gives
+// their ports back for later clusters of this process.
 func (c *Cluster) Close() {
 	c.StopAll()
 	if c.Net != nil {
 		c.Net.Close()
+	}
+	for _, n := range c.Nodes {
+		releasePorts(n.held)
+		n.held = nil
 	}
 }
 
@@ -378,62 +387,6 @@ func Poll(ctx context.Context, interval time.Duration, f func() (bool, error)) e
 	}
 }
 
-// FreePortRange returns a port p such that p..p+n-1 are free on 127.0.0.1
-// right now.
-func FreePortRange(n int) (int, error) {
-	for try := 0; try < 100; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if base+n > 65535 {
-			continue
-		}
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			if !portFree(base + i) {
-				ok = false
-			}
-		}
-		if ok && reserve(base, n) {
-			return base, nil
-		}
-	}
-	return 0, errors.New("harness: no free port range")
-}
-
-func portFree(p int) bool {
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
-// reserved remembers ports handed out in this process, so two nodes of one
-// test never get overlapping ranges.
-var (
-	reservedMu sync.Mutex
-	reserved   = map[int]bool{}
-)
-
-func reserve(base, n int) bool {
-	reservedMu.Lock()
-	defer reservedMu.Unlock()
-	for i := 0; i < n; i++ {
-		if reserved[base+i] {
-			return false
-		}
-	}
-	for i := 0; i < n; i++ {
-		reserved[base+i] = true
-	}
-	return true
-}
-
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -470,6 +423,7 @@ func newNode(id int, bin, baseDir string, raftPorts int) (*Node, error) {
 		KafkaAddr: fmt.Sprintf("127.0.0.1:%d", kafkaPort),
 		Dir:       filepath.Join(baseDir, fmt.Sprintf("node%d", id)),
 		Env:       map[string]string{},
+		held:      []portSpan{{raftPort, raftPorts}, {httpPort, 1}, {kafkaPort, 1}},
 	}
 	n.PeerRaftAddr, n.PeerHTTPAddr = n.RaftAddr, n.HTTPAddr
 	return n, nil
