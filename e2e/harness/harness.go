@@ -7,7 +7,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,34 +22,6 @@ import (
 
 	"github.com/queen-mq/queen/raftgroups"
 )
-
-// Build compiles ./cmd/queen of the module containing this package into dir
-// and returns the binary's path.
-func Build(dir string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "queen")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/queen")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("harness: go build: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("harness: go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("harness: not inside the queen module")
-	}
-	return filepath.Dir(mod), nil
-}
 
 // Node is one queen process and the ports it owns.
 type Node struct {
