@@ -30,9 +30,8 @@ import (
 // When no block can be owned at all (the ephemeral range leaves no room
 // below it, the lock directory cannot be written, every block is owned
 // by other processes), ports come from the kernel's ephemeral range as
-// before: bind 127.0.0.1:0 and release it, which another process can race.
-// startPreparedCluster-style retries on "address already in use" cover
-// that case.
+// before: bind 127.0.0.1:0 and release it, which another process can race
+// (e2etest.StartPreparedCluster retries a start that lost such a race).
 const (
 	blockSize = 256
 	rangeLow  = 20000
