@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the fault suite (e2e/fault_*_test.go) and prints its figures as a
+# Runs the fault suite (e2e/faults) and prints its figures as a
 # table. With no settings it is the short version CI runs; the long one:
 #   QUEEN_FAULT_ROUNDS=50 QUEEN_FAULT_PARTITION_ROUNDS=20 scripts/faults.sh
 # QUEEN_FAULT_SEED replays a schedule of faults a run printed. The full
@@ -11,7 +11,7 @@ run="${FAULT_RUN:-^TestFault}"
 timeout="${FAULT_TIMEOUT:-4h}"
 
 echo "kill rounds ${QUEEN_FAULT_ROUNDS:-3 (default)}, partition rounds ${QUEEN_FAULT_PARTITION_ROUNDS:-4 (default)}; output in $log"
-go test ./e2e -run "$run" -count=1 -v -timeout "$timeout" 2>&1 | tee "$log" | grep -E '^(=== RUN|--- |\s+--- |FAULT-FIGURES|ok|FAIL|panic)'
+go test ./e2e/faults -run "$run" -count=1 -v -timeout "$timeout" 2>&1 | tee "$log" | grep -E '^(=== RUN|--- |\s+--- |FAULT-FIGURES|ok|FAIL|panic)'
 status=${PIPESTATUS[0]}
 
 echo
