@@ -15,9 +15,12 @@ var queenBin string
 
 // Main is the TestMain of every end-to-end package: it gets the queen
 // binary built from this checkout (harness.SharedBuild: built once and
-// shared by the packages go test runs side by side), runs the package's
-// tests and exits with their status.
+// shared by the packages go test runs side by side), has the process take
+// its nodes' ports from blocks it owns (harness.UsePortBlocks: no other
+// test process hands out the same ones), runs the package's tests and
+// exits with their status.
 func Main(m *testing.M) {
+	harness.UsePortBlocks()
 	bin, release, err := harness.SharedBuild()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -12,26 +12,29 @@ import (
 	"syscall"
 )
 
-// Ports for nodes and proxies come from a range below the kernel's
-// ephemeral range, so no outgoing connection of any process (a node's, a
-// client's) is ever given one of them by the kernel. The range is cut into
-// blocks of blockSize ports, and a block belongs to one process at a time:
-// the process holds an exclusive flock on the block's lock file (in
+// Ports for nodes and proxies come from the kernel's ephemeral range by
+// default: bind 127.0.0.1:0 and release it. Within one process that is
+// safe (a port handed out is reserved), but test processes running side by
+// side (go test runs several packages at once) could hand out the same
+// port, and any process's outgoing connection can take a node's port
+// before the node binds it. So a test process calls UsePortBlocks, and
+// its ports then come from a range below the kernel's ephemeral range,
+// which the kernel never gives an outgoing connection. The range is cut
+// into blocks of blockSize ports, and a block belongs to one process at a
+// time: the process holds an exclusive flock on the block's lock file (in
 // portLockDir) until it exits, when the kernel drops the lock, however the
-// process ended. So test processes running side by side (go test runs
-// several packages at once) never hand out the same port, and each port is
-// still checked free before it is handed out, against anything else on
-// the machine listening there.
+// process ended. Each port is still checked free before it is handed out,
+// against anything else on the machine listening there.
 //
 // Within a process, a port is reserved while the cluster holding it lives;
 // Cluster.Close gives its ports back, and they are handed out again only
 // once no new block can be had.
 //
 // When no block can be owned at all (the ephemeral range leaves no room
-// below it, the lock directory cannot be written, every block is owned
-// by other processes), ports come from the kernel's ephemeral range as
-// before: bind 127.0.0.1:0 and release it, which another process can race
-// (e2etest.StartPreparedCluster retries a start that lost such a race).
+// below it, the lock directory cannot be written, every block is owned by
+// other processes), ports come from the ephemeral range as without blocks,
+// which another process can race (e2etest.StartPreparedCluster retries a
+// start that lost such a race).
 const (
 	blockSize = 256
 	rangeLow  = 20000
@@ -45,7 +48,7 @@ func portLockDir() string { return filepath.Join(os.TempDir(), "queen-ports") }
 
 type portSpan struct{ base, n int }
 
-var ports struct {
+var pool struct {
 	mu       sync.Mutex
 	reserved map[int]bool
 	// blocks are the first ports of the blocks this process owns, in the
@@ -59,18 +62,30 @@ var ports struct {
 	// lo, hi bound the blocks; nextBlock is the next one to try to own.
 	lo, hi, nextBlock int
 	inited            bool
+	useBlocks         bool
+}
+
+// UsePortBlocks makes FreePortRange hand out ports from blocks below the
+// ephemeral range that this process owns, for as long as it lives. The
+// end-to-end test packages call it (e2etest.Main); a lone process such as
+// queen bench does not, and so writes no lock files.
+func UsePortBlocks() {
+	pool.mu.Lock()
+	pool.useBlocks = true
+	pool.mu.Unlock()
 }
 
 // FreePortRange returns a port p such that p..p+n-1 are free on 127.0.0.1
-// right now and handed out to no one else by this process or, through the
-// block locks, by any other process using this package.
+// right now and handed out to no one else by this process or, after
+// UsePortBlocks, through the block locks, by any other process that uses
+// them.
 func FreePortRange(n int) (int, error) {
-	ports.mu.Lock()
-	defer ports.mu.Unlock()
-	if ports.reserved == nil {
-		ports.reserved = map[int]bool{}
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if pool.reserved == nil {
+		pool.reserved = map[int]bool{}
 	}
-	if n >= 1 && n <= blockSize {
+	if pool.useBlocks && n >= 1 && n <= blockSize {
 		if p, ok := fromBlocks(n); ok {
 			return p, nil
 		}
@@ -80,11 +95,11 @@ func FreePortRange(n int) (int, error) {
 
 // releasePorts gives spans back to this process's pool.
 func releasePorts(spans []portSpan) {
-	ports.mu.Lock()
-	defer ports.mu.Unlock()
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
 	for _, s := range spans {
 		for p := s.base; p < s.base+s.n; p++ {
-			delete(ports.reserved, p)
+			delete(pool.reserved, p)
 		}
 	}
 }
@@ -94,26 +109,26 @@ func releasePorts(spans []portSpan) {
 // block, and only then again from the first block owned (ports given
 // back by closed clusters).
 func fromBlocks(n int) (int, bool) {
-	if !ports.inited {
-		ports.inited = true
-		ports.lo, ports.hi = blockRange()
-		ports.nextBlock = ports.lo
+	if !pool.inited {
+		pool.inited = true
+		pool.lo, pool.hi = blockRange()
+		pool.nextBlock = pool.lo
 	}
-	if len(ports.blocks) > 0 {
-		if p, ok := scanBlock(ports.cur, ports.next, n); ok {
+	if len(pool.blocks) > 0 {
+		if p, ok := scanBlock(pool.cur, pool.next, n); ok {
 			return p, true
 		}
 	}
 	if b, ok := ownBlock(); ok {
-		ports.blocks = append(ports.blocks, b)
-		ports.cur, ports.next = len(ports.blocks)-1, b
-		if p, ok := scanBlock(ports.cur, b, n); ok {
+		pool.blocks = append(pool.blocks, b)
+		pool.cur, pool.next = len(pool.blocks)-1, b
+		if p, ok := scanBlock(pool.cur, b, n); ok {
 			return p, true
 		}
 	}
-	for i, b := range ports.blocks {
+	for i, b := range pool.blocks {
 		if p, ok := scanBlock(i, b, n); ok {
-			ports.cur = i
+			pool.cur = i
 			return p, true
 		}
 	}
@@ -123,20 +138,20 @@ func fromBlocks(n int) (int, bool) {
 // scanBlock looks for n consecutive free, unreserved ports in block i
 // from port from on, and reserves them.
 func scanBlock(i, from, n int) (int, bool) {
-	end := ports.blocks[i] + blockSize
+	end := pool.blocks[i] + blockSize
 	for base := from; base+n <= end; {
 		busy := -1
 		for p := base; p < base+n; p++ {
-			if ports.reserved[p] || !portFree(p) {
+			if pool.reserved[p] || !portFree(p) {
 				busy = p
 				break
 			}
 		}
 		if busy < 0 {
 			for p := base; p < base+n; p++ {
-				ports.reserved[p] = true
+				pool.reserved[p] = true
 			}
-			ports.next = base + n
+			pool.next = base + n
 			return base, true
 		}
 		base = busy + 1
@@ -154,8 +169,8 @@ func ownBlock() (int, bool) {
 	// Any user's processes take blocks here: world-writable, sticky like
 	// /tmp itself (best effort: the directory may be another user's).
 	_ = os.Chmod(dir, 0o777|os.ModeSticky)
-	for ; ports.nextBlock+blockSize <= ports.hi; ports.nextBlock += blockSize {
-		b := ports.nextBlock
+	for ; pool.nextBlock+blockSize <= pool.hi; pool.nextBlock += blockSize {
+		b := pool.nextBlock
 		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(b)+".lock"), os.O_RDONLY|os.O_CREATE, 0o666)
 		if err != nil {
 			continue
@@ -164,8 +179,8 @@ func ownBlock() (int, bool) {
 			f.Close()
 			continue
 		}
-		ports.locks = append(ports.locks, f)
-		ports.nextBlock += blockSize
+		pool.locks = append(pool.locks, f)
+		pool.nextBlock += blockSize
 		return b, true
 	}
 	return 0, false
@@ -207,11 +222,11 @@ func fromEphemeral(n int) (int, error) {
 		}
 		ok := true
 		for p := base; p < base+n && ok; p++ {
-			ok = !ports.reserved[p] && portFree(p)
+			ok = !pool.reserved[p] && portFree(p)
 		}
 		if ok {
 			for p := base; p < base+n; p++ {
-				ports.reserved[p] = true
+				pool.reserved[p] = true
 			}
 			return base, nil
 		}

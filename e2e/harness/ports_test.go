@@ -12,6 +12,7 @@ import (
 // owns: its lock file cannot be locked through another open file (as
 // another process would), and no two ranges handed out overlap.
 func TestFreePortRangeComesFromAnOwnedBlock(t *testing.T) {
+	UsePortBlocks()
 	lo, hi := blockRange()
 	if hi-lo < blockSize {
 		t.Skipf("no room for blocks below the ephemeral range (%d-%d)", lo, hi)
@@ -32,9 +33,9 @@ func TestFreePortRangeComesFromAnOwnedBlock(t *testing.T) {
 			seen[q] = true
 		}
 	}
-	ports.mu.Lock()
-	blocks := append([]int(nil), ports.blocks...)
-	ports.mu.Unlock()
+	pool.mu.Lock()
+	blocks := append([]int(nil), pool.blocks...)
+	pool.mu.Unlock()
 	if len(blocks) == 0 {
 		t.Fatal("no block owned")
 	}
