@@ -2,6 +2,10 @@
 // end-to-end tests and the benchmarks: free 127.0.0.1 ports, a temp data dir
 // per node, logs to a file, and SIGKILL / SIGTERM / restart. It never talks
 // to a node's internals, only to its ports.
+//
+// Test processes that go test runs side by side share one build of the
+// binary (SharedBuild, build.go) and never hand out the same port
+// (UsePortBlocks, ports.go).
 package harness
 
 import (
