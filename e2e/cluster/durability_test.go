@@ -189,7 +189,7 @@ func TestClusterLeaderSIGKILLLosesNothing(t *testing.T) {
 
 func TestWrongRaftTokenIsRefused(t *testing.T) {
 	ctx := e2etest.Deadline(t, 2*time.Minute)
-	c, err := harness.NewCluster(e2etest.QueenBinary(), harness.Options{Nodes: 3, BaseDir: t.TempDir(),
+	c, err := harness.NewCluster(e2etest.QueenBinary(t), harness.Options{Nodes: 3, BaseDir: t.TempDir(),
 		Env: map[string]string{"QUEEN_RAFT_TOKEN": "the-cluster-token"}})
 	if err != nil {
 		t.Fatal(err)

@@ -2,38 +2,52 @@ package e2etest
 
 import (
 	"context"
-	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/queen-mq/queen/e2e/harness"
 )
 
-// queenBin is the binary Main got.
-var queenBin string
+// queen is the binary the tests run, built (or found built) on first use.
+var queen struct {
+	once    sync.Once
+	bin     string
+	release func()
+	err     error
+}
 
-// Main is the TestMain of every end-to-end package: it gets the queen
-// binary built from this checkout (harness.SharedBuild: built once and
-// shared by the packages go test runs side by side), has the process take
-// its nodes' ports from blocks it owns (harness.UsePortBlocks: no other
-// test process hands out the same ones), runs the package's tests and
-// exits with their status.
+// Main is the TestMain of every end-to-end package: it has the process
+// take its nodes' ports from blocks it owns (harness.UsePortBlocks: no
+// other test process hands out the same ones), runs the package's tests
+// and exits with their status.
+//
+// The queen binary is got by the first test that starts a node
+// (QueenBinary), not here: go test caches a package's result by the files
+// its tests read, and the shared build reads every source file of the
+// module while a test runs, so a change to the broker runs the end-to-end
+// tests again instead of answering from the cache.
 func Main(m *testing.M) {
 	harness.UsePortBlocks()
-	bin, release, err := harness.SharedBuild()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	queenBin = bin
 	code := m.Run()
-	release()
+	if queen.release != nil {
+		queen.release()
+	}
 	os.Exit(code)
 }
 
-// QueenBinary is the path of the queen binary the tests run (set by Main).
-func QueenBinary() string { return queenBin }
+// QueenBinary is the path of the queen binary built from this checkout
+// (harness.SharedBuild: built once and shared by the packages go test runs
+// side by side); t fails when it cannot be built.
+func QueenBinary(t testing.TB) string {
+	t.Helper()
+	queen.once.Do(func() { queen.bin, queen.release, queen.err = harness.SharedBuild() })
+	if queen.err != nil {
+		t.Fatal(queen.err)
+	}
+	return queen.bin
+}
 
 // StartCluster starts n nodes and waits until all are healthy; the nodes
 // (and the fault proxies of a proxied cluster) are stopped when the test
@@ -67,7 +81,7 @@ func StartPreparedCluster(t *testing.T, o harness.Options, prepare func(*harness
 func tryStartCluster(t *testing.T, o harness.Options, prepare func(*harness.Cluster)) (*harness.Cluster, error) {
 	t.Helper()
 	o.BaseDir = t.TempDir()
-	c, err := harness.NewCluster(queenBin, o)
+	c, err := harness.NewCluster(QueenBinary(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,7 +183,7 @@ func TestTenantsAreIsolatedOverHTTP(t *testing.T) {
 }
 
 func TestTenancyHeaderWithoutTrustedProxyRefusesToBoot(t *testing.T) {
-	c, err := harness.NewCluster(e2etest.QueenBinary(), harness.Options{Nodes: 1, BaseDir: t.TempDir(), Env: map[string]string{"QUEEN_TENANCY_HEADER": "true"}})
+	c, err := harness.NewCluster(e2etest.QueenBinary(t), harness.Options{Nodes: 1, BaseDir: t.TempDir(), Env: map[string]string{"QUEEN_TENANCY_HEADER": "true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

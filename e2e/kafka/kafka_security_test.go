@@ -271,7 +271,7 @@ func TestKafkaJWTLoginIsBoundToTheTokensTenant(t *testing.T) {
 // QUEEN_KAFKA_SASL would leave the Kafka port open to anyone; the node
 // stops and says how to proceed.
 func TestJWTWithAnOpenKafkaPortRefusesToBoot(t *testing.T) {
-	c, err := harness.NewCluster(e2etest.QueenBinary(), harness.Options{Nodes: 1, BaseDir: t.TempDir(),
+	c, err := harness.NewCluster(e2etest.QueenBinary(t), harness.Options{Nodes: 1, BaseDir: t.TempDir(),
 		Env: map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": e2etest.JWTSecret}})
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func cli(t *testing.T, ctx context.Context, dir string, env []string, stdin stri
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	cmd := exec.CommandContext(ctx, e2etest.QueenBinary(), args...)
+	cmd := exec.CommandContext(ctx, e2etest.QueenBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)

@@ -133,7 +133,7 @@ func TestNodeTLSRefusesNodesWithoutAValidCertificate(t *testing.T) {
 	// Node 3 is consistent with itself (its own CA accepts its
 	// certificate, so it boots) but not with the cluster.
 	env[3] = nodeTLSEnv(t, other, 3)[3]
-	c, err := harness.NewCluster(e2etest.QueenBinary(), harness.Options{Nodes: 3, BaseDir: t.TempDir(), NodeEnv: env,
+	c, err := harness.NewCluster(e2etest.QueenBinary(t), harness.Options{Nodes: 3, BaseDir: t.TempDir(), NodeEnv: env,
 		Env: map[string]string{"QUEEN_RAFT_TOKEN": "tls-cluster-token"}})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestNodeTLSHalfConfigurationStopsTheBoot(t *testing.T) {
 	}
 	env := nodeTLSEnv(t, ca, 1)
 	delete(env[1], "QUEEN_RAFT_TLS_KEY")
-	c, err := harness.NewCluster(e2etest.QueenBinary(), harness.Options{Nodes: 1, BaseDir: t.TempDir(), NodeEnv: env})
+	c, err := harness.NewCluster(e2etest.QueenBinary(t), harness.Options{Nodes: 1, BaseDir: t.TempDir(), NodeEnv: env})
 	if err != nil {
 		t.Fatal(err)
 	}
