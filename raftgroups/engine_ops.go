@@ -247,21 +247,23 @@ func (e *Engine) fanOutCounts(ctx context.Context, groups []int, one func(group 
 	return out, nil
 }
 
-// scope lists the groups a command about one queue (or, queue empty, every
-// queue of the tenant) must reach. One queue's are read from this node's
-// replica of its home once it has caught up: a group that a push through
-// another node has just added must not be missed. The catch-up outlives
-// its caller, as the walk it prepares does (steps.go), within CatchUpWait.
-func (e *Engine) scope(ctx context.Context, tenant wire.ID, queue string) ([]int, error) {
-	if queue == "" {
-		return e.TenantGroups(tenant), nil
+// scope returns what lists the groups a walk about one queue (or, queue
+// empty, every queue of the tenant) must reach. One queue's are read from
+// this node's replica of its home once it has caught up, within
+// CatchUpWait: a group that a push through another node has just added
+// must not be missed. It runs in the walk (steps.go).
+func (e *Engine) scope(tenant wire.ID, queue string) func(context.Context) ([]int, error) {
+	return func(ctx context.Context) ([]int, error) {
+		if queue == "" {
+			return e.TenantGroups(tenant), nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
+		defer cancel()
+		if err := e.CatchUpQueues(ctx, tenant, queue); err != nil {
+			return nil, err
+		}
+		return e.QueueGroups(tenant, queue), nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CatchUpWait)
-	defer cancel()
-	if err := e.CatchUpQueues(ctx, tenant, queue); err != nil {
-		return nil, err
-	}
-	return e.QueueGroups(tenant, queue), nil
 }
 
 // Seek moves a group's cursors to the end or to a time: in one partition
@@ -274,21 +276,13 @@ func (e *Engine) Seek(ctx context.Context, c *wire.SeekCmd) (wire.CountResult, e
 		}
 		return e.fanOutCount(ctx, []int{g}, wire.KindSeek, c.Encode(nil))
 	}
-	groups, err := e.scope(ctx, c.Tenant, c.Queue)
-	if err != nil {
-		return wire.CountResult{}, err
-	}
-	return e.fanOutSteps(ctx, groups, wire.KindSeek, c.EncodeStep)
+	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindSeek, c.EncodeStep)
 }
 
 // DeleteGroup drops a group's cursors (and with DeleteMetadata its
 // subscriptions) on one queue or all of the tenant's queues.
 func (e *Engine) DeleteGroup(ctx context.Context, c *wire.DeleteGroupCmd) (wire.CountResult, error) {
-	groups, err := e.scope(ctx, c.Tenant, c.Queue)
-	if err != nil {
-		return wire.CountResult{}, err
-	}
-	return e.fanOutSteps(ctx, groups, wire.KindDeleteGroup, c.EncodeStep)
+	return e.fanOutSteps(ctx, e.scope(c.Tenant, c.Queue), wire.KindDeleteGroup, c.EncodeStep)
 }
 
 // UpdateSubscription changes where a group starts untouched partitions.

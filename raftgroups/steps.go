@@ -34,17 +34,20 @@ type stepWalk struct {
 	err  error
 }
 
-// fanOutSteps runs a stepped command in every group of groups, each
+// fanOutSteps runs a stepped command in every group scope lists, each
 // group's entries one after another, the groups side by side, and sums
-// what they report; encode makes the command's body for one step.
-func (e *Engine) fanOutSteps(ctx context.Context, groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
+// what they report; encode makes the command's body for one step. scope
+// runs in the walk, not before it: listing the groups may wait on a
+// catch-up (catchup.go), and that wait belongs to the walk, which a
+// caller that leaves does not stop and a second caller joins.
+func (e *Engine) fanOutSteps(ctx context.Context, scope func(context.Context) ([]int, error), kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
 	key := string(append([]byte{byte(kind)}, encode(wire.Steps{})...))
 	e.walks.mu.Lock()
 	w := e.walks.running[key]
 	if w == nil {
 		w = &stepWalk{done: make(chan struct{})}
 		started := e.host.goOwned(func() {
-			w.res, w.err = e.walk(groups, kind, encode)
+			w.res, w.err = e.walk(scope, kind, encode)
 			e.walks.mu.Lock()
 			delete(e.walks.running, key)
 			e.walks.mu.Unlock()
@@ -65,12 +68,17 @@ func (e *Engine) fanOutSteps(ctx context.Context, groups []int, kind wire.Kind, 
 	}
 }
 
-// walk proposes the steps of each group until every group's walk is done.
-// A step that fails ends its group's walk; the steps applied before it
-// stay applied (a seek or a group delete sent again gives the same state).
-func (e *Engine) walk(groups []int, kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
+// walk lists its groups, then proposes the steps of each group until every
+// group's walk is done. A step that fails ends its group's walk; the steps
+// applied before it stay applied (a seek or a group delete sent again
+// gives the same state).
+func (e *Engine) walk(scope func(context.Context) ([]int, error), kind wire.Kind, encode func(wire.Steps) []byte) (wire.CountResult, error) {
 	ctx, cancel := context.WithTimeout(e.host.stopped, stepsWalkLimit)
 	defer cancel()
+	groups, err := scope(ctx)
+	if err != nil {
+		return wire.CountResult{}, err
+	}
 	return e.fanOutCounts(ctx, groups, func(g int) (wire.CountResult, error) {
 		sum := wire.CountResult{Code: wire.CodeOK}
 		steps := wire.Steps{Limit: wire.GroupStepLimit}
