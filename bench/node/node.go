@@ -14,7 +14,9 @@ import (
 
 // Starter starts n nodes (1 or a 3-node cluster) with env added to the
 // benchmark defaults, waits until they are healthy and returns them and a
-// stop function that also removes their data.
+// stop function that also removes their data and gives their ports back
+// (a program starting many nodes in turn, bench/guard, reserves none for
+// good).
 type Starter func(n int, env map[string]string) (*harness.Cluster, func(), error)
 
 // StartCluster builds ./cmd/queen of this checkout and starts its nodes.
@@ -47,7 +49,7 @@ func start(bin string, n int, env map[string]string) (*harness.Cluster, func(), 
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	stop := func() { c.StopAll(); os.RemoveAll(dir) }
+	stop := func() { c.Close(); os.RemoveAll(dir) }
 	if err := c.StartAll(); err != nil {
 		stop()
 		return nil, nil, err
