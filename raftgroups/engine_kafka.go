@@ -20,11 +20,13 @@ import (
 
 // KafkaBody is one pre-encoded command of a produce (wire.KafkaProduceCmd,
 // or wire.KafkaStageCmd for a transactional batch) and the group holding
-// its partition.
+// its partition. Tail, when set, ends the command (wire.Command.Tail): the
+// batch as it arrived, copied only into the raft entry.
 type KafkaBody struct {
 	Group int
 	Kind  wire.Kind // KindKafkaProduce when zero
 	Body  []byte
+	Tail  []byte
 }
 
 // KafkaProduce queues pre-encoded produce commands (built by the handler in
@@ -58,7 +60,7 @@ func (e *Engine) KafkaProduce(bodies []KafkaBody) (func(context.Context) ([]wire
 			if kind == 0 {
 				kind = wire.KindKafkaProduce
 			}
-			cmds[j] = wire.Command{Kind: kind, Body: bodies[i].Body}
+			cmds[j] = wire.Command{Kind: kind, Body: bodies[i].Body, Tail: bodies[i].Tail}
 			size += cmds[j].EncodedLen()
 		}
 		if size > e.host.cfg.MaxEntryBytes {

@@ -89,14 +89,22 @@ const (
 	MaxCommandsPerEntry = 1 << 16
 )
 
-// Command is one encoded command waiting to be proposed.
+// Command is one encoded command waiting to be proposed. Its encoded body
+// is Body followed by Tail: a large part that arrived whole (a produced
+// batch, as read from the connection) goes in Tail and is copied once,
+// into the raft entry, instead of into Body first. A decoded command has
+// no Tail. Tail must not change until the command's entry is built.
 type Command struct {
 	Kind Kind
 	Body []byte
+	Tail []byte
 }
 
 // EncodedLen is how many bytes the command takes inside an entry.
-func (c Command) EncodedLen() int { return 1 + uvarintLen(uint64(len(c.Body))) + len(c.Body) }
+func (c Command) EncodedLen() int {
+	n := len(c.Body) + len(c.Tail)
+	return 1 + uvarintLen(uint64(n)) + n
+}
 
 // entryFlagRetry marks an entry proposed again after an attempt whose
 // outcome is unknown: the state machine then checks every record for a
@@ -149,7 +157,9 @@ func AppendEntryID(b []byte, nowMs int64, id uint64, cmds []Command) []byte {
 	w.Uvarint(uint64(len(cmds)))
 	for _, c := range cmds {
 		w.U8(uint8(c.Kind))
-		w.Bytes(c.Body)
+		w.Uvarint(uint64(len(c.Body) + len(c.Tail)))
+		w.Fixed(c.Body)
+		w.Fixed(c.Tail)
 	}
 	return w.B
 }

@@ -28,3 +28,27 @@ func TestEntryIDSurvivesRetryAndIsOptional(t *testing.T) {
 		t.Fatal("truncated id accepted")
 	}
 }
+
+// A command whose body ends in a Tail is encoded as if Body and Tail were
+// one body: the state machine cannot tell them apart.
+func TestCommandTailEncodesAsOneBody(t *testing.T) {
+	head, tail := []byte("header:"), []byte("the batch as it arrived")
+	split := Command{Kind: KindKafkaProduce, Body: head, Tail: tail}
+	whole := Command{Kind: KindKafkaProduce, Body: append(append([]byte(nil), head...), tail...)}
+	if split.EncodedLen() != whole.EncodedLen() {
+		t.Fatalf("EncodedLen %d, want %d", split.EncodedLen(), whole.EncodedLen())
+	}
+	a := AppendEntryID(nil, 5, 9, []Command{split, {Kind: KindTick}})
+	b := AppendEntryID(nil, 5, 9, []Command{whole, {Kind: KindTick}})
+	if string(a) != string(b) {
+		t.Fatalf("entries differ:\n%q\n%q", a, b)
+	}
+	e, err := ParseEntry(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := e.Next()
+	if !ok || c.Kind != KindKafkaProduce || string(c.Body) != "header:the batch as it arrived" || c.Tail != nil {
+		t.Fatalf("decoded %+v", c)
+	}
+}

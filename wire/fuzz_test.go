@@ -20,9 +20,9 @@ func sampleEntry() []byte {
 	cfg := ConfigureCmd{Tenant: DefaultTenant, Queue: "q", Set: OptLeaseTime, Config: DefaultQueueConfig()}
 	del := DeleteQueueCmd{Tenant: DefaultTenant, Queue: "q"}
 	return AppendEntry(nil, 1700000000000, []Command{
-		{KindPush, push.Encode(nil)}, {KindPop, pop.Encode(nil)}, {KindAck, ack.Encode(nil)},
-		{KindExtendLease, ext.Encode(nil)}, {KindCommitPosition, pos.Encode(nil)},
-		{KindConfigure, cfg.Encode(nil)}, {KindDeleteQueue, del.Encode(nil)},
+		{Kind: KindPush, Body: push.Encode(nil)}, {Kind: KindPop, Body: pop.Encode(nil)}, {Kind: KindAck, Body: ack.Encode(nil)},
+		{Kind: KindExtendLease, Body: ext.Encode(nil)}, {Kind: KindCommitPosition, Body: pos.Encode(nil)},
+		{Kind: KindConfigure, Body: cfg.Encode(nil)}, {Kind: KindDeleteQueue, Body: del.Encode(nil)},
 	})
 }
 

@@ -13,9 +13,15 @@ const KafkaBatchHeaderSize = 20
 // AppendKafkaBatch appends a kept batch: its first message id, the size of
 // its records once inflated, and the batch.
 func AppendKafkaBatch(b []byte, first ID, inflated int, batch []byte) []byte {
+	return append(AppendKafkaBatchHeader(b, first, inflated), batch...)
+}
+
+// AppendKafkaBatchHeader appends what AppendKafkaBatch puts before the
+// batch, for a caller that writes the batch itself elsewhere
+// (wire.Command.Tail).
+func AppendKafkaBatchHeader(b []byte, first ID, inflated int) []byte {
 	b = append(b, first[:]...)
-	b = binary.BigEndian.AppendUint32(b, uint32(inflated))
-	return append(b, batch...)
+	return binary.BigEndian.AppendUint32(b, uint32(inflated))
 }
 
 // SplitKafkaBatch splits a kept batch into its parts; ok is false when b is

@@ -25,11 +25,11 @@ func kafkaSamples() []Command {
 	reg := RegisterNodeCmd{NodeID: 2, KafkaAddr: "127.0.0.1:9092"}
 	clean := LogCleanCmd{Tenant: DefaultTenant, PartitionID: 9, StartAt: 4, Drop: []OffsetRange{{5, 7}, {9, 10}}}
 	return []Command{
-		{KindKafkaProduce, prod.Encode(nil)}, {KindKafkaInitProducer, init.Encode(nil)},
-		{KindKafkaCreateTopic, create.Encode(nil)}, {KindKafkaCreatePartitions, parts.Encode(nil)},
-		{KindKafkaDeleteTopic, del.Encode(nil)}, {KindKafkaTopicConfig, cfg.Encode(nil)},
-		{KindKafkaTxnBegin, begin.Encode(nil)}, {KindKafkaTxnEnd, end.Encode(nil)}, {KindKafkaStage, stage.Encode(nil)},
-		{KindKafkaRegisterNode, reg.Encode(nil)}, {KindKafkaLogClean, clean.Encode(nil)},
+		{Kind: KindKafkaProduce, Body: prod.Encode(nil)}, {Kind: KindKafkaInitProducer, Body: init.Encode(nil)},
+		{Kind: KindKafkaCreateTopic, Body: create.Encode(nil)}, {Kind: KindKafkaCreatePartitions, Body: parts.Encode(nil)},
+		{Kind: KindKafkaDeleteTopic, Body: del.Encode(nil)}, {Kind: KindKafkaTopicConfig, Body: cfg.Encode(nil)},
+		{Kind: KindKafkaTxnBegin, Body: begin.Encode(nil)}, {Kind: KindKafkaTxnEnd, Body: end.Encode(nil)}, {Kind: KindKafkaStage, Body: stage.Encode(nil)},
+		{Kind: KindKafkaRegisterNode, Body: reg.Encode(nil)}, {Kind: KindKafkaLogClean, Body: clean.Encode(nil)},
 	}
 }
 
@@ -88,7 +88,7 @@ func TestKafkaCommandsRoundTrip(t *testing.T) {
 		}
 		// Every strict prefix of a body is refused, never half-read.
 		for n := 0; n < len(c.Body); n++ {
-			if _, err := decodeKafka(Command{c.Kind, c.Body[:n]}); err == nil {
+			if _, err := decodeKafka(Command{Kind: c.Kind, Body: c.Body[:n]}); err == nil {
 				t.Fatalf("kind %d: %d-byte prefix decoded", c.Kind, n)
 			}
 		}
@@ -158,12 +158,12 @@ func FuzzKafkaCommands(f *testing.F) {
 		f.Add(uint8(c.Kind), c.Body)
 	}
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
-		c := Command{Kind(30 + kind%9), body}
+		c := Command{Kind: Kind(30 + kind%9), Body: body}
 		again, err := decodeKafka(c)
 		if err != nil {
 			return
 		}
-		third, err := decodeKafka(Command{c.Kind, again})
+		third, err := decodeKafka(Command{Kind: c.Kind, Body: again})
 		if err != nil || !reflect.DeepEqual(again, third) {
 			t.Fatalf("kind %d: re-encoding is not stable: %v", c.Kind, err)
 		}

@@ -109,7 +109,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 						rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 						break
 					}
-					bodies = append(bodies, raftgroups.KafkaBody{Group: part.group, Body: body})
+					body.Group = part.group
+					bodies = append(bodies, body)
 					targets = append(targets, produceTarget{rp: rp, topic: t.Topic, first: i == 0, appendTime: set.LogAppendTime})
 				}
 			}
@@ -359,25 +360,29 @@ func (b *Broker) produceCmd(tenant wire.ID, topic string, partition int32, inc u
 	return cmd
 }
 
-// produceBody builds one batch's KafkaProduceCmd in a buffer sized for it.
-func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, form storedForm, bt *records.Batch) ([]byte, error) {
+// produceBody builds one batch's KafkaProduceCmd (its Group left for the
+// caller).
+func (b *Broker) produceBody(tenant wire.ID, topic string, partition int32, inc uint64, form storedForm, bt *records.Batch) (raftgroups.KafkaBody, error) {
 	cmd := b.produceCmd(tenant, topic, partition, inc, bt)
 	return b.batchBody(&cmd.Push, form, bt, 64+len(topic), cmd.EncodeHeader)
 }
 
 // batchBody builds a command carrying one batch (push: the command's push
-// part, header: its encoder, of at most headerSize bytes) in a buffer sized
-// for it. A batch whose records carry their producer's time, for a topic
-// that is not encrypted, is kept as produced (wire.PushKafkaBatch): fetch
-// serves its bytes as they came. Otherwise its records are converted
-// straight into the command, sealed when the topic is encrypted.
-func (b *Broker) batchBody(push *wire.PushCmd, form storedForm, bt *records.Batch, headerSize int, header func([]byte) []byte) ([]byte, error) {
+// part, header: its encoder, of at most headerSize bytes). A batch whose
+// records carry their producer's time, for a topic that is not encrypted,
+// is kept as produced (wire.PushKafkaBatch): fetch serves its bytes as they
+// came, and the command's tail is those bytes where the connection read
+// them, copied only into the raft entry. Otherwise its records are
+// converted straight into the command, sealed when the topic is encrypted.
+func (b *Broker) batchBody(push *wire.PushCmd, form storedForm, bt *records.Batch, headerSize int, header func([]byte) []byte) (raftgroups.KafkaBody, error) {
 	if form.seal || form.appendTime || bt.TimestampType() != records.CreateTime {
-		return b.appendStored(header(make([]byte, 0, headerSize+storedSize(bt))), bt, form)
+		body, err := b.appendStored(header(make([]byte, 0, headerSize+storedSize(bt))), bt, form)
+		return raftgroups.KafkaBody{Body: body}, err
 	}
 	push.Flags |= wire.PushKafkaBatch
-	body := header(make([]byte, 0, headerSize+wire.KafkaBatchHeaderSize+len(bt.Raw)))
-	return wire.AppendKafkaBatch(body, b.ids.first(len(bt.Records)), bt.InflatedSize, bt.Raw), nil
+	body := header(make([]byte, 0, headerSize+wire.KafkaBatchHeaderSize))
+	body = wire.AppendKafkaBatchHeader(body, b.ids.first(len(bt.Records)), bt.InflatedSize)
+	return raftgroups.KafkaBody{Body: body, Tail: bt.Raw}, nil
 }
 
 // stageBatches builds the commands of a transactional produce: each batch,
@@ -409,7 +414,8 @@ func (b *Broker) stageBatches(ctx context.Context, tenant wire.ID, req *kmsg.Pro
 			continue
 		}
 		for i, body := range pieces {
-			bodies = append(bodies, raftgroups.KafkaBody{Group: p.part.group, Kind: wire.KindKafkaStage, Body: body})
+			body.Group, body.Kind = p.part.group, wire.KindKafkaStage
+			bodies = append(bodies, body)
 			targets = append(targets, produceTarget{rp: p.rp, topic: p.topic, first: i == 0})
 		}
 	}
@@ -418,14 +424,14 @@ func (b *Broker) stageBatches(ctx context.Context, tenant wire.ID, req *kmsg.Pro
 
 // stagePartition builds the stage commands of one partition's batches
 // (err: the transaction's check failed), each in a buffer sized for it.
-func (b *Broker) stagePartition(stage wire.KafkaStageCmd, info storage.TxnInfo, err error, tenant wire.ID, p *txnBatches) ([][]byte, error) {
+func (b *Broker) stagePartition(stage wire.KafkaStageCmd, info storage.TxnInfo, err error, tenant wire.ID, p *txnBatches) ([]raftgroups.KafkaBody, error) {
 	if err != nil {
 		return nil, err
 	}
 	if info.Groups&groupBit(p.part.group) == 0 {
 		return nil, errTxnNotAdded
 	}
-	pieces := make([][]byte, len(p.batches))
+	pieces := make([]raftgroups.KafkaBody, len(p.batches))
 	for i := range p.batches {
 		bt := &p.batches[i]
 		if err := checkTxn(info, true, bt.ProducerID, bt.ProducerEpoch, 0); err != nil {
