@@ -85,7 +85,10 @@ type Config struct {
 	AttemptTimeout time.Duration // one proposal attempt
 	RequestTimeout time.Duration // a write's whole budget (QUEEN_STMT_TIMEOUT_MS)
 	MaxInFlight    int           // entries in flight per group
-	QueueDepth     int           // requests waiting per group before ErrOverloaded
+	// MaxInFlightBytes bounds the bytes of those entries (one entry
+	// always goes): QUEEN_RAFT_INFLIGHT_BYTES.
+	MaxInFlightBytes int
+	QueueDepth       int // requests waiting per group before ErrOverloaded
 
 	ReadyQuorum time.Duration // the leader must have heard a quorum this recently
 	ReadyLag    uint64        // applied may trail commit by this many entries
@@ -201,7 +204,7 @@ func (c *Config) setDefaults() {
 	}
 	c.MaxEntryBytes = min(c.MaxEntryBytes, MaxEntryLimit)
 	if c.MaxBatchBytes <= 0 {
-		c.MaxBatchBytes = 4 << 20
+		c.MaxBatchBytes = DefaultGatherBytes
 	}
 	if c.AttemptTimeout <= 0 {
 		c.AttemptTimeout = 3 * time.Second
@@ -211,6 +214,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 8
+	}
+	if c.MaxInFlightBytes <= 0 {
+		c.MaxInFlightBytes = InFlightBytes(c.MemoryBudget, c.Groups)
 	}
 	if c.QueueDepth <= 0 {
 		c.QueueDepth = 4096
@@ -501,6 +507,19 @@ func StoreMemory(budget int64, groups int) (cacheBytes int64, memtableBytes int)
 	return min(max(share, 8<<20), 64<<20), int(min(max(share, 4<<20), 64<<20))
 }
 
+// InFlightBytes is a group's MaxInFlightBytes for a node's memory budget
+// over its groups: a thirty-second of each group's share, within [1 MiB,
+// 16 MiB]; no budget, 16 MiB. Measured on one node, 2 groups, 1 GiB
+// (docs/benchmarks.md, "In-flight bytes"): 16 MiB per group produced the
+// most, 32 MiB filled the heap to the budget and halved throughput, 4 MiB
+// left the disk idle between entries.
+func InFlightBytes(budget int64, groups int) int {
+	if budget <= 0 || groups <= 0 {
+		return 16 << 20
+	}
+	return int(min(max(budget/int64(groups)/32, 1<<20), 16<<20))
+}
+
 // GoMemoryLimit is the Go runtime's share of a node's memory budget: the
 // stores' block caches and memtables are allocated outside the Go heap
 // (pebble's manual allocator), so the runtime gets what their steady state
@@ -553,6 +572,9 @@ const (
 	// MaxEntryLimit is the largest QUEEN_RAFT_ENTRY_MAX_BYTES accepted:
 	// dragonboat's proposal bound less room for the entry's own fields.
 	MaxEntryLimit = inMemLogBytes - 1<<20
+	// DefaultGatherBytes is where group commit stops adding requests to
+	// an entry (QUEEN_RAFT_ENTRY_GATHER_BYTES).
+	DefaultGatherBytes = 4 << 20
 	// dragonboatBatchBytes is dragonboat's MaxMessageBatchSize: it puts up
 	// to this many bytes of entries in one message (catching up a
 	// follower) and of messages in one batch, and sends a single larger

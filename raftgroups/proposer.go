@@ -29,8 +29,8 @@ type reply struct {
 }
 
 // proposer is a group's group-commit loop: it gathers whatever requests are
-// waiting into one raft entry (until gatherBytes), keeps up to maxInFlight
-// entries in flight, and fans results back out. While entries are in flight
+// waiting into one raft entry (until gatherBytes), keeps up to MaxInFlight
+// entries and MaxInFlightBytes of them in flight, and fans results back out. While entries are in flight
 // new requests queue up, so the busier the group, the larger its entries and
 // the fewer fsyncs per request.
 //
@@ -47,6 +47,7 @@ type proposer struct {
 	group          int
 	in             chan *request
 	slots          chan struct{}
+	inFlight       *inFlightBytes // entry bytes proposed and not answered
 	gatherBytes    int          // stop gathering once an entry is this large
 	entryLimit     int          // command bytes no entry may exceed
 	held           *request     // taken from in but left for the next entry (run's goroutine only)
@@ -68,6 +69,7 @@ func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config
 		group:          group,
 		in:             make(chan *request, cfg.QueueDepth),
 		slots:          make(chan struct{}, cfg.MaxInFlight),
+		inFlight:       newInFlightBytes(cfg.MaxInFlightBytes),
 		gatherBytes:    cfg.MaxBatchBytes,
 		entryLimit:     cfg.MaxEntryBytes,
 		attemptTimeout: cfg.AttemptTimeout,
@@ -176,6 +178,13 @@ func (p *proposer) run() {
 		}
 		// The entry carries the node's clock; the retry deadline runs on the
 		// local monotonic clock, which that clock follows within the skew.
+		if !p.inFlight.take(size, p.stop) {
+			for _, r := range batch {
+				r.done <- reply{err: ErrClosed}
+			}
+			<-p.slots
+			return
+		}
 		stamp := time.Now()
 		data := wire.AppendEntry(getEntryBuf(size+32), p.nowMs(), cmds)
 		rs, err := p.nh.Propose(p.session, data, p.firstAttemptTimeout())
@@ -183,6 +192,7 @@ func (p *proposer) run() {
 		go func() {
 			defer p.wg.Done()
 			defer func() { <-p.slots }()
+			defer p.inFlight.give(size)
 			p.propose(batch, cmds, data, stamp, retryDeadline(stamp, p.requestTimeout), rs, err)
 		}()
 	}

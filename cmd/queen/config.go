@@ -309,10 +309,13 @@ func (e *env) raftConfig() raftgroups.Config {
 		SnapshotEntries: uint64(e.int("QUEEN_RAFT_SNAPSHOT_ENTRIES", 20000, 10, 1<<24)),
 		SnapshotBytes:   uint64(e.int("QUEEN_RAFT_SNAPSHOT_BYTES", 256<<20, 1<<20, 1<<40)),
 		MaxEntryBytes:   e.int("QUEEN_RAFT_ENTRY_MAX_BYTES", 96<<20, 1<<20, raftgroups.MaxEntryLimit),
-		QueueDepth:      e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
-		ReadyQuorum:     e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
-		ReadyLag:        uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
-		TraceRetention:  time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
+		MaxBatchBytes:   e.int("QUEEN_RAFT_ENTRY_GATHER_BYTES", raftgroups.DefaultGatherBytes, 4<<10, raftgroups.MaxEntryLimit),
+		// 0: sized from the memory budget (raftgroups.InFlightBytes).
+		MaxInFlightBytes: e.int("QUEEN_RAFT_INFLIGHT_BYTES", 0, 0, 1<<30),
+		QueueDepth:       e.int("QUEEN_RAFT_PLANNER_QUEUE_DEPTH", 4096, 16, 1<<20),
+		ReadyQuorum:      e.millis("QUEEN_RAFT_READY_QUORUM_MS", 5*time.Second, 100*time.Millisecond, time.Hour),
+		ReadyLag:         uint64(e.int("QUEEN_RAFT_READY_LAG_ENTRIES", 1000, 1, 1<<30)),
+		TraceRetention:   time.Duration(e.int("QUEEN_RAFT_TRACE_RETENTION_S", 604800, 1, 1<<31-1)) * time.Second,
 		// Spec §1.1: empty partitions idle this long are removed; off
 		// leaves them for ever.
 		PartitionCleanup: e.days("PARTITION_CLEANUP_DAYS", 30, 36500),

@@ -71,6 +71,8 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_RAFT_SNAPSHOT_ENTRIES":     {doc: "entries between snapshots"},
 	"QUEEN_RAFT_SNAPSHOT_BYTES":       {doc: "log bytes between snapshots"},
 	"QUEEN_RAFT_ENTRY_MAX_BYTES":      {doc: "largest raft entry (413 too_large beyond)"},
+	"QUEEN_RAFT_ENTRY_GATHER_BYTES":   {doc: "group commit stops adding requests to a raft entry at this size"},
+	"QUEEN_RAFT_INFLIGHT_BYTES":       {doc: "bytes of raft entries proposed and not yet applied, per group (one entry always goes)"},
 	"QUEEN_RAFT_PLANNER_QUEUE_DEPTH":  {doc: "commands queued per group before 429 overloaded"},
 	"QUEEN_RAFT_READY_QUORUM_MS":      {doc: "a ready leader heard from a majority within this"},
 	"QUEEN_RAFT_READY_LAG_ENTRIES":    {doc: "a ready node applied within this many entries of commit"},

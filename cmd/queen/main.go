@@ -228,6 +228,12 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		"election_ms", cfg.Raft.ElectionRTT*cfg.Raft.RTTMillisecond, "tenant_groups", cfg.TenantGroups != "",
 		"disk_high_pct", cfg.Raft.DiskHighPct, "disk_low_pct", cfg.Raft.DiskLowPct,
 		"entry_max_bytes", cfg.Raft.MaxEntryBytes)
+	inFlight := cfg.Raft.MaxInFlightBytes
+	if inFlight == 0 {
+		inFlight = raftgroups.InFlightBytes(cfg.Raft.MemoryBudget, cfg.Raft.Groups)
+	}
+	log.Info("config: group_commit", "entry_gather_bytes", cfg.Raft.MaxBatchBytes, "inflight_bytes_per_group", inFlight,
+		"inflight_from_budget", cfg.Raft.MaxInFlightBytes == 0)
 	log.Info("config: partition_cache", "partitions_per_group", cfg.Raft.PartitionCache, "bounded", cfg.Raft.PartitionCache > 0)
 	if cfg.Raft.PartitionCleanup > 0 {
 		log.Info("config: partition_cleanup", "enabled", true, "idle_days", cfg.Raft.PartitionCleanup.Hours()/24)
