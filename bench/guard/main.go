@@ -19,7 +19,7 @@
 //   - latency: p50 and p99 from a record handed to the client to its
 //     acknowledgement, at a lower fixed rate.
 //
-// The load is franz-go producers writing 1 KiB random records to an
+// The load is franz-go producers writing 1 KiB random records, uncompressed, to an
 // 8-partition topic, acks=all, idempotent, 5 ms linger (workload.Produce).
 // It prints each run's figure, the median per build, the median of the
 // rounds' B/A ratios and each build's median ratio to K; -json prints one
@@ -68,7 +68,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.size, "size", 1024, "record value bytes")
 	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the topic")
 	fs.DurationVar(&o.linger, "linger", 5*time.Millisecond, "producer linger")
-	fs.IntVar(&o.buffer, "buffer", 10000, "throughput: records each producer may hold unacknowledged")
+	fs.IntVar(&o.buffer, "buffer", 50000, "throughput: records each producer may hold unacknowledged (franz-go's default, as ../shared/perf loads)")
 	fs.StringVar(&o.env, "env", "", "extra queen settings for both builds, K=V,K=V")
 	fs.BoolVar(&o.json, "json", false, "print one JSON line instead of the tables")
 }
@@ -185,7 +185,7 @@ func guard(ctx context.Context, o options) error {
 		A: a, B: b,
 		K:      "kfake " + kfakeVersion() + ", one broker, DataDir + SyncWrites (fsync per batch)",
 		Rounds: o.rounds, CPUs: runtime.NumCPU(),
-		Load: fmt.Sprintf("%d producers, %d B records, acks=all, idempotent, linger %s, %d partitions; %s warm-up, %s window; a fresh broker per run",
+		Load: fmt.Sprintf("%d producers, %d B records uncompressed, acks=all, idempotent, linger %s, %d partitions; %s warm-up, %s window; a fresh broker per run",
 			o.producers, o.size, o.linger, o.partitions, o.warmup, o.duration),
 		Started: time.Now().UTC().Format(time.RFC3339),
 	}
