@@ -48,10 +48,10 @@ type proposer struct {
 	in             chan *request
 	slots          chan struct{}
 	inFlight       *inFlightBytes // entry bytes proposed and not answered
-	gatherBytes    int          // stop gathering once an entry is this large
-	entryLimit     int          // command bytes no entry may exceed
-	held           *request     // taken from in but left for the next entry (run's goroutine only)
-	nowMs          func() int64 // the node's clock, which stamps every entry
+	gatherBytes    int            // stop gathering once an entry is this large
+	entryLimit     int            // command bytes no entry may exceed
+	held           *request       // taken from in but left for the next entry (run's goroutine only)
+	nowMs          func() int64   // the node's clock, which stamps every entry
 	attemptTimeout time.Duration
 	requestTimeout time.Duration
 	disk           *diskGuard
