@@ -192,7 +192,7 @@ func (s *Store) applyKafkaStage(ctx *applyCtx, c *wire.KafkaStageCmd, body []byt
 	}
 	var res wire.KafkaProduceResult
 	if prod.Push.Count > 0 {
-		if res = s.appendTxnBatch(ctx, prod, &part); res.Code != wire.CodeOK {
+		if res = s.appendTxnBatch(ctx, c.XID, prod, &part); res.Code != wire.CodeOK {
 			return res
 		}
 	} else if len(c.Offsets) == 0 {
@@ -210,9 +210,9 @@ func (s *Store) applyKafkaStage(ctx *applyCtx, c *wire.KafkaStageCmd, body []byt
 	return res
 }
 
-// appendTxnBatch appends a transactional batch and notes its partition in
-// the transaction's part.
-func (s *Store) appendTxnBatch(ctx *applyCtx, prod *wire.KafkaProduceCmd, part *kafkaPart) wire.KafkaProduceResult {
+// appendTxnBatch appends a batch of transaction xid and notes its
+// partition in the transaction's part.
+func (s *Store) appendTxnBatch(ctx *applyCtx, xid wire.ID, prod *wire.KafkaProduceCmd, part *kafkaPart) wire.KafkaProduceResult {
 	b, ok := parseProduced(&prod.Push)
 	if !ok || prod.ProducerID < 0 || (len(part.parts) > 0 && part.producer != prod.ProducerID) {
 		return wire.KafkaProduceResult{Code: wire.CodeBadRequest}
@@ -225,7 +225,7 @@ func (s *Store) appendTxnBatch(ctx *applyCtx, prod *wire.KafkaProduceCmd, part *
 	if res.Code != wire.CodeOK {
 		return res // a duplicate was appended already, at res.BaseOffset
 	}
-	s.openTxnBatch(ctx, p, prod.ProducerID, prod.Epoch, res.BaseOffset, res.BaseOffset+uint64(b.n))
+	s.openTxnBatch(ctx, p, xid, prod.ProducerID, prod.Epoch, res.BaseOffset, res.BaseOffset+uint64(b.n))
 	part.producer = prod.ProducerID
 	if !slices.Contains(part.parts, p.id) {
 		part.parts = append(part.parts, p.id)
@@ -281,7 +281,7 @@ func (s *Store) markParts(ctx *applyCtx, xid wire.ID, sub wire.Command, commit b
 	}
 	for _, pid := range part.parts {
 		if p := s.partByID(ctx, pid); p != nil {
-			s.endTxnIn(ctx, p, part.producer, commit, markerID(xid, pid))
+			s.endTxnIn(ctx, p, xid, part.producer, commit, markerID(xid, pid))
 		}
 	}
 }

@@ -35,12 +35,26 @@ type partTxns struct {
 	aborted []AbortedTxn
 }
 
-// openTxn is a producer's open transaction in the partition: the offset
-// ranges of its batches.
+// openTxn is one open transaction's batches in the partition: the offset
+// ranges they hold. It is the transaction's (xid), not the producer's: a
+// fenced transaction's end, however late, ends its own batches and never
+// those of the next epoch's transaction (Kafka scopes them by producer id
+// and epoch; the xid names one transaction of an epoch too). Entries
+// stored by builds before xids were kept have a zero xid and are ended by
+// producer, as those builds did.
 type openTxn struct {
+	xid      wire.ID
 	producer int64
 	epoch    int16
 	batches  []wire.OffsetRange
+}
+
+// owns reports whether o belongs to transaction xid of producer.
+func (o *openTxn) owns(xid wire.ID, producer int64) bool {
+	if o.xid.IsZero() {
+		return o.producer == producer
+	}
+	return o.xid == xid
 }
 
 // AbortedTxn is an aborted transaction of one producer in a partition: its
@@ -60,10 +74,16 @@ func partAbortedKey(pid, last uint64) []byte {
 	return kafkaKey(kafkaPartAborted, u64Bytes(pid), u64Bytes(last))
 }
 
+// openTxnsWithXIDs starts the stored form that names each transaction's
+// xid. The form before it starts with the (never zero) count.
+const openTxnsWithXIDs = 0
+
 func encodeOpenTxns(open []openTxn) []byte {
 	w := wire.Writer{}
+	w.Uvarint(openTxnsWithXIDs)
 	w.Uvarint(uint64(len(open)))
 	for _, o := range open {
+		w.Fixed(o.xid[:])
 		w.Varint(o.producer)
 		w.Varint(int64(o.epoch))
 		w.Uvarint(uint64(len(o.batches)))
@@ -77,9 +97,17 @@ func encodeOpenTxns(open []openTxn) []byte {
 
 func decodeOpenTxns(b []byte) ([]openTxn, error) {
 	r := wire.NewReader(b)
+	withXIDs := len(b) > 0 && b[0] == openTxnsWithXIDs
+	if withXIDs {
+		r.Uvarint()
+	}
 	var open []openTxn
 	for range r.Count(1<<20, 3) {
-		o := openTxn{producer: r.Varint(), epoch: int16(r.Varint())}
+		var o openTxn
+		if withXIDs {
+			copy(o.xid[:], r.Fixed(16))
+		}
+		o.producer, o.epoch = r.Varint(), int16(r.Varint())
 		for range r.Count(1<<24, 2) {
 			o.batches = append(o.batches, wire.OffsetRange{From: r.Uvarint(), To: r.Uvarint()})
 		}
@@ -225,32 +253,32 @@ func (s *Store) saveOpenTxns(ctx *applyCtx, pid uint64, t *partTxns) {
 // records sees it set.
 func (s *Store) noteTxns() { s.hasTxns.Store(len(s.kafka.partTxns) > 0) }
 
-// openTxnBatch records a transactional batch of producer appended to p at
-// [from, to).
-func (s *Store) openTxnBatch(ctx *applyCtx, p *partState, producer int64, epoch int16, from, to uint64) {
+// openTxnBatch records a batch of transaction xid (of producer at epoch)
+// appended to p at [from, to).
+func (s *Store) openTxnBatch(ctx *applyCtx, p *partState, xid wire.ID, producer int64, epoch int16, from, to uint64) {
 	t := s.kafka.txnsOf(p.id)
 	if t == nil {
 		t = &partTxns{}
 	}
-	i := slices.IndexFunc(t.open, func(o openTxn) bool { return o.producer == producer })
+	i := slices.IndexFunc(t.open, func(o openTxn) bool { return o.xid == xid })
 	if i < 0 {
-		t.open = append(t.open, openTxn{producer: producer, epoch: epoch})
+		t.open = append(t.open, openTxn{xid: xid, producer: producer, epoch: epoch})
 		i = len(t.open) - 1
 	}
 	t.open[i].batches = append(t.open[i].batches, wire.OffsetRange{From: from, To: to})
 	s.saveOpenTxns(ctx, p.id, t)
 }
 
-// endTxnIn ends producer's open transaction in p, if it has one: a COMMIT
-// or ABORT marker appended (marker is its message id, which no consumer
-// ever sees), the marker skipped and, for an abort, the transaction's
-// batches too, and the transaction listed as aborted.
-func (s *Store) endTxnIn(ctx *applyCtx, p *partState, producer int64, commit bool, marker wire.ID) {
+// endTxnIn ends transaction xid (of producer) in p, if it is open there: a
+// COMMIT or ABORT marker appended (marker is its message id, which no
+// consumer ever sees), the marker skipped and, for an abort, the
+// transaction's batches too, and the transaction listed as aborted.
+func (s *Store) endTxnIn(ctx *applyCtx, p *partState, xid wire.ID, producer int64, commit bool, marker wire.ID) {
 	t := s.kafka.txnsOf(p.id)
 	if t == nil {
 		return
 	}
-	i := slices.IndexFunc(t.open, func(o openTxn) bool { return o.producer == producer })
+	i := slices.IndexFunc(t.open, func(o openTxn) bool { return o.owns(xid, producer) })
 	if i < 0 {
 		return
 	}
