@@ -79,7 +79,9 @@ func (s *Store) applyTrace(ctx *applyCtx, c *wire.TraceCmd) wire.TraceResult {
 	return wire.TraceResult{Code: wire.CodeOK, Seq: seq, CreatedMs: ctx.nowMs}
 }
 
-// traceSweeper removes trace events older than the store's trace retention.
+// traceSweeper removes trace events older than the trace retention the
+// tick carries (the proposing leader's; the default when it carries none):
+// never this replica's own setting, which may differ from its peers'.
 type traceSweeper struct{}
 
 func (traceSweeper) name() string { return "traces" }
@@ -90,12 +92,16 @@ func (traceSweeper) due(s *Store, nowMs int64) bool {
 }
 
 func (traceSweeper) sweep(s *Store, ctx *applyCtx) {
+	retention := ctx.tick.TraceRetentionMs
+	if retention <= 0 {
+		retention = DefaultTraceRetentionMs
+	}
 	lower := []byte{tagTraceAge}
 	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	type old struct{ age, key []byte }
 	var olds []old
 	for it.First(); it.Valid() && len(olds) < traceSweepLimit; it.Next() {
-		if int64(binary.BigEndian.Uint64(it.Key()[1:9])) > ctx.nowMs-s.cfg.TraceRetentionMs {
+		if int64(binary.BigEndian.Uint64(it.Key()[1:9])) > ctx.nowMs-retention {
 			break
 		}
 		olds = append(olds, old{append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)})

@@ -23,6 +23,9 @@ type harness struct {
 	now   int64
 	msgN  byte
 	cache int // Config.PartitionCache
+	// local adjusts the store's Config before each open: settings a
+	// replica reads from its own environment.
+	local func(*Config)
 }
 
 func newHarness(t testing.TB) *harness {
@@ -51,7 +54,11 @@ func withoutTotalsCheck(t testing.TB) {
 
 func (h *harness) open() {
 	h.t.Helper()
-	h.s = New(Config{Dir: h.dir, PartitionCache: h.cache})
+	cfg := Config{Dir: h.dir, PartitionCache: h.cache}
+	if h.local != nil {
+		h.local(&cfg)
+	}
+	h.s = New(cfg)
 	idx, err := h.s.Open(make(chan struct{}))
 	if err != nil {
 		h.t.Fatal(err)

@@ -23,12 +23,20 @@ type TickCmd struct {
 	// PartitionCleanupMs removes partitions empty and idle that long; 0
 	// removes none.
 	PartitionCleanupMs int64
+	// TraceRetentionMs removes trace events older than that. An optional
+	// tail: a tick without it (older builds proposed none) keeps the
+	// default retention, so every replica sweeps alike whatever its own
+	// QUEEN_RAFT_TRACE_RETENTION_S says.
+	TraceRetentionMs int64
 }
 
 // Encode appends the command body.
 func (c *TickCmd) Encode(b []byte) []byte {
 	w := Writer{B: b}
 	w.Varint(c.PartitionCleanupMs)
+	if c.TraceRetentionMs > 0 {
+		w.Varint(c.TraceRetentionMs)
+	}
 	return w.B
 }
 
@@ -42,6 +50,11 @@ func DecodeTickCmd(b []byte) (TickCmd, error) {
 	c.PartitionCleanupMs = r.Varint()
 	if c.PartitionCleanupMs < 0 {
 		r.fail("negative cleanup age")
+	}
+	if r.Len() > 0 {
+		if c.TraceRetentionMs = r.Varint(); c.TraceRetentionMs <= 0 {
+			r.fail("trace retention not positive")
+		}
 	}
 	return c, r.Done()
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestCleanupCommandsRoundTrip(t *testing.T) {
-	for _, c := range []TickCmd{{}, {PartitionCleanupMs: 30 * 86400000}} {
+	for _, c := range []TickCmd{{}, {PartitionCleanupMs: 30 * 86400000}, {TraceRetentionMs: 3_600_000}, {PartitionCleanupMs: 1, TraceRetentionMs: 2}} {
 		got, err := DecodeTickCmd(c.Encode(nil))
 		if err != nil || got != c {
 			t.Fatalf("tick %+v: %+v %v", c, got, err)
@@ -19,6 +19,12 @@ func TestCleanupCommandsRoundTrip(t *testing.T) {
 	neg.Varint(-5)
 	if _, err := DecodeTickCmd(neg.B); err == nil {
 		t.Fatal("a negative cleanup age decoded")
+	}
+	zero := Writer{}
+	zero.Varint(0)
+	zero.Varint(0)
+	if _, err := DecodeTickCmd(zero.B); err == nil {
+		t.Fatal("a tick with a zero trace retention decoded")
 	}
 	d := DropDirCmd{Tenant: DefaultTenant, Queue: "q", Inc: 7, Group: 3, Indexes: []uint32{1, 4, 1 << 31}}
 	if got, err := DecodeDropDirCmd(d.Encode(nil)); err != nil || !reflect.DeepEqual(got, d) {
