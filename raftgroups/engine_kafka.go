@@ -2,12 +2,11 @@ package raftgroups
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
@@ -111,9 +110,11 @@ func (e *Engine) CoordinatorGroup(tenant wire.ID, kind byte, id string) int {
 // group; an idempotent producer's id comes from any group (ids carry the
 // group that made them, so they never collide).
 //
-// Fencing a transactional id aborts its open transaction; the pieces that
-// transaction staged are dropped in their groups right away (their own
-// resolvers would, at its deadline).
+// Fencing a transactional id aborts its open transaction. The new epoch is
+// answered only once that transaction (and any earlier one not yet
+// settled) is resolved in every group it wrote to; until then the answer
+// is CodeTxnUnsettled (Kafka's CONCURRENT_TRANSACTIONS), which clients
+// retry. So the new epoch's batches always follow the old one's markers.
 func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wire.InitProducerResult, error) {
 	if !c.Transactional {
 		groups := e.TenantGroups(c.Tenant)
@@ -123,23 +124,74 @@ func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wir
 	if err := e.Barrier(ctx, g); err != nil {
 		return wire.InitProducerResult{}, err
 	}
-	before, open := e.KafkaTxn(c.Tenant, c.TxnID)
+	if before, ok := e.KafkaTxn(c.Tenant, c.TxnID); ok && !before.Unsettled.IsZero() {
+		if err := e.settleTxnWithin(ctx, g, before); err != nil {
+			e.host.log.Debug("raft: settling a transaction before an init", "transactional_id", c.TxnID, "err", err)
+			return wire.InitProducerResult{Code: wire.CodeTxnUnsettled}, nil
+		}
+	}
 	res, err := proposeOne(ctx, e, g, wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
-	if err != nil || res.Code != wire.CodeOK || !open || !before.Ongoing {
+	if err != nil || res.Code != wire.CodeOK {
 		return res, err
 	}
-	xid := KafkaTxnXID(before)
-	decide := wire.XDecideCmd{ID: xid, Commit: false}
-	if d, err := proposeOne(ctx, e, g, wire.KindXDecide, decide.Encode(nil), wire.DecodeXDecideResult); err != nil || d.Commit {
-		return res, nil // a commit won the race; the finisher resolves it
-	}
-	resolve := wire.XResolveCmd{ID: xid, Commit: false}
-	for _, p := range groupsOf(before.Groups) {
-		if p < len(e.host.groups) {
-			_, _ = e.Propose(ctx, p, wire.Command{Kind: wire.KindXResolve, Body: resolve.Encode(nil)})
+	// The init applied here: the state says whether it aborted a
+	// transaction (it is then unsettled), whatever this node read before.
+	if after, ok := e.KafkaTxn(c.Tenant, c.TxnID); ok && !after.Unsettled.IsZero() {
+		if err := e.settleTxnWithin(ctx, g, after); err != nil {
+			e.host.log.Debug("raft: settling the transaction an init aborted", "transactional_id", c.TxnID, "err", err)
+			return wire.InitProducerResult{Code: wire.CodeTxnUnsettled}, nil
 		}
 	}
 	return res, nil
+}
+
+// settleWait bounds how long an InitProducerId waits for a group to
+// resolve the transaction it ends before answering "retry": a client told
+// CONCURRENT_TRANSACTIONS soon comes back, one left waiting may time out.
+const settleWait = 5 * time.Second
+
+// settleTxnWithin is settleTxn within settleWait.
+func (e *Engine) settleTxnWithin(ctx context.Context, coord int, info storage.TxnInfo) error {
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	return e.settleTxn(ctx, coord, info)
+}
+
+// settleTxn makes sure the ended transaction info.Unsettled is resolved in
+// every group it staged in, as its coordinator decided (an abort is
+// recorded if nothing was), then lets the transactional id begin its next.
+// Resolving is idempotent: a group that resolved it already answers as it
+// did.
+func (e *Engine) settleTxn(ctx context.Context, coord int, info storage.TxnInfo) error {
+	commit, err := e.decisionOf(ctx, coord, info.Unsettled)
+	if err != nil {
+		return err
+	}
+	return e.settleTxnAs(ctx, coord, info, commit)
+}
+
+// settleTxnAs is settleTxn for a transaction whose decision is known.
+func (e *Engine) settleTxnAs(ctx context.Context, coord int, info storage.TxnInfo, commit bool) error {
+	xid := info.Unsettled
+	body := (&wire.XResolveCmd{ID: xid, Commit: commit}).Encode(nil)
+	groups := groupsOf(info.Groups)
+	errs := make([]error, len(groups))
+	fanOut(len(groups), func(i int) {
+		if groups[i] < len(e.host.groups) {
+			_, errs[i] = e.Propose(ctx, groups[i], wire.Command{Kind: wire.KindXResolve, Body: body})
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	settled := wire.TxnSettledCmd{Tenant: info.Tenant, TxnID: info.TxnID, XID: xid}
+	if _, err := proposeOne(ctx, e, coord, wire.KindKafkaTxnSettled, settled.Encode(nil), wire.DecodeCodeResult); err != nil {
+		return err
+	}
+	if commit {
+		e.host.forget(coord, xid)
+	}
+	return nil
 }
 
 // KafkaTxn is a transactional id's state, from its coordinator's group.
@@ -157,28 +209,6 @@ func (e *Engine) TxnCoordinator(tenant wire.ID, txnID string) (node, term uint64
 // the groups it stages records or offsets in (TxnBeginCmd.Groups).
 func (e *Engine) TxnBegin(ctx context.Context, c *wire.TxnBeginCmd) (wire.KafkaTxnResult, error) {
 	return proposeOne(ctx, e, e.CoordinatorGroup(c.Tenant, 't', c.TxnID), wire.KindKafkaTxnBegin, c.Encode(nil), wire.DecodeKafkaTxnResult)
-}
-
-// KafkaTxnXID names the commit of the transaction info describes: the
-// same for every piece staged for it and every attempt at ending it.
-func KafkaTxnXID(info storage.TxnInfo) wire.ID {
-	h := sha256.New()
-	h.Write(info.Tenant[:])
-	h.Write([]byte(info.TxnID))
-	var b [18]byte
-	binary.BigEndian.PutUint64(b[0:8], uint64(info.ProducerID))
-	binary.BigEndian.PutUint16(b[8:10], uint16(info.Epoch))
-	binary.BigEndian.PutUint64(b[10:18], info.TxnSeq)
-	h.Write(b[:])
-	var id wire.ID
-	copy(id[:], h.Sum(nil))
-	// Shaped as a UUIDv7 of when the transaction began, so the
-	// participants' remembered outcomes age out with the transaction
-	// window like any other.
-	for i := 0; i < 6; i++ {
-		id[i] = byte(uint64(info.BeganMs) >> (40 - 8*i))
-	}
-	return id
 }
 
 // KafkaStageDeadline is when a group's staged part of a transaction, still
@@ -200,8 +230,8 @@ const stageGraceMs = 60_000
 // so a participant that gave up waiting and recorded an abort turns a late
 // commit into an abort (answered CodeConflict), and the transactional id's
 // state always agrees with what its participants did. Participants not
-// reached now are resolved by the coordinator's finisher (commit) or their
-// own resolvers (abort).
+// reached now are resolved by the coordinator's finisher (settleKafkaTxns),
+// and the id begins no new transaction before that.
 func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnResult, error) {
 	coord := e.CoordinatorGroup(c.Tenant, 't', c.TxnID)
 	if err := e.Barrier(ctx, coord); err != nil {
@@ -212,7 +242,7 @@ func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnRe
 		// Not this transaction (or not open): the state machine answers why.
 		return proposeOne(ctx, e, coord, wire.KindKafkaTxnEnd, c.Encode(nil), wire.DecodeKafkaTxnResult)
 	}
-	xid := KafkaTxnXID(info)
+	xid := storage.KafkaTxnXID(info)
 	var participants []uint16
 	for _, g := range groupsOf(info.Groups) {
 		if g < len(e.host.groups) {
@@ -238,20 +268,13 @@ func (e *Engine) TxnEnd(ctx context.Context, c *wire.TxnEndCmd) (wire.KafkaTxnRe
 	if d.Commit {
 		e.host.crashAt(FaultAfterDecide)
 	}
-	resolve := wire.XResolveCmd{ID: xid, Commit: d.Commit}
-	body := resolve.Encode(nil)
-	errs := make([]error, len(participants))
-	fanOut(len(participants), func(i int) {
-		_, errs[i] = e.Propose(ctx, int(participants[i]), wire.Command{Kind: wire.KindXResolve, Body: body})
-	})
-	if err := errors.Join(errs...); err != nil {
-		// Decided, but not every group has ended its part: the client
-		// retries the end (which resolves again) before it starts the
-		// next transaction, so no piece of the next can join this one.
+	// Resolve every group it staged in and let the id begin its next
+	// transaction. Not reached now, the coordinator's finisher
+	// (settleKafkaTxns) does it; the id's next transaction waits for it.
+	ended := info
+	ended.Unsettled = xid
+	if err := e.settleTxnAs(ctx, coord, ended, d.Commit); err != nil {
 		return wire.KafkaTxnResult{}, fmt.Errorf("%w: a group did not resolve the transaction: %w", ErrNoLeader, err)
-	}
-	if d.Commit {
-		e.host.forget(coord, xid)
 	}
 	return res, nil
 }

@@ -35,7 +35,7 @@ func (h *Host) startEngineLoops(e *Engine) {
 	h.forgets = make(chan forgetReq, 4096)
 	h.wg.Add(5)
 	go h.every(resolveEvery, func() { e.resolveInDoubt() })
-	go h.every(resolveEvery, func() { e.finishDecisions() })
+	go h.every(resolveEvery, func() { e.finishDecisions(); e.settleKafkaTxns() })
 	go h.every(reconcileEvery, func() { e.reconcile() })
 	go h.every(tickEvery, e.fireTimers)
 	go e.forgetLoop()
@@ -175,6 +175,30 @@ func (e *Engine) finishDecisions() {
 			ctx, cancel := context.WithTimeout(h.stopped, h.cfg.RequestTimeout)
 			_, _ = e.Propose(ctx, g.n, wire.Command{Kind: wire.KindXForget, Body: cmd.Encode(nil)})
 			cancel()
+		}
+	}
+}
+
+// settleKafkaTxns settles the Kafka transactions that ended a while ago
+// and are not known resolved everywhere (the request that ended one may
+// have died, or a group had no leader then), commits and aborts alike:
+// their transactional ids begin nothing new until it is done.
+func (e *Engine) settleKafkaTxns() {
+	h := e.host
+	before := h.clock.NowMs() - finishAfter.Milliseconds()
+	for _, g := range h.groups {
+		if !h.leads(g) {
+			continue
+		}
+		for _, info := range g.store.KafkaUnsettledTxns(before) {
+			ctx, cancel := context.WithTimeout(h.stopped, h.cfg.RequestTimeout)
+			err := e.settleTxn(ctx, g.n, info)
+			cancel()
+			if err != nil {
+				h.log.Debug("raft: settling a Kafka transaction", "group", g.n, "transactional_id", info.TxnID, "err", err)
+				continue
+			}
+			h.log.Info("raft: settled a Kafka transaction left unresolved", "group", g.n, "transactional_id", info.TxnID)
 		}
 	}
 }

@@ -336,7 +336,7 @@ func TestKafkaTransactionAcrossGroups(t *testing.T) {
 			d, _ := e.DirByIndex(wire.DefaultTenant, "kt", i)
 			cat, _ := e.Catalog(wire.DefaultTenant, "kt")
 			rec := wire.AppendRecord(nil, &wire.Record{MsgID: wire.ID{0: 0xab, 1: byte(seq), 15: byte(i)}, Payload: []byte(fmt.Sprint(seq))})
-			st := wire.KafkaStageCmd{XID: KafkaTxnXID(info), Coord: uint16(coord), DeadlineMs: KafkaStageDeadline(info), TxnID: "tx",
+			st := wire.KafkaStageCmd{XID: storage.KafkaTxnXID(info), Coord: uint16(coord), DeadlineMs: KafkaStageDeadline(info), TxnID: "tx",
 				Produce: wire.KafkaProduceCmd{ProducerID: ini.ProducerID, Epoch: ini.Epoch, BaseSeq: base, StateTTLMs: 60000,
 					Push: wire.PushCmd{Tenant: wire.DefaultTenant, Queue: "kt", PartitionIndex: int32(i), Inc: cat.Inc, Count: 1, Records: rec}}}
 			bodies = append(bodies, KafkaBody{Group: int(d.Group), Kind: wire.KindKafkaStage, Body: st.Encode(nil)})

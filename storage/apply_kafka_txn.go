@@ -40,7 +40,11 @@ func (s *Store) applyInitProducer(ctx *applyCtx, c *wire.InitProducerCmd) wire.I
 		t = &txnState{producerID: s.allocProducerID(ctx)}
 		s.kafka.txns[k] = t
 	default:
-		t.ongoing = false // aborted: the engine resolves its parts as aborted
+		if t.ongoing {
+			// Aborted: the engine resolves its parts as aborted, and the
+			// id begins nothing new until they are.
+			t.end(c.Tenant, c.TxnID, false, ctx.nowMs)
+		}
 		t.bumpEpoch(s, ctx)
 	}
 	t.timeoutMs, t.lastInitReq = c.TimeoutMs, c.ReqID
@@ -78,6 +82,8 @@ func (s *Store) applyTxnBegin(ctx *applyCtx, c *wire.TxnBeginCmd) wire.KafkaTxnR
 		return wire.KafkaTxnResult{Code: code}
 	}
 	switch {
+	case !t.ongoing && !t.unsettled.IsZero():
+		return wire.KafkaTxnResult{Code: wire.CodeTxnUnsettled, TxnSeq: t.txnSeq, Epoch: t.epoch}
 	case !t.ongoing:
 		t.ongoing, t.beganMs, t.groups = true, ctx.nowMs, c.Groups
 		t.txnSeq++
@@ -108,12 +114,25 @@ func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.KafkaTxnResul
 	case !t.ongoing || t.txnSeq != c.TxnSeq:
 		return wire.KafkaTxnResult{Code: wire.CodeConflict, TxnSeq: t.txnSeq, Epoch: t.epoch}
 	}
-	t.ongoing, t.lastCommitted = false, c.Commit
+	t.end(c.Tenant, c.TxnID, c.Commit, ctx.nowMs)
 	if c.BumpEpoch {
 		t.bumpEpoch(s, ctx)
 	}
 	ctx.set(txnStateKey(c.Tenant, c.TxnID), t.encode())
 	return wire.KafkaTxnResult{TxnSeq: t.txnSeq, Epoch: t.epoch}
+}
+
+// applyTxnSettled records that transaction XID of a transactional id is
+// resolved in every group it staged in: the id may begin its next one.
+func (s *Store) applyTxnSettled(ctx *applyCtx, c *wire.TxnSettledCmd) wire.CodeResult {
+	k := txnKeyT{c.Tenant, c.TxnID}
+	t := s.kafka.txns[k]
+	if t == nil || t.unsettled != c.XID {
+		return wire.CodeResult{Code: wire.CodeOK} // settled already, or a later transaction's
+	}
+	t.unsettled, t.endedMs = wire.ID{}, 0
+	ctx.set(txnStateKey(c.Tenant, c.TxnID), t.encode())
+	return wire.CodeResult{Code: wire.CodeOK}
 }
 
 // stagedOffset marks a producer batch staged in an open transaction by a

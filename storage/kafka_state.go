@@ -164,6 +164,18 @@ type txnState struct {
 	// groups are the raft groups the open (or last) transaction staged
 	// records or offsets in (bit g): EndTxn resolves each.
 	groups uint64
+	// unsettled is the xid of the last transaction, ended (at endedMs)
+	// but not yet known to be resolved in every group of groups: the id
+	// begins no new transaction until a TxnSettledCmd clears it.
+	unsettled wire.ID
+	endedMs   int64
+}
+
+// end ends the ongoing transaction, committed or not: it is unsettled
+// until every group it staged in has resolved it.
+func (t *txnState) end(tenant wire.ID, txnID string, commit bool, nowMs int64) {
+	t.unsettled = KafkaTxnXID(txnInfo(txnKeyT{tenant, txnID}, t))
+	t.ongoing, t.lastCommitted, t.endedMs = false, commit, nowMs
 }
 
 func (t *txnState) encode() []byte {
@@ -177,6 +189,10 @@ func (t *txnState) encode() []byte {
 	w.Uvarint(uint64(t.timeoutMs))
 	w.Fixed(t.lastInitReq[:])
 	w.U64(t.groups)
+	if !t.unsettled.IsZero() { // an optional tail: states without it read as settled
+		w.Fixed(t.unsettled[:])
+		w.Varint(t.endedMs)
+	}
 	return w.B
 }
 
@@ -186,6 +202,10 @@ func decodeTxnState(b []byte) (*txnState, error) {
 		lastCommitted: r.Bool(), beganMs: r.Varint(), timeoutMs: uint32(r.Uvarint())}
 	copy(t.lastInitReq[:], r.Fixed(16))
 	t.groups = r.U64()
+	if r.Len() > 0 {
+		copy(t.unsettled[:], r.Fixed(16))
+		t.endedMs = r.Varint()
+	}
 	return t, r.Done()
 }
 

@@ -280,6 +280,9 @@ func (h *harness) end(xid wire.ID, c wire.TxnEndCmd) (wire.KafkaTxnResult, bool)
 	r, _ := wire.DecodeKafkaTxnResult(dr.Own)
 	res := wire.XResolveCmd{ID: xid, Commit: dr.Commit}
 	h.apply(wire.KindXResolve, res.Encode(nil))
+	if info, _ := h.s.KafkaTxn(wire.DefaultTenant, c.TxnID); !info.Unsettled.IsZero() {
+		h.settle(c.TxnID)
+	}
 	return r, dr.Commit
 }
 

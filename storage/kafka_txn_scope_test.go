@@ -101,5 +101,93 @@ func TestKafkaTxnEndEndsOnlyItsOwnBatches(t *testing.T) {
 	}
 }
 
-// settle is where the engine lets the id begin its next transaction.
-func (h *harness) settle(string) {}
+// settle lets a transactional id begin its next transaction, as the
+// engine does once every group resolved the last one.
+func (h *harness) settle(txnID string) {
+	h.t.Helper()
+	info, _ := h.s.KafkaTxn(wire.DefaultTenant, txnID)
+	c := wire.TxnSettledCmd{Tenant: wire.DefaultTenant, TxnID: txnID, XID: info.Unsettled}
+	if r, err := wire.DecodeCodeResult(h.apply(wire.KindKafkaTxnSettled, c.Encode(nil))); err != nil || r.Code != wire.CodeOK {
+		h.t.Fatalf("settled: %+v %v", r, err)
+	}
+}
+
+// A transactional id begins no transaction while its last one is ended
+// but not known resolved in every group: the engine's settle comes first,
+// so no partition gets the next transaction's batches before the last
+// one's marker. An init that aborts an open transaction leaves it
+// unsettled the same way.
+func TestKafkaNextTxnWaitsForTheLastToSettle(t *testing.T) {
+	h := newHarness(t)
+	ini := h.initProducer("tx", 1)
+	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, Groups: 1}
+	b := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: b.TxnSeq, Commit: true}
+	d := wire.XDecideCmd{ID: wire.ID{1}, Commit: true, Participants: []uint16{0}, Own: wire.Command{Kind: wire.KindKafkaTxnEnd, Body: end.Encode(nil)}}
+	h.apply(wire.KindXDecide, d.Encode(nil))
+	info, _ := h.s.KafkaTxn(wire.DefaultTenant, "tx")
+	if info.Ongoing || info.Unsettled != KafkaTxnXID(TxnInfo{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID,
+		Epoch: ini.Epoch, TxnSeq: b.TxnSeq, BeganMs: info.BeganMs}) {
+		t.Fatalf("ended: %+v", info)
+	}
+	if got := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil)); got.Code != wire.CodeTxnUnsettled {
+		t.Fatalf("a begin before the last transaction settled: %+v", got)
+	}
+	if n := len(h.s.KafkaUnsettledTxns(h.now + 1)); n != 1 {
+		t.Fatalf("%d unsettled listed", n)
+	}
+	other := wire.TxnSettledCmd{Tenant: wire.DefaultTenant, TxnID: "tx", XID: wire.ID{2}}
+	h.apply(wire.KindKafkaTxnSettled, other.Encode(nil))
+	if got := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil)); got.Code != wire.CodeTxnUnsettled {
+		t.Fatalf("another transaction's settle let it begin: %+v", got)
+	}
+	h.settle("tx")
+	if got := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil)); got.Code != wire.CodeOK || got.TxnSeq != b.TxnSeq+1 {
+		t.Fatalf("a begin after the settle: %+v", got)
+	}
+	// The state survives a restart, unsettled included.
+	next := h.initProducer("tx", 2)
+	h.restart(true)
+	info, _ = h.s.KafkaTxn(wire.DefaultTenant, "tx")
+	if info.Ongoing || info.Unsettled.IsZero() || info.Epoch != next.Epoch || info.LastCommitted {
+		t.Fatalf("after an init aborted the open transaction and a restart: %+v", info)
+	}
+	begin.Epoch = next.Epoch
+	if got := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil)); got.Code != wire.CodeTxnUnsettled {
+		t.Fatalf("a begin at the new epoch before the abort settled: %+v", got)
+	}
+	h.settle("tx")
+	if len(h.s.KafkaUnsettledTxns(h.now+1)) != 0 {
+		t.Fatal("listed after the settle")
+	}
+}
+
+// Open transactions and transactional ids stored by a build before xids
+// and settling still read: the open one is ended by its producer, and the
+// id is settled.
+func TestKafkaTxnStateFromAnEarlierBuild(t *testing.T) {
+	w := wire.Writer{}
+	w.Uvarint(1) // count, the old form's first field
+	w.Varint(7)  // producer
+	w.Varint(2)  // epoch
+	w.Uvarint(1)
+	w.Uvarint(10)
+	w.Uvarint(12)
+	open, err := decodeOpenTxns(w.B)
+	if err != nil || len(open) != 1 || !open[0].xid.IsZero() || !open[0].owns(wire.ID{5}, 7) || open[0].owns(wire.ID{5}, 8) {
+		t.Fatalf("%+v %v", open, err)
+	}
+	again, err := decodeOpenTxns(encodeOpenTxns([]openTxn{{xid: wire.ID{5}, producer: 7, epoch: 2, batches: open[0].batches}}))
+	if err != nil || again[0].xid != (wire.ID{5}) || !again[0].owns(wire.ID{5}, 9) || again[0].owns(wire.ID{6}, 7) {
+		t.Fatalf("%+v %v", again, err)
+	}
+	st := txnState{producerID: 7, epoch: 2, txnSeq: 3, groups: 1}
+	old := st.encode() // settled: no tail, the form earlier builds wrote
+	if got, err := decodeTxnState(old); err != nil || !got.unsettled.IsZero() || got.groups != 1 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	st.unsettled, st.endedMs = wire.ID{9}, 42
+	if got, err := decodeTxnState(st.encode()); err != nil || got.unsettled != st.unsettled || got.endedMs != 42 {
+		t.Fatalf("%+v %v", got, err)
+	}
+}

@@ -194,11 +194,17 @@ type TxnInfo struct {
 	BeganMs       int64
 	TimeoutMs     uint32
 	Groups        uint64 // raft groups the transaction staged in (bit g)
+	// Unsettled is the last transaction's xid while it is ended but not
+	// known resolved in every one of Groups (zero: settled), ended at
+	// EndedMs.
+	Unsettled wire.ID
+	EndedMs   int64
 }
 
 func txnInfo(k txnKeyT, t *txnState) TxnInfo {
 	return TxnInfo{Tenant: k.tenant, TxnID: k.id, ProducerID: t.producerID, Epoch: t.epoch, Ongoing: t.ongoing,
-		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs, Groups: t.groups}
+		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs, Groups: t.groups,
+		Unsettled: t.unsettled, EndedMs: t.endedMs}
 }
 
 // KafkaTxn returns a transactional id's state.
@@ -221,6 +227,21 @@ func (s *Store) KafkaOpenTxns() []TxnInfo {
 	var out []TxnInfo
 	for k, t := range s.kafka.txns {
 		if t.ongoing {
+			out = append(out, txnInfo(k, t))
+		}
+	}
+	return out
+}
+
+// KafkaUnsettledTxns lists the transactional ids whose last transaction
+// ended before beforeMs and is not yet settled, for the coordinator's
+// finisher.
+func (s *Store) KafkaUnsettledTxns(beforeMs int64) []TxnInfo {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []TxnInfo
+	for k, t := range s.kafka.txns {
+		if !t.unsettled.IsZero() && t.endedMs < beforeMs {
 			out = append(out, txnInfo(k, t))
 		}
 	}

@@ -31,6 +31,7 @@ const (
 	CodeSequenceAhead     Code = 17 // a producer sequence past the next one: an earlier batch is still on its way
 	CodeSealRequired      Code = 18 // unsealed records for a queue whose options now ask for encryption
 	CodePartitionGone     Code = 19 // the partition at that index was removed as idle and empty: allocate the name again
+	CodeTxnUnsettled      Code = 20 // the transactional id's last transaction is not yet ended in every raft group it wrote to
 )
 
 // Sentinel errors, one per non-OK code.
@@ -53,6 +54,7 @@ var (
 	ErrUnknownProducer   = errors.New("no state for the producer: it expired or never produced here")
 	ErrSequenceAhead     = errors.New("sequence ahead of the producer's next: an earlier batch has not landed yet; retry")
 	ErrSealRequired      = errors.New("the queue's encryption was just turned on: the records must be sealed; retry")
+	ErrTxnUnsettled      = errors.New("the previous transaction of this transactional id is still being ended in the raft groups it wrote to; retry")
 	ErrUnknownCode       = errors.New("unknown outcome code")
 )
 
@@ -77,6 +79,7 @@ var codeErrors = [...]error{
 	CodeSequenceAhead:     ErrSequenceAhead,
 	CodeSealRequired:      ErrSealRequired,
 	CodePartitionGone:     ErrPartitionNotFound,
+	CodeTxnUnsettled:      ErrTxnUnsettled,
 }
 
 // Err returns the sentinel error for c, nil for CodeOK.

@@ -75,6 +75,10 @@ const (
 	KindDeleteOffsets Kind = 40 // drop a group's positions in named partitions
 	KindGroupMembers  Kind = 41 // GroupMembersCmd: a consumer group's membership
 
+	// KindKafkaTxnSettled (TxnSettledCmd) lets a transactional id begin its
+	// next transaction; in the consumer-group range because 30..39 is full.
+	KindKafkaTxnSettled Kind = 48
+
 	// KindKafkaLogClean is a Kafka topic's retention.bytes and compaction
 	// in one partition (LogCleanCmd), from the top of the Kafka range so
 	// the consumer-group kinds keep theirs.

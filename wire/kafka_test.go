@@ -24,7 +24,9 @@ func kafkaSamples() []Command {
 		Offsets: []TxnOffset{{Group: "g", Queue: "t", PartitionIndex: 0, Offset: 9, Metadata: "m"}}}
 	reg := RegisterNodeCmd{NodeID: 2, KafkaAddr: "127.0.0.1:9092"}
 	clean := LogCleanCmd{Tenant: DefaultTenant, PartitionID: 9, StartAt: 4, Drop: []OffsetRange{{5, 7}, {9, 10}}}
+	settled := TxnSettledCmd{Tenant: DefaultTenant, TxnID: "tx", XID: ID{8}}
 	return []Command{
+		{Kind: KindKafkaTxnSettled, Body: settled.Encode(nil)},
 		{Kind: KindKafkaProduce, Body: prod.Encode(nil)}, {Kind: KindKafkaInitProducer, Body: init.Encode(nil)},
 		{Kind: KindKafkaCreateTopic, Body: create.Encode(nil)}, {Kind: KindKafkaCreatePartitions, Body: parts.Encode(nil)},
 		{Kind: KindKafkaDeleteTopic, Body: del.Encode(nil)}, {Kind: KindKafkaTopicConfig, Body: cfg.Encode(nil)},
@@ -69,6 +71,9 @@ func decodeKafka(c Command) ([]byte, error) {
 		return v.Encode(nil), err
 	case KindKafkaLogClean:
 		v, err := DecodeLogCleanCmd(c.Body)
+		return v.Encode(nil), err
+	case KindKafkaTxnSettled:
+		v, err := DecodeTxnSettledCmd(c.Body)
 		return v.Encode(nil), err
 	}
 	return nil, errors.New("not a Kafka kind")

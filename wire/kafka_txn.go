@@ -248,3 +248,35 @@ func DecodeTxnEndCmd(b []byte) (TxnEndCmd, error) {
 	c.BumpEpoch = r.Bool()
 	return c, r.Done()
 }
+
+// TxnSettledCmd tells a transactional id's coordinator group that its
+// ended transaction XID is resolved in every raft group it wrote to: the
+// id may begin its next transaction. Until then a new transaction is
+// refused (CodeTxnUnsettled), so no partition ever holds a batch of the
+// next transaction before the previous one's marker (which read_committed
+// clients need: they skip a producer's batches from an aborted
+// transaction's first offset to its marker).
+type TxnSettledCmd struct {
+	Tenant ID
+	TxnID  string
+	XID    ID
+}
+
+// Encode appends the command body.
+func (c *TxnSettledCmd) Encode(b []byte) []byte {
+	w := Writer{B: b}
+	w.Fixed(c.Tenant[:])
+	w.String(c.TxnID)
+	w.Fixed(c.XID[:])
+	return w.B
+}
+
+// DecodeTxnSettledCmd decodes a settled body.
+func DecodeTxnSettledCmd(b []byte) (TxnSettledCmd, error) {
+	r := Reader{b: b}
+	var c TxnSettledCmd
+	copy(c.Tenant[:], r.Fixed(16))
+	c.TxnID = r.String()
+	copy(c.XID[:], r.Fixed(16))
+	return c, r.Done()
+}

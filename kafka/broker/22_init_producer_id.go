@@ -18,7 +18,8 @@ import (
 // producer must ask its id's coordinator (the leader of the raft group the
 // id hashes onto): its id keeps its producer id and gets the next epoch,
 // fencing the previous holder and ending its open transaction as aborted
-// (the engine has its groups write the ABORT markers right away).
+// (the engine has its groups write the ABORT markers right away, and
+// answers CONCURRENT_TRANSACTIONS until they are written everywhere).
 func (b *Broker) handleInitProducerID(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)

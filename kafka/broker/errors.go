@@ -66,6 +66,11 @@ func errorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, wire.ErrUnknownProducer):
 		return kerr.UnknownProducerID.Code
+	case errors.Is(err, wire.ErrTxnUnsettled):
+		// Kafka's answer while the coordinator writes the previous
+		// transaction's markers: clients retry InitProducerId and
+		// AddPartitionsToTxn on it.
+		return kerr.ConcurrentTransactions.Code
 	case errors.Is(err, wire.ErrFenced), errors.Is(err, errTxnAborted):
 		// An aborted commit too: as for a transaction Kafka's coordinator
 		// aborted, clients (KIP-588) re-initialise and start over.

@@ -26,15 +26,7 @@ import (
 // franz-go hands to its user as a failed group session.
 func TestRebalanceSurvivesACoordinatorHandOffBeforeTheSync(t *testing.T) {
 	nodes := startCluster(t, 3)
-	var seeds []string
-	for _, n := range nodes {
-		seeds = append(seeds, n.addr)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(testWait))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl := clusterClient(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
 

@@ -89,7 +89,7 @@ func (b *Broker) beginTxn(ctx context.Context, tenant wire.ID, txnID string, pro
 // carries: its commit's id, its coordinator's raft group and the deadline
 // after which an undecided piece asks that group for the decision.
 func (b *Broker) stageCmd(info storage.TxnInfo) wire.KafkaStageCmd {
-	return wire.KafkaStageCmd{XID: raftgroups.KafkaTxnXID(info), Coord: uint16(b.engine.CoordinatorGroup(info.Tenant, 't', info.TxnID)),
+	return wire.KafkaStageCmd{XID: storage.KafkaTxnXID(info), Coord: uint16(b.engine.CoordinatorGroup(info.Tenant, 't', info.TxnID)),
 		DeadlineMs: raftgroups.KafkaStageDeadline(info), TxnID: info.TxnID}
 }
 
@@ -131,26 +131,29 @@ func (b *Broker) reapTxns() {
 			return
 		case <-t.C:
 		}
-		b.reapTxnsOnce(time.Now())
+		b.reapTxnsOnce(b.engine.NowMs())
 	}
 }
 
 // reapTxnsOnce aborts the open transactions this node coordinates that are
-// past their timeout at now, and fences their producers, as Kafka's
-// coordinator does.
-func (b *Broker) reapTxnsOnce(now time.Time) {
+// past their timeout at nowMs, and fences their producers, as Kafka's
+// coordinator does. nowMs is the cluster's clock, the one BeganMs was
+// stamped with, not this node's wall clock. An abort that fails is tried
+// again at the next tick while the transaction is open; once it is ended,
+// the engine's finisher resolves what is left in its groups.
+func (b *Broker) reapTxnsOnce(nowMs int64) {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	for _, info := range b.engine.LedOpenTxns() {
 		timeout := time.Duration(info.TimeoutMs) * time.Millisecond
-		if now.Before(time.UnixMilli(info.BeganMs).Add(timeout)) {
+		if nowMs < info.BeganMs+int64(info.TimeoutMs) {
 			continue
 		}
 		b.log.Info("kafka: aborting a transaction past its timeout", "transactional_id", info.TxnID, "timeout", timeout)
 		_, err := b.engine.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: info.Tenant, TxnID: info.TxnID, ProducerID: info.ProducerID,
 			Epoch: info.Epoch, TxnSeq: info.TxnSeq, BumpEpoch: true})
 		if err != nil {
-			b.log.Warn("kafka: aborting a transaction past its timeout failed; retrying", "transactional_id", info.TxnID, "err", err)
+			b.log.Warn("kafka: aborting a transaction past its timeout failed; the next tick or the engine's finisher goes on", "transactional_id", info.TxnID, "err", err)
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +94,22 @@ func startClusterWith(t *testing.T, size int, edit func(i int, c *raftgroups.Con
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nodes
+}
+
+// clusterClient is a franz-go client seeded with every node of the
+// cluster, closed with the test.
+func clusterClient(t *testing.T, nodes []*testNode, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.addr)
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RetryTimeout(testWait)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // clusterSettled reports whether every node sees every raft group led by
@@ -262,5 +280,107 @@ func TestTransactionAcrossNodes(t *testing.T) {
 		if p.ErrorCode != 0 || p.Offset != 1 {
 			t.Fatalf("OffsetFetch partition %d: %d at %d, want the committed 1", p.Partition, p.ErrorCode, p.Offset)
 		}
+	}
+}
+
+// TestInitProducerIDWaitsForTheFencedTransactionEverywhere fences a
+// transactional id whose open transaction wrote to a raft group that is
+// cut off: InitProducerId answers CONCURRENT_TRANSACTIONS (it used to
+// answer the new epoch while the old transaction's batches stayed open
+// there, for the next transaction's marker to end them too). Once the
+// group is back the init succeeds, the fenced batches are aborted in every
+// replica, and the next transaction reads alone under read_committed.
+func TestInitProducerIDWaitsForTheFencedTransactionEverywhere(t *testing.T) {
+	var cut atomic.Int64 // 1 + the raft group whose traffic is dropped; 0: none
+	nodes := startClusterWith(t, 3, func(_ int, c *raftgroups.Config) {
+		c.Drop = func(group int, _ string) error {
+			if int64(group)+1 == cut.Load() {
+				return errors.New("cut off by the test")
+			}
+			return nil
+		}
+	})
+	e := nodes[0].engine
+	cl := clusterClient(t, nodes)
+	createTopic(t, cl, "fz", 1)
+	pg := raftGroupsOf(t, e, "fz", 1)[0]
+	var txnID string
+	for i := 0; txnID == ""; i++ {
+		if id := fmt.Sprintf("fz-%d", i); e.CoordinatorGroup(wire.DefaultTenant, 't', id) != pg {
+			txnID = id
+		}
+	}
+	x := &txnClient{t: t, cl: cl, id: txnID}
+	x.init(60_000)
+	if code := x.addPartition("fz", 0); code != 0 {
+		t.Fatalf("AddPartitionsToTxn: %d", code)
+	}
+	// Right after the topic's creation the client may not know its leader
+	// yet: NOT_LEADER_OR_FOLLOWER, retried as a client does.
+	produce := func(values ...string) {
+		t.Helper()
+		deadline := time.Now().Add(testWait)
+		code := x.produceTo("fz", 0, values...)
+		for code == kerr.NotLeaderForPartition.Code && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			code = x.produceTo("fz", 0, values...)
+		}
+		if code != 0 {
+			t.Fatalf("produce: %d", code)
+		}
+	}
+	produce("fenced-0", "fenced-1")
+	cut.Store(int64(pg) + 1)
+	init := func() *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(txnID), 60_000
+		resp, err := req.RequestWith(ctxFor(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := init(); resp.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("InitProducerId with the fenced transaction's group cut off: code %d, epoch %d; want CONCURRENT_TRANSACTIONS",
+			resp.ErrorCode, resp.ProducerEpoch)
+	}
+	cut.Store(0)
+	deadline := time.Now().Add(testWait)
+	resp := init()
+	for resp.ErrorCode == kerr.ConcurrentTransactions.Code && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		resp = init()
+	}
+	if resp.ErrorCode != 0 {
+		t.Fatalf("InitProducerId once the group is back: %d", resp.ErrorCode)
+	}
+	// Every replica of the partition holds the fenced batch aborted: its
+	// marker is written and the last stable offset is past it.
+	for _, n := range nodes {
+		for {
+			p, ok := n.engine.PartitionAt(wire.DefaultTenant, "fz", 0)
+			if ok && p.HighWatermark() == 3 {
+				if v := p.Store().Txns(p, 0, 3); v.LastStable == 3 && len(v.Aborted) == 1 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: the fenced transaction is not aborted in its partition", n.broker.cfg.NodeID)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	x.pid, x.epoch, x.seqs = resp.ProducerID, resp.ProducerEpoch, map[string]int32{}
+	if code := x.addPartition("fz", 0); code != 0 {
+		t.Fatalf("AddPartitionsToTxn at the new epoch: %d", code)
+	}
+	produce("next")
+	if code := x.end(true); code != 0 {
+		t.Fatalf("EndTxn at the new epoch: %d", code)
+	}
+	cons := clusterClient(t, nodes, kgo.ConsumeTopics("fz"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if got := consume(t, cons, 1); len(got) != 1 || string(got[0].Value) != "next" {
+		t.Fatalf("read_committed got %d records, want only the next transaction's", len(got))
 	}
 }

@@ -399,11 +399,11 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	if x.addPartition("slow", 0) != 0 || x.produce("slow", "v") != 0 {
 		t.Fatal("staging")
 	}
-	n.broker.reapTxnsOnce(time.Now())
+	n.broker.reapTxnsOnce(n.engine.NowMs())
 	if info, _ := n.engine.KafkaTxn(wire.DefaultTenant, "slow"); !info.Ongoing {
 		t.Fatal("aborted before its timeout")
 	}
-	n.broker.reapTxnsOnce(time.Now().Add(2 * time.Second))
+	n.broker.reapTxnsOnce(n.engine.NowMs() + 2000)
 	if info, _ := n.engine.KafkaTxn(wire.DefaultTenant, "slow"); info.Ongoing || info.Epoch != x.epoch+1 {
 		t.Fatalf("not aborted and fenced: %+v", info)
 	}
