@@ -21,6 +21,11 @@ import (
 // quorum) ends: the longest statement timeout QUEEN_STMT_TIMEOUT_MS takes.
 const stepsWalkLimit = 10 * time.Minute
 
+// stepRetryWait is how long a walk waits before it proposes again a step
+// that stopped where it started (a cursor pinned by a prepared
+// transaction, resolved within seconds).
+const stepRetryWait = 100 * time.Millisecond
+
 // stepWalks are the walks in progress on this node, by command.
 type stepWalks struct {
 	mu      sync.Mutex
@@ -93,6 +98,16 @@ func (e *Engine) walk(scope func(context.Context) ([]int, error), kind wire.Kind
 			sum.N += r.N
 			if !r.More {
 				return sum, nil
+			}
+			if r.Next == steps {
+				// No progress: the step stopped where it started, at a
+				// cursor a prepared transaction pins. Wait for its
+				// resolve (seconds at most) rather than spin.
+				select {
+				case <-ctx.Done():
+					return wire.CountResult{}, ctx.Err()
+				case <-time.After(stepRetryWait):
+				}
 			}
 			steps = r.Next
 		}

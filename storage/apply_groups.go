@@ -59,6 +59,9 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 		if one = s.partNamed(ctx, q, c.Partition); one == nil {
 			return wire.CountResult{Code: wire.CodePartitionNotFound}
 		}
+		if s.anyPin(one.id, c.Group) {
+			return wire.CountResult{Code: wire.CodeConflict} // a prepared transaction acknowledges through the cursor
+		}
 	}
 	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0, 0)
 	res := wire.CountResult{Code: wire.CodeOK}
@@ -75,7 +78,7 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 	} else {
 		// Every partition, read back into memory when it is not there, up
 		// to the step's limit.
-		budget := stepBudget{steps: c.Steps}
+		budget := stepBudget{steps: c.Steps, waits: func(pid uint64) bool { return s.anyPin(pid, c.Group) }}
 		budget.each(q, &res, func(i uint32, _ uint64) {
 			if p := s.partAt(ctx, q, i); p != nil {
 				seek(p)
@@ -90,9 +93,13 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 // (wire.Steps): it starts where the previous entry stopped and stops after
 // Limit partitions, saying in the result where the next entry starts.
 // Queues are walked in id order; holes (removed partitions) are skipped
-// and not counted.
+// and not counted. A step also stops before a partition waits names (a
+// prepared transaction pins the group's cursor there): the next step
+// starts at it, so the walk waits for the transaction's resolve. Walks
+// without steps (entries from before steps) go on as they did.
 type stepBudget struct {
 	steps   wire.Steps
+	waits   func(pid uint64) bool
 	visited uint32
 }
 
@@ -116,7 +123,7 @@ func (b *stepBudget) each(q *queueState, res *wire.CountResult, f func(index uin
 			continue
 		}
 		if b.steps.Limit > 0 {
-			if b.visited == b.steps.Limit {
+			if b.visited == b.steps.Limit || (b.waits != nil && b.waits(q.pids[i])) {
 				res.More = true
 				res.Next = wire.Steps{Limit: b.steps.Limit, Queue: q.id, Index: uint32(i)}
 				return true
@@ -146,7 +153,7 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 		queues = []*queueState{q}
 	}
 	res := wire.CountResult{Code: wire.CodeOK}
-	budget := stepBudget{steps: c.Steps}
+	budget := stepBudget{steps: c.Steps, waits: func(pid uint64) bool { return s.anyPin(pid, c.Group) }}
 	for _, q := range queues {
 		if budget.passed(q) {
 			continue

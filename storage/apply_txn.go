@@ -65,19 +65,40 @@ func (s *Store) rememberTxn(ctx *applyCtx, id wire.ID, res wire.TxnResult) {
 // runTransaction checks c and, when every operation can be applied,
 // applies them all.
 func (s *Store) runTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
+	return s.runTransactionAs(ctx, c, false)
+}
+
+// runTransactionAs is runTransaction; committed says c is a prepared part
+// whose transaction is decided commit, which must be applied: what changed
+// since its prepare checked it does not roll it back. The pins and
+// reservations kept everything else as the check saw it; what they could
+// not hold off (xtxn.go) each operation applies as it can, as if the
+// commit had come first, and answers in its own result.
+func (s *Store) runTransactionAs(ctx *applyCtx, c *wire.TxnCmd, committed bool) wire.TxnResult {
 	ops, fail := decodeTxnOps(c)
 	if fail.Code != wire.CodeOK {
 		return fail
 	}
 	kv, fail := s.checkTxn(ctx, c, ops)
 	if fail.Code != wire.CodeOK {
-		return fail
+		if !committed {
+			return fail
+		}
+		s.log.Warn("storage: a committed transaction's part meets a change made since its prepare; applied as if it came first",
+			"transaction", c.ID.String(), "op", fail.FailedOp, "code", fail.Code)
+		kv = s.kvOfCommitted(ctx, c, ops)
 	}
 	res := wire.TxnResult{Code: wire.CodeOK, FailedLease: -1, FailedOp: -1, FailedItem: -1, Ops: make([][]byte, len(ops))}
 	for i := range ops {
 		op := &ops[i]
 		switch op.kind {
 		case wire.TxnOpPush:
+			if committed {
+				// Accepted at its prepare, and kept since in the prepared
+				// part as sent: encryption turned on after it does not
+				// refuse it, as it does not reach records pushed before.
+				op.push.Flags &^= wire.PushKeyHeld
+			}
 			res.Ops[i] = s.applyPush(ctx, &op.push).Encode(nil)
 		case wire.TxnOpAck:
 			res.Ops[i] = s.applyAck(ctx, &op.ack).Encode(nil)
@@ -96,6 +117,26 @@ func (s *Store) runTransaction(ctx *applyCtx, c *wire.TxnCmd) wire.TxnResult {
 		kv.commit()
 	}
 	return res
+}
+
+// kvOfCommitted stages every KV operation of a committed part whose check
+// stopped early: the keys are pinned, so each answers as at the prepare.
+func (s *Store) kvOfCommitted(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) *kvTxn {
+	var kv *kvTxn
+	for i := range ops {
+		op := &ops[i]
+		if op.kind != wire.TxnOpKV {
+			continue
+		}
+		if kv == nil {
+			kv = s.newKVTxn(ctx, c.Tenant)
+		}
+		op.kvRes = wire.KVResult{Code: wire.CodeOK, OK: true, FailedIndex: -1, Ops: make([]wire.KVOpResult, len(op.kv.Ops))}
+		for j := range op.kv.Ops {
+			op.kvRes.Ops[j] = kv.apply(&op.kv.Ops[j])
+		}
+	}
+	return kv
 }
 
 // checkTransaction checks c without changing anything (a participant's

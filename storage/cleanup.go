@@ -104,8 +104,8 @@ func keysUnder(it *pebble.Iterator, prefix []byte) bool {
 
 // idleAndEmpty reports whether p may be removed: see the file comment.
 func (s *Store) idleAndEmpty(p *partState, idleSince int64) bool {
-	if p.start < p.next || p.createdMs > idleSince || p.lastWriteMs > idleSince {
-		return false
+	if p.start < p.next || p.createdMs > idleSince || p.lastWriteMs > idleSince || s.partReserved(p.id) {
+		return false // a prepared transaction pushes to it or sets a position in it
 	}
 	for _, c := range p.cursors {
 		// Retention takes a lease's messages with it, so an empty

@@ -16,8 +16,14 @@ import (
 // A prepared part pins the consumer cursors its acks and required leases
 // name and the KV keys its operations name: until it is resolved, no other
 // ack, pop or KV write can change what its check saw (they are refused or
-// skip the cursor), and a pinned lease does not expire. So its commit,
-// whenever the decision arrives, applies exactly what the check allowed.
+// skip the cursor), a seek or group delete waits for it, and a pinned
+// lease does not expire. It reserves the partitions its pushes and
+// positions name, which the idle-partition cleanup leaves alone. So its
+// commit, whenever the decision arrives, applies what the check allowed.
+// What it cannot hold off is applied as if the commit came first
+// (commitPart): a push whose queue was deleted since goes with it, one
+// whose transaction id another push took is that push's duplicate, one
+// made before encryption was turned on is stored as it was accepted.
 
 const (
 	tagXPrep     = 'P' // xid → prepared part (participant)
@@ -33,7 +39,11 @@ type xPrepared struct {
 	coord      uint16
 	deadlineMs int64
 	sub        wire.Command
-	pins       []pinRef
+	// reserved are the partitions the part pushes to or sets positions in,
+	// found at its prepare (stored as an optional tail: parts prepared by
+	// earlier builds reserve none).
+	reserved []uint64
+	pins     []pinRef
 }
 
 type xDecision struct {
@@ -42,11 +52,12 @@ type xDecision struct {
 	decidedMs    int64
 }
 
-// pinRef is one thing a prepared part pins: a cursor (pid, group) or a KV
-// key.
+// pinRef is one thing a prepared part pins: a cursor (pid, group), a KV
+// key or (part) a partition it reserves.
 type pinRef struct {
 	cursor pinKey
 	kv     string
+	part   uint64
 }
 
 type pinKey struct {
@@ -54,22 +65,28 @@ type pinKey struct {
 	group string
 }
 
-// pins are what prepared parts hold, by owner transaction.
+// pins are what prepared parts hold, by owner transaction; parts counts
+// the parts reserving each partition (several may).
 type pins struct {
 	cursors map[pinKey]wire.ID
 	keys    map[string]wire.ID
+	parts   map[uint64]int
 }
 
 func (p *pins) init() {
 	p.cursors = map[pinKey]wire.ID{}
 	p.keys = map[string]wire.ID{}
+	p.parts = map[uint64]int{}
 }
 
 func (p *pins) add(xid wire.ID, refs []pinRef) {
 	for _, r := range refs {
-		if r.kv != "" {
+		switch {
+		case r.part != 0:
+			p.parts[r.part]++
+		case r.kv != "":
 			p.keys[r.kv] = xid
-		} else {
+		default:
 			p.cursors[r.cursor] = xid
 		}
 	}
@@ -77,15 +94,26 @@ func (p *pins) add(xid wire.ID, refs []pinRef) {
 
 func (p *pins) remove(xid wire.ID, refs []pinRef) {
 	for _, r := range refs {
-		if r.kv != "" {
+		switch {
+		case r.part != 0:
+			if p.parts[r.part]--; p.parts[r.part] <= 0 {
+				delete(p.parts, r.part)
+			}
+		case r.kv != "":
 			if p.keys[r.kv] == xid {
 				delete(p.keys, r.kv)
 			}
-		} else if p.cursors[r.cursor] == xid {
-			delete(p.cursors, r.cursor)
+		default:
+			if p.cursors[r.cursor] == xid {
+				delete(p.cursors, r.cursor)
+			}
 		}
 	}
 }
+
+// partReserved reports whether a prepared part pushes to or sets a
+// position in partition pid.
+func (s *Store) partReserved(pid uint64) bool { return s.pinned.parts[pid] > 0 }
 
 // cursorPinned reports whether another transaction than the one being
 // applied pins the group's cursor in partition pid.
@@ -118,6 +146,12 @@ func (p *xPrepared) encode() []byte {
 	w.Varint(p.deadlineMs)
 	w.U8(uint8(p.sub.Kind))
 	w.Bytes(p.sub.Body)
+	if len(p.reserved) > 0 {
+		w.Uvarint(uint64(len(p.reserved)))
+		for _, pid := range p.reserved {
+			w.Uvarint(pid)
+		}
+	}
 	return w.B
 }
 
@@ -126,6 +160,11 @@ func decodeXPrepared(b []byte) (*xPrepared, error) {
 	p := &xPrepared{coord: uint16(r.Uvarint()), deadlineMs: r.Varint()}
 	p.sub.Kind = wire.Kind(r.U8())
 	p.sub.Body = append([]byte(nil), r.Bytes()...)
+	if r.Len() > 0 {
+		for range r.Count(1<<20, 1) {
+			p.reserved = append(p.reserved, r.Uvarint())
+		}
+	}
 	return p, r.Done()
 }
 
@@ -154,9 +193,47 @@ func decodeXDecision(b []byte) (xDecision, error) {
 func xPrepKey(id wire.ID) []byte     { return append([]byte{tagXPrep}, id[:]...) }
 func xDecisionKey(id wire.ID) []byte { return append([]byte{tagXDecision}, id[:]...) }
 
-// pinsOf lists what a part touches.
-func (s *Store) pinsOf(sub wire.Command) []pinRef {
+// partsOf lists the partitions a part's pushes and positions name, as its
+// prepare finds them (the check found every one).
+func (s *Store) partsOf(ctx *applyCtx, sub wire.Command) []uint64 {
+	if sub.Kind != wire.KindTransaction {
+		return nil
+	}
+	c, err := wire.DecodeTxnCmd(sub.Body)
+	if err != nil {
+		return nil
+	}
+	ops, fail := decodeTxnOps(&c)
+	if fail.Code != wire.CodeOK {
+		return nil
+	}
+	var out []uint64
+	for i := range ops {
+		var p *partState
+		switch ops[i].kind {
+		case wire.TxnOpPush:
+			if q := s.queue(c.Tenant, ops[i].push.Queue); q != nil {
+				p, _ = s.pushTarget(ctx, q, &ops[i].push)
+			}
+		case wire.TxnOpPosition:
+			if q := s.queue(c.Tenant, ops[i].pos.Queue); q != nil {
+				p = s.partNamed(ctx, q, ops[i].pos.Partition)
+			}
+		}
+		if p != nil && !slices.Contains(out, p.id) {
+			out = append(out, p.id)
+		}
+	}
+	return out
+}
+
+// pinsOf lists what a prepared part touches.
+func (s *Store) pinsOf(prep *xPrepared) []pinRef {
 	var out []pinRef
+	for _, pid := range prep.reserved {
+		out = append(out, pinRef{part: pid})
+	}
+	sub := prep.sub
 	switch sub.Kind {
 	case wire.KindTransaction:
 		c, err := wire.DecodeTxnCmd(sub.Body)
@@ -217,7 +294,7 @@ func (s *Store) commitPart(ctx *applyCtx, sub wire.Command) []byte {
 		if err != nil {
 			return nil
 		}
-		r := s.runTransaction(ctx, &c)
+		r := s.runTransactionAs(ctx, &c, true)
 		if r.Code != wire.CodeOK {
 			s.log.Error("storage: a committed transaction's part could not be applied", "transaction", c.ID.String(), "code", r.Code)
 		}
@@ -252,7 +329,8 @@ func (s *Store) applyXPrepare(ctx *applyCtx, c *wire.XPrepareCmd) wire.XResolveR
 		return wire.XResolveResult{Code: code, Sub: refusal}
 	}
 	p := &xPrepared{coord: c.Coord, deadlineMs: c.DeadlineMs, sub: wire.Command{Kind: c.Sub.Kind, Body: append([]byte(nil), c.Sub.Body...)}}
-	p.pins = s.pinsOf(p.sub)
+	p.reserved = s.partsOf(ctx, p.sub)
+	p.pins = s.pinsOf(p)
 	s.xprep[c.ID] = p
 	s.pinned.add(c.ID, p.pins)
 	ctx.set(xPrepKey(c.ID), p.encode())
@@ -421,7 +499,7 @@ func (s *Store) repin() {
 	s.pinned.init()
 	for _, id := range ids {
 		p := s.xprep[id]
-		p.pins = s.pinsOf(p.sub)
+		p.pins = s.pinsOf(p)
 		s.pinned.add(id, p.pins)
 	}
 }
