@@ -125,7 +125,7 @@ func (b *stepBudget) each(q *queueState, res *wire.CountResult, f func(index uin
 		if b.steps.Limit > 0 {
 			if b.visited == b.steps.Limit || (b.waits != nil && b.waits(q.pids[i])) {
 				res.More = true
-				res.Next = wire.Steps{Limit: b.steps.Limit, Queue: q.id, Index: uint32(i)}
+				res.Next = wire.Steps{Limit: b.steps.Limit, Queue: q.id, Index: uint32(i), Since: b.steps.Since}
 				return true
 			}
 			b.visited++
@@ -154,6 +154,11 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 	}
 	res := wire.CountResult{Code: wire.CodeOK}
 	budget := stepBudget{steps: c.Steps, waits: func(pid uint64) bool { return s.anyPin(pid, c.Group) }}
+	if budget.steps.Limit > 0 && budget.steps.Since == 0 {
+		// The walk's first step (or a step of a build before Since: each
+		// of those deletes every position, as they did).
+		budget.steps.Since = ctx.nowMs
+	}
 	for _, q := range queues {
 		if budget.passed(q) {
 			continue
@@ -166,6 +171,9 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 			p := s.partAt(ctx, q, i)
 			if p == nil || p.cursors.get(c.Group) == nil {
 				return
+			}
+			if since := budget.steps.Since; since > 0 && p.cursors.get(c.Group).updatedMs > since {
+				return // written since the walk began: the group re-formed
 			}
 			if l := p.cursors.get(c.Group).lease; l != nil {
 				delete(s.leases, l.id)

@@ -42,6 +42,21 @@ func TestAdminCommandsRoundTrip(t *testing.T) {
 // optional tail: a body cut inside the tail is refused, and a body without
 // it (every entry written before steps existed) decodes as one whole walk.
 func TestStepsAreAnOptionalTail(t *testing.T) {
+	// A walk's start rides at the very end, optional too: steps without it
+	// read as before.
+	since := DeleteGroupCmd{Tenant: DefaultTenant, Group: "g", Steps: Steps{Limit: 4, Queue: 3, Index: 2, Since: 1_700_000_000_000}}
+	if got, err := DecodeDeleteGroupCmd(since.Encode(nil)); err != nil || got != since {
+		t.Fatalf("steps with a start: %+v %v", got, err)
+	}
+	zero := Writer{}
+	zero.Uvarint(1)
+	zero.Uvarint(0)
+	zero.Uvarint(0)
+	zero.Varint(0)
+	r := Reader{b: zero.B}
+	if s := decodeSteps(&r); r.Done() == nil {
+		t.Fatalf("a zero start decoded: %+v", s)
+	}
 	steps := Steps{Limit: GroupStepLimit, Queue: 300, Index: 70_000}
 	type codec struct {
 		name      string

@@ -15,10 +15,15 @@ const GroupStepLimit = 8192
 // partitions, from the partition at index Index of the queue with id Queue
 // (ids and indexes as the raft group holding them numbers them). Limit 0 is
 // the whole walk in one entry, as entries written before steps existed.
+// Since is the group's clock at the walk's first step, carried from step
+// to step (the first sets it): a group delete leaves positions written
+// after it, by a group that re-formed while the walk went on. An optional
+// last field, written when set.
 type Steps struct {
 	Limit uint32
 	Queue uint64
 	Index uint32
+	Since int64
 }
 
 // encode appends the steps as an optional tail: nothing when Limit is 0.
@@ -29,6 +34,9 @@ func (s Steps) encode(w *Writer) {
 	w.Uvarint(uint64(s.Limit))
 	w.Uvarint(s.Queue)
 	w.Uvarint(uint64(s.Index))
+	if s.Since > 0 {
+		w.Varint(s.Since)
+	}
 }
 
 // decodeSteps reads the optional tail encode wrote.
@@ -36,7 +44,13 @@ func decodeSteps(r *Reader) Steps {
 	if r.Len() == 0 {
 		return Steps{}
 	}
-	return Steps{Limit: uint32(r.Uvarint()), Queue: r.Uvarint(), Index: uint32(r.Uvarint())}
+	s := Steps{Limit: uint32(r.Uvarint()), Queue: r.Uvarint(), Index: uint32(r.Uvarint())}
+	if r.Len() > 0 {
+		if s.Since = r.Varint(); s.Since <= 0 {
+			r.fail("steps: a walk's start not positive")
+		}
+	}
+	return s
 }
 
 // SeekCmd moves a group's cursors on a queue (one partition when
