@@ -205,11 +205,12 @@ func TestConfigValidation(t *testing.T) {
 // one kmsg can encode and decode. Beyond §3.4's 33 rows queen speaks
 // DescribeCluster (60), which admin tools ask instead of Metadata,
 // KIP-848's ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69),
-// KIP-932's share-group keys (76-79, 90-92), and OffsetForLeaderEpoch (23),
-// without which franz-go ignores leader epochs.
+// KIP-932's share-group keys (76-79, 90-92), OffsetForLeaderEpoch (23),
+// without which franz-go ignores leader epochs, and KIP-664's three keys
+// that find hanging transactions (61, 65, 66).
 func TestVersionTable(t *testing.T) {
-	if len(supportedVersions) != 44 {
-		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven and OffsetForLeaderEpoch make 44", len(supportedVersions))
+	if len(supportedVersions) != 47 {
+		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch and KIP-664's three make 47", len(supportedVersions))
 	}
 	for key, w := range supportedVersions {
 		req := kmsg.RequestForKey(key)

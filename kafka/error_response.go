@@ -14,8 +14,9 @@ import (
 // what handlers use for NOT_COORDINATOR, NOT_CONTROLLER, UNKNOWN_SERVER_ERROR
 // and the like. The response has req's version.
 //
-// Request lists of names (DescribeGroups, DeleteGroups, DeleteTopics) and of
-// partition numbers (AddPartitionsToTxn) become lists of result elements.
+// Request lists of names (DescribeGroups, DeleteGroups, DeleteTopics,
+// DescribeTransactions) and of partition numbers (AddPartitionsToTxn) become
+// lists of result elements.
 func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 	resp := req.ResponseKind()
 	mirror(reflect.ValueOf(resp).Elem(), reflect.ValueOf(req).Elem(), code)
@@ -27,6 +28,7 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 var identityFields = map[string]bool{
 	"Topic": true, "TopicID": true, "Partition": true, "Group": true, "Name": true,
 	"ResourceType": true, "ResourceName": true, "MemberID": true, "GroupInstanceID": true, "Key": true,
+	"TransactionalID": true,
 }
 
 // sliceSources names the request list a response list answers, where the
@@ -35,6 +37,8 @@ var sliceSources = map[string][]string{
 	"Topics":       {"TopicNames"},      // DeleteTopics before v6
 	"Coordinators": {"CoordinatorKeys"}, // FindCoordinator v4+
 	"Results":      {"Creations", "Filters"},
+	// DescribeTransactions: one state per transactional id asked.
+	"TransactionStates": {"TransactionalIDs"},
 }
 
 // mirror sets every top-level ErrorCode of resp to code and fills each list

@@ -78,6 +78,13 @@ func TestErrorResponseMirrorsRequests(t *testing.T) {
 		t.Fatalf("add partitions to txn: %+v", tr)
 	}
 
+	dtx := kmsg.NewPtrDescribeTransactionsRequest()
+	dtx.TransactionalIDs = []string{"a", "b"}
+	dtr := ErrorResponse(dtx, code).(*kmsg.DescribeTransactionsResponse)
+	if len(dtr.TransactionStates) != 2 || dtr.TransactionStates[1].TransactionalID != "b" || dtr.TransactionStates[1].ErrorCode != code {
+		t.Fatalf("describe transactions: %+v", dtr)
+	}
+
 	del := kmsg.NewPtrDeleteTopicsRequest()
 	del.SetVersion(5)
 	del.TopicNames = []string{"x"}

@@ -50,6 +50,9 @@ var supportedVersions = map[int16]VersionRange{
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster: v2 endpoint types
+	61: {0, 0},  // DescribeProducers: KIP-664
+	65: {0, 0},  // DescribeTransactions: KIP-664
+	66: {0, 2},  // ListTransactions: v1 duration filter, v2 transactional id pattern
 	68: {0, 1},  // ConsumerGroupHeartbeat: KIP-848; v1 member-named, regex
 	69: {0, 1},  // ConsumerGroupDescribe
 	76: {1, 1},  // ShareGroupHeartbeat: KIP-932 (v0 was early access)

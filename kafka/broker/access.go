@@ -96,6 +96,13 @@ var apiAccess = map[kmsg.Key][]need{
 	// it commits: the transactional id's permission and the group's.
 	kmsg.AddOffsetsToTxn: {txnID(writeOnly), group(readWrite)},
 	kmsg.TxnOffsetCommit: {txnID(writeOnly), group(readWrite)},
+	// Looking for hanging transactions (KIP-664), as Kafka checks it:
+	// READ on each topic described, DESCRIBE on each transactional id.
+	// ListTransactions needs nothing of the request: like Kafka, it leaves
+	// out the ids the login may not describe (mayDescribeTxns).
+	kmsg.DescribeProducers:    {topic(readOnly)},
+	kmsg.DescribeTransactions: {txnID(describe)},
+	kmsg.ListTransactions:     {},
 
 	kmsg.CreateTopics:            {topic(admin)},
 	kmsg.DeleteTopics:            {topic(admin)},
@@ -172,4 +179,11 @@ func grants(p Limits, levels []authn.Level) bool {
 func mayCreateTopics(c *kafka.Conn) bool {
 	id, ok := identityOf(c)
 	return !ok || refusal(int16(kmsg.CreateTopics), id.limits(), kmsg.NewPtrCreateTopicsRequest()) == 0
+}
+
+// mayDescribeTxns says whether c may describe transactional ids, which
+// ListTransactions lists only then: the need of DescribeTransactions.
+func mayDescribeTxns(c *kafka.Conn) bool {
+	id, ok := identityOf(c)
+	return !ok || refusal(int16(kmsg.DescribeTransactions), id.limits(), kmsg.NewPtrDescribeTransactionsRequest()) == 0
 }

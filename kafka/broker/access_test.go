@@ -66,6 +66,9 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.AddOffsetsToTxn:           {X, X, G, ok, ok, G},
 	kmsg.EndTxn:                    {X, X, ok, ok, ok, ok},
 	kmsg.TxnOffsetCommit:           {X, X, G, ok, ok, G},
+	kmsg.DescribeProducers:         {T, ok, T, ok, ok, ok}, // READ on the topic, as Kafka
+	kmsg.DescribeTransactions:      {X, ok, ok, ok, ok, ok},
+	kmsg.ListTransactions:          {ok, ok, ok, ok, ok, ok}, // the ids a login may not describe are left out
 	kmsg.DescribeACLs:              {C, ok, ok, ok, ok, ok},
 	kmsg.CreateACLs:                {C, C, C, C, ok, C},
 	kmsg.DeleteACLs:                {C, C, C, C, ok, C},
