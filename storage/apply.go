@@ -237,6 +237,8 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeTxnBeginCmd, func(c *wire.TxnBeginCmd) wire.KafkaTxnResult { return s.applyTxnBegin(ctx, c) })
 	case wire.KindKafkaTxnEnd:
 		return run(cmd.Body, wire.DecodeTxnEndCmd, func(c *wire.TxnEndCmd) wire.KafkaTxnResult { return s.applyTxnEnd(ctx, c) })
+	case wire.KindSetFormat:
+		return run(cmd.Body, wire.DecodeSetFormatCmd, func(c *wire.SetFormatCmd) wire.CodeResult { return s.applySetFormat(ctx, c) })
 	case wire.KindKafkaTxnSettled:
 		return run(cmd.Body, wire.DecodeTxnSettledCmd, func(c *wire.TxnSettledCmd) wire.CodeResult { return s.applyTxnSettled(ctx, c) })
 	case wire.KindKafkaLogClean:

@@ -59,7 +59,7 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 		if one = s.partNamed(ctx, q, c.Partition); one == nil {
 			return wire.CountResult{Code: wire.CodePartitionNotFound}
 		}
-		if s.anyPin(one.id, c.Group) {
+		if s.at(wire.FormatV2) && s.anyPin(one.id, c.Group) {
 			return wire.CountResult{Code: wire.CodeConflict} // a prepared transaction acknowledges through the cursor
 		}
 	}
@@ -78,7 +78,7 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 	} else {
 		// Every partition, read back into memory when it is not there, up
 		// to the step's limit.
-		budget := stepBudget{steps: c.Steps, waits: func(pid uint64) bool { return s.anyPin(pid, c.Group) }}
+		budget := stepBudget{steps: c.Steps, waits: s.pinnedWaits(c.Group)}
 		budget.each(q, &res, func(i uint32, _ uint64) {
 			if p := s.partAt(ctx, q, i); p != nil {
 				seek(p)
@@ -87,6 +87,15 @@ func (s *Store) applySeek(ctx *applyCtx, c *wire.SeekCmd) wire.CountResult {
 	}
 	ctx.touch(q)
 	return res
+}
+
+// pinnedWaits is what a walk of group's cursors waits for: a cursor a
+// prepared transaction pins (from FormatV2; none before).
+func (s *Store) pinnedWaits(group string) func(pid uint64) bool {
+	if !s.at(wire.FormatV2) {
+		return nil
+	}
+	return func(pid uint64) bool { return s.anyPin(pid, group) }
 }
 
 // stepBudget bounds a walk over queues' partitions to one entry's steps
@@ -153,8 +162,8 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 		queues = []*queueState{q}
 	}
 	res := wire.CountResult{Code: wire.CodeOK}
-	budget := stepBudget{steps: c.Steps, waits: func(pid uint64) bool { return s.anyPin(pid, c.Group) }}
-	if budget.steps.Limit > 0 && budget.steps.Since == 0 {
+	budget := stepBudget{steps: c.Steps, waits: s.pinnedWaits(c.Group)}
+	if budget.steps.Limit > 0 && budget.steps.Since == 0 && s.at(wire.FormatV2) {
 		// The walk's first step (or a step of a build before Since: each
 		// of those deletes every position, as they did).
 		budget.steps.Since = ctx.nowMs

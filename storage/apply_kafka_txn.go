@@ -43,7 +43,7 @@ func (s *Store) applyInitProducer(ctx *applyCtx, c *wire.InitProducerCmd) wire.I
 		if t.ongoing {
 			// Aborted: the engine resolves its parts as aborted, and the
 			// id begins nothing new until they are.
-			t.end(c.Tenant, c.TxnID, false, ctx.nowMs)
+			t.end(c.Tenant, c.TxnID, false, ctx.nowMs, s.at(wire.FormatV2))
 		}
 		t.bumpEpoch(s, ctx)
 	}
@@ -114,7 +114,7 @@ func (s *Store) applyTxnEnd(ctx *applyCtx, c *wire.TxnEndCmd) wire.KafkaTxnResul
 	case !t.ongoing || t.txnSeq != c.TxnSeq:
 		return wire.KafkaTxnResult{Code: wire.CodeConflict, TxnSeq: t.txnSeq, Epoch: t.epoch}
 	}
-	t.end(c.Tenant, c.TxnID, c.Commit, ctx.nowMs)
+	t.end(c.Tenant, c.TxnID, c.Commit, ctx.nowMs, s.at(wire.FormatV2))
 	if c.BumpEpoch {
 		t.bumpEpoch(s, ctx)
 	}

@@ -20,6 +20,7 @@ func TestReplicasWithDifferentLocalSettingsApplyALogAlike(t *testing.T) {
 	}}
 	b.open()
 	t.Cleanup(func() { b.s.Close() })
+	b.raiseFormat()
 	if a.s.cfg.TraceRetentionMs == b.s.cfg.TraceRetentionMs {
 		t.Fatal("the replicas' settings do not differ")
 	}

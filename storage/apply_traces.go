@@ -81,7 +81,8 @@ func (s *Store) applyTrace(ctx *applyCtx, c *wire.TraceCmd) wire.TraceResult {
 
 // traceSweeper removes trace events older than the trace retention the
 // tick carries (the proposing leader's; the default when it carries none):
-// never this replica's own setting, which may differ from its peers'.
+// never this replica's own setting, which may differ from its peers'
+// (before FormatV2 it was that setting).
 type traceSweeper struct{}
 
 func (traceSweeper) name() string { return "traces" }
@@ -93,7 +94,10 @@ func (traceSweeper) due(s *Store, nowMs int64) bool {
 
 func (traceSweeper) sweep(s *Store, ctx *applyCtx) {
 	retention := ctx.tick.TraceRetentionMs
-	if retention <= 0 {
+	switch {
+	case !s.at(wire.FormatV2):
+		retention = s.cfg.TraceRetentionMs // as builds before FormatV2 did
+	case retention <= 0:
 		retention = DefaultTraceRetentionMs
 	}
 	lower := []byte{tagTraceAge}

@@ -171,11 +171,14 @@ type txnState struct {
 	endedMs   int64
 }
 
-// end ends the ongoing transaction, committed or not: it is unsettled
-// until every group it staged in has resolved it.
-func (t *txnState) end(tenant wire.ID, txnID string, commit bool, nowMs int64) {
-	t.unsettled = KafkaTxnXID(txnInfo(txnKeyT{tenant, txnID}, t))
-	t.ongoing, t.lastCommitted, t.endedMs = false, commit, nowMs
+// end ends the ongoing transaction, committed or not. With settle (from
+// FormatV2) it is unsettled until every group it staged in has resolved
+// it.
+func (t *txnState) end(tenant wire.ID, txnID string, commit bool, nowMs int64, settle bool) {
+	if settle {
+		t.unsettled, t.endedMs = KafkaTxnXID(txnInfo(txnKeyT{tenant, txnID}, t)), nowMs
+	}
+	t.ongoing, t.lastCommitted = false, commit
 }
 
 func (t *txnState) encode() []byte {

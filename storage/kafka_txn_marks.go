@@ -79,11 +79,16 @@ func partAbortedKey(pid, last uint64) []byte {
 const openTxnsWithXIDs = 0
 
 func encodeOpenTxns(open []openTxn) []byte {
+	withXIDs := slices.ContainsFunc(open, func(o openTxn) bool { return !o.xid.IsZero() })
 	w := wire.Writer{}
-	w.Uvarint(openTxnsWithXIDs)
+	if withXIDs {
+		w.Uvarint(openTxnsWithXIDs)
+	}
 	w.Uvarint(uint64(len(open)))
 	for _, o := range open {
-		w.Fixed(o.xid[:])
+		if withXIDs {
+			w.Fixed(o.xid[:])
+		}
 		w.Varint(o.producer)
 		w.Varint(int64(o.epoch))
 		w.Uvarint(uint64(len(o.batches)))
@@ -256,6 +261,9 @@ func (s *Store) noteTxns() { s.hasTxns.Store(len(s.kafka.partTxns) > 0) }
 // openTxnBatch records a batch of transaction xid (of producer at epoch)
 // appended to p at [from, to).
 func (s *Store) openTxnBatch(ctx *applyCtx, p *partState, xid wire.ID, producer int64, epoch int16, from, to uint64) {
+	if !s.at(wire.FormatV2) {
+		xid = wire.ID{} // by producer, as builds before FormatV2 keep them
+	}
 	t := s.kafka.txnsOf(p.id)
 	if t == nil {
 		t = &partTxns{}

@@ -39,6 +39,9 @@ func (s *Store) loadState(useImage bool) error {
 	} else if ok {
 		s.clockMs = int64(v)
 	}
+	if err := s.loadFormat(); err != nil {
+		return err
+	}
 	for _, c := range []struct {
 		key []byte
 		dst *uint64

@@ -291,6 +291,7 @@ func TestStoreWithRecordsInsidePebbleIsRefused(t *testing.T) {
 func TestCrashThenReplayRewritesRecordsOnce(t *testing.T) {
 	h := newHarness(t)
 	openSmallSegments(t, h, 512)
+	base := h.index // entries[i] gets index base+i+1
 	var entries [][]byte
 	var want []string
 	alloc := wire.AllocCmd{Tenant: wire.DefaultTenant, Queue: "q", Flags: wire.AllocCreate, Place: testPlace, Names: []string{"p"}}
@@ -330,7 +331,7 @@ func TestCrashThenReplayRewritesRecordsOnce(t *testing.T) {
 		t.Fatalf("reopened at %d, durable was %d", idx, durable)
 	}
 	h.index = idx
-	for _, e := range entries[durable:] { // entries[i] has index i+1
+	for _, e := range entries[durable-base:] {
 		h.applyEntry(e)
 	}
 	p, ok := h.s.PartitionByName(wire.DefaultTenant, "q", "p")

@@ -55,6 +55,9 @@ type Config struct {
 	// (PARTITION_CLEANUP_DAYS, QUEEN_PARTITION_CLEANUP_ENABLED; 0: never).
 	// Only a leader's setting counts: its ticks carry it (cleanup.go).
 	PartitionCleanupMs int64
+	// NewestFormat, for tests, makes the store apply formats only up to it
+	// (wire.NewestFormat when zero): a build that old.
+	NewestFormat uint32
 	// Group is the raft group this store is the state machine of: ids it
 	// hands out (partitions, dead-letter rows, producers) carry it.
 	Group  int
@@ -95,6 +98,10 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
+	// format is the group's active format (cluster_format.go), read by
+	// apply; formatSeen is it for readers outside the apply loop.
+	format     uint32
+	formatSeen atomic.Uint32
 	kvVersion  uint64 // last KV version handed out (keyKVVersion)
 	traceSeq   uint64 // last trace event sequence (keyTraceSeq)
 	// timed indexes the queues whose options need time-driven work and

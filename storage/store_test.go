@@ -40,6 +40,7 @@ func newCachedHarness(t testing.TB, cache int) *harness {
 	h := &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000, cache: cache}
 	h.open()
 	t.Cleanup(func() { h.s.Close() })
+	h.raiseFormat()
 	return h
 }
 
@@ -50,6 +51,16 @@ func newCachedHarness(t testing.TB, cache int) *harness {
 func withoutTotalsCheck(t testing.TB) {
 	verifyTotals = false
 	t.Cleanup(func() { verifyTotals = true })
+}
+
+// raiseFormat raises the store to this build's newest format, as a
+// cluster whose members all run it does first.
+func (h *harness) raiseFormat() {
+	h.t.Helper()
+	c := wire.SetFormatCmd{Version: wire.NewestFormat}
+	if r, err := wire.DecodeCodeResult(h.apply(wire.KindSetFormat, c.Encode(nil))); err != nil || r.Code != wire.CodeOK {
+		h.t.Fatalf("set format: %+v %v", r, err)
+	}
 }
 
 func (h *harness) open() {

@@ -27,7 +27,10 @@ func (s *Store) applyTick(ctx *applyCtx) {
 // TickCommand is the tick the leader proposes: its own settings of the
 // work whose outcome depends on them, so replicas agree.
 func (s *Store) TickCommand() wire.Command {
-	c := wire.TickCmd{PartitionCleanupMs: s.cfg.PartitionCleanupMs, TraceRetentionMs: s.cfg.TraceRetentionMs}
+	c := wire.TickCmd{PartitionCleanupMs: s.cfg.PartitionCleanupMs}
+	if s.ActiveFormat() >= wire.FormatV2 {
+		c.TraceRetentionMs = s.cfg.TraceRetentionMs
+	}
 	return wire.Command{Kind: wire.KindTick, Body: c.Encode(nil)}
 }
 

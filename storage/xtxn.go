@@ -294,7 +294,7 @@ func (s *Store) commitPart(ctx *applyCtx, sub wire.Command) []byte {
 		if err != nil {
 			return nil
 		}
-		r := s.runTransactionAs(ctx, &c, true)
+		r := s.runTransactionAs(ctx, &c, s.at(wire.FormatV2))
 		if r.Code != wire.CodeOK {
 			s.log.Error("storage: a committed transaction's part could not be applied", "transaction", c.ID.String(), "code", r.Code)
 		}
@@ -329,7 +329,9 @@ func (s *Store) applyXPrepare(ctx *applyCtx, c *wire.XPrepareCmd) wire.XResolveR
 		return wire.XResolveResult{Code: code, Sub: refusal}
 	}
 	p := &xPrepared{coord: c.Coord, deadlineMs: c.DeadlineMs, sub: wire.Command{Kind: c.Sub.Kind, Body: append([]byte(nil), c.Sub.Body...)}}
-	p.reserved = s.partsOf(ctx, p.sub)
+	if s.at(wire.FormatV2) {
+		p.reserved = s.partsOf(ctx, p.sub)
+	}
 	p.pins = s.pinsOf(p)
 	s.xprep[c.ID] = p
 	s.pinned.add(c.ID, p.pins)

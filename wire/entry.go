@@ -79,6 +79,10 @@ const (
 	// next transaction; in the consumer-group range because 30..39 is full.
 	KindKafkaTxnSettled Kind = 48
 
+	// KindSetFormat (SetFormatCmd, format.go) raises a group's active
+	// format: the cluster version gate.
+	KindSetFormat Kind = 27
+
 	// KindKafkaLogClean is a Kafka topic's retention.bytes and compaction
 	// in one partition (LogCleanCmd), from the top of the Kafka range so
 	// the consumer-group kinds keep theirs.
