@@ -184,9 +184,11 @@ func (e *Engine) settleTxnAs(ctx context.Context, coord int, info storage.TxnInf
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	settled := wire.TxnSettledCmd{Tenant: info.Tenant, TxnID: info.TxnID, XID: xid}
-	if _, err := proposeOne(ctx, e, coord, wire.KindKafkaTxnSettled, settled.Encode(nil), wire.DecodeCodeResult); err != nil {
-		return err
+	if e.ActiveFormat(coord) >= wire.FormatV2 { // before it, nothing waits for the settle
+		settled := wire.TxnSettledCmd{Tenant: info.Tenant, TxnID: info.TxnID, XID: xid}
+		if _, err := proposeOne(ctx, e, coord, wire.KindKafkaTxnSettled, settled.Encode(nil), wire.DecodeCodeResult); err != nil {
+			return err
+		}
 	}
 	if commit {
 		e.host.forget(coord, xid)

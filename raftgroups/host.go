@@ -147,6 +147,15 @@ type Config struct {
 	// entries is applied: blocking in it holds this replica's applies
 	// back while its raft log keeps up, as a slow or restarting replica's.
 	BeforeApply func(group int)
+	// HoldFormat stops this node raising the formats of the groups it
+	// leads (QUEEN_FORMAT_AUTO_RAISE=false; format.go): by default each
+	// group's leader raises its format once every member runs a build
+	// that knows it.
+	HoldFormat bool
+	// NewestFormat, a test setting (QUEEN_TEST_NEWEST_FORMAT), makes this
+	// node apply formats only up to it, as an older build would: zero is
+	// the build's own (wire.NewestFormat).
+	NewestFormat uint32
 	// ApplyTestDelay holds every batch of entries back that long before
 	// this replica applies it (QUEEN_TEST_APPLY_DELAY_MS): a node that
 	// trails its groups' leaders, for the end-to-end tests of
@@ -328,6 +337,10 @@ func Start(cfg Config) (*Host, error) {
 	h.disk.check() // a node that boots on a full disk refuses data from its first request
 	h.bootClock()
 	h.wg.Add(9)
+	if !cfg.HoldFormat {
+		h.wg.Add(1)
+		go h.every(formatEvery, h.raiseFormats)
+	}
 	go h.every(time.Second, h.refreshMembership)
 	go h.registerSelfLoop()
 	go h.every(h.cfg.ClockSyncEvery, h.syncClock)
@@ -440,6 +453,10 @@ func (h *Host) startGroup(n int) (*group, error) {
 	}
 	g.nh = nh
 	storeDir := filepath.Join(dir, "store")
+	if err := storage.CheckFormat(storeDir, n, cfg.NewestFormat); err != nil {
+		nh.Close()
+		return nil, err // a build too old for the group: before raft opens the store and panics on it
+	}
 	g.store = h.newStore(n, storeDir)
 	fresh := !nh.HasNodeInfo(g.shardID, cfg.NodeID)
 	members := map[uint64]dragonboat.Target{}
@@ -488,7 +505,7 @@ func (h *Host) newStore(n int, storeDir string) *storage.Store {
 	return storage.New(storage.Config{Dir: storeDir, Logger: h.log.With("group", n), Group: n,
 		TraceRetentionMs: h.cfg.TraceRetention.Milliseconds(), SegmentBytes: h.cfg.SegmentBytes,
 		PartitionCleanupMs: h.cfg.PartitionCleanup.Milliseconds(), PartitionCache: h.cfg.PartitionCache,
-		CacheBytes: cache, MemTableBytes: memtable})
+		CacheBytes: cache, MemTableBytes: memtable, NewestFormat: h.cfg.NewestFormat})
 }
 
 // StoreMemory is what one group's store may hold in memory under a node

@@ -67,6 +67,9 @@ func NodePath(route string) string { return transport.NodePath(route) }
 // appliedAnswer is appliedRoute's body.
 type appliedAnswer struct {
 	Groups []groupApplied `json:"groups"`
+	// NewestFormat is the newest format the member's build applies
+	// (format.go); builds before the format gate send none (FormatV1).
+	NewestFormat uint32 `json:"newestFormat,omitempty"`
 }
 
 type groupApplied struct {
@@ -79,7 +82,7 @@ func (h *Host) serveApplied(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "GET only", http.StatusMethodNotAllowed)
 		return
 	}
-	var ans appliedAnswer
+	ans := appliedAnswer{NewestFormat: h.newestFormat()}
 	for _, g := range h.groups {
 		ans.Groups = append(ans.Groups, groupApplied{Group: g.n, Applied: g.store.Applied()})
 	}
@@ -89,17 +92,23 @@ func (h *Host) serveApplied(w http.ResponseWriter, r *http.Request) {
 
 // peerApplied asks node id for its applied index per group.
 func (h *Host) peerApplied(ctx context.Context, id uint64) ([]groupApplied, error) {
+	ans, err := h.peerAnswer(ctx, id)
+	return ans.Groups, err
+}
+
+// peerAnswer is node id's answer on the applied route.
+func (h *Host) peerAnswer(ctx context.Context, id uint64) (appliedAnswer, error) {
 	resp, err := h.CallPeer(ctx, id, http.MethodGet, appliedRoute, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("node %d unreachable: %w", id, err)
+		return appliedAnswer{}, fmt.Errorf("node %d unreachable: %w", id, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("node %d answered %d to %s", id, resp.StatusCode, appliedRoute)
+		return appliedAnswer{}, fmt.Errorf("node %d answered %d to %s", id, resp.StatusCode, appliedRoute)
 	}
 	var ans appliedAnswer
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&ans); err != nil {
-		return nil, fmt.Errorf("node %d applied indexes: %w", id, err)
+		return appliedAnswer{}, fmt.Errorf("node %d applied indexes: %w", id, err)
 	}
-	return ans.Groups, nil
+	return ans, nil
 }

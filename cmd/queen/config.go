@@ -332,6 +332,10 @@ func (e *env) raftConfig() raftgroups.Config {
 		// later than it could, trailing its groups' leaders (the
 		// read-your-writes end-to-end tests).
 		ApplyTestDelay: e.millis("QUEEN_TEST_APPLY_DELAY_MS", 0, 0, time.Minute),
+		HoldFormat:     !e.bool("QUEEN_FORMAT_AUTO_RAISE", true),
+		// Test only: this node applies formats only up to this one, as an
+		// older build (0: this build's newest).
+		NewestFormat: uint32(e.int("QUEEN_TEST_NEWEST_FORMAT", 0, 0, int(wire.NewestFormat))),
 	}
 	if r.DiskLowPct >= r.DiskHighPct && r.DiskHighPct < 100 {
 		e.fail("QUEEN_RAFT_DISK_LOW_PCT", "must be below QUEEN_RAFT_DISK_HIGH_PCT (%v), got %v", r.DiskHighPct, r.DiskLowPct)

@@ -86,6 +86,8 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_RAFT_MAX_CLOCK_SKEW_MS":    {doc: "farther than this from the median of a majority, the node takes the cluster's time"},
 	"QUEEN_TEST_CLOCK_OFFSET_MS":      {doc: "test setting: read the wall clock this far off"},
 	"QUEEN_TEST_APPLY_DELAY_MS":       {doc: "test setting: apply every batch of raft entries this much later (a node trailing its leaders)"},
+	"QUEEN_FORMAT_AUTO_RAISE":         {doc: "raise each raft group's format once every member runs a build that knows it (false: keep the formats the cluster has)"},
+	"QUEEN_TEST_NEWEST_FORMAT":        {doc: "test setting: apply raft formats only up to this one, as an older build would (0: this build's newest)"},
 	"QUEEN_RAFT_PEERS":                {doc: "the cluster: id=raft host:port/http host:port, comma-separated"},
 	"QUEEN_RAFT_JOIN":                 {doc: "start without state as a non-voting member of an existing cluster (then promote it)"},
 	"QUEEN_RAFT_FORCE_RECOVER":        {doc: "rebuild every group as a one-voter cluster of this node (majority lost for good)"},

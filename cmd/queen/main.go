@@ -21,6 +21,7 @@ import (
 	"github.com/queen-mq/queen/kafka/broker"
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/tenancy/proxy"
+	"github.com/queen-mq/queen/wire"
 )
 
 const version = "0.1.0"
@@ -234,6 +235,12 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	}
 	log.Info("config: group_commit", "entry_gather_bytes", cfg.Raft.MaxBatchBytes, "inflight_bytes_per_group", inFlight,
 		"inflight_from_budget", cfg.Raft.MaxInFlightBytes == 0)
+	newest := wire.NewestFormat
+	if cfg.Raft.NewestFormat != 0 {
+		newest = cfg.Raft.NewestFormat
+		log.Warn("config: QUEEN_TEST_NEWEST_FORMAT is set: this node applies raft formats only up to it, as an older build (a test setting)", "newest", newest)
+	}
+	log.Info("config: format", "newest", newest, "oldest", wire.OldestFormat, "auto_raise", !cfg.Raft.HoldFormat)
 	log.Info("config: partition_cache", "partitions_per_group", cfg.Raft.PartitionCache, "bounded", cfg.Raft.PartitionCache > 0)
 	if cfg.Raft.PartitionCleanup > 0 {
 		log.Info("config: partition_cleanup", "enabled", true, "idle_days", cfg.Raft.PartitionCleanup.Hours()/24)

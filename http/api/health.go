@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/queen-mq/queen/raftgroups"
 )
 
 type raftHealth struct {
@@ -29,6 +31,10 @@ type healthAnswer struct {
 	// that add data answer 507. The node stays healthy: it still serves
 	// reads, pops and acks, which is how the backlog drains.
 	StorageFull bool `json:"storageFull"`
+	// Format is the raft format gate: the formats this build applies and
+	// each group's active one (a rolling upgrade is done when every group
+	// is at the newest; docs/operations.md, "Upgrades").
+	Format raftgroups.FormatStatus `json:"format"`
 }
 
 // clusterVersion is the feature level this build implements (spec §4.6).
@@ -39,7 +45,7 @@ const clusterVersion = 7
 // commit index; 503 while the node is settling.
 func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 	ans := healthAnswer{Status: "healthy", Engine: "raft", Version: s.cfg.Version, Groups: s.raftHealth(),
-		StorageFull: s.engine.Host().StorageFull()}
+		StorageFull: s.engine.Host().StorageFull(), Format: s.engine.Host().Format()}
 	for _, st := range s.engine.Host().Status() {
 		if !st.Ready {
 			ans.Status = "unhealthy"
