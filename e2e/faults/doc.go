@@ -3,8 +3,9 @@
 // network between them is cut, their clocks skewed, their disks filled or
 // a byte of a segment corrupted; then every acknowledged message is
 // checked for (lost, duplicated, reordered, ...). QUEEN_FAULT_ROUNDS,
-// QUEEN_FAULT_PARTITION_ROUNDS and QUEEN_FAULT_SEED shape a run;
-// scripts/faults.sh runs it and prints its figures.
+// QUEEN_FAULT_PARTITION_ROUNDS, QUEEN_FAULT_EXACTLY_ONCE_ROUNDS and
+// QUEEN_FAULT_SEED shape a run; scripts/faults.sh runs it and prints its
+// figures.
 //
 // It owns every test named TestFault*, and nothing else: a node stopped or
 // killed outside a fault schedule is e2e/cluster's or e2e/ops'. Shared helpers are in
