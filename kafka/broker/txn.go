@@ -131,9 +131,14 @@ func (b *Broker) reapTxns() {
 			return
 		case <-t.C:
 		}
-		b.reapTxnsOnce(b.engine.NowMs())
+		b.reapNow()
 	}
 }
+
+// reapNow reaps at the cluster's clock, the one BeganMs was stamped with:
+// a node whose wall clock is off must neither abort a transaction that just
+// began nor leave one open past its timeout.
+func (b *Broker) reapNow() { b.reapTxnsOnce(b.engine.NowMs()) }
 
 // reapTxnsOnce aborts the open transactions this node coordinates that are
 // past their timeout at nowMs, and fences their producers, as Kafka's

@@ -113,10 +113,10 @@ func clusterClient(t *testing.T, nodes []*testNode, opts ...kgo.Opt) *kgo.Client
 }
 
 // clusterSettled reports whether every node sees every raft group led by
-// its preferred node and every broker registered.
+// its preferred node, at the newest format, and every broker registered.
 func clusterSettled(nodes []*testNode, groups int) bool {
 	for _, n := range nodes {
-		if len(n.engine.KafkaNodes()) != len(nodes) {
+		if len(n.engine.KafkaNodes()) != len(nodes) || !raftgroupstest.AtNewestFormat(n.host) {
 			return false
 		}
 		for g := 0; g < groups; g++ {

@@ -14,6 +14,7 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -510,5 +511,28 @@ func TestIdempotentRetryGetsTheOriginalOffset(t *testing.T) {
 	}
 	if hwm(n, "idem", 0) != 3 {
 		t.Fatal("a duplicate was stored")
+	}
+}
+
+// The timeout reaper reads the cluster's clock, which stamped the
+// transaction's start, not the node's wall clock: on a node whose clock
+// reads an hour behind its wall clock, a transaction that just began is
+// not aborted (issue 32, finding 5: it compared time.Now() with BeganMs).
+func TestTheTxnReaperReadsTheClusterClock(t *testing.T) {
+	h, e := raftgroupstest.StartWith(t, func(c *raftgroups.Config) { c.ClockTestOffset = -time.Hour })
+	n := serveBroker(t, h, e, nil)
+	cl := n.client()
+	createTopic(t, cl, "skew", 1)
+	x := &txnClient{t: t, cl: cl, id: "skew"}
+	x.init(60_000)
+	if x.addPartition("skew", 0) != 0 || x.produce("skew", "v") != 0 {
+		t.Fatal("staging")
+	}
+	n.broker.reapNow()
+	if info, _ := n.engine.KafkaTxn(wire.DefaultTenant, "skew"); !info.Ongoing {
+		t.Fatalf("a transaction that began now was aborted by the reaper: %+v", info)
+	}
+	if code := x.end(true); code != 0 {
+		t.Fatalf("commit: %d", code)
 	}
 }

@@ -90,11 +90,24 @@ func StartWith(t testing.TB, adjust func(*raftgroups.Config)) (*raftgroups.Host,
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for !host.Ready() {
+	for !host.Ready() || (!cfg.HoldFormat && !AtNewestFormat(host)) {
 		if time.Now().After(deadline) {
-			t.Fatal("node not ready")
+			t.Fatal("node not ready, or its groups not raised to the newest format")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return host, engine
+}
+
+// AtNewestFormat reports whether every group of h is at the newest format
+// h's build applies: a new cluster is raised to it within a second or two
+// of its leaders' election, and tests of what it changes wait for that.
+func AtNewestFormat(h *raftgroups.Host) bool {
+	st := h.Format()
+	for _, f := range st.Active {
+		if f != st.Newest {
+			return false
+		}
+	}
+	return len(st.Active) > 0
 }
