@@ -83,3 +83,37 @@ func TestABuildTooOldForItsGroupsFormatStops(t *testing.T) {
 	}
 	h.open() // reopened by this build for the harness's cleanup
 }
+
+// A Kafka transaction that began before its group was raised to FormatV2
+// and staged more after it has batches kept by producer and by xid: its
+// end takes both with one marker, and the partition's last stable offset
+// moves past them.
+func TestATransactionAcrossTheRaiseEndsWhole(t *testing.T) {
+	h := &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000}
+	h.open()
+	t.Cleanup(func() { h.s.Close() })
+	h.produce(h.produceCmd("t", 0, wire.NoProducer, 0, 0, 1))
+	ini := h.initProducer("tx", 1)
+	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, Groups: 1}
+	b := h.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	xid := wire.ID{0: 1, 15: 1}
+	if r := h.stage(xid, wire.KafkaStageCmd{TxnID: "tx", Produce: h.produceCmd("t", 0, ini.ProducerID, ini.Epoch, 0, 2)}); r.Code != wire.CodeOK {
+		t.Fatalf("stage before the raise: %+v", r)
+	}
+	h.raiseFormat()
+	if r := h.stage(xid, wire.KafkaStageCmd{TxnID: "tx", Produce: h.produceCmd("t", 0, ini.ProducerID, ini.Epoch, 2, 2)}); r.Code != wire.CodeOK {
+		t.Fatalf("stage after the raise: %+v", r)
+	}
+	p, _ := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	if v := h.s.Txns(p, 0, p.HighWatermark()); v.LastStable != 1 {
+		t.Fatalf("open: %+v", v)
+	}
+	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: b.TxnSeq, Commit: false}
+	if r, committed := h.end(xid, end); r.Code != wire.CodeOK || committed {
+		t.Fatalf("abort: %+v %v", r, committed)
+	}
+	v := h.s.Txns(p, 0, p.HighWatermark())
+	if p.HighWatermark() != 6 || v.LastStable != 6 || len(v.Aborted) != 1 || v.Aborted[0].First != 1 || !v.Skipped(1) || !v.Skipped(4) {
+		t.Fatalf("after the abort: hwm %d, %+v", p.HighWatermark(), v)
+	}
+}

@@ -286,12 +286,26 @@ func (s *Store) endTxnIn(ctx *applyCtx, p *partState, xid wire.ID, producer int6
 	if t == nil {
 		return
 	}
-	i := slices.IndexFunc(t.open, func(o openTxn) bool { return o.owns(xid, producer) })
-	if i < 0 {
+	// A transaction that began before its group's raise to FormatV2 has
+	// its earlier batches under a zero xid (kept by producer) and its later
+	// ones under its xid: the end takes both, with one marker.
+	var o openTxn
+	kept := t.open[:0]
+	for _, e := range t.open {
+		if !e.owns(xid, producer) {
+			kept = append(kept, e)
+			continue
+		}
+		if len(o.batches) == 0 || e.xid == xid {
+			o.epoch = e.epoch
+		}
+		o.batches = append(o.batches, e.batches...)
+	}
+	if len(o.batches) == 0 {
 		return
 	}
-	o := t.open[i]
-	t.open = slices.Delete(t.open, i, i+1)
+	t.open = kept
+	slices.SortFunc(o.batches, func(a, b wire.OffsetRange) int { return cmp.Compare(a.From, b.From) })
 	at := p.next
 	typ := records.ControlCommit
 	if !commit {
@@ -307,8 +321,8 @@ func (s *Store) endTxnIn(ctx *applyCtx, p *partState, xid wire.ID, producer int6
 	t.trim(ctx, p.id, p.start)
 	batch := records.AppendControlBatch(nil, records.ControlMarker{BaseOffset: 0, PartitionLeaderEpoch: -1,
 		ProducerID: producer, ProducerEpoch: o.epoch, Type: typ, Timestamp: ctx.nowMs})
-	kept := wire.AppendKafkaBatch(nil, marker, len(batch)-records.HeaderSize, batch)
-	s.storeChunk(ctx, p.id, at, chunkMeta{appendMs: ctx.nowMs, count: 1, kafkaBatch: true}, kept)
+	stored := wire.AppendKafkaBatch(nil, marker, len(batch)-records.HeaderSize, batch)
+	s.storeChunk(ctx, p.id, at, chunkMeta{appendMs: ctx.nowMs, count: 1, kafkaBatch: true}, stored)
 	s.saveOpenTxns(ctx, p.id, t)
 	s.extend(ctx, p.q, p, 1)
 }
