@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -43,6 +44,62 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, level authn.Level) bool {
 	ctx.SetUserValue(principalKey, p)
 	return true
 }
+
+// operatorRoute reports whether the route at path is an operator's: it
+// acts on the node or the whole cluster (membership, grants, the ephemeral
+// switch, stats), not on one tenant's data, so no tenant may use it, not
+// even its admin. Every /api/v1/system/ route is one except placement,
+// which shows a tenant where its own queues live; so are /api/v1/stats/
+// and /internal/ (spec §2.2). A route added under these prefixes is an
+// operator's unless it is listed here.
+func operatorRoute(path string) bool {
+	if path == "/api/v1/system/placement" {
+		return false
+	}
+	for _, prefix := range []string{"/api/v1/system/", "/api/v1/stats/", "/internal/"} {
+		if strings.HasPrefix(path, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// authorizeOperator admits a request to an operator route from the
+// operator only, after authorize admitted it to the route's level (admin):
+// never a request scoped to a tenant, by the x-queen-tenant header or by
+// the embedded proxy (which acts for a tenant and blocks these routes),
+// and with broker JWT on never a token that names a tenant
+// (JWT_TENANT_CLAIM): that is the tenant's admin. The operator's token is
+// one of the admin role naming no tenant. With JWT off the routes stay
+// open to requests not scoped to a tenant.
+func (s *Server) authorizeOperator(ctx *fasthttp.RequestCtx) bool {
+	p, hasToken := principalOf(ctx)
+	if err := notOperator(ctx, p, hasToken); err != nil {
+		writeError(ctx, err)
+		return false
+	}
+	return true
+}
+
+// notOperator says why a request whose verified token (if hasToken) is p
+// is not the operator's, or nil when it may be.
+func notOperator(ctx *fasthttp.RequestCtx, p authn.Principal, hasToken bool) error {
+	_, proxied := proxiedTenant(ctx)
+	switch {
+	case proxied || len(ctx.Request.Header.Peek(tenancy.Header)) > 0:
+		return errTenantScoped
+	case hasToken && p.Tenant != "":
+		return errTenantToken
+	}
+	return nil
+}
+
+var (
+	errTenantScoped = &apiError{http.StatusForbidden, "forbidden",
+		"an operator route (node- or cluster-wide) is not available to a request scoped to a tenant"}
+	errTenantToken = &apiError{http.StatusForbidden, "forbidden",
+		"an operator route (node- or cluster-wide) needs an admin token naming no tenant; this one is a tenant's"}
+)
 
 // errForbidden is the spec's 403 for roles that do not pass a level.
 var errForbidden = &apiError{http.StatusForbidden, "forbidden", "Insufficient permissions"}

@@ -10,13 +10,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/tenancy"
 )
 
 // Membership routes (spec §2.17, §4.4): operator actions on every raft
-// group of the cluster. They are cluster-wide, so a request scoped to a
-// tenant (the x-queen-tenant header a proxy sets for tenant credentials)
-// is refused outright, and JWT needs the admin level. A change may be sent
+// group of the cluster, so operator routes (authorizeOperator refuses
+// requests scoped to a tenant and tenants' tokens). A change may be sent
 // to any node: it is relayed over the node channel (node.go) to group 0's
 // leader, whose commit index is the reference for the promote lag check
 // and whose membership view is current; when the leader cannot be reached
@@ -61,12 +59,8 @@ type votersBody struct {
 	Force  bool     `json:"force"`
 }
 
-// membershipCtx refuses tenant-scoped requests and bounds the request by
-// ?timeoutMs= (default 30 s).
+// membershipCtx bounds the request by ?timeoutMs= (default 30 s).
 func (s *Server) membershipCtx(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc, error) {
-	if len(ctx.Request.Header.Peek(tenancy.Header)) > 0 {
-		return nil, nil, &apiError{http.StatusForbidden, "forbidden", "membership is not available to a tenant"}
-	}
 	ms, err := intArg(ctx, "timeoutMs", 30000, 1, 600000)
 	if err != nil {
 		return nil, nil, err

@@ -151,11 +151,13 @@ func Routes() []RouteInfo {
 	return out
 }
 
-// wrap turns a route's handler into a fasthttp handler: errors become the
-// error envelope, a panic becomes a 500 for that request only, and every
+// wrap turns a route's handler into a fasthttp handler: the request is
+// authorized (its level, and an operator route's operator), errors become
+// the error envelope, a panic becomes a 500 for that request only, and every
 // request is counted and timed per route.
 func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 	m := newRouteMetrics(s.metrics, "queen_http", rt)
+	operator := operatorRoute(rt.path)
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		defer func() {
@@ -166,7 +168,7 @@ func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 			m.observe(ctx.Response.StatusCode(), start)
 			s.requests.Add(1)
 		}()
-		if !s.authorize(ctx, rt.level) {
+		if !s.authorize(ctx, rt.level) || operator && !s.authorizeOperator(ctx) {
 			closeIfBodyUnread(ctx)
 			return
 		}

@@ -124,11 +124,9 @@ type quotaBody struct {
 }
 
 // quotaTenant reads and checks a quota request's tenant and kind. The
-// routes are the operator's: a tenant-scoped request could grant itself.
-func quotaTenant(ctx *fasthttp.RequestCtx, tenant, kind string) (wire.ID, error) {
-	if len(ctx.Request.Header.Peek(tenancy.Header)) > 0 {
-		return wire.ID{}, &apiError{http.StatusForbidden, "forbidden", "quotas are not available to a tenant"}
-	}
+// routes are the operator's (authorizeOperator): a tenant could grant
+// itself.
+func quotaTenant(tenant, kind string) (wire.ID, error) {
 	if kind != "ephemeral" {
 		return wire.ID{}, badRequest(`kind must be "ephemeral" (the only grant kept so far)`)
 	}
@@ -145,7 +143,7 @@ func quotaTenant(ctx *fasthttp.RequestCtx, tenant, kind string) (wire.ID, error)
 // quotaGet is GET /api/v1/system/quota?tenant=&kind=ephemeral.
 func (s *Server) quotaGet(ctx *fasthttp.RequestCtx) error {
 	a := ctx.QueryArgs()
-	id, err := quotaTenant(ctx, string(a.Peek("tenant")), string(a.Peek("kind")))
+	id, err := quotaTenant(string(a.Peek("tenant")), string(a.Peek("kind")))
 	if err != nil {
 		return err
 	}
@@ -163,7 +161,7 @@ func (s *Server) quotaSet(ctx *fasthttp.RequestCtx) error {
 	if err := readJSON(ctx, &b); err != nil {
 		return err
 	}
-	id, err := quotaTenant(ctx, b.Tenant, b.Kind)
+	id, err := quotaTenant(b.Tenant, b.Kind)
 	if err != nil {
 		return err
 	}
