@@ -158,9 +158,11 @@ func (s *Server) tenantOf(ctx *fasthttp.RequestCtx) (wire.ID, error) {
 
 var errWrongTenant = &apiError{http.StatusForbidden, "wrong_tenant", "the token is for another tenant"}
 
-// callerAllows reports whether a request to a public route carries a token
-// that passes level: public routes serve more to such callers.
-func (s *Server) callerAllows(ctx *fasthttp.RequestCtx, level authn.Level) bool {
+// callerIsOperator reports whether a request to a public route comes from
+// the operator, to whom it serves more: with JWT on, a token of the admin
+// role naming no tenant, on a request not scoped to a tenant (as
+// authorizeOperator admits); with JWT off, anyone.
+func (s *Server) callerIsOperator(ctx *fasthttp.RequestCtx) bool {
 	v := s.cfg.Auth
 	if v == nil || !v.Enabled() {
 		return true
@@ -170,5 +172,5 @@ func (s *Server) callerAllows(ctx *fasthttp.RequestCtx, level authn.Level) bool 
 		return false
 	}
 	p, err := v.Verify(token)
-	return err == nil && p.Allows(level)
+	return err == nil && p.Allows(authn.LevelAdmin) && notOperator(ctx, p, true) == nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
-	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/raftgroups"
 )
 
@@ -121,9 +120,9 @@ func (t *trafficMetrics) popped(messages, bodyBytes int) {
 
 // metricsPrometheus is GET /metrics/prometheus: the shared set, raft state
 // per group, disk use, process metrics and the per-queue families. Those
-// name tenants: in tenancy mode with broker JWT on they are served to admin
-// tokens only, since a tenant id is half of a Kafka login (the token is
-// the other half).
+// name tenants: in tenancy mode with broker JWT on they are served to the
+// operator only (callerIsOperator: a tenant's admin would see the others),
+// since a tenant id is half of a Kafka login (the token is the other half).
 func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
 	var set bytes.Buffer
 	s.metrics.WritePrometheus(&set)
@@ -133,7 +132,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
 	p := promText{b: &buf}
 	s.writeNodeMetrics(p)
 	s.writeRaftMetrics(p)
-	if !s.cfg.TenancyHeader || s.callerAllows(ctx, authn.LevelAdmin) {
+	if !s.cfg.TenancyHeader || s.callerIsOperator(ctx) {
 		s.writeQueueMetrics(p)
 	}
 	ctx.SetStatusCode(http.StatusOK)

@@ -79,7 +79,8 @@ func call(t *testing.T, method, url, tok, body string, headers ...string) (int, 
 
 // TestTenantIDsAreNotPublic: in tenancy mode with broker JWT on, the public
 // Prometheus scrape must not name tenants (a tenant id plus any valid token
-// was a Kafka login as that tenant); an admin token still sees them.
+// was a Kafka login as that tenant), nor may a tenant's admin token see the
+// others; the operator's token (admin, no tenant) still sees them.
 func TestTenantIDsAreNotPublic(t *testing.T) {
 	n := startJWTNode(t, func(c *Config) { c.TenancyHeader = true })
 	rw := token(t, jwt.MapClaims{"role": "read-write", "tenant": tenantA})
@@ -93,6 +94,10 @@ func TestTenantIDsAreNotPublic(t *testing.T) {
 	}
 	if !strings.Contains(body, "queen_raft_term") {
 		t.Fatalf("public scrape lost the node's own metrics")
+	}
+	adminOfB := token(t, jwt.MapClaims{"role": "admin", "tenant": tenantB})
+	if code, body := call(t, "GET", n.url+"/metrics/prometheus", adminOfB, ""); code != http.StatusOK || strings.Contains(body, tenantA) {
+		t.Fatalf("B's admin scrape: %d, names A: %v", code, strings.Contains(body, tenantA))
 	}
 	admin := token(t, jwt.MapClaims{"role": "admin"})
 	if code, body := call(t, "GET", n.url+"/metrics/prometheus", admin, ""); code != http.StatusOK || !strings.Contains(body, tenantA) {
