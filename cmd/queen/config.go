@@ -56,6 +56,10 @@ type Config struct {
 	MemoryLimitFromGo bool
 	// Proxy is the embedded proxy (QUEEN_PROXY_*).
 	Proxy ProxyConfig
+	// RaftAllowAnonymous (QUEEN_RAFT_ALLOW_ANONYMOUS) says a raft port
+	// reachable beyond loopback without QUEEN_RAFT_TOKEN is intended while
+	// JWT_ENABLED=true (checkRaftAuth).
+	RaftAllowAnonymous bool
 }
 
 // env reads variables through a lookup function, remembering the first
@@ -249,6 +253,7 @@ func readConfig(e *env) (Config, error) {
 		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
 	}
 	c.Raft = e.raftConfig()
+	c.RaftAllowAnonymous = e.checkRaftAuth(c.Auth.Enabled, c.Raft)
 	c.MemoryLimit = int64(e.int("QUEEN_MEMORY_LIMIT_MB", 1024, 0, 1<<24)) << 20
 	if e.lookup("GOMEMLIMIT") != "" {
 		// The runtime has read it already (and refused the process if malformed).
@@ -366,6 +371,25 @@ func (e *env) raftConfig() raftgroups.Config {
 		r.ElectionRTT = max(3, 150/rtt)
 	}
 	return r
+}
+
+// checkRaftAuth refuses a node whose HTTP API needs a broker JWT while
+// its raft port, on 0.0.0.0:7400 by default, checks nothing: without
+// QUEEN_RAFT_TOKEN anyone who reaches it votes, appends, installs
+// snapshots and calls /node/v1/ (membership changes, ephemeral relays
+// that pop any tenant's queue by header), which JWT_ENABLED=true does not
+// lead an operator to expect. A loopback-only listener reaches no one
+// else; QUEEN_RAFT_ALLOW_ANONYMOUS=true says an open raft port is
+// intended (logConfig then warns at every boot). It returns the opt-in.
+func (e *env) checkRaftAuth(jwtOn bool, r raftgroups.Config) bool {
+	allow := e.bool("QUEEN_RAFT_ALLOW_ANONYMOUS", false)
+	if jwtOn && r.Token == "" && !allow && !loopbackOnly(r.ListenAddr) {
+		e.fail("QUEEN_RAFT_TOKEN", "is unset while JWT_ENABLED=true and the raft listener (QUEEN_RAFT_LISTEN=%s) is reachable "+
+			"beyond this host: anyone who reaches it could vote, append, install snapshots and call /node/v1/ "+
+			"(membership, any tenant's ephemeral queues); set QUEEN_RAFT_TOKEN on every node, bind QUEEN_RAFT_LISTEN to loopback, "+
+			"or set QUEEN_RAFT_ALLOW_ANONYMOUS=true if an unauthenticated raft port is intended", r.ListenAddr)
+	}
+	return allow
 }
 
 // peers parses QUEEN_RAFT_PEERS ("1=host1:7400/host1:6632,2=..."). Unset,

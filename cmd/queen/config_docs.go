@@ -64,6 +64,7 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_RAFT_DIR":                  {doc: "data directory"},
 	"QUEEN_RAFT_TOKEN":                {doc: "token every node presents to its peers", secret: true},
 	"QUEEN_RAFT_TOKEN_ACCEPT":         {doc: "other tokens accepted from peers while one is rotated", secret: true},
+	"QUEEN_RAFT_ALLOW_ANONYMOUS":      {doc: "say a raft port without QUEEN_RAFT_TOKEN beyond loopback is intended while JWT_ENABLED=true"},
 	"QUEEN_RAFT_TLS_CERT":             {doc: "certificate file for TLS between nodes"},
 	"QUEEN_RAFT_TLS_KEY":              {doc: "key file for TLS between nodes (the path; the file is never read out)"},
 	"QUEEN_RAFT_TLS_CA":               {doc: "CA file peers' certificates must chain to (mutual TLS)"},

@@ -194,7 +194,7 @@ func TestNodeTLSConfig(t *testing.T) {
 // fetch and DeleteTopics to anyone, so it refuses to boot unless the
 // operator says the open Kafka port is intended, and then warns.
 func TestJWTWithoutKafkaSASLNeedsAnOptIn(t *testing.T) {
-	jwtOn := map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "a-secret-long-enough-for-hs256-tokens"}
+	jwtOn := map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "a-secret-long-enough-for-hs256-tokens", "QUEEN_RAFT_TOKEN": "s3cret"}
 	with := func(extra map[string]string) map[string]string {
 		m := map[string]string{}
 		for k, v := range jwtOn {
@@ -211,14 +211,62 @@ func TestJWTWithoutKafkaSASLNeedsAnOptIn(t *testing.T) {
 	if _, err := loadConfig(lookup(with(map[string]string{"QUEEN_KAFKA_SASL": "plain"}))); err != nil {
 		t.Fatalf("JWT and SASL: %v", err)
 	}
-	c, err := loadConfig(lookup(with(map[string]string{"QUEEN_KAFKA_ALLOW_ANONYMOUS": "true"})))
+	optInWarns(t, with(map[string]string{"QUEEN_KAFKA_ALLOW_ANONYMOUS": "true"}), "QUEEN_KAFKA_ALLOW_ANONYMOUS")
+	// Without JWT everything is open by default (spec §5.1): no opt-in.
+	if _, err := loadConfig(lookup(nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// optInWarns: env, which sets the opt-in variable, boots, and the boot
+// log warns naming it.
+func optInWarns(t *testing.T, env map[string]string, variable string) {
+	t.Helper()
+	c, err := loadConfig(lookup(env))
 	if err != nil {
-		t.Fatalf("JWT with the opt-in: %v", err)
+		t.Fatalf("JWT on with %s: %v", variable, err)
 	}
 	var logs bytes.Buffer
 	logConfig(slog.New(slog.NewTextHandler(&logs, nil)), &c)
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "QUEEN_KAFKA_ALLOW_ANONYMOUS") {
-		t.Fatalf("no boot warning for an open Kafka port with JWT on:\n%s", logs.String())
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), variable) {
+		t.Errorf("no boot warning naming %s:\n%s", variable, logs.String())
+	}
+}
+
+// TestJWTWithoutRaftTokenNeedsLoopbackOrAnOptIn: without QUEEN_RAFT_TOKEN
+// the raft port (0.0.0.0:7400 by default) takes votes, appends and
+// snapshots from anyone, and serves /node/v1/ — membership, and ephemeral
+// relays that pop any tenant's queue by header — with no credential. A
+// node whose HTTP API needs a broker JWT refuses to boot so, naming
+// QUEEN_RAFT_TOKEN, unless the raft listener is loopback only or
+// QUEEN_RAFT_ALLOW_ANONYMOUS=true says it is intended (then it warns).
+func TestJWTWithoutRaftTokenNeedsLoopbackOrAnOptIn(t *testing.T) {
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "a-secret-long-enough-for-hs256-tokens",
+			"QUEEN_KAFKA_SASL": "plain"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	for _, listen := range []string{"", "0.0.0.0:7400", ":7400", "10.0.0.5:7400", "[::]:7400"} {
+		_, err := loadConfig(lookup(with(map[string]string{"QUEEN_RAFT_LISTEN": listen})))
+		if err == nil || !strings.HasPrefix(err.Error(), "QUEEN_RAFT_TOKEN") || !strings.Contains(err.Error(), "QUEEN_RAFT_ALLOW_ANONYMOUS") {
+			t.Errorf("JWT on, no raft token, raft on %q: %v, want a refusal naming QUEEN_RAFT_TOKEN and the opt-in", listen, err)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:7400", "localhost:7400", "[::1]:7400"} {
+		if _, err := loadConfig(lookup(with(map[string]string{"QUEEN_RAFT_LISTEN": listen}))); err != nil {
+			t.Errorf("JWT on, no raft token, raft on loopback %s: %v", listen, err)
+		}
+	}
+	if _, err := loadConfig(lookup(with(map[string]string{"QUEEN_RAFT_TOKEN": "s3cret"}))); err != nil {
+		t.Errorf("JWT on with a raft token: %v", err)
+	}
+	optInWarns(t, with(map[string]string{"QUEEN_RAFT_ALLOW_ANONYMOUS": "true"}), "QUEEN_RAFT_ALLOW_ANONYMOUS")
+	if _, err := loadConfig(lookup(map[string]string{"QUEEN_RAFT_ALLOW_ANONYMOUS": "maybe"})); err == nil ||
+		!strings.Contains(err.Error(), "QUEEN_RAFT_ALLOW_ANONYMOUS") {
+		t.Errorf("a malformed opt-in: %v", err)
 	}
 	// Without JWT everything is open by default (spec §5.1): no opt-in.
 	if _, err := loadConfig(lookup(nil)); err != nil {

@@ -299,7 +299,12 @@ func logConfig(log *slog.Logger, cfg *Config) {
 	if (k.SASLPlain || k.SASLBearer) && k.TLSCert == "" {
 		log.Warn("config: SASL/PLAIN or OAUTHBEARER on a plaintext Kafka listener sends passwords and tokens in clear; set QUEEN_KAFKA_TLS_CERT and QUEEN_KAFKA_TLS_KEY")
 	}
-	if cfg.Raft.Token == "" && !loopbackOnly(cfg.Raft.ListenAddr) {
+	switch {
+	case cfg.Raft.Token == "" && !loopbackOnly(cfg.Raft.ListenAddr) && cfg.Auth.Enabled && cfg.RaftAllowAnonymous:
+		log.Warn("config: QUEEN_RAFT_ALLOW_ANONYMOUS=true: the raft listener is reachable beyond loopback without QUEEN_RAFT_TOKEN "+
+			"(votes, appends, snapshots, membership and ephemeral node calls) while JWT_ENABLED=true protects HTTP",
+			"raft_listen", cfg.Raft.ListenAddr)
+	case cfg.Raft.Token == "" && !loopbackOnly(cfg.Raft.ListenAddr):
 		log.Warn("config: the raft listener is reachable beyond loopback and QUEEN_RAFT_TOKEN is unset: "+
 			"anyone who reaches it can vote, append and install snapshots; set QUEEN_RAFT_TOKEN on every node",
 			"raft_listen", cfg.Raft.ListenAddr)
