@@ -56,7 +56,7 @@ export async function render(view, route, life) {
       if (!actions.firstChild) actions.append(actionForms());
     } catch (e) {
       if (e instanceof ApiError && e.status === 403) {
-        members.replaceChildren(notice("Membership and its actions need an admin token.", "bad"));
+        members.replaceChildren(notice("Membership and its actions need the operator's token (admin role, no tenant).", "bad"));
         actions.replaceChildren();
         return;
       }
