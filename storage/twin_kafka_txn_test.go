@@ -608,13 +608,9 @@ func (k *kafkaTwin) heads() []uint64 {
 }
 
 func (k *kafkaTwin) lateResolve() {
-	if len(k.late) == 0 {
-		return
+	if xid, ok := takeAny(k.twinWorkload, &k.late); ok {
+		k.resolve(xid, false)
 	}
-	i := k.r.Intn(len(k.late))
-	xid := k.late[i]
-	k.late = slices.Delete(k.late, i, i+1)
-	k.resolve(xid, false)
 }
 
 // repeatResolve resolves an ended transaction again (the finisher, a

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func twinBody(w *twinWorkload, build func(h *harness) []byte) []byte {
 // failf fails the test with the last commands applied.
 func (w *twinWorkload) failf(format string, args ...any) {
 	w.t.Helper()
-	w.t.Fatalf("%s\nafter:\n%s", fmt.Sprintf(format, args...), strings.Join(w.log[max(0, len(w.log)-30):], "\n"))
+	w.t.Fatalf("%s\nafter:\n%s", fmt.Sprintf(format, args...), strings.Join(w.log[max(0, len(w.log)-40):], "\n"))
 }
 
 // note adds a line to the log a failure shows.
@@ -89,4 +90,17 @@ func eachSeed(t *testing.T, n int64, f func(t *testing.T, seed int64)) {
 	for seed := int64(1); seed <= n; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { f(t, seed) })
 	}
+}
+
+// takeAny takes an element of *s out, drawn by w's seed; false when there
+// is none.
+func takeAny[T any](w *twinWorkload, s *[]T) (T, bool) {
+	var v T
+	if len(*s) == 0 {
+		return v, false
+	}
+	i := w.r.Intn(len(*s))
+	v = (*s)[i]
+	*s = slices.Delete(*s, i, i+1)
+	return v, true
 }
