@@ -136,8 +136,8 @@ func (x *xTwin) run(steps int) {
 		default:
 			// From its load image only: a restart that walks the store
 			// reuses the indexes of the last partitions it removed as
-			// idle, so replicas diverge at the next allocation (seed 1
-			// found it).
+			// idle, so replicas diverge at the next allocation
+			// (TestARemovedPartitionIndexIsNotReusedAfterAWalkedRestart).
 			x.note("restart (load image)")
 			x.b.restart(false)
 		}
@@ -602,3 +602,22 @@ func (x *xTwin) finishAll() {
 	x.sameKeys()
 }
 
+// A queue's home that removed its last partitions as idle, then restarted
+// by reading its store (no load image, as after a crash), must allocate a
+// name again where a replica that kept running does: at a new index, never
+// one it removed (a stale directory entry names that index). It reuses the
+// removed index, so replicas diverge: found by the final key comparison of
+// TestTwinCrossGroupTransactions, seed 1, when its restarts walked too.
+func TestARemovedPartitionIndexIsNotReusedAfterAWalkedRestart(t *testing.T) {
+	kept, walked := newHarness(t), newHarness(t)
+	for _, h := range []*harness{kept, walked} {
+		h.alloc("q", "a", "b")
+		h.now += 2 * testCleanupMs
+		h.cleanTick(testCleanupMs) // both never pushed: removed
+	}
+	walked.restart(true)
+	k, w := kept.alloc("q", "b").Parts[0].Index, walked.alloc("q", "b").Parts[0].Index
+	if k != 2 || w != k {
+		t.Fatalf("b allocated again at index %d by the store kept running, %d by the one restarted by a walk; want 2, a new index", k, w)
+	}
+}
