@@ -179,6 +179,13 @@ func (s *Store) dropDirEntry(ctx *applyCtx, q *queueState, index uint32, g uint1
 	}
 	q.dir[index] = 0
 	ctx.del(dirKey(q.id, index))
+	if s.at(wire.FormatV2) && int(index) == len(q.dir)-1 {
+		// The last entry goes: its key was what told a walk how long the
+		// directory is, and an index once handed out is never handed out
+		// again (a walked restart would allocate it anew, where a replica
+		// that kept running allocates the next).
+		ctx.set(dirPrefix(q.id), binary.AppendUvarint(nil, uint64(len(q.dir))))
+	}
 	ctx.touch(q)
 	return true
 }

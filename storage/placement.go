@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -278,11 +279,21 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 // loadDir reads the directories of the home queues.
 func (s *Store) loadDir() error {
 	return s.scan([]byte{tagDir}, func(k, v []byte) error {
-		if len(k) != 13 {
+		if len(k) != 13 && len(k) != 9 {
 			return nil
 		}
 		q := s.queuesByID[binary.BigEndian.Uint64(k[1:9])]
 		if q == nil || !q.home {
+			return nil
+		}
+		if len(k) == 9 { // the directory's length, kept once its last entries were dropped
+			n, w := binary.Uvarint(v)
+			if w <= 0 || n > 1<<32 {
+				return fmt.Errorf("storage: queue %d directory length %x", q.id, v)
+			}
+			for uint64(len(q.dir)) < n {
+				q.dir = append(q.dir, 0)
+			}
 			return nil
 		}
 		d, err := decodeDirEntry(v)
