@@ -172,7 +172,9 @@ func (w *twinWorkload) pop(names []string) {
 	if w.r.Intn(3) == 0 {
 		c.CommitOnDelivery = true
 	} else {
-		for range c.PartitionLimit() {
+		// One lease id per partition the pop may claim (a leased pop's
+		// limit is how many ids it carries).
+		for range c.MaxPartitions {
 			c.LeaseIDs = append(c.LeaseIDs, w.a.nextID())
 			w.b.nextID()
 		}
