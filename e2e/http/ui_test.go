@@ -277,8 +277,8 @@ func TestDashboardAsksForToken(t *testing.T) {
 	if err != nil || stored != readOnly {
 		t.Fatalf("sessionStorage holds %q (%v)", stored, err)
 	}
-	// Membership is admin-only: a read-only token is told so.
+	// Membership is the operator's: a read-only token is told so.
 	b.run(t, "open system", chromedp.Navigate(base+"/#/system"))
-	b.waitFor(t, "the 403 notice", `document.querySelector("#view .notice.bad")?.innerText.includes("admin token")`, nil)
+	b.waitFor(t, "the 403 notice", `document.querySelector("#view .notice.bad")?.innerText.includes("operator's token")`, nil)
 	b.noErrors(t)
 }
