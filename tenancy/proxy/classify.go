@@ -39,7 +39,9 @@ const (
 
 // GatedOp is how a gated route weighs against quotas (spec §6.6): Read is
 // never blocked, Grow is blocked like a push, Open never, Mixed only when
-// its body holds a growing operation.
+// its body holds a growing operation. Delete, never blocked either, is an
+// operation that removes or moves what others wrote (a KV key, a timer):
+// admin only, as deleting messages or a DLQ is.
 type GatedOp uint8
 
 // Gated operations.
@@ -48,6 +50,7 @@ const (
 	OpGrow
 	OpMixed
 	OpOpen
+	OpDelete
 )
 
 // Route is a classified request.
@@ -163,14 +166,14 @@ func classifyGated(method, path string) (Route, bool) {
 		}
 		return class(ClassBlocked), true
 	case strings.HasPrefix(path, "/api/v1/kv/"):
-		return byMethod(FeatureKV, method, map[string]GatedOp{"GET": OpRead, "PUT": OpGrow, "DELETE": OpOpen}), true
+		return byMethod(FeatureKV, method, map[string]GatedOp{"GET": OpRead, "PUT": OpGrow, "DELETE": OpDelete}), true
 	case path == "/api/v1/timers":
 		if method == "POST" {
 			return gated(FeatureTimers, OpMixed), true
 		}
 		return class(ClassBlocked), true
 	case strings.HasPrefix(path, "/api/v1/timers/"):
-		return byMethod(FeatureTimers, method, map[string]GatedOp{"GET": OpRead, "DELETE": OpOpen}), true
+		return byMethod(FeatureTimers, method, map[string]GatedOp{"GET": OpRead, "DELETE": OpDelete}), true
 	case under(path, "/api/v1/ephemeral"):
 		return classifyEphemeral(method, path), true
 	}
@@ -229,7 +232,9 @@ func classifyRead(method, path string) Route {
 // grantedBy lists the scopes that let a credential use a route (spec
 // §6.4). A gated route's Read op needs read authority; its other ops
 // need write authority, which any of produce, consume or admin gives
-// (docs/decisions.md); a growing op needs produce or admin, as a push does.
+// (docs/decisions.md); a growing op needs produce or admin, as a push does;
+// a deleting op admin. An operation inside a mixed route needs the same as
+// its own route (bodyRoutes).
 func (r Route) grantedBy() []string {
 	switch r.Class {
 	case ClassProduce:
@@ -246,6 +251,8 @@ func (r Route) grantedBy() []string {
 			return []string{ScopeRead, ScopeAdmin}
 		case OpGrow:
 			return []string{ScopeProduce, ScopeAdmin}
+		case OpDelete:
+			return []string{ScopeAdmin}
 		default:
 			return []string{ScopeProduce, ScopeConsume, ScopeAdmin}
 		}

@@ -32,14 +32,14 @@ var brokerRouteClasses = map[string]string{
 	"POST /api/v1/kv":                                                                 "gated kv mixed",
 	"GET /api/v1/kv/{ns}/{key:*}":                                                     "gated kv read",
 	"PUT /api/v1/kv/{ns}/{key:*}":                                                     "gated kv grow",
-	"DELETE /api/v1/kv/{ns}/{key:*}":                                                  "gated kv open",
+	"DELETE /api/v1/kv/{ns}/{key:*}":                                                  "gated kv delete",
 	"GET /api/v1/resources/kv/namespaces":                                             "read",
 	"POST /api/v1/resources/kv/list":                                                  "read",
 	"POST /api/v1/locks":                                                              "blocked",
 	"POST /api/v1/timers":                                                             "gated timers mixed",
 	"GET /api/v1/timers/{queue}":                                                      "gated timers read",
 	"GET /api/v1/timers/{queue}/{timerKey:*}":                                         "gated timers read",
-	"DELETE /api/v1/timers/{queue}/{timerKey:*}":                                      "gated timers open",
+	"DELETE /api/v1/timers/{queue}/{timerKey:*}":                                      "gated timers delete",
 	"POST /api/v1/traces":                                                             "gated traces open",
 	"GET /api/v1/traces/names":                                                        "read",
 	"GET /api/v1/traces/by-name/{name}":                                               "read",
@@ -124,7 +124,7 @@ func (r Route) String() string {
 	if r.Class != ClassGated {
 		return r.Class.String()
 	}
-	return fmt.Sprintf("gated %s %s", r.Feature, [...]string{"", "read", "grow", "mixed", "open"}[r.Op])
+	return fmt.Sprintf("gated %s %s", r.Feature, [...]string{"", "read", "grow", "mixed", "open", "delete"}[r.Op])
 }
 
 func TestEveryBrokerRouteIsClassified(t *testing.T) {
@@ -220,6 +220,8 @@ func TestScopesGrantClasses(t *testing.T) {
 		{gated(FeatureKV, OpGrow), []string{ScopeProduce}, true},
 		{gated(FeatureEphemeral, OpOpen), []string{ScopeConsume}, true},
 		{gated(FeatureEphemeral, OpOpen), []string{ScopeRead}, false},
+		{gated(FeatureKV, OpDelete), []string{ScopeProduce, ScopeConsume, ScopeRead}, false},
+		{gated(FeatureTimers, OpDelete), []string{ScopeAdmin}, true},
 	}
 	for _, c := range cases {
 		if got := c.route.allowedFor(c.scopes); got != c.want {
@@ -255,7 +257,8 @@ func TestMixedBatches(t *testing.T) {
 		{class(ClassProduce), `{}`, "produce", false},
 	}
 	for _, c := range cases {
-		got, grows := refineMixed(c.route, []byte(c.body))
+		ops, _ := bodyRoutes("/api/v1/x", c.route, []byte(c.body))
+		got, grows := refineMixed(c.route, []byte(c.body), ops)
 		if got.String() != c.want || grows != c.grows {
 			t.Errorf("%s: %s grows=%v, want %s grows=%v", c.body, got, grows, c.want, c.grows)
 		}

@@ -70,7 +70,19 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		refuse(ctx, err)
 		return
 	}
-	route, grows := refineMixed(route, body)
+	ops, ok := bodyRoutes(path, route, body)
+	if !ok {
+		refuse(ctx, errMalformedBody)
+		return
+	}
+	route, grows := refineMixed(route, body, ops)
+	if route.Class == ClassConsume && path != "/api/v1/transaction" {
+		ops = []Route{route} // a KV batch on the Kafka facade's groups is consumption
+	}
+	if err := admitBody(ops, cred, view); err != nil {
+		refuse(ctx, err)
+		return
+	}
 	var targets []queueTarget
 	msgs := 0
 	switch path {
@@ -238,6 +250,20 @@ func admit(r Route, cred *credential, v *clusterView) error {
 	}
 	return nil
 }
+
+// admitBody admits each operation of a mixed route's body (bodyRoutes)
+// as admit admits a route: an operation needs the scopes, status and plan
+// feature its own route needs, whatever route carries it.
+func admitBody(ops []Route, cred *credential, v *clusterView) error {
+	for _, op := range ops {
+		if err := admit(op, cred, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errMalformedBody = newError(http.StatusBadRequest, "bad_request", "malformed JSON body")
 
 // readBody reads the request body within limit (413 above it).
 func readBody(ctx *fasthttp.RequestCtx, limit int) ([]byte, error) {

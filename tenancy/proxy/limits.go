@@ -72,7 +72,7 @@ func (p *Proxy) overLimit(c *Cluster, path, limit string) bool {
 // withinLimits applies the request rate (and, for a DLQ replay, the
 // message rate); false when it answered 429.
 func (p *Proxy) withinLimits(ctx *fasthttp.RequestCtx, r Route, grows bool, path string, c *Cluster, lim Limits, msgs int) bool {
-	if r.Class == ClassGated && (r.Op == OpRead || r.Op == OpOpen || (r.Op == OpMixed && !grows)) {
+	if r.Class == ClassGated && (r.Op == OpRead || r.Op == OpOpen || r.Op == OpDelete || (r.Op == OpMixed && !grows)) {
 		return true // never blocked (spec §6.6)
 	}
 	now := time.Now()
