@@ -45,12 +45,23 @@ func describeSettings(lookup func(string) string) ([]setting, error) {
 		if s.Set {
 			s.Value = raw
 		}
-		if s.Secret {
+		switch {
+		case s.Secret:
 			s.Value, s.Default = secret.Mask(s.Value), secret.Mask(s.Default)
+		case d.mask != nil:
+			s.Value, s.Default = maskSet(d.mask, s.Value), maskSet(d.mask, s.Default)
 		}
 		out = append(out, s)
 	}
 	return out, err
+}
+
+// maskSet masks a value that is set, and leaves "" alone.
+func maskSet(mask func(string) string, v string) string {
+	if v == "" {
+		return v
+	}
+	return mask(v)
 }
 
 func newConfigCommand() *cobra.Command {

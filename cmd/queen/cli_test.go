@@ -237,3 +237,23 @@ func TestConfigDefaultsFollowTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigMasksTheJWKSURLsCredentials: `queen config` shows JWT_JWKS_URL
+// as the boot log does, without its user:password or query.
+func TestConfigMasksTheJWKSURLsCredentials(t *testing.T) {
+	raw := "https://jwks-user:jwks-pa55word@idp.example.com/keys.json?token=jwks-qu3ry-secret"
+	t.Setenv("JWT_JWKS_URL", raw)
+	for _, format := range [][]string{{"config"}, {"config", "--json"}} {
+		var out, errOut bytes.Buffer
+		execute(format, &out, &errOut)
+		text := out.String() + errOut.String()
+		for _, part := range []string{"jwks-user", "jwks-pa55word", "jwks-qu3ry-secret"} {
+			if strings.Contains(text, part) {
+				t.Errorf("%v shows %q of JWT_JWKS_URL", format, part)
+			}
+		}
+		if !strings.Contains(text, "https://***@idp.example.com/keys.json?***") {
+			t.Errorf("%v does not show the masked URL:\n%s", format, text)
+		}
+	}
+}

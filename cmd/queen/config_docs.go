@@ -1,10 +1,15 @@
 package main
 
+import "github.com/queen-mq/queen/crypto/authn"
+
 // settingDoc is one line of documentation for a setting, and whether its
-// value is a secret that `queen config` must never show.
+// value is a secret that `queen config` must never show; mask, when set,
+// shows a value that is not secret whole without the parts that may be
+// (the boot log's masking).
 type settingDoc struct {
 	doc    string
 	secret bool
+	mask   func(string) string
 }
 
 // settingDocs documents every variable the config reads, keyed by name.
@@ -41,7 +46,7 @@ var settingDocs = map[string]settingDoc{
 	"JWT_ALGORITHM":             {doc: "HS256/384/512, RS256/384/512, EdDSA or auto"},
 	"JWT_SECRET":                {doc: "HMAC secret for HS* tokens", secret: true},
 	"JWT_PUBLIC_KEY":            {doc: "PEM public key for RS*/EdDSA tokens (shown masked: it spans lines)", secret: true},
-	"JWT_JWKS_URL":              {doc: "JWKS URL to fetch signing keys from"},
+	"JWT_JWKS_URL":              {doc: "JWKS URL to fetch signing keys from (shown without user:password or query)", mask: authn.RedactURL},
 	"JWT_JWKS_REFRESH_INTERVAL": {doc: "seconds between JWKS refreshes"},
 	"JWT_JWKS_TIMEOUT_MS":       {doc: "timeout of one JWKS fetch"},
 	"JWT_ISSUER":                {doc: "required iss claim (unset: not checked)"},

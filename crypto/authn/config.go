@@ -172,9 +172,9 @@ func canonicalAlg(s string) (string, bool) {
 	return "", false
 }
 
-// redactURL drops the parts of a URL that may carry credentials (user info,
-// query, fragment) for log lines.
-func redactURL(raw string) string {
+// RedactURL drops the parts of a URL that may carry credentials (user info,
+// query, fragment) for log lines and `queen config`.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "<invalid>"

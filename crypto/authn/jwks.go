@@ -130,7 +130,7 @@ func (c *jwksCache) fetch() error {
 		// URL's query often carries a token.
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			ue.URL = redactURL(c.url)
+			ue.URL = RedactURL(c.url)
 		}
 		return fmt.Errorf("JWKS fetch: %w", err)
 	}
@@ -181,7 +181,7 @@ func (c *jwksCache) loop(interval time.Duration) {
 			return
 		case <-t.C:
 			if err := c.refresh(c.base, false); err != nil && c.base.Err() == nil {
-				c.log.Warn("jwt: JWKS refresh failed; keeping cached keys", "url", redactURL(c.url), "err", err)
+				c.log.Warn("jwt: JWKS refresh failed; keeping cached keys", "url", RedactURL(c.url), "err", err)
 			}
 		}
 	}

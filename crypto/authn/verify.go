@@ -129,7 +129,7 @@ func newVerifier(ctx context.Context, cfg Config, logger *slog.Logger, client *h
 
 	if cfg.JWKSURL != "" && (v.accepts(familyRSA) || v.accepts(familyEd)) {
 		if !strings.HasPrefix(strings.ToLower(cfg.JWKSURL), "https://") {
-			logger.Warn("jwt: JWT_JWKS_URL is not https; keys can be replaced in transit", "url", redactURL(cfg.JWKSURL))
+			logger.Warn("jwt: JWT_JWKS_URL is not https; keys can be replaced in transit", "url", RedactURL(cfg.JWKSURL))
 		}
 		if client == nil {
 			client = &http.Client{Timeout: cfg.JWKSTimeout}
@@ -142,7 +142,7 @@ func newVerifier(ctx context.Context, cfg Config, logger *slog.Logger, client *h
 		}
 		if err := v.jwks.refresh(ctx, false); err != nil {
 			logger.Warn("jwt: initial JWKS fetch failed; tokens are refused until keys arrive",
-				"url", redactURL(cfg.JWKSURL), "err", err)
+				"url", RedactURL(cfg.JWKSURL), "err", err)
 		}
 		v.wg.Add(1)
 		go v.jwks.loop(cfg.JWKSRefreshInterval)
@@ -246,7 +246,7 @@ func (v *Verifier) Describe() string {
 	}
 	jwks := secret.Unset
 	if c.JWKSURL != "" {
-		jwks = redactURL(c.JWKSURL)
+		jwks = RedactURL(c.JWKSURL)
 	}
 	opt := func(s string) string {
 		if s == "" {
