@@ -31,15 +31,17 @@ type sessionInfo struct {
 
 var errBadSession = newError(http.StatusUnauthorized, "unauthorized", "invalid or expired session")
 
-// issueSession signs a session for u.
+// issueSession signs a session for u. Its id (jti) makes every session a
+// token of its own, so signing one out (revokeSession) leaves the user's
+// others, even two signed in the same second.
 func (p *Proxy) issueSession(u *User, now time.Time) (string, error) {
-	claims := jwt.RegisteredClaims{Subject: u.ID, IssuedAt: jwt.NewNumericDate(now),
+	claims := jwt.RegisteredClaims{ID: newID(), Subject: u.ID, IssuedAt: jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(sessionTTL)), Issuer: "queen-proxy"}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(p.cfg.JWTSecret))
 }
 
-// session verifies a session token and loads its user.
-func (p *Proxy) session(ctx context.Context, token string) (*sessionInfo, error) {
+// sessionClaims verifies a session token's signature, issuer and expiry.
+func (p *Proxy) sessionClaims(token string) (*jwt.RegisteredClaims, error) {
 	if p.cfg.JWTSecret == "" || token == "" {
 		return nil, errBadSession
 	}
@@ -47,6 +49,53 @@ func (p *Proxy) session(ctx context.Context, token string) (*sessionInfo, error)
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return []byte(p.cfg.JWTSecret), nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("queen-proxy"), jwt.WithExpirationRequired())
 	if err != nil {
+		return nil, errBadSession
+	}
+	return &claims, nil
+}
+
+// Sessions are stateless tokens that every node accepts, so a sign-out
+// revokes its token with a row in the proxy's replicated state (the KV
+// of the system tenant, as keys and users are): revokedSessionKey, written
+// with the invalidation feed's bump and a KV TTL until the token expires,
+// so the rows are bounded by the sessions signed out in the last
+// sessionTTL and go away by themselves. The node that signs out drops its
+// cache at once, the others at their next poll of the feed.
+
+// revokedSession is the row of a signed-out session token.
+type revokedSession struct {
+	Expires int64 `json:"expires"` // the token's exp, Unix seconds
+}
+
+// revokedSessionKey is the row revoking token: its sha256, never the
+// token.
+func revokedSessionKey(token string) string { return "session-revoked/" + HashKey(token) }
+
+// revokeSession revokes a session token until it expires. A token that
+// does not verify (expired, malformed, an API key) is no session: nothing
+// to revoke.
+func (p *Proxy) revokeSession(ctx context.Context, token string, now time.Time) error {
+	claims, err := p.sessionClaims(token)
+	if err != nil {
+		return nil
+	}
+	exp := claims.ExpiresAt.Time
+	op := putOp(revokedSessionKey(token), revokedSession{Expires: exp.Unix()}, false)
+	// Until the token expires, and a second more: TTLs are whole seconds.
+	op.TTLSec = uint32(min(max(exp.Sub(now), 0), sessionTTL)/time.Second) + 1
+	_, err = p.store.apply(ctx, op)
+	return err
+}
+
+// session verifies a session token, not signed out, and loads its user.
+func (p *Proxy) session(ctx context.Context, token string) (*sessionInfo, error) {
+	claims, err := p.sessionClaims(token)
+	if err != nil {
+		return nil, err
+	}
+	if _, revoked, err := load[revokedSession](ctx, p.cache, revokedSessionKey(token)); err != nil {
+		return nil, err
+	} else if revoked {
 		return nil, errBadSession
 	}
 	u, found, err := load[User](ctx, p.cache, userKey(claims.Subject))
@@ -79,8 +128,7 @@ func (p *Proxy) console(ctx *fasthttp.RequestCtx, path string) {
 			refuse(ctx, errSignOutHeader)
 			return
 		}
-		ctx.Response.Header.Set("Set-Cookie", sessionCookie+"=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax")
-		writeJSON(ctx, http.StatusOK, map[string]bool{"ok": true})
+		p.logout(ctx)
 	case method == "GET" && path == "/auth/providers":
 		p.providers(ctx)
 	case method == "GET" && path == "/api/console/me":
@@ -92,6 +140,21 @@ func (p *Proxy) console(ctx *fasthttp.RequestCtx, path string) {
 	default:
 		refuse(ctx, errNotFound)
 	}
+}
+
+// logout signs out: it revokes the request's session tokens (bearer and
+// cookie) on every node and clears the cookie. When the revocation cannot
+// be written (the KV has no majority) it answers that error and keeps the
+// cookie, so the client knows the session still works.
+func (p *Proxy) logout(ctx *fasthttp.RequestCtx) {
+	for _, token := range []string{bearer(ctx), sessionCookieFor(ctx)} {
+		if err := p.revokeSession(ctx, token, time.Now()); err != nil {
+			writeError(ctx, err)
+			return
+		}
+	}
+	ctx.Response.Header.Set("Set-Cookie", sessionCookie+"=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax")
+	writeJSON(ctx, http.StatusOK, map[string]bool{"ok": true})
 }
 
 // login is the local password sign-in.
