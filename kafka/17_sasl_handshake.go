@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/internal/logbound"
 )
 
 // SaslHandshake (key 17), v0-1, registered only when SASL is on. It picks
@@ -29,7 +31,7 @@ func handleSaslHandshake(_ context.Context, c *Conn, kreq kmsg.Request) (kmsg.Re
 	}
 	if !slices.Contains(resp.SupportedMechanisms, req.Mechanism) || (req.Version == 0 && req.Mechanism != MechanismPlain) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		c.log.Info("kafka SASL mechanism refused", "mechanism", clip(req.Mechanism, maxLoggedName), "handshake_version", req.Version)
+		c.log.Info("kafka SASL mechanism refused", "mechanism", logbound.Clip(req.Mechanism, maxLoggedName), "handshake_version", req.Version)
 		return resp, ErrCloseAfterResponse
 	}
 	c.mechanism, c.scram, c.bearerRefused = req.Mechanism, nil, false

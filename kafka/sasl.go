@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/queen-mq/queen/internal/logbound"
 )
 
 // saslStage is where a connection is in the SASL exchange.
@@ -111,9 +113,9 @@ func (c *Conn) authenticatePlain(ctx context.Context, token []byte, after saslSt
 // to the pre-login frame cap, and refusals come as fast as it can
 // reconnect: a bounded prefix is logged, at most one line a second.
 func (c *Conn) refused(mechanism, user string, err error) {
-	if ok, held := c.srv.refusals.pass(time.Now()); ok {
-		c.log.Info("kafka SASL authentication refused", "mechanism", mechanism, "user", clip(user, maxLoggedName),
-			"err", clip(err.Error(), maxLoggedError), "refusals_not_logged", held)
+	if ok, held := c.srv.refusals.Pass(time.Now()); ok {
+		c.log.Info("kafka SASL authentication refused", "mechanism", mechanism, "user", logbound.Clip(user, maxLoggedName),
+			"err", logbound.Clip(err.Error(), maxLoggedError), "refusals_not_logged", held)
 	}
 }
 

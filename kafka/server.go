@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/internal/logbound"
 )
 
 // Handler serves one API key. It runs on its own goroutine; handlers of one
@@ -61,8 +63,8 @@ type Server struct {
 	unauthenticatedPerIP map[string]int
 
 	nextConnID   atomic.Uint64
-	lastLimitLog atomic.Int64 // unix nanos of the last "over the limit" log
-	refusals     logGate      // refused logins' log lines (sasl.go)
+	lastLimitLog atomic.Int64  // unix nanos of the last "over the limit" log
+	refusals     logbound.Gate // refused logins' log lines (sasl.go)
 }
 
 // NewServer validates cfg and returns a server with the built-in handlers
@@ -86,7 +88,7 @@ func NewServer(cfg Config) (*Server, error) {
 		perIP:       map[string]int{},
 
 		unauthenticatedPerIP: map[string]int{},
-		refusals:             logGate{interval: time.Second},
+		refusals:             logbound.Gate{Interval: time.Second},
 	}
 	if s.saslEnabled {
 		s.handlers[keySaslHandshake] = handleSaslHandshake
