@@ -171,6 +171,10 @@ func New(cfg Config, engine *raftgroups.Engine, broker fasthttp.RequestHandler, 
 		NoDefaultContentType:         true,
 		CloseOnShutdown:              true,
 		ErrorHandler:                 transportError,
+		// fasthttp logs what it could not read, quoting the client's
+		// bytes: not quoted at all, and through the bounded log.
+		SecureErrorLogMessage: true,
+		Logger:                newTransportLog(log),
 	}
 	return p
 }
