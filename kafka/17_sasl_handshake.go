@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen/internal/logbound"
+	"github.com/queen-mq/queen/kafka/logbound"
 )
 
 // SaslHandshake (key 17), v0-1, registered only when SASL is on. It picks

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queen-mq/queen/internal/logbound"
+	"github.com/queen-mq/queen/kafka/logbound"
 )
 
 // saslStage is where a connection is in the SASL exchange.

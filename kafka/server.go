@@ -14,7 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/queen-mq/queen/internal/logbound"
+	"github.com/queen-mq/queen/kafka/logbound"
 )
 
 // Handler serves one API key. It runs on its own goroutine; handlers of one

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/queen-mq/queen/internal/logbound"
+	"github.com/queen-mq/queen/kafka/logbound"
 )
 
 // maxLoggedTransportError is how much of one fasthttp message is logged.
