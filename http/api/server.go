@@ -176,7 +176,10 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 		NoDefaultContentType:         true,
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{log},
-		ErrorHandler:                 transportError,
+		// Its errors logged (at debug) never carry the request's bytes:
+		// headers hold tokens and cookies.
+		SecureErrorLogMessage: true,
+		ErrorHandler:          transportError,
 	}
 	return s
 }
