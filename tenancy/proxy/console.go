@@ -147,7 +147,12 @@ func (p *Proxy) console(ctx *fasthttp.RequestCtx, path string) {
 // be written (the KV has no majority) it answers that error and keeps the
 // cookie, so the client knows the session still works.
 func (p *Proxy) logout(ctx *fasthttp.RequestCtx) {
-	for _, token := range []string{bearer(ctx), sessionCookieFor(ctx)} {
+	cookie, err := sessionCookieFor(ctx)
+	if err != nil {
+		refuse(ctx, err)
+		return
+	}
+	for _, token := range []string{bearer(ctx), cookie} {
 		if err := p.revokeSession(ctx, token, time.Now()); err != nil {
 			writeError(ctx, err)
 			return
@@ -209,18 +214,49 @@ var errSignOutHeader = newError(http.StatusForbidden, "forbidden", "sign out fro
 
 // webHeader marks a request sent by the console's or the dashboard's own
 // scripts. A browser sends the session cookie with requests a page
-// elsewhere makes too, but such a page cannot add a header of its own
-// without a CORS preflight, which the proxy never grants: so the cookie
-// carries a change (any method but GET and HEAD) only with this header.
+// elsewhere makes too (SameSite=Lax lets top-level GETs through), but such
+// a page cannot add a header of its own without a CORS preflight, which
+// the proxy never grants: so the cookie carries a change only with this
+// header (sessionCookieFor).
 const webHeader = "X-Queen-Web"
 
-// sessionCookieFor is the request's session cookie when it may act as
-// the request's credential, "" otherwise (see webHeader).
-func sessionCookieFor(ctx *fasthttp.RequestCtx) string {
-	if ctx.IsGet() || ctx.IsHead() || len(ctx.Request.Header.Peek(webHeader)) > 0 {
-		return string(ctx.Request.Header.Cookie(sessionCookie))
+// errWebHeader refuses a change carried by the session cookie without
+// webHeader.
+var errWebHeader = newError(http.StatusForbidden, "web_header_required",
+	"the session cookie carries a change only from the console's pages: the "+webHeader+
+		" header is missing (send it, or an Authorization bearer credential)")
+
+// sessionCookieFor is the request's session cookie as its credential, ""
+// when it has none. It is the one place the proxy accepts the cookie, and
+// the one rule against cross-site requests: a request that may change
+// state (changesState), whatever its method, rides the cookie only with
+// webHeader, and is refused errWebHeader without it. A bearer credential
+// needs no header: callers look at it first.
+func sessionCookieFor(ctx *fasthttp.RequestCtx) (string, error) {
+	cookie := ctx.Request.Header.Cookie(sessionCookie)
+	if len(cookie) == 0 {
+		return "", nil
 	}
-	return ""
+	if len(ctx.Request.Header.Peek(webHeader)) == 0 && changesState(string(ctx.Method()), string(ctx.Path())) {
+		return "", errWebHeader
+	}
+	return string(cookie), nil
+}
+
+// changesState reports whether a request may change state. Only a GET or
+// HEAD can be a read: on the console's routes every one is, and on the
+// data plane those the classifier calls reads (ClassRead, a gated route's
+// OpRead). Everything else counts as a change: pops (which lease, or with
+// autoAck consume, messages) and the ephemeral pop are GETs that change.
+func changesState(method, path string) bool {
+	if !isGet(method) {
+		return true
+	}
+	if under(path, "/auth") || under(path, "/api/console") {
+		return false
+	}
+	r := Classify(method, path)
+	return r.Class != ClassRead && !(r.Class == ClassGated && r.Op == OpRead)
 }
 
 // consoleSession is the session of a console request: its bearer token or
@@ -228,7 +264,10 @@ func sessionCookieFor(ctx *fasthttp.RequestCtx) string {
 func (p *Proxy) consoleSession(ctx *fasthttp.RequestCtx) (*sessionInfo, error) {
 	token := bearer(ctx)
 	if token == "" {
-		token = sessionCookieFor(ctx)
+		var err error
+		if token, err = sessionCookieFor(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if strings.HasPrefix(token, KeyPrefix) {
 		return nil, errKeysOnConsole

@@ -157,7 +157,10 @@ func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx) (*credential, error) {
 	if token == "" {
 		// The dashboard's pages, behind the console's sign-in: reads, and
 		// changes its own scripts send (sessionCookieFor).
-		token = sessionCookieFor(ctx)
+		var err error
+		if token, err = sessionCookieFor(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if token == "" {
 		return nil, errMissingCredential
