@@ -34,25 +34,25 @@ func (s *Store) newestFormat() uint32 {
 }
 
 // at reports whether the group applies at format v or later.
-func (s *Store) at(v uint32) bool { return s.format >= v }
+func (s *Store) at(v uint32) bool { return s.format.Load() >= v }
 
 // ActiveFormat is the group's active format.
-func (s *Store) ActiveFormat() uint32 { return s.formatSeen.Load() }
+func (s *Store) ActiveFormat() uint32 { return s.format.Load() }
 
 // NewestFormat is the newest format this store can apply.
 func (s *Store) NewestFormat() uint32 { return s.newestFormat() }
 
 func (s *Store) loadFormat() error {
-	s.format = wire.FormatV1
+	f := wire.FormatV1
 	v, ok, err := s.getU64(keyActiveFormat)
 	if err != nil {
 		return err
 	}
 	if ok {
-		s.format = uint32(v)
+		f = uint32(v)
 	}
-	s.formatSeen.Store(s.format)
-	return s.formatFits(s.format)
+	s.format.Store(f)
+	return s.formatFits(f)
 }
 
 // formatFits refuses a format newer than this build's.
@@ -74,9 +74,8 @@ func (s *Store) applySetFormat(ctx *applyCtx, c *wire.SetFormatCmd) wire.CodeRes
 		ctx.fail(err)
 		return wire.CodeResult{Code: wire.CodeBadRequest}
 	}
-	if c.Version > s.format {
-		s.format = c.Version
-		s.formatSeen.Store(c.Version)
+	if c.Version > s.format.Load() {
+		s.format.Store(c.Version)
 		ctx.set(keyActiveFormat, binary.BigEndian.AppendUint64(nil, uint64(c.Version)))
 		s.log.Info("storage: raft group format raised", "group", s.cfg.Group, "format", c.Version)
 	}

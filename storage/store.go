@@ -98,12 +98,11 @@ type Store struct {
 	leases     map[wire.ID]leaseRef
 	counters   counters
 	clockMs    int64
-	// format is the group's active format (cluster_format.go), read by
-	// apply; formatSeen is it for readers outside the apply loop.
-	format     uint32
-	formatSeen atomic.Uint32
-	kvVersion  uint64 // last KV version handed out (keyKVVersion)
-	traceSeq   uint64 // last trace event sequence (keyTraceSeq)
+	// format is the group's active format (cluster_format.go): apply
+	// reads it, and readers outside the apply loop too.
+	format    atomic.Uint32
+	kvVersion uint64 // last KV version handed out (keyKVVersion)
+	traceSeq  uint64 // last trace event sequence (keyTraceSeq)
 	// timed indexes the queues whose options need time-driven work and
 	// sweeps holds each sweeper's progress (sweep.go); hasTxnDone says
 	// transaction results may be stored (apply_txn.go).

@@ -222,11 +222,16 @@ func (s *Store) KafkaTxn(tenant wire.ID, txnID string) (TxnInfo, bool) {
 // KafkaOpenTxns lists the transactions open in this group, for the
 // coordinator's timeout reaper.
 func (s *Store) KafkaOpenTxns() []TxnInfo {
+	return s.kafkaTxnsWhere(func(_ txnKeyT, t *txnState) bool { return t.ongoing })
+}
+
+// kafkaTxnsWhere lists the transactional ids whose state keep accepts.
+func (s *Store) kafkaTxnsWhere(keep func(txnKeyT, *txnState) bool) []TxnInfo {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []TxnInfo
 	for k, t := range s.kafka.txns {
-		if t.ongoing {
+		if keep(k, t) {
 			out = append(out, txnInfo(k, t))
 		}
 	}
@@ -237,15 +242,7 @@ func (s *Store) KafkaOpenTxns() []TxnInfo {
 // ended before beforeMs and is not yet settled, for the coordinator's
 // finisher.
 func (s *Store) KafkaUnsettledTxns(beforeMs int64) []TxnInfo {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []TxnInfo
-	for k, t := range s.kafka.txns {
-		if !t.unsettled.IsZero() && t.endedMs < beforeMs {
-			out = append(out, txnInfo(k, t))
-		}
-	}
-	return out
+	return s.kafkaTxnsWhere(func(_ txnKeyT, t *txnState) bool { return !t.unsettled.IsZero() && t.endedMs < beforeMs })
 }
 
 // StoredChunk is one committed chunk as ReadChunks hands it over, valid

@@ -64,18 +64,9 @@ func (s *Store) KafkaProducers(p Partition) []ActiveProducer {
 }
 
 // KafkaTxnsOf lists the transactional ids of tenant whose state this
-// group holds, by id.
+// group holds (the engine sorts what it gathers over groups).
 func (s *Store) KafkaTxnsOf(tenant wire.ID) []TxnInfo {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []TxnInfo
-	for k, t := range s.kafka.txns {
-		if k.tenant == tenant {
-			out = append(out, txnInfo(k, t))
-		}
-	}
-	slices.SortFunc(out, func(a, b TxnInfo) int { return cmp.Compare(a.TxnID, b.TxnID) })
-	return out
+	return s.kafkaTxnsWhere(func(k txnKeyT, _ *txnState) bool { return k.tenant == tenant })
 }
 
 // TxnPartition is a Kafka partition, by topic and index.
@@ -86,7 +77,7 @@ type TxnPartition struct {
 
 // KafkaTxnPartitions lists the partitions of tenant in this group holding
 // open batches of transaction xid of producer: those it wrote to and whose
-// marker is not written yet. Sorted by topic and partition.
+// marker is not written yet (unsorted: SortTxnPartitions).
 func (s *Store) KafkaTxnPartitions(tenant, xid wire.ID, producer int64) []TxnPartition {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -103,7 +94,6 @@ func (s *Store) KafkaTxnPartitions(tenant, xid wire.ID, producer int64) []TxnPar
 		}
 		out = append(out, TxnPartition{Topic: p.q.name, Partition: int32(p.index)})
 	}
-	SortTxnPartitions(out)
 	return out
 }
 
