@@ -124,11 +124,8 @@ func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wir
 	if err := e.Barrier(ctx, g); err != nil {
 		return wire.InitProducerResult{}, err
 	}
-	if before, ok := e.KafkaTxn(c.Tenant, c.TxnID); ok && !before.Unsettled.IsZero() {
-		if err := e.settleTxnWithin(ctx, g, before); err != nil {
-			e.host.log.Debug("raft: settling a transaction before an init", "transactional_id", c.TxnID, "err", err)
-			return wire.InitProducerResult{Code: wire.CodeTxnUnsettled}, nil
-		}
+	if !e.settleIDWithin(ctx, g, c.Tenant, c.TxnID) {
+		return wire.InitProducerResult{Code: wire.CodeTxnUnsettled}, nil
 	}
 	res, err := proposeOne(ctx, e, g, wire.KindKafkaInitProducer, c.Encode(nil), wire.DecodeInitProducerResult)
 	if err != nil || res.Code != wire.CodeOK {
@@ -136,11 +133,8 @@ func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wir
 	}
 	// The init applied here: the state says whether it aborted a
 	// transaction (it is then unsettled), whatever this node read before.
-	if after, ok := e.KafkaTxn(c.Tenant, c.TxnID); ok && !after.Unsettled.IsZero() {
-		if err := e.settleTxnWithin(ctx, g, after); err != nil {
-			e.host.log.Debug("raft: settling the transaction an init aborted", "transactional_id", c.TxnID, "err", err)
-			return wire.InitProducerResult{Code: wire.CodeTxnUnsettled}, nil
-		}
+	if !e.settleIDWithin(ctx, g, c.Tenant, c.TxnID) {
+		return wire.InitProducerResult{Code: wire.CodeTxnUnsettled}, nil
 	}
 	return res, nil
 }
@@ -150,11 +144,21 @@ func (e *Engine) InitProducer(ctx context.Context, c *wire.InitProducerCmd) (wir
 // CONCURRENT_TRANSACTIONS soon comes back, one left waiting may time out.
 const settleWait = 5 * time.Second
 
-// settleTxnWithin is settleTxn within settleWait.
-func (e *Engine) settleTxnWithin(ctx context.Context, coord int, info storage.TxnInfo) error {
+// settleIDWithin settles transactional id txnID's last transaction, when
+// this node's replica of its coordinator group shows it unsettled, within
+// settleWait, and reports whether the id may go on.
+func (e *Engine) settleIDWithin(ctx context.Context, coord int, tenant wire.ID, txnID string) bool {
+	info, ok := e.KafkaTxn(tenant, txnID)
+	if !ok || info.Unsettled.IsZero() {
+		return true
+	}
 	ctx, cancel := context.WithTimeout(ctx, settleWait)
 	defer cancel()
-	return e.settleTxn(ctx, coord, info)
+	if err := e.settleTxn(ctx, coord, info); err != nil {
+		e.host.log.Debug("raft: settling a transaction for an init", "transactional_id", txnID, "err", err)
+		return false
+	}
+	return true
 }
 
 // settleTxn makes sure the ended transaction info.Unsettled is resolved in
