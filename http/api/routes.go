@@ -26,8 +26,17 @@ const (
 	del  = http.MethodDelete
 )
 
-// routes is the whole HTTP API.
+// routes is the whole HTTP API: the core routes below, then the Streams
+// routes (streams_routes.go) and the routes Queen's SDKs and queenctl call
+// beyond them (sdk_routes.go), each kept in its own file.
 func (s *Server) routes() []route {
+	all := s.coreRoutes()
+	all = append(all, s.streamsRoutes()...)
+	return append(all, s.sdkRoutes()...)
+}
+
+// coreRoutes are the data plane, resources, status and system routes.
+func (s *Server) coreRoutes() []route {
 	return []route{
 		{get, "/health", authn.LevelPublic, s.health},
 		{get, "/metrics", authn.LevelPublic, s.metricsJSON},
