@@ -236,7 +236,10 @@ func readConfig(e *env) (Config, error) {
 		LagPartitionsMax:   e.int("QUEEN_METRICS_LAG_PARTITIONS_MAX", 32, 1, 1<<20),
 		PromoteMaxLag:      uint64(e.int("QUEEN_RAFT_PROMOTE_MAX_LAG", 1000, 0, 1<<40)),
 	}
-	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "new"); m {
+	// Queen's server defaults to "" (= all): a new consumer group reads
+	// from the beginning, and its SDKs' consumer-group flows rely on it;
+	// new is the opt-in.
+	switch m := e.str("DEFAULT_SUBSCRIPTION_MODE", "all"); m {
 	case "new", "new-only":
 		c.HTTP.DefaultSubscription = wire.SubNew
 	default:

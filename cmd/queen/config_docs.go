@@ -39,7 +39,7 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_TIMERS_MAX_HORIZON_S":           {doc: "furthest a timer may be scheduled ahead, seconds"},
 	"QUEEN_METRICS_GROUP_LAG_MAX_CURSORS":  {doc: "cap on per-cursor consumer lag series in the metrics"},
 	"QUEEN_RAFT_PROMOTE_MAX_LAG":           {doc: "entries a learner may trail by and still be promoted"},
-	"DEFAULT_SUBSCRIPTION_MODE":            {doc: "where a new consumer group starts: new (only new messages) or all"},
+	"DEFAULT_SUBSCRIPTION_MODE":            {doc: "where a new consumer group starts: all (from the beginning, the default, as Queen) or new/new-only (only messages pushed after it subscribed)"},
 
 	// Broker JWT (spec §8.4).
 	"JWT_ENABLED":               {doc: "require a broker JWT on the HTTP API"},
