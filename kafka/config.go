@@ -88,7 +88,9 @@ type Config struct {
 	MaxConnectionsPerIP int
 	// MaxUnauthenticatedConnections bounds, with SASL on, the connections
 	// that have not logged in yet, a quarter of them from one client
-	// address; a connection over the limit is closed at once.
+	// address; a connection over the per-address share is closed at once,
+	// and one over the total too unless another address holds more places
+	// than its own, whose oldest connection is then closed instead.
 	MaxUnauthenticatedConnections int
 	// LoginTimeout closes, with SASL on, a connection that has not logged
 	// in this long after it was accepted (its TLS handshake included),

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -61,31 +62,37 @@ func dialFrom(t *testing.T, s *Server, ip string) *rawClient {
 	return &rawClient{t: t, conn: conn, fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test"))}
 }
 
-// TestConnectionsBeforeLoginAreCapped: past MaxUnauthenticatedConnections,
-// or past a quarter of them from one address, a new connection is closed
-// at once; a login or a close frees its place.
+// TestConnectionsBeforeLoginAreCapped: past MaxUnauthenticatedConnections
+// a new connection is closed at once unless some other address holds more
+// places than its own, and past a quarter of them from one address it is
+// closed whatever the others hold; a login or a close frees its place.
 func TestConnectionsBeforeLoginAreCapped(t *testing.T) {
 	s := startServer(t, Config{Authenticate: tenantAuthenticator, MaxUnauthenticatedConnections: 8}, nil)
 	var first []*rawClient
-	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
-		for range 2 {
-			c := dialFrom(t, s, ip)
-			c.roundTrip(apiVersionsRequest(3))
-			first = append(first, c)
-		}
+	for i := 2; i < 10; i++ {
+		c := dialFrom(t, s, fmt.Sprintf("127.0.0.%d", i))
+		c.roundTrip(apiVersionsRequest(3))
+		first = append(first, c)
 	}
-	dialFrom(t, s, "127.0.0.6").expectClosed() // all eight places taken
+	dialFrom(t, s, "127.0.0.2").expectClosed() // all eight places taken, no one holds more
 
-	login(t, first[0]) // 127.0.0.2 has one place again, and so has the node
-	dialFrom(t, s, "127.0.0.3").expectClosed()
+	login(t, first[0]) // 127.0.0.2 has its place again, and so has the node
 	again := dialFrom(t, s, "127.0.0.2")
 	again.roundTrip(apiVersionsRequest(3))
-	dialFrom(t, s, "127.0.0.6").expectClosed()
+	dialFrom(t, s, "127.0.0.3").expectClosed()
 
-	first[2].conn.Close() // one of 127.0.0.3's
+	first[1].conn.Close() // 127.0.0.3's
 	waitFor(t, "the closed connection to free its place", func() bool { return s.OpenConnections() == 8 })
 	dialFrom(t, s, "127.0.0.3").roundTrip(apiVersionsRequest(3))
 	first[0].roundTrip(apiVersionsRequest(3)) // the logged-in one was never at risk
+
+	// A quarter of the places from one address, then no more, whoever
+	// else holds what.
+	s2 := startServer(t, Config{Authenticate: tenantAuthenticator, MaxUnauthenticatedConnections: 8}, nil)
+	for range 2 {
+		dialFrom(t, s2, "127.0.0.2").roundTrip(apiVersionsRequest(3))
+	}
+	dialFrom(t, s2, "127.0.0.2").expectClosed()
 }
 
 // TestConnectionsPerIPAreCapped: one address may hold at most
@@ -130,4 +137,51 @@ func TestLoginTimeout(t *testing.T) {
 	for time.Since(start) < 3*timeout {
 		good.roundTrip(apiVersionsRequest(3))
 	}
+}
+
+// TestStalledStrangersCannotLockOutOtherHosts (issue 33 item 6): a few
+// addresses each holding their share of the places before login must not
+// refuse every other host's login. A newcomer from an address holding
+// fewer places takes the oldest place of the address holding the most; an
+// address never takes the places of one holding no more than itself.
+func TestStalledStrangersCannotLockOutOtherHosts(t *testing.T) {
+	const places = 16 // 4 addresses × a quarter each fill them
+	s := startServer(t, Config{Authenticate: tenantAuthenticator, MaxUnauthenticatedConnections: places}, nil)
+	attackers := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
+	stalled := map[string][]*rawClient{}
+	for _, ip := range attackers {
+		for range places / 4 {
+			c := dialFrom(t, s, ip)
+			c.roundTrip(apiVersionsRequest(3))
+			stalled[ip] = append(stalled[ip], c)
+		}
+	}
+	// Every other host still logs in, again and again, while the stalled
+	// addresses keep trying to fill every place: they take each other's,
+	// never the newcomer's.
+	for range 4 {
+		c := dialFrom(t, s, "127.0.0.6")
+		c.roundTrip(apiVersionsRequest(3))
+		for _, ip := range attackers {
+			for range 2 {
+				tryApiVersions(dialFrom(t, s, ip))
+			}
+		}
+		login(t, c)
+		c.roundTrip(apiVersionsRequest(3))
+	}
+	// The first evicted was the oldest of the heaviest addresses.
+	stalled["127.0.0.2"][0].expectClosed()
+}
+
+// tryApiVersions reports whether c is served an ApiVersions, false when the
+// server closed it.
+func tryApiVersions(c *rawClient) bool {
+	c.corr++
+	c.conn.SetWriteDeadline(time.Now().Add(testTimeout))
+	if _, err := c.conn.Write(c.fmt.AppendRequest(nil, apiVersionsRequest(3), c.corr)); err != nil {
+		return false
+	}
+	_, err := c.readFrame()
+	return err == nil
 }

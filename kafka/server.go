@@ -58,9 +58,11 @@ type Server struct {
 	conns        map[*Conn]struct{}
 	perIP        map[string]int // open connections by client address
 	// unauthenticated counts, with SASL on, the connections that have not
-	// logged in (Conn.unauthCounted), in all and by client address.
+	// logged in (Conn.unauthCounted); unauthenticatedPerIP holds them by
+	// client address, oldest first, so a full pool can give up the oldest
+	// place of its heaviest address (admitStranger).
 	unauthenticated      int
-	unauthenticatedPerIP map[string]int
+	unauthenticatedPerIP map[string][]*Conn
 
 	nextConnID   atomic.Uint64
 	lastLimitLog atomic.Int64  // unix nanos of the last "over the limit" log
@@ -87,7 +89,7 @@ func NewServer(cfg Config) (*Server, error) {
 		conns:       map[*Conn]struct{}{},
 		perIP:       map[string]int{},
 
-		unauthenticatedPerIP: map[string]int{},
+		unauthenticatedPerIP: map[string][]*Conn{},
 		refusals:             logbound.Gate{Interval: time.Second},
 	}
 	if s.saslEnabled {
@@ -252,15 +254,22 @@ func (s *Server) admit(nc net.Conn) {
 		return
 	}
 	var refused string
+	var evicted *Conn
 	switch {
 	case len(s.conns) >= s.cfg.MaxConnections:
 		refused = "max connections reached"
 	case s.perIP[ip] >= s.cfg.MaxConnectionsPerIP:
 		refused = "max connections per IP reached"
-	case s.saslEnabled && s.unauthenticated >= s.cfg.MaxUnauthenticatedConnections:
-		refused = "max connections not logged in reached"
-	case s.saslEnabled && s.unauthenticatedPerIP[ip] >= unauthenticatedPerIP(s.cfg.MaxUnauthenticatedConnections):
+	case s.saslEnabled && len(s.unauthenticatedPerIP[ip]) >= unauthenticatedPerIP(s.cfg.MaxUnauthenticatedConnections):
 		refused = "max connections not logged in from one IP reached"
+	case s.saslEnabled && s.unauthenticated >= s.cfg.MaxUnauthenticatedConnections:
+		if evicted = s.strangerToEvict(ip); evicted == nil {
+			refused = "max connections not logged in reached"
+		} else {
+			// Its place is the newcomer's from now on; the close below
+			// ends its serve, whose forget finds it uncounted already.
+			s.uncountUnauthenticated(evicted)
+		}
 	}
 	if refused != "" {
 		s.mu.Unlock()
@@ -281,10 +290,14 @@ func (s *Server) admit(nc net.Conn) {
 	if s.saslEnabled {
 		c.unauthCounted = true
 		s.unauthenticated++
-		s.unauthenticatedPerIP[ip]++
+		s.unauthenticatedPerIP[ip] = append(s.unauthenticatedPerIP[ip], c)
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	if evicted != nil {
+		evicted.log.Info("kafka connection not logged in closed to make room for another address's")
+		evicted.shutdown()
+	}
 	go func() {
 		defer s.wg.Done()
 		defer s.forget(c)
@@ -306,8 +319,36 @@ func remoteIP(nc net.Conn) string {
 
 // unauthenticatedPerIP is how many of the places for connections not
 // logged in one client address may take: a quarter, so that a single host
-// cannot lock every other client out of logging in.
+// cannot fill them alone.
 func unauthenticatedPerIP(places int) int { return max(1, places/4) }
+
+// strangerToEvict (s.mu held) picks, when every place for connections not
+// logged in is taken, the one a newcomer from ip may have: the oldest
+// connection of the address holding the most places (the oldest of them on
+// a tie), when that address holds more than ip does. A few hosts holding
+// stalled connections could otherwise refuse every other host's login for
+// as long as they keep the places filled (issue 33): now each newcomer
+// costs the heaviest holder its oldest stranger, a host never loses a place
+// to one holding as many, and a login, which takes a few round trips, is
+// over long before the stalled hosts' reconnects could reach it. nil when
+// no address holds more than ip.
+func (s *Server) strangerToEvict(ip string) *Conn {
+	own := len(s.unauthenticatedPerIP[ip])
+	var victim *Conn
+	heaviest := own
+	for addr, held := range s.unauthenticatedPerIP {
+		if addr == ip || len(held) == 0 || len(held) < heaviest {
+			continue
+		}
+		if len(held) > heaviest || victim == nil || held[0].id < victim.id {
+			heaviest, victim = len(held), held[0]
+		}
+	}
+	if heaviest <= own {
+		return nil
+	}
+	return victim
+}
 
 // loggedIn takes c out of the connections that have not logged in.
 func (s *Server) loggedIn(c *Conn) {
@@ -324,8 +365,11 @@ func (s *Server) uncountUnauthenticated(c *Conn) {
 	}
 	c.unauthCounted = false
 	s.unauthenticated--
-	if s.unauthenticatedPerIP[c.ip]--; s.unauthenticatedPerIP[c.ip] <= 0 {
+	held := slices.DeleteFunc(s.unauthenticatedPerIP[c.ip], func(o *Conn) bool { return o == c })
+	if len(held) == 0 {
 		delete(s.unauthenticatedPerIP, c.ip)
+	} else {
+		s.unauthenticatedPerIP[c.ip] = held
 	}
 }
 
