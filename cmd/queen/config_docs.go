@@ -124,6 +124,8 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_KAFKA_MAX_PARTITIONS":                       {doc: "partitions of one topic at most"},
 	"QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST":           {doc: "partitions one Kafka request may name"},
 	"QUEEN_KAFKA_MAX_TENANT_PARTITIONS":                {doc: "partitions one tenant may have at most"},
+	"QUEEN_KAFKA_MAX_TENANT_GROUPS":                    {doc: "consumer groups one tenant may have at most (a new one past it: GROUP_AUTHORIZATION_FAILED)"},
+	"QUEEN_KAFKA_MAX_TENANT_TRANSACTIONAL_IDS":         {doc: "Kafka transactional ids one tenant may have at most (a new one past it: TRANSACTIONAL_ID_AUTHORIZATION_FAILED)"},
 	"QUEEN_KAFKA_METADATA_MAX_PARTITIONS":              {doc: "partitions of a topic Kafka clients are shown at most (a larger HTTP queue answers POLICY_VIOLATION)"},
 	"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES":            {doc: "produce record bytes one tenant may have in flight on a node (tenancy mode)"},
 	"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS":                 {doc: "how long idempotent producers' sequence numbers are remembered"},

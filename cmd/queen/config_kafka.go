@@ -62,6 +62,8 @@ func (e *env) kafkaConfig(nodeID uint64, cluster bool) KafkaConfig {
 			MaxPartitionsPerRequest: e.int("QUEEN_KAFKA_MAX_PARTITIONS_PER_REQUEST",
 				broker.DefaultMaxPartitionsPerRequest, 1, 1<<30),
 			MaxTenantPartitions:    e.int("QUEEN_KAFKA_MAX_TENANT_PARTITIONS", broker.DefaultMaxTenantPartitions, 1, 1<<30),
+			MaxTenantGroups:        e.int("QUEEN_KAFKA_MAX_TENANT_GROUPS", broker.DefaultMaxTenantGroups, 1, 1<<30),
+			MaxTenantTxnIDs:        e.int("QUEEN_KAFKA_MAX_TENANT_TRANSACTIONAL_IDS", broker.DefaultMaxTenantTxnIDs, 1, 1<<30),
 			MetadataMaxPartitions:  e.int("QUEEN_KAFKA_METADATA_MAX_PARTITIONS", broker.DefaultMetadataMaxPartitions, 1, 1<<30),
 			TenantMaxInflightBytes: e.int("QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES", broker.DefaultTenantMaxInflightBytes, 1<<10, 1<<40),
 			DedupWindow:            time.Duration(e.int("QUEEN_KAFKA_DEDUP_WINDOW_SECONDS", 900, 1, 1<<30)) * time.Second,

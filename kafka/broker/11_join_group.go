@@ -24,6 +24,9 @@ func (b *Broker) handleJoinGroup(ctx context.Context, c *kafka.Conn, kreq kmsg.R
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation, resp.MemberID = -1, req.MemberID
 	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
+	if kErr == nil {
+		kErr = b.admitGroup(tenant, coord, req.Group)
+	}
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil

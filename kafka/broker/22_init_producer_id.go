@@ -39,6 +39,10 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *kafka.Conn, kreq k
 			resp.ErrorCode = coordinatorCode(errTxnTimeout)
 			return resp, nil
 		}
+		if kErr := b.admitTxnID(tenant, *req.TransactionalID); kErr != nil {
+			resp.ErrorCode = kErr.Code
+			return resp, nil
+		}
 		cmd.Transactional, cmd.TxnID, cmd.TimeoutMs = true, *req.TransactionalID, uint32(req.TransactionTimeoutMillis)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)

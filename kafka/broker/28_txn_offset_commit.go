@@ -22,7 +22,10 @@ import (
 // group's membership: the producer epoch fences the commit.
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
-	tenant, _, kErr := b.groupCoordinator(c, req.Group)
+	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
+	if kErr == nil {
+		kErr = b.admitGroup(tenant, coord, req.Group)
+	}
 	if kErr != nil {
 		return kafka.ErrorResponse(req, kErr.Code), nil
 	}

@@ -17,7 +17,10 @@ import (
 func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-	_, coord, kErr := b.groupCoordinator(c, req.Group)
+	tenant, coord, kErr := b.groupCoordinator(c, req.Group)
+	if kErr == nil && req.MemberEpoch == 0 { // a join
+		kErr = b.admitGroup(tenant, coord, req.Group)
+	}
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil

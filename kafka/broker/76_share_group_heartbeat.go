@@ -17,6 +17,9 @@ func (b *Broker) handleShareGroupHeartbeat(ctx context.Context, c *kafka.Conn, k
 	req := kreq.(*kmsg.ShareGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	tenant, _, kErr := b.groupCoordinator(c, req.GroupID)
+	if kErr == nil && req.MemberEpoch == 0 { // a join
+		kErr = b.admitGroup(tenant, nil, req.GroupID)
+	}
 	if kErr != nil {
 		resp.ErrorCode = kErr.Code
 		return resp, nil

@@ -56,6 +56,11 @@ type Config struct {
 	// (QUEEN_KAFKA_MAX_TENANT_PARTITIONS); see partition_caps.go.
 	MaxPartitionsPerRequest int
 	MaxTenantPartitions     int
+	// MaxTenantGroups and MaxTenantTxnIDs bound a tenant's consumer groups
+	// and transactional ids (QUEEN_KAFKA_MAX_TENANT_GROUPS,
+	// QUEEN_KAFKA_MAX_TENANT_TRANSACTIONAL_IDS); see tenant_caps.go.
+	MaxTenantGroups int
+	MaxTenantTxnIDs int
 	// MetadataMaxPartitions bounds the partitions of a topic Kafka clients
 	// are shown (QUEEN_KAFKA_METADATA_MAX_PARTITIONS); see partition_caps.go.
 	MetadataMaxPartitions int
@@ -131,6 +136,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxTenantPartitions <= 0 {
 		c.MaxTenantPartitions = DefaultMaxTenantPartitions
+	}
+	if c.MaxTenantGroups <= 0 {
+		c.MaxTenantGroups = DefaultMaxTenantGroups
+	}
+	if c.MaxTenantTxnIDs <= 0 {
+		c.MaxTenantTxnIDs = DefaultMaxTenantTxnIDs
 	}
 	if c.MetadataMaxPartitions <= 0 {
 		c.MetadataMaxPartitions = DefaultMetadataMaxPartitions

@@ -259,6 +259,9 @@ func (b *Broker) ledCoordinators(tenant wire.ID) (map[int]*groups.Coordinator, *
 // the member and generation too, can ask it as well.
 func (b *Broker) admitGroupCommit(c *kafka.Conn, cm groups.Commit) (wire.ID, *kerr.Error) {
 	tenant, coord, kErr := b.groupCoordinator(c, cm.Group)
+	if kErr == nil {
+		kErr = b.admitGroup(tenant, coord, cm.Group)
+	}
 	if kErr != nil {
 		return tenant, kErr
 	}

@@ -252,6 +252,14 @@ func (c *Coordinator) List() []Listing {
 	return out
 }
 
+// Has reports whether the group is in memory (the broker's per-tenant
+// group cap lets groups it already serves go on).
+func (c *Coordinator) Has(group string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups[group] != nil || c.consumers[group] != nil
+}
+
 // MemberDescription is one member as DescribeGroups shows it.
 type MemberDescription struct {
 	MemberID   string
