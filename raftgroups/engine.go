@@ -23,8 +23,9 @@ type Engine struct {
 	watch      watchers
 	payloadKey *envelope.Key // nil: payload encryption off
 	pops       popRotor
-	caught     []caughtUp // per group: whether this node, leading, caught up (leader_epoch.go)
-	walks      stepWalks  // stepped commands running to their end (steps.go)
+	caught     []caughtUp  // per group: whether this node, leading, caught up (leader_epoch.go)
+	walks      stepWalks   // stepped commands running to their end (steps.go)
+	maint      maintenance // maintenance mode's switches (engine_maintenance.go)
 }
 
 // NewEngine serves requests from h's groups, placing data with place.

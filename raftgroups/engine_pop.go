@@ -32,6 +32,9 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 	if c.Group == "" || c.Batch == 0 {
 		return wire.PopResult{Code: wire.CodeBadRequest}, nil
 	}
+	if e.maint.pop.Load() {
+		return wire.PopResult{}, nil // pop maintenance: nothing is delivered
+	}
 	cat, ok := e.Catalog(c.Tenant, c.Queue)
 	if !ok {
 		// Created through another node a moment ago, perhaps: this

@@ -40,7 +40,6 @@ func TestBadInputGetsAClearErrorAndChangesNothing(t *testing.T) {
 	}{
 		{"malformed JSON", `{"items":[{"queue":"bad1","payload":`, 400, "bad_request"},
 		{"items not an array", `{"items":{"queue":"bad1"}}`, 400, "bad_request"},
-		{"empty items", `{"items":[]}`, 400, "bad_request"},
 		{"missing queue", `{"items":[{"payload":1}]}`, 400, "bad_request"},
 		{"queue name over the budget", `{"items":[{"queue":"` + strings.Repeat("q", 420) + `","payload":1}]}`, 413, "name_too_long"},
 		{"partition pushes the budget over", `{"items":[{"queue":"bad1","partition":"` + strings.Repeat("p", 410) + `","payload":1}]}`, 413, "name_too_long"},

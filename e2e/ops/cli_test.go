@@ -207,7 +207,7 @@ func TestCLIClientCommands(t *testing.T) {
 		}
 		leasedLater = pushed[0].TransactionID
 		// Refused: a body the server rejects, and one item refused in a batch.
-		s.refused(2, "(400 bad_request)", `{"items":[]}`, "push", "--body", "-")
+		s.refused(2, "(400 bad_request)", `{"items":[{"payload":1}]}`, "push", "--body", "-")
 		s.refused(1, "needs a QUEUE", "", "push", "orders")
 	})
 

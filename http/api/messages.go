@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"container/heap"
+	"math"
 	"net/http"
 	"slices"
 
@@ -106,16 +107,21 @@ func (c *msgCursor) below(p storage.PartitionView, toMs int64) (storage.Partitio
 	return p, min(toMs, c.Ms)
 }
 
+// maxMessagesPage is the most messages one page of GET /api/v1/messages
+// answers.
+const maxMessagesPage = 1000
+
 // listMessages is GET /api/v1/messages: messages appended within
 // [from, to) (from defaults to an hour ago), newest first, filtered by
-// queue, partition, namespace, task and status; limit ≤ 1000; offset
+// queue, partition, namespace, task and status; a limit over 1000 is
+// clamped to it (Queen accepts any, and its SDKs ask for 10000); offset
 // skips, cursor resumes after the page that answered it as nextCursor.
 func (s *Server) listMessages(ctx *fasthttp.RequestCtx) error {
-	pg, err := readPage(ctx, 200, 1000)
+	pg, err := readPage(ctx, 200, math.MaxInt32)
 	if err != nil {
 		return err
 	}
-	limit, skip := pg.limit, pg.offset
+	limit, skip := min(pg.limit, maxMessagesPage), pg.offset
 	var cur msgCursor
 	hasCur, err := pg.after(&cur)
 	if err != nil {

@@ -33,6 +33,11 @@ var operatorCalls = []routeCall{
 	{"GET", "/api/v1/system/quota?kind=ephemeral&tenant=" + tenantB, "", http.StatusOK},
 	{"POST", "/api/v1/system/quota", `{"tenant":"` + tenantB + `","kind":"ephemeral","granted":false}`, http.StatusOK},
 	{"POST", "/api/v1/stats/refresh", "", http.StatusOK},
+	{"GET", "/api/v1/system/maintenance", "", http.StatusOK},
+	{"POST", "/api/v1/system/maintenance", `{"enabled":"yes"}`, http.StatusBadRequest}, // not a boolean: nothing changes
+	{"GET", "/api/v1/system/maintenance/pop", "", http.StatusOK},
+	{"POST", "/api/v1/system/maintenance/pop", `{}`, http.StatusBadRequest},
+	{"GET", "/api/v1/system/shared-state", "", http.StatusOK},
 }
 
 // refusedJSON fails t unless the answer is a 403 with the error envelope.

@@ -49,7 +49,10 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	if len(req.Items) == 0 {
-		return badRequest("items must be a non-empty array")
+		// Queen answers an empty batch 201 []: its SDKs flush empty
+		// buffers. Nothing is proposed.
+		writeJSON(ctx, http.StatusCreated, []pushAnswer{})
+		return nil
 	}
 	if err := checkProxiedPush(ctx, req.Items); err != nil {
 		return err
@@ -62,6 +65,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	cmds, placed, ids, err := buildPushCommands(tenant, req.Items, producerSub(ctx))
 	if err != nil {
 		return err
+	}
+	if holding(s.engine) {
+		return s.holdPush(ctx, tenant, req.Items, cmds, ids) // maintenance mode (maintenance_hold.go)
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()

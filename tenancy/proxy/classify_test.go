@@ -106,6 +106,14 @@ var brokerRouteClasses = map[string]string{
 	"POST /api/v1/system/ephemeral":                                                   "blocked",
 	"GET /api/v1/system/quota":                                                        "blocked",
 	"POST /api/v1/system/quota":                                                       "blocked",
+	"GET /api/v1/system/maintenance":                                                  "operator",
+	"POST /api/v1/system/maintenance":                                                 "operator",
+	"GET /api/v1/system/maintenance/pop":                                              "operator",
+	"POST /api/v1/system/maintenance/pop":                                             "operator",
+	"GET /api/v1/system/shared-state":                                                 "blocked",
+	"GET /api/v1/status/buffers":                                                      "operator",
+	"GET /api/v1/status/queues/{queue}/messages":                                      "read",
+	"GET /api/v1/analytics/postgres-stats":                                            "operator",
 }
 
 var routeParam = regexp.MustCompile(`\{[a-zA-Z]+(:\*)?\}`)
