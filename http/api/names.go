@@ -2,8 +2,9 @@ package api
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/queen-mq/queen/wire"
 )
 
 // Name limits of spec §1.1.
@@ -64,19 +65,6 @@ func checkNameSize(what, s string) error {
 	return nil
 }
 
-// badNameRune is a character a name may not hold. Names travel in URL path
-// segments, so '/' would make a queue no route can name (a/b could not be
-// deleted). They are shown in listings, logs and dashboards, so neither
-// control characters (C0, DEL, C1 such as NEL) nor line separators, nor
-// format characters (bidi overrides and isolates, which display a name as
-// another, zero-width spaces, BOM) are allowed, except the zero-width
-// (non-)joiners that emoji sequences and some scripts need.
-func badNameRune(r rune) bool {
-	switch {
-	case r == '/':
-		return true
-	case r == '\u200c' || r == '\u200d':
-		return false
-	}
-	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
-}
+// badNameRune is a character a name may not hold: the rule is shared with
+// the Kafka port's group ids (wire.BadNameRune says why).
+func badNameRune(r rune) bool { return wire.BadNameRune(r) }

@@ -34,6 +34,10 @@ const (
 
 // admitGroup reports whether the tenant may use consumer group name: one
 // it already has, or a new one while it has fewer than MaxTenantGroups.
+//
+// A new group's id must also be a clean name (wire.CleanName), as HTTP
+// names are: a group id holding U+202E was shown reversed in listings and
+// the dashboard (issue 33). Groups made before the rule go on working.
 func (b *Broker) admitGroup(tenant wire.ID, coord *groups.Coordinator, name string) *kerr.Error {
 	if coord != nil && coord.Has(name) {
 		return nil
@@ -52,10 +56,15 @@ func (b *Broker) admitGroup(tenant wire.ID, coord *groups.Coordinator, name stri
 	for _, s := range b.shares.names(tenant) {
 		seen[s] = struct{}{}
 	}
-	if _, ok := seen[name]; ok || len(seen) < b.cfg.MaxTenantGroups {
+	switch _, ok := seen[name]; {
+	case ok:
 		return nil
+	case !wire.CleanName(name):
+		return kerr.InvalidGroupID
+	case len(seen) >= b.cfg.MaxTenantGroups:
+		return kerr.GroupAuthorizationFailed
 	}
-	return kerr.GroupAuthorizationFailed
+	return nil
 }
 
 // admitTxnID reports whether the tenant may use transactional id id: one

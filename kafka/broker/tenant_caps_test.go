@@ -89,3 +89,27 @@ func TestTenantGroupAndTxnIDCaps(t *testing.T) {
 		t.Fatalf("a held transactional id again: %s", kerr.ErrorForCode(code))
 	}
 }
+
+// TestGroupIDsWithBidiOrControlCharactersAreRefused (issue 33 item 13): a
+// group id holding U+202E was accepted and shown reversed in listings and
+// the dashboard. A new group id must be text without control, bidi or
+// invisible format characters, as HTTP names are: INVALID_GROUP_ID.
+func TestGroupIDsWithBidiOrControlCharactersAreRefused(t *testing.T) {
+	n := startNode(t, nil)
+	if codes := createTopics(t, n, map[string]int32{"t": 1}); codes["t"] != 0 {
+		t.Fatalf("create: %v", codes)
+	}
+	for _, bad := range []string{"pay\u202Etxt.exe", "a\x00b", "line\nbreak", "zero\u200Bwidth", "\xff\xfe"} {
+		if code := commitGroupless(t, n, bad, "t"); code != kerr.InvalidGroupID.Code {
+			t.Errorf("commit as %q: %v, want INVALID_GROUP_ID", bad, kerr.ErrorForCode(code))
+		}
+		if code := joinGroup(t, n, bad); code != kerr.InvalidGroupID.Code {
+			t.Errorf("join as %q: %v, want INVALID_GROUP_ID", bad, kerr.ErrorForCode(code))
+		}
+	}
+	for _, good := range []string{"café-consumers", "עברית", "👩\u200d💻", "team/app"} {
+		if code := commitGroupless(t, n, good, "t"); code != 0 {
+			t.Errorf("commit as %q: %v", good, kerr.ErrorForCode(code))
+		}
+	}
+}

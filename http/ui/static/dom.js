@@ -2,8 +2,13 @@
 // a pager, number and time formats, notices. No framework: pages rebuild
 // their parts from data.
 
+import { visible } from "./names.js";
+
 // h builds an element: h("a", {href: "#"}, "text", child...). Attributes
 // starting with "on" become listeners; null/false children are skipped.
+// Text children are shown with visible (names.js): names come from
+// clients, and a bidi override or an invisible character in one must not
+// disguise it.
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -15,7 +20,7 @@ export function h(tag, attrs, ...children) {
   }
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    el.append(c instanceof Node ? c : document.createTextNode(visible(c)));
   }
   return el;
 }
