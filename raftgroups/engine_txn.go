@@ -191,6 +191,17 @@ func (e *Engine) planTxn(ctx context.Context, c *wire.TxnCmd) ([]*txnPart, wire.
 			p := part(g)
 			p.cmd.Ops = append(p.cmd.Ops, op)
 			p.ops = append(p.ops, i)
+		case wire.TxnOpStreamAck:
+			g, sop, code, err := e.planStreamAck(c.Tenant, op)
+			if err != nil {
+				return nil, wire.TxnResult{}, err
+			}
+			if code != wire.CodeOK {
+				return nil, wire.TxnFailure(code, -1, i, -1), nil
+			}
+			p := part(g)
+			p.cmd.Ops = append(p.cmd.Ops, sop)
+			p.ops = append(p.ops, i)
 		case wire.TxnOpKV:
 			p := part(e.KVGroup(c.Tenant))
 			p.cmd.Ops = append(p.cmd.Ops, op)

@@ -27,6 +27,7 @@ type txnOp struct {
 	kv     wire.KVCmd
 	kvRes  wire.KVResult // computed by the check, committed by the apply
 	timers wire.TimersCmd
+	sack   wire.StreamAckOp // TxnOpStreamAck (apply_streams.go)
 }
 
 // applyTransaction commits every operation of c, in order, or none: all of
@@ -108,6 +109,8 @@ func (s *Store) runTransactionAs(ctx *applyCtx, c *wire.TxnCmd, committed bool) 
 			res.Ops[i] = op.kvRes.Encode(nil)
 		case wire.TxnOpTimers:
 			res.Ops[i] = s.applyTimers(ctx, &op.timers).Encode(nil)
+		case wire.TxnOpStreamAck:
+			res.Ops[i] = s.applyStreamAck(ctx, c.Tenant, &op.sack).Encode(nil)
 		}
 	}
 	// The KV operations were staged by the check, against the state the
@@ -179,6 +182,9 @@ func decodeTxnOps(c *wire.TxnCmd) ([]txnOp, wire.TxnResult) {
 		case wire.TxnOpTimers:
 			op.timers, err = wire.DecodeTimersCmd(raw.Body)
 			tenant = op.timers.Tenant
+		case wire.TxnOpStreamAck:
+			op.sack, err = wire.DecodeStreamAckOp(raw.Body)
+			tenant = op.sack.Tenant
 		default:
 			err = wire.ErrMalformed
 		}
@@ -237,6 +243,8 @@ func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) (*kvTxn, wi
 			}
 		case wire.TxnOpPosition:
 			code = s.checkTxnPosition(ctx, c.Tenant, &op.pos)
+		case wire.TxnOpStreamAck:
+			code = s.resolveStreamAck(ctx, c.Tenant, &op.sack).code
 		case wire.TxnOpKV:
 			if kv == nil {
 				kv = s.newKVTxn(ctx, c.Tenant)
@@ -291,14 +299,17 @@ func (s *Store) checkTxnPush(ctx *applyCtx, tenant wire.ID, op *txnOp, chk *txnC
 	if c.Flags&wire.PushIndexTxn == 0 {
 		return wire.CodeOK, -1
 	}
-	if dups := s.findDups(ctx, q, p, op.heads); len(dups) > 0 {
+	// A Streams cycle's sink push skips duplicates as a plain push does
+	// (apply_streams.go).
+	skip := c.Flags&wire.PushSkipDups != 0 && s.at(wire.FormatV3)
+	if dups := s.findDups(ctx, q, p, op.heads); len(dups) > 0 && !skip {
 		return wire.CodeDuplicate, dups[0].Index
 	}
 	partKey := strconv.FormatUint(p.id, 10)
 	for i := range op.heads {
 		if explicit, id := op.heads[i].head.TxnKey(); explicit {
 			k := partKey + "\x00" + string(id)
-			if chk.txnIDs[k] {
+			if chk.txnIDs[k] && !skip {
 				return wire.CodeDuplicate, i
 			}
 			chk.txnIDs[k] = true

@@ -255,6 +255,8 @@ func (s *Store) pinsOf(prep *xPrepared) []pinRef {
 				for _, it := range ops[i].ack.Items {
 					out = append(out, pinRef{cursor: pinKey{it.PartitionID, ops[i].ack.Group}})
 				}
+			case wire.TxnOpStreamAck:
+				out = append(out, pinRef{cursor: pinKey{ops[i].sack.PartitionID, ops[i].sack.Group}})
 			case wire.TxnOpKV:
 				for _, op := range ops[i].kv.Ops {
 					out = append(out, pinRef{kv: string(kvKey(c.Tenant, op.NS, op.Key))})

@@ -16,9 +16,12 @@ const (
 	// delete's walk start (Steps.Since), prepared parts' reservations and
 	// their commit applied whatever came between.
 	FormatV2 uint32 = 2
+	// FormatV3: the Streams cycle's cumulative acknowledgment
+	// (TxnOpStreamAck) inside a transaction.
+	FormatV3 uint32 = 3
 
 	// NewestFormat is the newest format this build writes and applies.
-	NewestFormat = FormatV2
+	NewestFormat = FormatV3
 	// OldestFormat is the oldest format this build applies: a log from the
 	// first entry on.
 	OldestFormat = FormatV1
