@@ -63,6 +63,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		return resp, nil
 	}
 	defer release()
+	gate := producePolicy(ctx)
+	if gate.Refuse != nil {
+		refuseAllProduce(resp, req, gate.Refuse)
+		return resp, nil
+	}
 	create := mayCreateTopics(c)
 	var (
 		bodies  []raftgroups.KafkaBody
@@ -88,6 +93,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, maxBytes, inflate, create)
+			if err == nil {
+				err = gate.check(batches)
+			}
 			if err == nil && set.Compact && !allKeyed(batches) {
 				// As Kafka: compaction keeps the last record per key, and
 				// a record without one has none.

@@ -221,6 +221,12 @@ func (b *Broker) autoCreate(ctx context.Context, tenant wire.ID, name string, al
 	if err := b.checkNewPartitions(tenant, inRequest, int(b.cfg.DefaultPartitions)); err != nil {
 		return err
 	}
+	if policyOf(ctx) != nil { // the plan's caps (proxy_hooks.go)
+		asks := []CreateAsk{{Topic: name, Partitions: int(b.cfg.DefaultPartitions)}}
+		if policyCreate(ctx, asks); asks[0].Err != nil {
+			return asks[0].Err
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := b.engine.CreateTopic(cctx, &wire.CreateTopicCmd{Tenant: tenant, Name: name,

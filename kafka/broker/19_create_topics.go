@@ -68,6 +68,21 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kms
 			}
 		}
 	}
+	if policyOf(ctx) != nil { // the plan's caps (proxy_hooks.go)
+		var asks []CreateAsk
+		var at []int
+		for i := range checks {
+			if checks[i].err == nil {
+				_, exists := b.engine.KafkaTopic(tenant, req.Topics[i].Topic)
+				asks = append(asks, CreateAsk{Topic: req.Topics[i].Topic, Partitions: int(checks[i].n), Exists: exists})
+				at = append(at, i)
+			}
+		}
+		policyCreate(ctx, asks)
+		for j, i := range at {
+			checks[i].err = asks[j].Err
+		}
+	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic

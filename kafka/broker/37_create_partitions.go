@@ -49,6 +49,20 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq
 			}
 		}
 	}
+	if policyOf(ctx) != nil { // the plan's caps (proxy_hooks.go)
+		var asks []CreateAsk
+		var at []int
+		for i, t := range req.Topics {
+			if checks[i] == nil {
+				asks = append(asks, CreateAsk{Topic: t.Topic, Partitions: int(t.Count), Exists: true})
+				at = append(at, i)
+			}
+		}
+		policyCreate(ctx, asks)
+		for j, i := range at {
+			checks[i] = asks[j].Err
+		}
+	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic

@@ -216,7 +216,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
 			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
 		}
-		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, h))); err != nil {
+		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, policed(key, h)))); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
 		}
 	}

@@ -40,9 +40,13 @@ var (
 // error codes for partition-level answers (produce, fetch, offsets, topic
 // administration). Coordinator APIs use coordinatorCode.
 func errorCode(err error) int16 {
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0
+	}
+	if code, ok := policyCode(err); ok { // a plan's refusal (proxy_hooks.go)
+		return code
+	}
+	switch {
 	case errors.Is(err, errNotLeader), errors.Is(err, errNotTxnCoordinator), errors.Is(err, raftgroups.ErrNoLeader),
 		errors.Is(err, raftgroups.ErrClosed):
 		return kerr.NotLeaderForPartition.Code

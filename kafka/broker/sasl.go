@@ -27,6 +27,9 @@ type Identity struct {
 	// Limited, when set, limits the connection instead of Principal: the
 	// embedded proxy's API keys, whose scopes are not broker JWT roles.
 	Limited Limits
+	// Policy, when set, holds the login to its cluster's plan (the
+	// embedded proxy's API keys; proxy_hooks.go).
+	Policy Policy
 }
 
 // Limits is what a login may do, by HTTP access level (authn.Principal

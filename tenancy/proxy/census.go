@@ -62,6 +62,14 @@ func (c *census) of(tenant wire.ID, now time.Time) *queueCensus {
 	return qc
 }
 
+// forget drops tenant's census, so the next check reads what it has now:
+// after a Kafka create, whose next one must count it.
+func (c *census) forget(tenant wire.ID) {
+	c.mu.Lock()
+	delete(c.by, tenant)
+	c.mu.Unlock()
+}
+
 // partitionsOf returns the partition names of an existing queue.
 func (c *census) partitionsOf(qc *queueCensus, tenant wire.ID, queue string) map[string]bool {
 	c.mu.Lock()
@@ -83,6 +91,9 @@ func (c *census) partitionsOf(qc *queueCensus, tenant wire.ID, queue string) map
 type queueTarget struct {
 	queue      string
 	partitions map[string]bool
+	// total, when set, is the partition count the queue is to have (a
+	// Kafka topic created or grown to it, partitions named by index).
+	total int
 }
 
 // pushTargets groups a push's items by queue.
@@ -138,7 +149,7 @@ func (c *census) overCaps(tenant wire.ID, targets []queueTarget, lim Limits, now
 				n++
 			}
 		}
-		if int64(n) > *maxP {
+		if int64(max(n, t.total)) > *maxP {
 			return errPartitionLimit
 		}
 	}

@@ -87,12 +87,8 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 	msgs := 0
 	switch path {
 	case "/api/v1/push":
-		if p.overQuota(cred.cluster, view.limits, time.Now()) {
-			refuse(ctx, errStorageQuota)
-			return
-		}
-		if p.overMonthly(cred.cluster, view.limits, time.Now()) {
-			refuse(ctx, errMonthlyQuota)
+		if err := p.pushBlocked(view, time.Now()); err != nil {
+			refuse(ctx, err)
 			return
 		}
 		// The broker shows the items as it reads them: no second parse.

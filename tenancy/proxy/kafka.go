@@ -74,7 +74,9 @@ func (p *Proxy) KafkaPlain(next kafka.PlainAuthenticator) kafka.PlainAuthenticat
 		if err != nil {
 			return kafka.Principal{}, fmt.Errorf("%w: %w", broker.ErrBadCredentials, err)
 		}
-		return kafka.Principal{User: user, Identity: broker.Identity{Tenant: tenant, Limited: scopeLimits(cred.scopes)},
-			Expires: time.Now().Add(KafkaKeySession)}, nil
+		// The plan holds the login's requests as it holds the cluster's
+		// HTTP ones (kafka_policy.go).
+		return kafka.Principal{User: user, Identity: broker.Identity{Tenant: tenant, Limited: scopeLimits(cred.scopes),
+			Policy: p.newKafkaLogin(cred.cluster, tenant, view)}, Expires: time.Now().Add(KafkaKeySession)}, nil
 	}
 }

@@ -19,15 +19,47 @@ import (
 
 // checkPush applies the size caps to a push's items.
 func checkPush(items []api.PushItem, lim Limits) error {
-	if m := lim[LimitMaxItemsPerPush]; m != nil && int64(len(items)) > *m {
+	if tooManyItems(lim, len(items)) {
 		return newError(http.StatusRequestEntityTooLarge, "payload_too_large", "the push has more items than the plan allows")
 	}
-	if m := lim[LimitMaxPayloadBytes]; m != nil {
+	if lim[LimitMaxPayloadBytes] != nil {
 		for _, it := range items {
-			if int64(it.PayloadBytes) > *m {
+			if payloadTooLarge(lim, it.PayloadBytes) {
 				return newError(http.StatusRequestEntityTooLarge, "payload_too_large", "a payload is larger than the plan allows")
 			}
 		}
+	}
+	return nil
+}
+
+// The size caps' decisions, THE ones of both doors: an HTTP push's items
+// and payloads, a Kafka produce's batches and records (kafka_policy.go).
+
+// tooManyItems says whether n items are more than one push may carry.
+func tooManyItems(lim Limits, n int) bool {
+	m := lim[LimitMaxItemsPerPush]
+	return m != nil && int64(n) > *m
+}
+
+// payloadTooLarge says whether a payload of size bytes is over the cap.
+func payloadTooLarge(lim Limits, size int) bool {
+	m := lim[LimitMaxPayloadBytes]
+	return m != nil && int64(size) > *m
+}
+
+// pushBlocked is why a cluster's pushes are refused whatever they carry,
+// nil when they are not: its status, its storage quota, its monthly
+// quota. THE decision of both doors (dataplane.go, kafka_policy.go).
+func (p *Proxy) pushBlocked(v *clusterView, now time.Time) error {
+	switch {
+	case v.rank >= statusRank(StatusSuspended):
+		return errSuspended
+	case v.rank >= 1:
+		return errPushBlocked
+	case p.overQuota(v.cluster, v.limits, now):
+		return errStorageQuota
+	case p.overMonthly(v.cluster, v.limits, now):
+		return errMonthlyQuota
 	}
 	return nil
 }

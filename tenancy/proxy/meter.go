@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen/wire"
@@ -53,6 +54,21 @@ type meter struct {
 	mu    sync.Mutex
 	rows  map[string]*meterRow // by KV key: this process's totals
 	dirty map[string]bool      // rows changed since written
+
+	// cells count requests as they are answered, by cluster, class and
+	// minute, in atomics: no lock every connection shares on the request
+	// path (a Kafka produce is metered per request). collect moves them
+	// into rows.
+	cells sync.Map // cellKey → *meterCell
+}
+
+type cellKey struct {
+	cluster, op string
+	minute      int64 // Unix minutes
+}
+
+type meterCell struct {
+	reqs, msgs, in, out atomic.Int64
 }
 
 func newMeter(store *kvStore, node uint64, spoolDir string, keep time.Duration, log *slog.Logger) *meter {
@@ -110,22 +126,57 @@ func (m *meter) record(cluster, op string, status, bytesIn int, response []byte)
 			row.Msgs = int64(len(pop.Messages))
 		}
 	}
-	key := usagePrefix(cluster) + minuteOf(m.now()) + "/" + op + "/" + m.writer
-	m.mu.Lock()
-	r := m.rows[key]
-	if r == nil {
-		r = &meterRow{}
-		m.rows[key] = r
+	m.add(cluster, op, row)
+}
+
+// add counts row for cluster and class op in this minute: THE meter of
+// both doors (HTTP's record, Kafka's kafka_policy.go).
+func (m *meter) add(cluster, op string, row meterRow) {
+	k := cellKey{cluster: cluster, op: op, minute: m.now().Unix() / 60}
+	v, ok := m.cells.Load(k)
+	if !ok {
+		v, _ = m.cells.LoadOrStore(k, &meterCell{})
 	}
-	r.add(row)
-	m.dirty[key] = true
-	m.mu.Unlock()
+	c := v.(*meterCell)
+	c.reqs.Add(row.Reqs)
+	c.msgs.Add(row.Msgs)
+	c.in.Add(row.BytesIn)
+	c.out.Add(row.BytesOut)
+}
+
+// collect moves the cells' counts into the rows (marked changed) and
+// forgets cells of minutes before the last, which nothing adds to any
+// more.
+func (m *meter) collect() {
+	current := m.now().Unix() / 60
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cells.Range(func(key, v any) bool {
+		k, c := key.(cellKey), v.(*meterCell)
+		row := meterRow{Reqs: c.reqs.Swap(0), Msgs: c.msgs.Swap(0), BytesIn: c.in.Swap(0), BytesOut: c.out.Swap(0)}
+		if k.minute < current-1 {
+			m.cells.Delete(k)
+		}
+		if row == (meterRow{}) {
+			return true
+		}
+		rk := usagePrefix(k.cluster) + minuteOf(time.Unix(k.minute*60, 0)) + "/" + k.op + "/" + m.writer
+		r := m.rows[rk]
+		if r == nil {
+			r = &meterRow{}
+			m.rows[rk] = r
+		}
+		r.add(row)
+		m.dirty[rk] = true
+		return true
+	})
 }
 
 // flush writes the changed rows. On failure they stay changed, to be
 // written next time, and are spooled so that a node that stops before
 // then loses nothing. Rows of minutes past are forgotten once written.
 func (m *meter) flush(ctx context.Context) error {
+	m.collect()
 	m.mu.Lock()
 	batch := make(map[string]meterRow, len(m.dirty))
 	for k := range m.dirty {

@@ -16,6 +16,7 @@ func TestMeterCountsQueuedItemsAndDeliveries(t *testing.T) {
 	m.record("c", "push", 201, 70, []byte(`[{"status":"queued"},{"status":"duplicate"},{"status":"error"}]`))
 	m.record("c", "delivery", 200, 0, []byte(`{"messages":[{},{}]}`))
 	m.record("c", "push", 400, 10, []byte(`{"error":"x"}`))
+	m.collect()
 	var push, delivery *meterRow
 	for k, r := range m.rows {
 		switch k[len(k)-len("push/w"):] {

@@ -120,15 +120,23 @@ type bucket struct {
 	last   time.Time
 }
 
+// refill adds what the time since the last charge earned, up to burst; a
+// new bucket starts full.
+func (b *bucket) refill(now time.Time, rate, burst float64) {
+	if b.last.IsZero() {
+		b.tokens = burst
+	} else if now.After(b.last) {
+		b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
+	}
+	if now.After(b.last) {
+		b.last = now
+	}
+}
+
 // take takes cost tokens if there are that many and says how long until
 // there would be otherwise.
 func (b *bucket) take(now time.Time, rate, burst, cost float64) (ok bool, wait time.Duration) {
-	if b.last.IsZero() {
-		b.tokens = burst
-	} else {
-		b.tokens = min(burst, b.tokens+now.Sub(b.last).Seconds()*rate)
-	}
-	b.last = now
+	b.refill(now, rate, burst)
 	if b.tokens >= cost {
 		b.tokens -= cost
 		return true, 0
@@ -140,21 +148,32 @@ func (b *bucket) take(now time.Time, rate, burst, cost float64) (ok bool, wait t
 }
 
 // rates holds this node's request and message buckets per cluster (spec
-// §6.6: buckets are per node).
+// §6.6: buckets are per node). Each cluster's pair has its own lock, so
+// no lock is shared by every cluster's requests; both doors (HTTP and
+// the Kafka logins of kafka_policy.go) charge the same pair.
 type rates struct {
-	mu      sync.Mutex
-	buckets map[rateKey]*bucket
+	by sync.Map // cluster id → *clusterRates
 }
 
-// rateKey names one bucket: a cluster's requests or its messages.
-type rateKey struct {
-	cluster  string
-	messages bool
+// clusterRates are one cluster's buckets.
+type clusterRates struct {
+	mu       sync.Mutex
+	requests bucket
+	messages bucket
+}
+
+// of is cluster's buckets, made at its first request.
+func (r *rates) of(cluster string) *clusterRates {
+	if cr, ok := r.by.Load(cluster); ok {
+		return cr.(*clusterRates)
+	}
+	cr, _ := r.by.LoadOrStore(cluster, &clusterRates{})
+	return cr.(*clusterRates)
 }
 
 // takeRequest charges one request to cluster under lim.
 func (r *rates) takeRequest(cluster string, lim Limits, now time.Time) (bool, time.Duration) {
-	return r.take(rateKey{cluster, false}, lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1, now)
+	return r.of(cluster).take(false, lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1, now, false)
 }
 
 // takeMessages charges n messages to cluster under lim.
@@ -162,29 +181,45 @@ func (r *rates) takeMessages(cluster string, lim Limits, n int, now time.Time) (
 	if n <= 0 {
 		return true, 0
 	}
-	return r.take(rateKey{cluster, true}, lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(n), now)
+	return r.of(cluster).take(true, lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(n), now, false)
 }
 
-// take charges cost to one bucket (rate nil: unlimited; burst nil: the
-// rate). A refused charge takes nothing; the wait says when it would
-// pass.
-func (r *rates) take(k rateKey, rate, burst *int64, cost float64, now time.Time) (bool, time.Duration) {
+// charge is a Kafka request's charge: as Kafka's client quotas, the
+// request is served whatever the buckets hold, and the wait until they
+// would have held it is the throttle its answer carries (KIP-599's token
+// bucket form of Kafka's throttle, (observed − quota) / quota × window).
+// A bucket goes into debt by at most one burst, so the throttle is at
+// most burst / rate.
+func (cr *clusterRates) charge(lim Limits, msgs int, now time.Time) time.Duration {
+	_, wait := cr.take(false, lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1, now, true)
+	if msgs > 0 {
+		_, mwait := cr.take(true, lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(msgs), now, true)
+		wait = max(wait, mwait)
+	}
+	return wait
+}
+
+// take charges cost to one of the buckets (rate nil: unlimited; burst
+// nil: the rate) and is THE rate decision of both doors. HTTP's charge
+// (debt false) is refused when the bucket is short and takes nothing;
+// the wait says when it would pass. Kafka's (debt true) always takes,
+// down to one burst below empty, and the wait is its throttle.
+func (cr *clusterRates) take(messages bool, rate, burst *int64, cost float64, now time.Time, debt bool) (bool, time.Duration) {
 	if rate == nil {
 		return true, 0
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.buckets == nil {
-		r.buckets = map[rateKey]*bucket{}
-	}
-	b := r.buckets[k]
-	if b == nil {
-		b = &bucket{}
-		r.buckets[k] = b
 	}
 	size := float64(*rate)
 	if burst != nil {
 		size = float64(*burst)
+	}
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	b := &cr.requests
+	if messages {
+		b = &cr.messages
+	}
+	if debt {
+		return true, b.charge(now, float64(*rate), size, cost)
 	}
 	saved := *b
 	// A push larger than the burst could never pass; it empties the
@@ -194,4 +229,18 @@ func (r *rates) take(k rateKey, rate, burst *int64, cost float64, now time.Time)
 		*b = saved
 	}
 	return ok, wait
+}
+
+// charge takes cost tokens whatever there are, down to -burst, and says
+// how long until the bucket is back at zero.
+func (b *bucket) charge(now time.Time, rate, burst, cost float64) time.Duration {
+	b.refill(now, rate, burst)
+	b.tokens = max(b.tokens-cost, -burst)
+	if b.tokens >= 0 {
+		return 0
+	}
+	if rate <= 0 {
+		return time.Hour
+	}
+	return time.Duration(-b.tokens / rate * float64(time.Second))
 }

@@ -1,0 +1,251 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/kafka/broker"
+	"github.com/queen-mq/queen/wire"
+)
+
+// A Kafka login made with an API key is held to its cluster's plan as the
+// cluster's HTTP requests are (seed 004; issue 33 item 1), each limit
+// decided by the function HTTP uses and answered as Kafka answers it:
+//
+//   - queue and partition caps (census.overCaps): CreateTopics,
+//     CreatePartitions and automatic creation answer POLICY_VIOLATION for
+//     a topic over max_queues, INVALID_PARTITIONS over
+//     max_partitions_per_queue; enforced only, as over HTTP;
+//   - size caps (payloadTooLarge, tooManyItems): a record over
+//     max_payload_bytes is MESSAGE_TOO_LARGE, a batch of more records
+//     than max_items_per_push RECORD_LIST_TOO_LARGE; in shadow mode too;
+//   - pushes blocked (pushBlocked: push_blocked or grace, the storage and
+//     monthly quotas): every partition of a produce answers
+//     TOPIC_AUTHORIZATION_FAILED with the reason; consuming stays open;
+//   - suspended or deleting since the login: every request answers its
+//     authorization error (the login itself is refused, KafkaPlain);
+//   - rates (clusterRates.charge, the buckets HTTP takes from): a request
+//     is served and its answer carries throttle_time_ms, as Kafka's client
+//     quotas do; the connection's next request waits it out (Kafka mutes
+//     the channel); enforced only;
+//   - metering (meter.add): produce as push, fetch as delivery, topic and
+//     group administration as configure, transactions as txn, the rest as
+//     read.
+//
+// Per request the login reads its cluster's view (refreshed at most every
+// kafkaViewTTL) and the cluster's bucket pair; nothing takes a lock that
+// every connection shares.
+
+// kafkaViewTTL is how long a login keeps its cluster's status and limits
+// before reading them again (from the proxy's cache): a status or
+// override change reaches open connections within it.
+const kafkaViewTTL = time.Second
+
+// kafkaLogin is one Kafka login's hold on its cluster's plan.
+type kafkaLogin struct {
+	p       *Proxy
+	cluster *Cluster
+	tenant  wire.ID
+	byKey   bool
+	rates   *clusterRates
+
+	view   atomic.Pointer[clusterView]
+	viewAt atomic.Int64 // unix nanos of view
+	// mutedUntil (unix nanos) is when the connection's last throttle
+	// ends: its next request waits until then.
+	mutedUntil atomic.Int64
+	// loggedAt (unix nanos) spaces the would_block lines of a throttled
+	// login a second apart.
+	loggedAt atomic.Int64
+	// touchedAt (unix nanos) spaces the login's activity a second apart
+	// (activity takes a lock of its own); pushed says it has shown a push.
+	touchedAt atomic.Int64
+	pushed    atomic.Bool
+}
+
+var _ broker.Policy = (*kafkaLogin)(nil)
+
+func (p *Proxy) newKafkaLogin(c *Cluster, tenant wire.ID, v *clusterView) *kafkaLogin {
+	l := &kafkaLogin{p: p, cluster: c, tenant: tenant, byKey: true, rates: p.rates.of(c.ID)}
+	l.view.Store(v)
+	l.viewAt.Store(time.Now().UnixNano())
+	return l
+}
+
+// current is the cluster's view, read again when older than kafkaViewTTL;
+// when it cannot be read the last one stays.
+func (l *kafkaLogin) current(now time.Time) *clusterView {
+	v := l.view.Load()
+	at := l.viewAt.Load()
+	if now.UnixNano()-at < int64(kafkaViewTTL) || !l.viewAt.CompareAndSwap(at, now.UnixNano()) {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(l.p.base, 2*time.Second)
+	defer cancel()
+	c, found, err := l.p.clusterByID(ctx, l.cluster.ID)
+	if err != nil || !found {
+		if err == nil { // the cluster is gone: as suspended
+			nv := *v
+			nv.rank = statusRank(StatusDeleting)
+			l.view.Store(&nv)
+			return &nv
+		}
+		return v
+	}
+	nv, err := l.p.view(ctx, c)
+	if err != nil {
+		return v
+	}
+	l.view.Store(nv)
+	return nv
+}
+
+// Before refuses every request once the cluster is suspended or being
+// deleted, and holds a throttled connection's next request until its
+// throttle ends.
+func (l *kafkaLogin) Before(ctx context.Context, key int16) int16 {
+	now := time.Now()
+	if until := l.mutedUntil.Load(); until > now.UnixNano() {
+		t := time.NewTimer(time.Duration(until - now.UnixNano()))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		now = time.Now()
+	}
+	if l.current(now).rank >= statusRank(StatusSuspended) {
+		return authorizationCode(key)
+	}
+	return 0
+}
+
+// authorizationCode is the authorization error of a request's resource.
+func authorizationCode(key int16) int16 {
+	switch kmsg.Key(key) {
+	case kmsg.FindCoordinator, kmsg.OffsetFetch, kmsg.DescribeGroups, kmsg.ListGroups, kmsg.OffsetCommit, kmsg.JoinGroup,
+		kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.DeleteGroups, kmsg.OffsetDelete, kmsg.ConsumerGroupHeartbeat,
+		kmsg.ConsumerGroupDescribe:
+		return kerr.GroupAuthorizationFailed.Code
+	case kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.EndTxn:
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	case kmsg.DescribeCluster, kmsg.DescribeLogDirs:
+		return kerr.ClusterAuthorizationFailed.Code
+	}
+	return kerr.TopicAuthorizationFailed.Code
+}
+
+// Produce is the plan's gate for one produce request.
+func (l *kafkaLogin) Produce() broker.ProduceGate {
+	now := time.Now()
+	v := l.current(now)
+	if err := l.p.pushBlocked(v, now); err != nil {
+		he := status(err)
+		return broker.ProduceGate{Refuse: &broker.PolicyError{Code: kerr.TopicAuthorizationFailed.Code,
+			Msg: he.code + ": " + he.msg}}
+	}
+	var g broker.ProduceGate
+	if m := v.limits[LimitMaxPayloadBytes]; m != nil {
+		g.MaxRecordBytes = clampInt(*m)
+	}
+	if m := v.limits[LimitMaxItemsPerPush]; m != nil {
+		g.MaxBatchRecords = clampInt(*m)
+	}
+	// The gate's own checks are payloadTooLarge and tooManyItems at these
+	// bounds; kept as numbers so that the broker compares per record
+	// without a call per record.
+	return g
+}
+
+// clampInt keeps a limit positive as an int (0 means none to the gate).
+func clampInt(v int64) int {
+	return int(max(1, min(v, 1<<40)))
+}
+
+// Create applies the queue and partition caps to topics created or grown
+// in order: each one accepted counts for the next.
+func (l *kafkaLogin) Create(asks []broker.CreateAsk) {
+	now := time.Now()
+	v := l.current(now)
+	// What the tenant has now, not a second ago: a create just made
+	// through any door must count.
+	l.p.census.forget(l.tenant)
+	var accepted []queueTarget
+	for i := range asks {
+		a := &asks[i]
+		t := queueTarget{queue: a.Topic, total: a.Partitions}
+		err := l.p.capsRefusal(l.cluster, "kafka:create", v.limits, append(accepted, t))
+		switch {
+		case errors.Is(err, errQueueLimit):
+			a.Err = &broker.PolicyError{Code: kerr.PolicyViolation.Code, Msg: "queue_limit: " + errQueueLimit.msg}
+		case errors.Is(err, errPartitionLimit):
+			a.Err = &broker.PolicyError{Code: kerr.InvalidPartitions.Code, Msg: "partition_limit: " + errPartitionLimit.msg +
+				" (" + strconv.FormatInt(*v.limits[LimitMaxPartitions], 10) + ")"}
+		default:
+			accepted = append(accepted, t)
+		}
+	}
+}
+
+// After meters an answered request and charges it to the cluster's
+// buckets, returning the throttle its answer carries.
+func (l *kafkaLogin) After(u broker.Usage) time.Duration {
+	now := time.Now()
+	if !u.Refused {
+		row := meterRow{Reqs: 1, Msgs: int64(u.Records), BytesIn: int64(u.BytesIn), BytesOut: int64(u.BytesOut)}
+		op := "read"
+		switch u.Class {
+		case broker.UsageProduce:
+			op = "push"
+		case broker.UsageFetch:
+			op = "delivery"
+		case broker.UsageAdmin:
+			op = "configure"
+		case broker.UsageTxn:
+			op = "txn"
+		case broker.UsageRead:
+			row.Msgs = 0
+		}
+		l.p.meter.add(l.cluster.ID, op, row)
+		l.touch(u.Class == broker.UsageProduce && u.Records > 0, now)
+	}
+	msgs := 0
+	if u.Class == broker.UsageProduce {
+		msgs = u.Records
+	}
+	wait := l.rates.charge(l.current(now).limits, msgs, now)
+	if wait <= 0 {
+		return 0
+	}
+	if last := l.loggedAt.Load(); now.UnixNano()-last >= int64(time.Second) && l.loggedAt.CompareAndSwap(last, now.UnixNano()) {
+		l.p.overLimit(l.cluster, "kafka:"+kmsg.NameForKey(u.Key), "rate")
+	}
+	if !l.p.cfg.Enforce {
+		return 0
+	}
+	l.mutedUntil.Store(now.Add(wait).UnixNano())
+	return wait
+}
+
+// touch records the cluster's activity (last traffic, first push, key
+// use) at most once a second per login, and at its first push.
+func (l *kafkaLogin) touch(pushed bool, now time.Time) {
+	first := pushed && !l.pushed.Load()
+	last := l.touchedAt.Load()
+	if !first && now.UnixNano()-last < int64(time.Second) {
+		return
+	}
+	if !l.touchedAt.CompareAndSwap(last, now.UnixNano()) && !first {
+		return
+	}
+	if first {
+		l.pushed.Store(true)
+	}
+	l.p.activity.touch(l.cluster.ID, pushed, l.byKey, now)
+}
