@@ -138,6 +138,7 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_KAFKA_MAX_DECOMPRESSED_BYTES":               {doc: "largest record batch after decompression"},
 	"QUEEN_KAFKA_FETCH_MAX_BYTES":                      {doc: "bytes one fetch response carries at most"},
 	"QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS":                   {doc: "longest transaction timeout a producer may ask for"},
+	"QUEEN_KAFKA_TENANT_TXN_MAX_TIMEOUT_MS":            {doc: "longest transaction timeout a tenant's producer may ask for (tenancy mode; at most QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS)"},
 	"QUEEN_KAFKA_LOG_CLEANER_INTERVAL_MS":              {doc: "how often a leader applies retention.bytes and compaction to its Kafka topics"},
 	"QUEEN_KAFKA_TLS_CERT":                             {doc: "certificate file for TLS on the Kafka port"},
 	"QUEEN_KAFKA_TLS_KEY":                              {doc: "key file for TLS on the Kafka port (the path)"},

@@ -35,7 +35,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *kafka.Conn, kreq k
 		case !b.coordinatesTxn(tenant, *req.TransactionalID):
 			resp.ErrorCode = coordinatorCode(errNotTxnCoordinator)
 			return resp, nil
-		case timeout <= 0 || timeout > b.cfg.TxnMaxTimeout:
+		case timeout <= 0 || timeout > b.txnMaxTimeout(tenant):
 			resp.ErrorCode = coordinatorCode(errTxnTimeout)
 			return resp, nil
 		}

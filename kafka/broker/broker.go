@@ -101,6 +101,11 @@ type Config struct {
 	// for (QUEEN_KAFKA_TXN_MAX_TIMEOUT_MS, Kafka's
 	// transaction.max.timeout.ms).
 	TxnMaxTimeout time.Duration
+	// MaxTenantTxnTimeout is the longest a tenant's producer (tenancy
+	// mode) may ask for, at most TxnMaxTimeout
+	// (QUEEN_KAFKA_TENANT_TXN_MAX_TIMEOUT_MS): an open transaction holds
+	// back HTTP pops of its partitions (tenant_caps.go).
+	MaxTenantTxnTimeout time.Duration
 	// LogDir is what DescribeLogDirs names as the one log directory.
 	LogDir string
 	// LogCleanerInterval is how often the leader of each raft group looks
@@ -117,6 +122,7 @@ const (
 	// DefaultMaxDecompressedBytes is the default decompression bound.
 	DefaultMaxDecompressedBytes = records.DefaultMaxDecompressedBytes
 	DefaultTxnMaxTimeout        = 15 * time.Minute
+	DefaultMaxTenantTxnTimeout  = time.Minute
 	DefaultDedupWindow          = 900 * time.Second
 	DefaultLogCleanerInterval   = 15 * time.Second
 )
@@ -164,6 +170,10 @@ func (c *Config) setDefaults() {
 	if c.TxnMaxTimeout <= 0 {
 		c.TxnMaxTimeout = DefaultTxnMaxTimeout
 	}
+	if c.MaxTenantTxnTimeout <= 0 {
+		c.MaxTenantTxnTimeout = DefaultMaxTenantTxnTimeout
+	}
+	c.MaxTenantTxnTimeout = min(c.MaxTenantTxnTimeout, c.TxnMaxTimeout)
 	if c.LogCleanerInterval <= 0 {
 		c.LogCleanerInterval = DefaultLogCleanerInterval
 	}

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/queen-mq/queen/kafka/broker/groups"
@@ -65,6 +67,20 @@ func (b *Broker) admitGroup(tenant wire.ID, coord *groups.Coordinator, name stri
 		return kerr.GroupAuthorizationFailed
 	}
 	return nil
+}
+
+// txnMaxTimeout is the longest transaction timeout the tenant's producers
+// may ask for. An open transaction holds back every HTTP pop of the
+// partitions it wrote to (the last stable offset), so in tenancy mode a
+// produce-only key could stall a partition's consumers for the node's 15
+// minutes: a tenant gets MaxTenantTxnTimeout (a minute by default, Kafka's
+// default transaction.timeout.ms), the default tenant, which is the whole
+// node, TxnMaxTimeout.
+func (b *Broker) txnMaxTimeout(tenant wire.ID) time.Duration {
+	if tenant == wire.DefaultTenant {
+		return b.cfg.TxnMaxTimeout
+	}
+	return b.cfg.MaxTenantTxnTimeout
 }
 
 // admitTxnID reports whether the tenant may use transactional id id: one

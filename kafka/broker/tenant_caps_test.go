@@ -3,9 +3,12 @@ package broker
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 func commitGroupless(t *testing.T, n *testNode, group, topic string) int16 {
@@ -111,5 +114,45 @@ func TestGroupIDsWithBidiOrControlCharactersAreRefused(t *testing.T) {
 		if code := commitGroupless(t, n, good, "t"); code != 0 {
 			t.Errorf("commit as %q: %v", good, kerr.ErrorForCode(code))
 		}
+	}
+}
+
+// TestTenantTxnTimeoutCap (issue 33 item 9): a tenant's producer holding a
+// transaction open holds back HTTP pops of its partitions (the last stable
+// offset) for as long as its transaction timeout, which could be the
+// node's 15 minutes. A tenant may ask for at most MaxTenantTxnTimeout;
+// beyond it InitProducerId answers INVALID_TRANSACTION_TIMEOUT, as Kafka
+// does beyond transaction.max.timeout.ms. The default tenant (no tenancy)
+// keeps the node's cap.
+func TestTenantTxnTimeoutCap(t *testing.T) {
+	const tenant = "7c3a1f9e-2b4d-4e8a-9f1c-0d2e3f4a5b6c"
+	n := startNode(t, func(c *Config) {
+		c.Listener.Authenticate = StaticUsers(map[string]string{tenant: "pw"}, true)
+		c.MaxTenantTxnTimeout = 30 * time.Second
+	})
+	cl := n.client(kgo.SASL(plain.Auth{User: tenant, Pass: "pw"}.AsMechanism()))
+	init := func(id string, timeout time.Duration) int16 {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), int32(timeout.Milliseconds())
+		resp, err := req.RequestWith(ctxFor(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	if code := init("long", time.Minute); code != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("a tenant's 1 min transaction timeout: %v, want INVALID_TRANSACTION_TIMEOUT", kerr.ErrorForCode(code))
+	}
+	if code := init("short", 30*time.Second); code != 0 {
+		t.Fatalf("a tenant's 30 s transaction timeout: %v", kerr.ErrorForCode(code))
+	}
+	plainNode := startNode(t, func(c *Config) { c.MaxTenantTxnTimeout = 30 * time.Second })
+	if code := initTxnID(t, plainNode, "x"); code != 0 {
+		t.Fatalf("the default tenant: %v", kerr.ErrorForCode(code))
+	}
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("long"), int32(10*time.Minute/time.Millisecond)
+	if resp, err := req.RequestWith(ctxFor(t), plainNode.client()); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("the default tenant's 10 min transaction timeout: %v %v", err, resp)
 	}
 }
