@@ -236,6 +236,23 @@ func TestStreamsWindowedSum(t *testing.T) {
 	}
 	// The consumer group read everything: nothing comes back.
 	s.PopEmpty(e2etest.PopPath("ws-src", "consumerGroup="+group))
+	// The scrape counts the query, its one row and the two cycles.
+	fams, _ := e2etest.Scrape(e2etest.Deadline(t, time.Minute), t, s.Base)
+	sum := func(name string) float64 {
+		total := 0.0
+		if f := fams[name]; f != nil {
+			for _, m := range f.GetMetric() {
+				total += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+		return total
+	}
+	if sum("queen_streams_queries") != 1 || sum("queen_streams_state_rows") != 1 || sum("queen_streams_state_bytes") == 0 {
+		t.Fatalf("streams gauges: queries %v rows %v bytes %v", sum("queen_streams_queries"), sum("queen_streams_state_rows"), sum("queen_streams_state_bytes"))
+	}
+	if v, ok := e2etest.SampleValue(fams["queen_streams_cycles_total"], map[string]string{"outcome": "committed"}); !ok || v != 2 {
+		t.Fatalf("committed cycles: %v %v", v, ok)
+	}
 	// The reserved namespace is not the KV routes' to read or write.
 	if code := s.Do(http.MethodGet, "/api/v1/kv/_streams/q%2F"+q.QueryID, nil, nil); code != http.StatusBadRequest {
 		t.Fatalf("KV read of the streams namespace: %d", code)

@@ -132,6 +132,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) error {
 	p := promText{b: &buf}
 	s.writeNodeMetrics(p)
 	s.writeRaftMetrics(p)
+	s.writeStreamsMetrics(p)
 	if !s.cfg.TenancyHeader || s.callerIsOperator(ctx) {
 		s.writeQueueMetrics(p)
 	}
