@@ -260,6 +260,12 @@ func TestStreamsWindowedSum(t *testing.T) {
 	if code := s.Do(http.MethodPost, "/api/v1/kv", map[string]any{"operations": []any{map[string]any{"op": "put", "ns": "_streams", "key": "q/x", "value": 1}}}, nil); code != http.StatusBadRequest {
 		t.Fatalf("KV write of the streams namespace: %d", code)
 	}
+	var ns struct {
+		Namespaces []string `json:"namespaces"`
+	}
+	if code := s.Do(http.MethodGet, "/api/v1/resources/kv/namespaces", nil, &ns); code != http.StatusOK || slices.Contains(ns.Namespaces, "_streams") {
+		t.Fatalf("KV namespaces: %d %v", code, ns.Namespaces)
+	}
 }
 
 // Dedup: a row per id seen; a message whose id is seen is not emitted, and
@@ -488,6 +494,10 @@ func TestStreamsResetOnChangedHash(t *testing.T) {
 	}
 	if same := s.mustRegister("agg", "rs-src", "", "h2"); same.Fresh || same.Reset {
 		t.Fatalf("after reset: %+v", same)
+	}
+	// A cycle with nothing to do (an idle tick) commits nothing.
+	if r := s.mustCycle(map[string]any{"query_id": q.QueryID, "partition_id": pid}); r.AckResult == nil || !r.AckResult.Success || r.StateOpsApplied != 0 {
+		t.Fatalf("empty cycle: %+v", r)
 	}
 	for _, body := range []map[string]any{{"source_queue": "x", "config_hash": "h"}, {"name": "n", "config_hash": "h"}, {"name": "n", "source_queue": "x"}} {
 		if _, code := s.register(body); code != http.StatusBadRequest {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -410,6 +411,9 @@ func (s *Server) kvNamespaces(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	// The Streams namespace is the Streams routes' (streams.go), not a
+	// namespace the KV routes can name.
+	ns = slices.DeleteFunc(ns, func(n string) bool { return n == wire.StreamsNamespace })
 	if ns == nil {
 		ns = []string{}
 	}

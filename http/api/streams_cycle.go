@@ -102,6 +102,16 @@ func (s *Server) streamsCycle(ctx *fasthttp.RequestCtx) error {
 		}
 		return err
 	}
+	if len(plan.cmd.Ops) == 0 {
+		// Nothing to commit (a cycle of an idle window): answered as one
+		// that committed nothing.
+		ans, err := plan.answer(&req, q, wire.TxnResult{Code: wire.CodeOK})
+		if err != nil {
+			return err
+		}
+		writeJSON(ctx, http.StatusOK, ans)
+		return nil
+	}
 	res, err := s.engine.Transaction(rctx, &plan.cmd)
 	switch {
 	case errors.Is(err, raftgroups.ErrStreamsFormat):
