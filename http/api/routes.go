@@ -81,6 +81,7 @@ func (s *Server) coreRoutes() []route {
 		{get, "/api/v1/resources/namespaces", authn.LevelReadOnly, s.listNamespaces},
 		{get, "/api/v1/resources/tasks", authn.LevelReadOnly, s.listTasks},
 		{get, "/api/v1/resources/topics/{topic}", authn.LevelReadOnly, s.getTopic},
+		{get, "/api/v1/resources/transactions", authn.LevelReadOnly, s.openTransactions},
 		{get, "/api/v1/system/placement", authn.LevelReadOnly, s.placement},
 		{get, "/api/v1/system/raft/membership", authn.LevelAdmin, s.membershipGet},
 		{post, "/api/v1/system/raft/membership/learners", authn.LevelAdmin, s.membershipLearner},

@@ -2,16 +2,20 @@
 // each with its partition count; a topic's page shows its partitions
 // (paged) with the node leading each, offsets and its configs.
 
-import { page, enc } from "../api.js";
-import { h, num, badge, table, Pager, pageSize } from "../dom.js";
+import { page, enc, get } from "../api.js";
+import { h, num, when, badge, table, Pager, pageSize } from "../dom.js";
 
 export const title = "Kafka topics";
 
 export async function render(view, route, life) {
   if (route.parts.length) return renderTopic(view, route.parts[0], route, life);
   const box = h("div");
+  const txns = h("div");
   view.append(h("h1", null, "Kafka topics"),
-    h("p", null, "Every queue is a Kafka topic and each of its partitions a Kafka partition, by index."), box);
+    h("p", null, "Every queue is a Kafka topic and each of its partitions a Kafka partition, by index."), box,
+    h("h2", null, "Open transactions"),
+    h("p", null, "An open Kafka transaction holds back every pop of the partitions it wrote to until it ends or times out."),
+    txns);
   const pager = new Pager(async (cursor) => {
     const r = await page("/api/v1/resources/queues", { limit: pageSize(route), cursor }, life.signal);
     return { rows: r.data.queues, next: r.next };
@@ -22,6 +26,7 @@ export async function render(view, route, life) {
     { label: "Created", cell: (q) => new Date(q.createdAt).toLocaleString() },
   ], rows, "No topics yet."), controls));
   await pager.first();
+  await renderTransactions(txns, life);
 }
 
 async function renderTopic(view, name, route, life) {
@@ -52,4 +57,19 @@ async function renderTopic(view, name, route, life) {
     { label: "High watermark", num: true, cell: (p) => num(p.highWatermark) },
   ], rows), controls));
   await pager.first();
+}
+
+// renderTransactions lists the tenant's open Kafka transactions, oldest
+// first: the ones holding pops back longest.
+async function renderTransactions(box, life) {
+  const r = await get("/api/v1/resources/transactions", life.signal);
+  const more = r.total > r.transactions.length ? h("p", null, `Showing the oldest ${num(r.transactions.length)} of ${num(r.total)}.`) : null;
+  box.replaceChildren(table(null, [
+    { label: "Transactional id", cell: (t) => h("code", null, t.transactionalId) },
+    { label: "Producer", cell: (t) => `${t.producerId} / epoch ${t.producerEpoch}` },
+    { label: "State", cell: (t) => badge(t.state, t.state === "Ongoing" ? "warn" : "bad") },
+    { label: "Since", cell: (t) => when(t.startedAt) },
+    { label: "Aborted at", cell: (t) => when(t.expiresAt) },
+    { label: "Partitions", wrap: true, cell: (t) => t.partitions.map((p) => `${p.topic}[${p.partition}]`).join(", ") || "—" },
+  ], r.transactions, "No open transactions."), more);
 }
