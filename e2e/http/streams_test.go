@@ -1,16 +1,19 @@
 package http
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/queen-mq/queen/e2e/e2etest"
 	"github.com/queen-mq/queen/e2e/harness"
+	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -506,5 +509,83 @@ func TestStreamsResetOnChangedHash(t *testing.T) {
 	}
 	if code := s.Do(http.MethodPost, "/streams/v1/state/get", map[string]any{"query_id": "nope", "partition_id": pid}, nil); code != http.StatusNotFound {
 		t.Fatalf("state of an unknown query: %d", code)
+	}
+}
+
+// A cycle whose source partition and sink live in different raft groups
+// commits by the cross-group commit, or not at all; the state of a query
+// whose sink is encrypted, and its sink's messages, are not on disk in
+// clear.
+func TestStreamsCycleAcrossGroupsWithAnEncryptedSink(t *testing.T) {
+	key := hex.EncodeToString(randBytes(32))
+	c := e2etest.StartCluster(t, harness.Options{Nodes: 1, Groups: 2, Env: map[string]string{"QUEEN_ENCRYPTION_KEY": key}})
+	n := c.Nodes[0]
+	ctx := e2etest.Deadline(t, 3*time.Minute)
+	cl := e2etest.NewClient(t, ctx, n)
+	s := streamsClient{cl, t}
+	cl.Eventually(30*time.Second, "format raised for Streams", func() bool {
+		var h struct {
+			Format struct {
+				Active []uint32 `json:"active"`
+			} `json:"format"`
+		}
+		cl.Do(http.MethodGet, "/health", nil, &h)
+		return len(h.Format.Active) == 2 && !slices.ContainsFunc(h.Format.Active, func(f uint32) bool { return f < wire.FormatV3 })
+	})
+	tag := hex.EncodeToString(randBytes(6))
+	s.Push(e2etest.PushItem{Queue: "xg-src", Partition: "p", Payload: "CLEARSRC-" + tag})
+	src := e2etest.FirstPartitionGroup(ctx, t, n.URL(), "xg-src")
+	sink := ""
+	for i := 0; sink == "" && i < 32; i++ {
+		name := fmt.Sprintf("xg-sink-%d", i)
+		s.Configure(map[string]any{"queue": name, "options": map[string]any{"encryptionEnabled": true}})
+		s.Push(e2etest.PushItem{Queue: name, Payload: "seed"})
+		if e2etest.FirstPartitionGroup(ctx, t, n.URL(), name) != src {
+			sink = name
+		}
+	}
+	if sink == "" {
+		t.Fatal("no sink queue placed in another group than the source")
+	}
+	q := s.mustRegister("xg", "xg-src", sink, "h")
+	a := s.MustPop(e2etest.PopPath("xg-src"), 1)
+	pid := a.Messages[0].PartitionID
+	body := func(txn string) map[string]any {
+		return map[string]any{"query_id": q.QueryID, "partition_id": pid,
+			"state_ops":  []map[string]any{{"type": "upsert", "key": "k", "value": map[string]string{"note": "STATE-MARK-" + tag}}},
+			"push_items": []map[string]any{{"queue": sink, "payload": "SINK-MARK-" + tag}},
+			"ack":        map[string]any{"transactionId": txn, "leaseId": a.LeaseID, "status": "completed", "count": 1}}
+	}
+	// The ack part refuses (in the source's group): the sink push and the
+	// state write (in other groups) do not happen either.
+	if r := s.cycle(body("not-a-message")); r.Success {
+		t.Fatalf("cycle with a wrong message: %+v", r)
+	}
+	if recs, _, _ := cl.Log(sink, "Default"); len(recs) != 1 {
+		t.Fatalf("sink after a refused cycle: %d records", len(recs))
+	}
+	if rows := s.state(map[string]any{"query_id": q.QueryID, "partition_id": pid}); len(rows) != 0 {
+		t.Fatalf("state after a refused cycle: %+v", rows)
+	}
+	r := s.mustCycle(body(a.Messages[0].TransactionID))
+	if len(r.PushResults) != 1 || r.PushResults[0].Status != "queued" || !r.AckResult.LeaseReleased {
+		t.Fatalf("cycle: %+v", r)
+	}
+	rows := s.state(map[string]any{"query_id": q.QueryID, "partition_id": pid})
+	if len(rows) != 1 || !strings.Contains(string(rows[0].Value), "STATE-MARK-"+tag) {
+		t.Fatalf("state: %+v", rows)
+	}
+	if m := s.MustPop(e2etest.PopPath(sink, "batch=10"), 2).Messages[1]; !strings.Contains(string(m.Data), "SINK-MARK-"+tag) {
+		t.Fatalf("sink message: %s", m.Data)
+	}
+	s.PopEmpty(e2etest.PopPath("xg-src"))
+	n.Stop()
+	for _, what := range []string{"STATE-MARK-", "SINK-MARK-"} {
+		if hits := raftgroupstest.FilesContaining(t, n.Dir, []byte(what+tag)); len(hits) != 0 {
+			t.Errorf("%s in clear on disk: %v", what, hits)
+		}
+	}
+	if hits := raftgroupstest.FilesContaining(t, n.Dir, []byte("CLEARSRC-"+tag)); len(hits) == 0 {
+		t.Error("the unencrypted source's payload is not found: the scan proves nothing")
 	}
 }
