@@ -126,9 +126,9 @@ func TestKafkaPolicyBlocksPushes(t *testing.T) {
 		t.Fatalf("active again: %+v", g)
 	}
 	// The last storage measurement is over the free plan's 1 GiB.
-	p.retained.mu.Lock()
-	p.retained.by = map[string]*retained{"storage/" + c.ID: {bytes: 2 << 30, at: time.Now()}}
-	p.retained.mu.Unlock()
+	r := p.retained.of("storage", c.ID)
+	r.bytes.Store(2 << 30)
+	r.at.Store(time.Now().UnixNano())
 	if g := pol.Produce(); g.Refuse == nil || g.Refuse.Code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("over max_retained_bytes: %+v", g)
 	}

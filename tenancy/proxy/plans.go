@@ -173,7 +173,7 @@ func (r *rates) of(cluster string) *clusterRates {
 
 // takeRequest charges one request to cluster under lim.
 func (r *rates) takeRequest(cluster string, lim Limits, now time.Time) (bool, time.Duration) {
-	return r.of(cluster).take(false, lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1, now, false)
+	return r.of(cluster).take(false, lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1, now)
 }
 
 // takeMessages charges n messages to cluster under lim.
@@ -181,7 +181,7 @@ func (r *rates) takeMessages(cluster string, lim Limits, n int, now time.Time) (
 	if n <= 0 {
 		return true, 0
 	}
-	return r.of(cluster).take(true, lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(n), now, false)
+	return r.of(cluster).take(true, lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(n), now)
 }
 
 // charge is a Kafka request's charge: as Kafka's client quotas, the
@@ -191,35 +191,47 @@ func (r *rates) takeMessages(cluster string, lim Limits, n int, now time.Time) (
 // A bucket goes into debt by at most one burst, so the throttle is at
 // most burst / rate.
 func (cr *clusterRates) charge(lim Limits, msgs int, now time.Time) time.Duration {
-	_, wait := cr.take(false, lim[LimitRequestsPerSec], lim[LimitRequestsBurst], 1, now, true)
-	if msgs > 0 {
-		_, mwait := cr.take(true, lim[LimitMessagesPerSec], lim[LimitMessagesBurst], float64(msgs), now, true)
-		wait = max(wait, mwait)
+	rr, mr := lim[LimitRequestsPerSec], lim[LimitMessagesPerSec]
+	if msgs <= 0 {
+		mr = nil
+	}
+	if rr == nil && mr == nil {
+		return 0
+	}
+	cr.mu.Lock() // once for both buckets: this runs for every Kafka request
+	defer cr.mu.Unlock()
+	var wait time.Duration
+	if rr != nil {
+		wait = cr.requests.charge(now, float64(*rr), bucketSize(rr, lim[LimitRequestsBurst]), 1)
+	}
+	if mr != nil {
+		wait = max(wait, cr.messages.charge(now, float64(*mr), bucketSize(mr, lim[LimitMessagesBurst]), float64(msgs)))
 	}
 	return wait
 }
 
+// bucketSize is a bucket's size: its burst, or its rate without one.
+func bucketSize(rate, burst *int64) float64 {
+	if burst != nil {
+		return float64(*burst)
+	}
+	return float64(*rate)
+}
+
 // take charges cost to one of the buckets (rate nil: unlimited; burst
-// nil: the rate) and is THE rate decision of both doors. HTTP's charge
-// (debt false) is refused when the bucket is short and takes nothing;
-// the wait says when it would pass. Kafka's (debt true) always takes,
-// down to one burst below empty, and the wait is its throttle.
-func (cr *clusterRates) take(messages bool, rate, burst *int64, cost float64, now time.Time, debt bool) (bool, time.Duration) {
+// nil: the rate), as HTTP does: refused when the bucket is short, taking
+// nothing then; the wait says when it would pass. Kafka's charge draws on
+// the same buckets with the same refill (bucket.refill), into debt.
+func (cr *clusterRates) take(messages bool, rate, burst *int64, cost float64, now time.Time) (bool, time.Duration) {
 	if rate == nil {
 		return true, 0
 	}
-	size := float64(*rate)
-	if burst != nil {
-		size = float64(*burst)
-	}
+	size := bucketSize(rate, burst)
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	b := &cr.requests
 	if messages {
 		b = &cr.messages
-	}
-	if debt {
-		return true, b.charge(now, float64(*rate), size, cost)
 	}
 	saved := *b
 	// A push larger than the burst could never pass; it empties the

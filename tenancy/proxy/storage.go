@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/queen/storage"
@@ -24,15 +25,28 @@ const retainedTTL = 15 * time.Second
 var errStorageQuota = newError(http.StatusForbidden, "storage_quota_exceeded", "the cluster's queues hold as many bytes as its plan allows")
 
 // retained is one measurement: bytes, or messages for the monthly quota.
+// Its fields are atomics: every push of the cluster, through either door,
+// reads it, and no lock is shared by all of them.
 type retained struct {
-	bytes     uint64
-	at        time.Time
-	measuring bool
+	bytes     atomic.Uint64
+	at        atomic.Int64 // unix nanos of the measurement; 0: none yet
+	measuring atomic.Bool
 }
 
 type retainedGauge struct {
-	mu sync.Mutex
-	by map[string]*retained // kind/cluster id
+	by sync.Map // retainedKey → *retained
+}
+
+type retainedKey struct{ kind, cluster string }
+
+// of is the measurement of kind for cluster.
+func (g *retainedGauge) of(kind, cluster string) *retained {
+	k := retainedKey{kind, cluster}
+	if r, ok := g.by.Load(k); ok {
+		return r.(*retained)
+	}
+	r, _ := g.by.LoadOrStore(k, &retained{})
+	return r.(*retained)
 }
 
 // overQuota reports whether cluster c's last storage measurement is at or
@@ -49,33 +63,21 @@ func (p *Proxy) overMeasured(kind string, c *Cluster, quota *int64, ttl time.Dur
 	if quota == nil {
 		return false
 	}
-	g := &p.retained
-	key := kind + "/" + c.ID
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.by == nil {
-		g.by = map[string]*retained{}
-	}
-	r := g.by[key]
-	if r == nil {
-		r = &retained{}
-		g.by[key] = r
-	}
-	if !r.measuring && now.Sub(r.at) >= ttl {
-		r.measuring = true
+	r := p.retained.of(kind, c.ID)
+	at := r.at.Load()
+	if now.UnixNano()-at >= int64(ttl) && r.measuring.CompareAndSwap(false, true) {
 		p.goLoop(func(ctx context.Context) {
+			defer r.measuring.Store(false)
 			v, err := measure(ctx, c)
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			r.measuring = false
 			if err != nil {
 				p.log.Warn("proxy: quota measurement failed", "quota", kind, "cluster", c.Slug, "err", err)
 				return
 			}
-			r.bytes, r.at = v, time.Now()
+			r.bytes.Store(v)
+			r.at.Store(time.Now().UnixNano())
 		})
 	}
-	return !r.at.IsZero() && r.bytes >= uint64(*quota)
+	return at != 0 && r.bytes.Load() >= uint64(*quota)
 }
 
 func (p *Proxy) retainedBytes(ctx context.Context, c *Cluster) (uint64, error) {
