@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ const (
 	holdCounterKey = "maintenance.held"
 	// holdBatch is how many held pushes one drain step reads (each is
 	// replayed on its own, in order).
-	holdBatch = 32
+	holdBatch = 64
 )
 
 // holdState is what this node knows of its own drains, for bufferStats.
@@ -213,64 +214,135 @@ func decodeHeld(b []byte) (wire.ID, []wire.PushCmd, int, error) {
 	return tenant, cmds, items, nil
 }
 
-// drainHold delivers up to holdBatch held pushes, oldest first, and
-// returns how many it delivered; it stops at the first that fails.
+// drainHold delivers up to holdBatch held pushes (at most holdBatchBytes
+// of them, and at least one), oldest first, and returns how many it
+// delivered. Their items are pushed together, merged per partition in
+// hold order (so a partition's items keep their order and the drain
+// outpaces the pushes it holds meanwhile), then their entries are released.
+// Nothing is released when a push fails: it is all tried again, and what
+// did commit the first time is then a duplicate.
 func (s *Server) drainHold() (int, error) {
 	st := s.engine.KVStore(tenancy.SystemTenant)
 	entries, err := st.KVList(tenancy.SystemTenant, holdNS, nil, nil, holdBatch)
 	if err != nil {
 		return 0, err
 	}
+	size := 0
 	for i := range entries {
-		if err := s.deliverHeld(entries[i]); err != nil {
-			holdStatsLocal.mu.Lock()
-			holdStatsLocal.lastError = err.Error()
-			holdStatsLocal.mu.Unlock()
-			return i, err
+		size += len(entries[i].Value)
+		if i > 0 && size > holdBatchBytes {
+			entries = entries[:i]
+			break
 		}
 	}
-	if len(entries) > 0 {
-		holdStatsLocal.mu.Lock()
-		holdStatsLocal.lastError = ""
-		holdStatsLocal.mu.Unlock()
+	if len(entries) == 0 {
+		return 0, nil
 	}
+	if err := s.deliverHeld(entries); err != nil {
+		holdStatsLocal.mu.Lock()
+		holdStatsLocal.lastError = err.Error()
+		holdStatsLocal.mu.Unlock()
+		return 0, err
+	}
+	holdStatsLocal.mu.Lock()
+	holdStatsLocal.lastError = ""
+	holdStatsLocal.mu.Unlock()
 	return len(entries), nil
 }
 
-// deliverHeld pushes one held entry to its queues, then deletes it from
-// the hold (the delete is conditional on the entry still being there, so
-// two drainers never decrement the counter twice).
-func (s *Server) deliverHeld(e wire.KVItem) error {
-	tenant, cmds, items, err := decodeHeld(s.engine.OpenText(e.Value))
-	if err != nil {
-		return err
+// holdBatchBytes bounds the held bytes one drain step pushes, so its raft
+// entries stay far below QUEEN_RAFT_ENTRY_MAX_BYTES.
+const holdBatchBytes = 1 << 20
+
+// heldTenant is one tenant's share of a drain step: its commands, one per
+// partition, in the order the partitions first appear.
+type heldTenant struct {
+	tenant wire.ID
+	cmds   []wire.PushCmd
+	index  map[[2]string]int
+}
+
+// deliverHeld pushes the entries' items to their queues, then releases
+// the entries from the hold; each delete is conditional on the entry still
+// being as read, so two drainers never decrement the counter twice.
+func (s *Server) deliverHeld(entries []wire.KVItem) error {
+	var tenants []*heldTenant
+	byTenant := map[wire.ID]*heldTenant{}
+	counts := make([]int, len(entries))
+	for i := range entries {
+		tenant, cmds, items, err := decodeHeld(s.engine.OpenText(entries[i].Value))
+		if err != nil {
+			return err
+		}
+		counts[i] = items
+		ht := byTenant[tenant]
+		if ht == nil {
+			ht = &heldTenant{tenant: tenant, index: map[[2]string]int{}}
+			byTenant[tenant] = ht
+			tenants = append(tenants, ht)
+		}
+		for _, c := range cmds {
+			k := [2]string{c.Queue, c.Partition}
+			j, ok := ht.index[k]
+			if !ok {
+				j = len(ht.cmds)
+				ht.index[k] = j
+				c.Records = append([]byte(nil), c.Records...)
+				ht.cmds = append(ht.cmds, c)
+				continue
+			}
+			ht.cmds[j].Records = append(ht.cmds[j].Records, c.Records...)
+			ht.cmds[j].Count += c.Count
+		}
 	}
 	ctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
-	outs, err := s.engine.Push(ctx, tenant, cmds)
-	if err != nil {
-		return fmt.Errorf("api: maintenance hold: deliver: %w", err)
-	}
-	for i := range outs {
-		if err := pushError(&outs[i]); err != nil {
-			return fmt.Errorf("api: maintenance hold: deliver to %s: %w", cmds[i].Queue, err)
+	for _, ht := range tenants {
+		outs, err := s.engine.Push(ctx, ht.tenant, ht.cmds)
+		if err != nil {
+			return fmt.Errorf("api: maintenance hold: deliver: %w", err)
+		}
+		for i := range outs {
+			if err := pushError(&outs[i]); err != nil {
+				return fmt.Errorf("api: maintenance hold: deliver to %s: %w", ht.cmds[i].Queue, err)
+			}
 		}
 	}
-	res, err := s.engine.KV(ctx, &wire.KVCmd{Tenant: tenancy.SystemTenant, Ops: []wire.KVOp{
-		{Op: wire.KVDelete, NS: holdNS, Key: e.Key, HasExpect: true, Expect: e.Version, Required: true},
-		{Op: wire.KVIncr, NS: systemNS, Key: []byte(holdCounterKey), Delta: -int64(items), Required: true},
-	}})
-	if err != nil {
-		return fmt.Errorf("api: maintenance hold: release: %w", err)
+	if s.releaseHeld(ctx, entries, counts) {
+		return nil
 	}
-	if res.Code == wire.CodeOK && res.OK {
-		holdStatsLocal.mu.Lock()
-		holdStatsLocal.delivered += uint64(items)
-		holdStatsLocal.mu.Unlock()
+	// Another drainer released some first (a leader change): release the
+	// rest one by one; the pushes above of those were duplicates.
+	released := 0
+	for i := range entries {
+		if s.releaseHeld(ctx, entries[i:i+1], counts[i:i+1]) {
+			released++
+		}
 	}
-	// Not OK: another drainer released it first; the push above was a
-	// duplicate of its delivery.
+	if released == 0 && ctx.Err() != nil {
+		return fmt.Errorf("api: maintenance hold: release: %w", ctx.Err())
+	}
 	return nil
+}
+
+// releaseHeld deletes entries from the hold and takes their items off the
+// counter, all or nothing.
+func (s *Server) releaseHeld(ctx context.Context, entries []wire.KVItem, counts []int) bool {
+	ops := make([]wire.KVOp, 0, len(entries)+1)
+	total := 0
+	for i, e := range entries {
+		ops = append(ops, wire.KVOp{Op: wire.KVDelete, NS: holdNS, Key: e.Key, HasExpect: true, Expect: e.Version, Required: true})
+		total += counts[i]
+	}
+	ops = append(ops, wire.KVOp{Op: wire.KVIncr, NS: systemNS, Key: []byte(holdCounterKey), Delta: -int64(total), Required: true})
+	res, err := s.engine.KV(ctx, &wire.KVCmd{Tenant: tenancy.SystemTenant, Ops: ops})
+	if err != nil || res.Code != wire.CodeOK || !res.OK {
+		return false
+	}
+	holdStatsLocal.mu.Lock()
+	holdStatsLocal.delivered += uint64(total)
+	holdStatsLocal.mu.Unlock()
+	return true
 }
 
 // holdingPush is the push handler's one check (an atomic load) for
