@@ -42,8 +42,12 @@ func (s *Store) ResolveAckOffsets(c *wire.AckCmd) {
 		from, to uint64
 		items    []int // indexes in c.Items
 	}
+	type leaseAt struct {
+		id  wire.ID
+		pid uint64
+	}
 	var leases []leased
-	byID := map[wire.ID]int{} // lease id → index in leases
+	byID := map[leaseAt]int{} // a partition's lease (a shared id is several partitions') → index in leases
 	s.mu.RLock()
 	for i := range c.Items {
 		it := &c.Items[i]
@@ -55,13 +59,11 @@ func (s *Store) ResolveAckOffsets(c *wire.AckCmd) {
 		if cur == nil || cur.lease == nil || cur.lease.id != it.LeaseID {
 			continue
 		}
-		k, ok := byID[it.LeaseID]
-		if ok && leases[k].p.ID != p.id {
-			continue // a lease id is one partition's: the item is wrong, apply answers it
-		}
+		at := leaseAt{it.LeaseID, p.id}
+		k, ok := byID[at]
 		if !ok {
 			k = len(leases)
-			byID[it.LeaseID] = k
+			byID[at] = k
 			leases = append(leases, leased{p: s.handle(p), id: it.LeaseID, from: cur.lease.from, to: cur.lease.to})
 		}
 		leases[k].items = append(leases[k].items, i)
@@ -176,9 +178,16 @@ func (r *RangeReader) Close() {
 // finds nothing here reads, as it would without the cache.
 type leaseTxnCache struct {
 	mu    sync.Mutex
-	byID  map[wire.ID]*leaseTxns
-	order []wire.ID // oldest first
-	held  int       // estimated bytes
+	byID  map[leaseKey]*leaseTxns
+	order []leaseKey // oldest first
+	held  int        // estimated bytes
+}
+
+// leaseKey names one partition's lease: a shared lease id is held by
+// several partitions, each answered and acknowledged on its own.
+type leaseKey struct {
+	id  wire.ID
+	pid uint64
 }
 
 type leaseTxns struct {
@@ -202,14 +211,15 @@ func (c *leaseTxnCache) put(id wire.ID, pid, from, to uint64, idx txnOffsets) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byID == nil {
-		c.byID = map[wire.ID]*leaseTxns{}
+		c.byID = map[leaseKey]*leaseTxns{}
 	}
-	if old := c.byID[id]; old != nil {
+	k := leaseKey{id, pid}
+	if old := c.byID[k]; old != nil {
 		c.held -= old.cost // a retried pop's lease id, answered again
 	} else {
-		c.order = append(c.order, id)
+		c.order = append(c.order, k)
 	}
-	c.byID[id] = &leaseTxns{pid, from, to, idx, cost}
+	c.byID[k] = &leaseTxns{pid, from, to, idx, cost}
 	c.held += cost
 	for c.held > leaseCacheBytes && len(c.order) > 0 {
 		if old := c.byID[c.order[0]]; old != nil {
@@ -224,7 +234,7 @@ func (c *leaseTxnCache) put(id wire.ID, pid, from, to uint64, idx txnOffsets) {
 func (c *leaseTxnCache) get(id wire.ID, pid, from, to uint64) txnOffsets {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if l := c.byID[id]; l != nil && l.pid == pid && l.from == from && l.to == to {
+	if l := c.byID[leaseKey{id, pid}]; l != nil && l.from == from && l.to == to {
 		return l.idx
 	}
 	return nil

@@ -201,7 +201,7 @@ walk:
 		}
 		c.pos, c.headFailures, c.lastError = off+1, 0, ""
 	}
-	delete(s.leases, l.id)
+	s.unindexLease(l.id, p)
 	c.lease = nil
 	if sub := q.subs[c.group]; sub != nil {
 		// Consumed to the head: nothing left for the group here until a
@@ -218,23 +218,31 @@ walk:
 	ctx.touch(q)
 }
 
-// applyExtendLease moves a live lease's expiry.
+// applyExtendLease moves a live lease's expiry: of each partition holding
+// it in this group when it is shared. A holder whose lease expired before
+// the extend is closed instead (its messages go back to the group); the
+// extend answers not found when none was renewed.
 func (s *Store) applyExtendLease(ctx *applyCtx, c *wire.ExtendLeaseCmd) wire.ExtendLeaseResult {
-	ref, ok := s.leases[c.LeaseID]
-	if !ok || ref.part.q.tenant != c.Tenant {
-		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
-	}
-	cur := ref.part.cursors.get(ref.group)
-	if cur == nil || cur.lease == nil || cur.lease.id != c.LeaseID {
-		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
-	}
-	if cur.lease.expiresMs <= ctx.nowMs && !s.anyPin(ref.part.id, ref.group) {
-		s.closeLease(ctx, ref.part.q, ref.part, cur)
-		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
-	}
-	cur.lease.expiresMs = ctx.nowMs + int64(c.Ms)
-	ctx.saveCursor(ref.part, cur)
-	return wire.ExtendLeaseResult{Code: wire.CodeOK, ExpiresMs: cur.lease.expiresMs}
+	res := wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
+	s.leaseHolders(c.LeaseID, func(ref leaseRef) bool {
+		if ref.part.q.tenant != c.Tenant {
+			return true
+		}
+		cur := ref.part.cursors.get(ref.group)
+		if cur == nil || cur.lease == nil || cur.lease.id != c.LeaseID {
+			return true
+		}
+		if cur.lease.expiresMs <= ctx.nowMs && !s.anyPin(ref.part.id, ref.group) {
+			s.closeLease(ctx, ref.part.q, ref.part, cur)
+			return true
+		}
+		cur.lease.expiresMs = ctx.nowMs + int64(c.Ms)
+		ctx.saveCursor(ref.part, cur)
+		res.Code, res.ExpiresMs = wire.CodeOK, cur.lease.expiresMs
+		res.Renewed++
+		return true
+	})
+	return res
 }
 
 // noteError keeps the error text an ack gave for the message at off.

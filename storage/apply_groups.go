@@ -30,7 +30,7 @@ func (s *Store) tenantQueues(tenant wire.ID) []*queueState {
 // log), dropping the lease the group held there and its retry state.
 func (s *Store) setPosition(ctx *applyCtx, p *partState, sub *subscription, cur *cursor, pos uint64) {
 	if cur.lease != nil {
-		delete(s.leases, cur.lease.id)
+		s.unindexLease(cur.lease.id, p)
 		cur.lease = nil
 	}
 	cur.pos = min(max(pos, p.start), p.next)
@@ -185,7 +185,7 @@ func (s *Store) applyDeleteGroup(ctx *applyCtx, c *wire.DeleteGroupCmd) wire.Cou
 				return // written since the walk began: the group re-formed
 			}
 			if l := p.cursors.get(c.Group).lease; l != nil {
-				delete(s.leases, l.id)
+				s.unindexLease(l.id, p)
 			}
 			q.dropLag(p.cursors.get(c.Group))
 			p.cursors.remove(c.Group)

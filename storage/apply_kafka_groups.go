@@ -26,7 +26,7 @@ func (s *Store) applyDeleteOffsets(ctx *applyCtx, c *wire.DeleteOffsetsCmd) wire
 			continue
 		}
 		if cur.lease != nil {
-			delete(s.leases, cur.lease.id)
+			s.unindexLease(cur.lease.id, p)
 		}
 		q.dropLag(cur)
 		p.cursors.remove(c.Group)

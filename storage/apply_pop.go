@@ -22,8 +22,16 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 		res.Code = wire.CodeBadRequest
 		return res
 	}
+	// One id for several partitions is a shared lease, which a build
+	// before FormatV4 would index as one partition's: refused below it
+	// (the proposer never sends one there).
+	shared := c.SharedLease()
+	if shared && !s.at(wire.FormatV4) {
+		res.Code = wire.CodeBadRequest
+		return res
+	}
 	// A retried proposal finds its leases already taken: answer with them.
-	if claims := s.replayedClaims(c); claims != nil {
+	if claims := s.replayedClaims(c, q, shared); claims != nil {
 		res.Claims = claims
 		return res
 	}
@@ -72,19 +80,27 @@ func (s *Store) applyPop(ctx *applyCtx, c *wire.PopCmd) wire.PopResult {
 }
 
 // replayedClaims returns the claims of a pop whose lease ids already exist,
-// or nil.
-func (s *Store) replayedClaims(c *wire.PopCmd) []wire.Claim {
+// or nil. A shared lease's claims are its holders in this group, in claim
+// order; they must be the group's on the queue, so that an id some other
+// pop happened to draw is never taken for this one's.
+func (s *Store) replayedClaims(c *wire.PopCmd, q *queueState, shared bool) []wire.Claim {
 	var out []wire.Claim
-	for _, id := range c.LeaseIDs {
-		ref, ok := s.leases[id]
-		if !ok {
-			continue
+	ids := c.LeaseIDs
+	if shared {
+		ids = ids[:1]
+	}
+	for _, id := range ids {
+		if _, ok := s.leases[id]; !ok {
+			continue // the first attempt: nothing to look through
 		}
-		cur := ref.part.cursors.get(ref.group)
-		if cur == nil || cur.lease == nil || cur.lease.id != id {
-			continue
-		}
-		out = append(out, claimOf(ref.part, cur, cur.lease.from, cur.lease.to, cur.redeliverTo))
+		s.leaseHolders(id, func(ref leaseRef) bool {
+			cur := ref.part.cursors.get(ref.group)
+			if ref.part.q != q || ref.group != c.Group || cur == nil || cur.lease == nil || cur.lease.id != id {
+				return true
+			}
+			out = append(out, claimOf(ref.part, cur, cur.lease.from, cur.lease.to, cur.redeliverTo))
+			return true
+		})
 	}
 	return out
 }
@@ -166,7 +182,7 @@ func (s *Store) claim(ctx *applyCtx, q *queueState, p *partState, sub *subscript
 	}
 	c.lease = &lease{id: id, from: from, to: to, expiresMs: ctx.nowMs + leaseMs,
 		states: make([]uint8, to-from), pending: int(to - from)}
-	s.leases[id] = leaseRef{part: p, group: c.group}
+	s.indexLease(id, p, c.group)
 	ctx.saveCursor(p, c)
 	return claimOf(p, c, from, to, redeliverTo), true
 }

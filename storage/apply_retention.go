@@ -204,7 +204,7 @@ func (s *Store) moveCursorsToStart(ctx *applyCtx, q *queueState, p *partState) {
 			continue
 		}
 		if l := c.lease; l != nil && l.from < p.start {
-			delete(s.leases, l.id)
+			s.unindexLease(l.id, p)
 			c.lease = nil
 		}
 		c.pos, c.headFailures, c.lastError = p.start, 0, ""

@@ -268,15 +268,20 @@ func (s *Store) checkTxn(ctx *applyCtx, c *wire.TxnCmd, ops []txnOp) (*kvTxn, wi
 }
 
 // leaseLive reports whether lease id exists, belongs to tenant and has not
-// expired at the entry's time.
+// expired at the entry's time: in one of the partitions holding it here,
+// for a shared lease.
 func (s *Store) leaseLive(ctx *applyCtx, tenant wire.ID, id wire.ID) bool {
-	ref, ok := s.leases[id]
-	if !ok || ref.part.q.tenant != tenant {
-		return false
-	}
-	cur := ref.part.cursors.get(ref.group)
-	return cur != nil && cur.lease != nil && cur.lease.id == id && !s.cursorPinned(ctx, ref.part.id, ref.group) &&
-		(cur.lease.expiresMs > ctx.nowMs || s.cursorOwnPin(ctx, ref.part.id, ref.group))
+	live := false
+	s.leaseHolders(id, func(ref leaseRef) bool {
+		if ref.part.q.tenant != tenant {
+			return true
+		}
+		cur := ref.part.cursors.get(ref.group)
+		live = cur != nil && cur.lease != nil && cur.lease.id == id && !s.cursorPinned(ctx, ref.part.id, ref.group) &&
+			(cur.lease.expiresMs > ctx.nowMs || s.cursorOwnPin(ctx, ref.part.id, ref.group))
+		return !live
+	})
+	return live
 }
 
 // checkTxnPush checks that a push's partition exists (the engine created
@@ -360,7 +365,7 @@ func (s *Store) forgetPosition(ctx *applyCtx, q *queueState, p *partState, group
 		return
 	}
 	if c.lease != nil {
-		delete(s.leases, c.lease.id)
+		s.unindexLease(c.lease.id, p)
 	}
 	q.dropLag(c)
 	p.cursors.remove(group)

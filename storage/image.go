@@ -316,7 +316,7 @@ func (s *Store) loadPart(src *partSource, pid uint64) (*partState, error) {
 	}
 	for _, c := range p.cursors {
 		if c.lease != nil {
-			s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
+			s.indexLease(c.lease.id, p, c.group)
 		}
 	}
 	return p, nil

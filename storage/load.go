@@ -191,7 +191,7 @@ func (s *Store) loadPartitions() error {
 				}
 				p.cursors.put(c)
 				if c.lease != nil {
-					s.leases[c.lease.id] = leaseRef{part: p, group: c.group}
+					s.indexLease(c.lease.id, p, c.group)
 				}
 			}
 			if !s.bringLoaded(q, p) {

@@ -253,7 +253,7 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 		if p := q.inMemory(uint32(i)); p != nil {
 			for _, cur := range p.cursors {
 				if cur.lease != nil {
-					delete(s.leases, cur.lease.id)
+					s.unindexLease(cur.lease.id, p)
 				}
 			}
 			p.deleted.Store(true)

@@ -155,6 +155,7 @@ type Store struct {
 type leaseRef struct {
 	part  *partState
 	group string
+	more  []leaseRef // further holders of a shared lease (lease_index.go)
 }
 
 type counters struct {

@@ -241,9 +241,10 @@ func (s *Store) pinsOf(prep *xPrepared) []pinRef {
 			return nil
 		}
 		for _, id := range c.RequiredLeases {
-			if ref, ok := s.leases[id]; ok {
+			s.leaseHolders(id, func(ref leaseRef) bool { // each partition of a shared lease
 				out = append(out, pinRef{cursor: pinKey{ref.part.id, ref.group}})
-			}
+				return true
+			})
 		}
 		ops, fail := decodeTxnOps(&c)
 		if fail.Code != wire.CodeOK {

@@ -30,6 +30,10 @@ func DecodeExtendLeaseCmd(b []byte) (ExtendLeaseCmd, error) {
 type ExtendLeaseResult struct {
 	Code      Code
 	ExpiresMs int64
+	// Renewed is how many partitions' leases moved: 1 for a per-partition
+	// lease, each partition holding a shared one in the group. It travels
+	// only when above 1, so a result of one lease has the bytes it had.
+	Renewed uint32
 }
 
 // Encode appends the result.
@@ -37,6 +41,9 @@ func (e ExtendLeaseResult) Encode(b []byte) []byte {
 	w := Writer{B: b}
 	w.U8(uint8(e.Code))
 	w.Varint(e.ExpiresMs)
+	if e.Renewed > 1 {
+		w.Uvarint(uint64(e.Renewed))
+	}
 	return w.B
 }
 
@@ -44,6 +51,11 @@ func (e ExtendLeaseResult) Encode(b []byte) []byte {
 func DecodeExtendLeaseResult(b []byte) (ExtendLeaseResult, error) {
 	r := Reader{b: b}
 	e := ExtendLeaseResult{Code: Code(r.U8()), ExpiresMs: r.Varint()}
+	if r.Len() > 0 {
+		e.Renewed = r.u32()
+	} else if e.Code == CodeOK {
+		e.Renewed = 1
+	}
 	return e, r.Done()
 }
 

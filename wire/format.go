@@ -19,9 +19,14 @@ const (
 	// FormatV3: the Streams cycle's cumulative acknowledgment
 	// (TxnOpStreamAck) inside a transaction.
 	FormatV3 uint32 = 3
+	// FormatV4: shared leases: a pop may lease every partition it claims
+	// under one id (the same id in each of PopCmd.LeaseIDs' slots, a
+	// wire.SharedLeaseID), which a build before it would index as one
+	// partition's lease, so an extend there would renew one partition.
+	FormatV4 uint32 = 4
 
 	// NewestFormat is the newest format this build writes and applies.
-	NewestFormat = FormatV3
+	NewestFormat = FormatV4
 	// OldestFormat is the oldest format this build applies: a log from the
 	// first entry on.
 	OldestFormat = FormatV1

@@ -16,7 +16,9 @@ const MaxPopPartitions = 64
 // PopCmd claims up to MaxPartitions partitions of a queue for a consumer
 // group and leases up to Batch messages from them. The lease ids are chosen
 // by the proposer (one per partition it may claim), so replaying the same
-// command returns the same claims instead of taking new ones.
+// command returns the same claims instead of taking new ones. The same id
+// in every slot (SharedLease) leases every partition claimed under that one
+// id (wire/lease.go); from FormatV4 on only.
 type PopCmd struct {
 	Tenant    ID
 	Queue     string
@@ -45,6 +47,20 @@ func (c *PopCmd) PartitionLimit() int {
 		return len(c.LeaseIDs)
 	}
 	return max(int(c.MaxPartitions), 1)
+}
+
+// SharedLease reports whether the pop leases every partition it claims
+// under one id: more than one slot, each holding the same id.
+func (c *PopCmd) SharedLease() bool {
+	if len(c.LeaseIDs) < 2 {
+		return false
+	}
+	for _, id := range c.LeaseIDs[1:] {
+		if id != c.LeaseIDs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // Encode appends the command body.
