@@ -96,8 +96,12 @@ func (e *Engine) AckGroups(ctx context.Context, tenant wire.ID, cmds []wire.AckC
 	return out, nil
 }
 
-// ExtendLease moves a lease's expiry, in the group the lease id names.
+// ExtendLease moves a lease's expiry, in the group the lease id names, or
+// for a shared lease in each group it names (extendShared).
 func (e *Engine) ExtendLease(ctx context.Context, c *wire.ExtendLeaseCmd) (wire.ExtendLeaseResult, error) {
+	if wire.IsSharedLease(c.LeaseID) {
+		return e.extendShared(ctx, c)
+	}
 	g := wire.GroupOfTag(c.LeaseID)
 	if g >= len(e.host.groups) {
 		return wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}, nil

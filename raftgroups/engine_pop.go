@@ -2,9 +2,12 @@ package raftgroups
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
+
+	"github.com/google/uuid"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -27,7 +30,13 @@ type popRotor struct{ n atomic.Uint32 }
 // there on first use, so every group starts untouched partitions alike.
 //
 // LeaseIDs are the proposer's: each is tagged with the group it is used in
-// (wire.TagID), so an ack or extend finds the lease's group by its id.
+// (wire.TagID), so an ack or extend finds the lease's group by its id. A
+// pop asking for a shared lease (the same id in every slot,
+// wire.PopCmd.SharedLease) leases every partition it claims, in whichever
+// groups, under one id naming the groups it proposes to (wire/lease.go),
+// chosen here before the first proposal so every replica of every group
+// stores the same id; while any of those groups is below FormatV4 it gets
+// a lease per partition instead.
 func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error) {
 	if c.Group == "" || c.Batch == 0 {
 		return wire.PopResult{Code: wire.CodeBadRequest}, nil
@@ -78,6 +87,20 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 	}
 	var out wire.PopResult
 	ids := c.LeaseIDs
+	share := false
+	if !c.CommitOnDelivery && c.SharedLease() {
+		if share = e.canShareLease(candidates); !share {
+			ids = perPartitionLeaseIDs(len(ids))
+		}
+	}
+	var shared wire.ID
+	if share {
+		var groups uint64
+		for _, g := range candidates {
+			groups |= 1 << g
+		}
+		shared = wire.SharedLeaseID(ids[0], groups, candidates[0])
+	}
 	remaining := c.Batch
 	maxClaims := c.PartitionLimit()
 	for _, g := range candidates {
@@ -86,9 +109,21 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 		}
 		cmd := *c
 		cmd.Batch = remaining
-		if c.CommitOnDelivery {
+		switch {
+		case c.CommitOnDelivery:
 			cmd.MaxPartitions = uint32(maxClaims - len(out.Claims))
-		} else {
+		case share:
+			// Tagged with the group of its first claim, where a
+			// transaction's required lease is checked: until a group
+			// claims, no partition holds the id, so it may still change.
+			if len(out.Claims) == 0 {
+				shared = wire.TagID(shared, g)
+			}
+			cmd.LeaseIDs = make([]wire.ID, len(ids))
+			for i := range cmd.LeaseIDs {
+				cmd.LeaseIDs[i] = shared
+			}
+		default:
 			cmd.LeaseIDs = make([]wire.ID, len(ids))
 			for i, id := range ids {
 				cmd.LeaseIDs[i] = wire.TagID(id, g)
@@ -119,6 +154,28 @@ func (e *Engine) Pop(ctx context.Context, c *wire.PopCmd) (wire.PopResult, error
 		}
 	}
 	return out, nil
+}
+
+// canShareLease reports whether one lease id may span groups: each is at
+// FormatV4 (what this node's replica has applied: a replica behind its
+// leader reports less, never more) and low enough for the id to name it.
+func (e *Engine) canShareLease(groups []int) bool {
+	for _, g := range groups {
+		if g >= wire.MaxSharedLeaseGroup || e.ActiveFormat(g) < wire.FormatV4 {
+			return false
+		}
+	}
+	return len(groups) > 0
+}
+
+// perPartitionLeaseIDs are n fresh lease ids, one per partition a pop may
+// claim: what a pop that asked for a shared lease gets where one cannot be.
+func perPartitionLeaseIDs(n int) []wire.ID {
+	ids := make([]wire.ID, n)
+	for i := range ids {
+		ids[i] = wire.ID(uuid.New())
+	}
+	return ids
 }
 
 // popGroups lists the groups a pop may take from, from a rotating start:
@@ -234,4 +291,76 @@ func (e *Engine) subscription(ctx context.Context, tenant wire.ID, queue, group 
 func sortedGroups(gs []int) []int {
 	slices.Sort(gs)
 	return slices.Compact(gs)
+}
+
+// extendShared extends a shared lease in every group its id names, at
+// once: Renewed counts the partitions renewed in all of them, and the
+// answer's expiry is the earliest a group set (each group stamps its own
+// entry's time). A group whose outcome is unknown fails the extend, which
+// the client repeats; renewing again from a later now is harmless.
+func (e *Engine) extendShared(ctx context.Context, c *wire.ExtendLeaseCmd) (wire.ExtendLeaseResult, error) {
+	var groups []int
+	for g, set := 0, wire.SharedLeaseGroups(c.LeaseID); set != 0 && g < len(e.host.groups); g, set = g+1, set>>1 {
+		if set&1 != 0 {
+			groups = append(groups, g)
+		}
+	}
+	body := c.Encode(nil)
+	res := make([]wire.ExtendLeaseResult, len(groups))
+	errs := make([]error, len(groups))
+	fanOut(len(groups), func(i int) {
+		res[i], errs[i] = proposeOne(ctx, e, groups[i], wire.KindExtendLease, body, wire.DecodeExtendLeaseResult)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return wire.ExtendLeaseResult{}, err
+	}
+	out := wire.ExtendLeaseResult{Code: wire.CodeLeaseNotFound}
+	for _, r := range res {
+		switch r.Code {
+		case wire.CodeOK:
+			if out.Code != wire.CodeOK || r.ExpiresMs < out.ExpiresMs {
+				out.ExpiresMs = r.ExpiresMs
+			}
+			out.Code = wire.CodeOK
+			out.Renewed += r.Renewed
+		case wire.CodeLeaseNotFound:
+		default:
+			return r, nil
+		}
+	}
+	return out, nil
+}
+
+// requiredLeaseGroups are the groups a transaction's required lease id is
+// checked in: the group its id is tagged with, or for a shared lease (held
+// by partitions in several groups) the groups of the transaction's acks
+// under it, or without a lease id, so that a transaction acknowledging
+// messages of the pop's third partition needs the lease live there, not in
+// the first partition (already released, perhaps). A shared lease the
+// transaction acknowledges nothing under is checked where its first claim
+// was (the tag).
+func (e *Engine) requiredLeaseGroups(c *wire.TxnCmd, id wire.ID) []int {
+	tag := []int{wire.GroupOfTag(id)}
+	if !wire.IsSharedLease(id) {
+		return tag
+	}
+	var groups []int
+	for _, op := range c.Ops {
+		if op.Kind != wire.TxnOpAck {
+			continue
+		}
+		ack, err := wire.DecodeAckCmd(op.Body)
+		if err != nil {
+			continue // planTxn answers it
+		}
+		for _, it := range ack.Items {
+			if it.LeaseID == id || it.LeaseID.IsZero() {
+				groups = append(groups, wire.GroupOfID(it.PartitionID))
+			}
+		}
+	}
+	if len(groups) == 0 {
+		return tag
+	}
+	return sortedGroups(groups)
 }

@@ -69,13 +69,14 @@ func (e *Engine) planTxn(ctx context.Context, c *wire.TxnCmd) ([]*txnPart, wire.
 		return nil, wire.TxnFailure(wire.CodeBadRequest, -1, op, -1), nil
 	}
 	for i, id := range c.RequiredLeases {
-		g := wire.GroupOfTag(id)
-		if g >= len(e.host.groups) {
-			return nil, wire.TxnFailure(wire.CodeLeaseNotFound, i, -1, -1), nil
+		for _, g := range e.requiredLeaseGroups(c, id) {
+			if g >= len(e.host.groups) {
+				return nil, wire.TxnFailure(wire.CodeLeaseNotFound, i, -1, -1), nil
+			}
+			p := part(g)
+			p.cmd.RequiredLeases = append(p.cmd.RequiredLeases, id)
+			p.leases = append(p.leases, i)
 		}
-		p := part(g)
-		p.cmd.RequiredLeases = append(p.cmd.RequiredLeases, id)
-		p.leases = append(p.leases, i)
 	}
 	// Pushes first: they create the partitions later positions may name.
 	pushes := map[int]wire.PushCmd{}
