@@ -29,7 +29,8 @@ type leaseExtendAnswer struct {
 }
 
 // leaseExtend is POST /api/v1/lease/:leaseId/extend (spec §2.7): the lease
-// now expires seconds (default 60) from now. A lease that is gone or
+// now expires seconds (default 60) from now; a shared lease, in every
+// partition holding it, and renewed counts them. A lease that is gone or
 // expired is answered 200 with success false and renewed 0, as Queen does;
 // a leaseId that is not a UUID is a 400.
 func (s *Server) leaseExtend(ctx *fasthttp.RequestCtx) error {
@@ -65,7 +66,7 @@ func (s *Server) leaseExtend(ctx *fasthttp.RequestCtx) error {
 	switch res.Code {
 	case wire.CodeOK:
 		at := isoMillis(res.ExpiresMs)
-		ans.Success, ans.Renewed = true, 1
+		ans.Success, ans.Renewed = true, int(res.Renewed)
 		ans.NewExpiresAt, ans.ExpiresAt, ans.LeaseExpiresAt = &at, &at, &at
 	case wire.CodeLeaseNotFound:
 	default:

@@ -257,9 +257,14 @@ func (s *Server) popOnce(tenant wire.ID, queue, partition string, p *popParams) 
 	if p.commitOnDelivery {
 		c.MaxPartitions = uint32(p.partitions)
 	} else {
+		// One id in every slot asks for a shared lease (docs/http-api.md,
+		// "Shared leases"): every partition the pop claims is leased under
+		// it, as Queen does, and one extend renews them all. partitions=1
+		// has one slot: its own lease.
+		id := wire.ID(uuid.New())
 		c.LeaseIDs = make([]wire.ID, p.partitions)
 		for i := range c.LeaseIDs {
-			c.LeaseIDs[i] = wire.ID(uuid.New())
+			c.LeaseIDs[i] = id
 		}
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
