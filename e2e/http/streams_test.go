@@ -256,6 +256,26 @@ func TestStreamsWindowedSum(t *testing.T) {
 	if v, ok := e2etest.SampleValue(fams["queen_streams_cycles_total"], map[string]string{"outcome": "committed"}); !ok || v != 2 {
 		t.Fatalf("committed cycles: %v %v", v, ok)
 	}
+	// The dashboard's listing: the query, its state's size, its source's
+	// lag (its one consumer read everything).
+	var list struct {
+		Queries []struct {
+			QueryID    string  `json:"query_id"`
+			Name       string  `json:"name"`
+			StateRows  int     `json:"state_rows"`
+			StateBytes int     `json:"state_bytes"`
+			Lag        *uint64 `json:"lag"`
+		} `json:"queries"`
+	}
+	if code := s.Do(http.MethodGet, "/streams/v1/queries", nil, &list); code != http.StatusOK || len(list.Queries) != 1 {
+		t.Fatalf("listing: %d %+v", code, list)
+	}
+	if l := list.Queries[0]; l.QueryID != q.QueryID || l.Name != "window-sum" || l.StateRows != 1 || l.StateBytes == 0 || l.Lag == nil || *l.Lag != 0 {
+		t.Fatalf("listing: %+v", l)
+	}
+	if code, _, body := e2etest.RawRequest(t, e2etest.Deadline(t, time.Minute), http.MethodGet, s.Base+"/assets/pages/streams.js", ""); code != http.StatusOK || !strings.Contains(string(body), "/streams/v1/queries") {
+		t.Fatalf("dashboard page: %d", code)
+	}
 	// The reserved namespace is not the KV routes' to read or write.
 	if code := s.Do(http.MethodGet, "/api/v1/kv/_streams/q%2F"+q.QueryID, nil, nil); code != http.StatusBadRequest {
 		t.Fatalf("KV read of the streams namespace: %d", code)

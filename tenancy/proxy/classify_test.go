@@ -40,6 +40,7 @@ var brokerRouteClasses = map[string]string{
 	"GET /api/v1/timers/{queue}":                                "gated timers read",
 	"GET /api/v1/timers/{queue}/{timerKey:*}":                   "gated timers read",
 	"DELETE /api/v1/timers/{queue}/{timerKey:*}":                "gated timers delete",
+	"GET /streams/v1/queries":                                   "gated streams open",
 	"POST /streams/v1/queries":                                  "gated streams open",
 	"POST /streams/v1/state/get":                                "gated streams open",
 	"POST /streams/v1/cycle":                                    "gated streams mixed",

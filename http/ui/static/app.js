@@ -11,9 +11,10 @@ import * as groups from "./pages/groups.js";
 import * as dlq from "./pages/dlq.js";
 import * as topics from "./pages/topics.js";
 import * as traces from "./pages/traces.js";
+import * as streams from "./pages/streams.js";
 import * as system from "./pages/system.js";
 
-const pages = { overview, queues, groups, dlq, traces, topics, system };
+const pages = { overview, queues, groups, dlq, traces, streams, topics, system };
 const view = document.getElementById("view");
 const alertBox = document.getElementById("alert");
 
