@@ -268,3 +268,56 @@ func TestSharedLeaseRequiredByATransaction(t *testing.T) {
 		t.Fatalf("transaction under an expired shared lease: %+v", res)
 	}
 }
+
+// The proposer resolves the acks of every partition of a shared lease,
+// answered or read, each from its own partition's records: one id names
+// several partitions' leases, in the answer cache as in the resolve.
+func TestSharedLeaseAcksResolvePerPartition(t *testing.T) {
+	h := newHarness(t)
+	h.threeParts("q")
+	id := sharedID(1)
+	r := h.popShared("q", "g", id, 3, 10, 60_000)
+	rr, err := h.s.NewRangeReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := wire.AckCmd{Tenant: wire.DefaultTenant, Group: "g"}
+	want := map[int]uint64{}
+	for i, cl := range r.Claims {
+		p, _ := h.s.PartitionByID(wire.DefaultTenant, cl.PartitionID)
+		read := func(off uint64, _ int64, body []byte) bool {
+			rec, _ := wire.ParseRecord(body)
+			want[len(c.Items)] = off
+			c.Items = append(c.Items, wire.AckItem{PartitionID: cl.PartitionID, TxnID: []byte(rec.MsgID.String()), LeaseID: id})
+			return true
+		}
+		if i < 2 { // the answer read two of them; the third is read by the resolve
+			err = rr.ReadLease(p, id, cl.From, cl.To, read)
+		} else {
+			err = rr.Read(p, cl.From, cl.To, read)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rr.Close()
+	for _, cl := range r.Claims[:2] {
+		if h.s.answered.get(id, cl.PartitionID, cl.From, cl.To) == nil {
+			t.Fatalf("the answer of %s under the shared lease was not remembered", cl.Partition)
+		}
+	}
+	h.s.ResolveAckOffsets(&c)
+	for i, it := range c.Items {
+		if !it.Resolved || it.Offset != want[i] {
+			t.Fatalf("item %d: %+v, want offset %d", i, it, want[i])
+		}
+	}
+	for i, o := range h.applyAcks(c) {
+		if o.Code != wire.CodeOK {
+			t.Fatalf("ack %d: %+v", i, o)
+		}
+	}
+	if _, ok := h.s.leases[id]; ok {
+		t.Fatal("the shared lease is still indexed after every message was acknowledged")
+	}
+}
