@@ -56,6 +56,7 @@ type streamRow struct {
 const (
 	maxStreamStateOps  = wire.MaxKVOpsPerCall * 4 // what one KV operation of a transaction decodes
 	maxStreamStateRows = 100_000                  // rows one state/get answers
+	maxStreamStateSize = 64 << 20                 // value bytes one state/get answers
 	maxStreamKeyBytes  = 384                      // a state key; with the prefix within wire.MaxKVKeyBytes
 	maxStreamPartBytes = 64                       // a partition id
 	streamsSweepBatch  = wire.MaxKVOpsPerCall     // deletes per KV command of a sweep
@@ -359,6 +360,7 @@ func (s *Server) streamRows(ctx context.Context, tenant wire.ID, q *streamQuery,
 		return nil, err
 	}
 	rows := []streamStateRow{}
+	size := 0
 	keep := func(key string, it wire.KVItem) error {
 		if !strings.HasPrefix(key, req.KeyPrefix) {
 			return nil
@@ -379,8 +381,9 @@ func (s *Server) streamRows(ctx context.Context, tenant wire.ID, q *streamQuery,
 				return nil
 			}
 		}
-		if len(rows) >= maxStreamStateRows {
-			return badRequest("more than 100000 state rows match; narrow the request with keys or key_prefix")
+		size += len(r.Value)
+		if len(rows) >= maxStreamStateRows || size > maxStreamStateSize {
+			return badRequest("more than 100000 state rows or 64 MiB of values match; narrow the request with keys or key_prefix")
 		}
 		rows = append(rows, streamStateRow{Key: key, Value: r.Value, UpdatedAt: isoMs(r.UpdatedMs)})
 		return nil
