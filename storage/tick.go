@@ -16,7 +16,7 @@ type sweeper interface {
 }
 
 // sweepers run in this order at every tick. Add new time-driven work here.
-var sweepers = []sweeper{retentionSweeper, maxWaitSweeper, txnDoneSweeper{}, retriesSweeper{}, xAbortSweeper{}, kvTTLSweeper{}, timerSweeper{}, traceSweeper{}, kafkaProducerSweeper{}, cleanupSweeper{}}
+var sweepers = []sweeper{retentionSweeper, maxWaitSweeper, maxWaitEvictSweeper, txnDoneSweeper{}, retriesSweeper{}, xAbortSweeper{}, kvTTLSweeper{}, timerSweeper{}, traceSweeper{}, kafkaProducerSweeper{}, cleanupSweeper{}}
 
 func (s *Store) applyTick(ctx *applyCtx) {
 	for _, sw := range sweepers {

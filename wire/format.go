@@ -24,9 +24,13 @@ const (
 	// wire.SharedLeaseID), which a build before it would index as one
 	// partition's lease, so an extend there would renew one partition.
 	FormatV4 uint32 = 4
+	// FormatV5: the maxWaitTimeSeconds sweep also deletes what waited too
+	// long (storage/apply_maxwait_evict.go), in partitions no group has
+	// read too; a build before it only dead-letters for subscribed groups.
+	FormatV5 uint32 = 5
 
 	// NewestFormat is the newest format this build writes and applies.
-	NewestFormat = FormatV4
+	NewestFormat = FormatV5
 	// OldestFormat is the oldest format this build applies: a log from the
 	// first entry on.
 	OldestFormat = FormatV1

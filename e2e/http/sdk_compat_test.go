@@ -88,3 +88,27 @@ func TestQueenSDKCompatibility(t *testing.T) {
 		t.Fatalf("analytics/postgres-stats: %d %+v", code, pg)
 	}
 }
+
+// TestMaxWaitEvictsUnreadMessages: maxWaitTimeSeconds deletes messages
+// nobody consumed in time, in a partition no group has read as well, as
+// Queen evicts them; what is younger stays.
+func TestMaxWaitEvictsUnreadMessages(t *testing.T) {
+	c := e2etest.StartCluster(t, harness.Options{Nodes: 1})
+	ctx := e2etest.Deadline(t, 2*time.Minute)
+	cl := e2etest.NewClient(t, ctx, c.Nodes[0])
+	cl.Configure(map[string]any{"queue": "evict", "options": map[string]any{"maxWaitTimeSeconds": 2}})
+	cl.Push(e2etest.PushItems("evict", "nobody", "old-1", "old-2")...)
+	cl.Eventually(30*time.Second, "the unread messages to be evicted", func() bool {
+		_, hwm, start := cl.Log("evict", "nobody")
+		return start == 2 && hwm == 2
+	})
+	// A group subscribing now finds nothing of them, nor in the DLQ (no
+	// group was owed them).
+	cl.PopEmpty(e2etest.PopPath("evict", "batch=10", "consumerGroup=late"))
+	var dlq struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if code := cl.Do(http.MethodGet, "/api/v1/dlq?queue=evict", nil, &dlq); code != http.StatusOK || len(dlq.Messages) != 0 {
+		t.Fatalf("dlq: %d %+v", code, dlq)
+	}
+}
