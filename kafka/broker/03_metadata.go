@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -255,12 +256,19 @@ func checkTopicName(name string) error {
 	if isInternalTopic(name) {
 		return fmt.Errorf("%w: %q", errInternalTopic, name)
 	}
-	for i := 0; i < len(name); i++ {
-		ch := name[i]
+	for i, ch := range name {
 		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-'
-		if !ok {
-			return fmt.Errorf("%w: %q has %q", errInvalidTopic, name, ch)
+		if ok {
+			continue
 		}
+		// Name the character whole: a byte of "café" would read 'Ã'.
+		// %q keeps printable non-ASCII as it is and escapes the rest.
+		if ch == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(name[i:]); size == 1 {
+				return fmt.Errorf("%w: %q has '\\x%02x'", errInvalidTopic, name, name[i])
+			}
+		}
+		return fmt.Errorf("%w: %q has %q", errInvalidTopic, name, ch)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,5 +155,21 @@ func TestTenantTxnTimeoutCap(t *testing.T) {
 	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("long"), int32(10*time.Minute/time.Millisecond)
 	if resp, err := req.RequestWith(ctxFor(t), plainNode.client()); err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("the default tenant's 10 min transaction timeout: %v %v", err, resp)
+	}
+}
+
+// TestTopicNameErrorsKeepNonASCII (issue 33 item 13): the refusal of a
+// topic name named its first bad byte, so "café" was refused for 'Ã'. The
+// text names the character, whole.
+func TestTopicNameErrorsKeepNonASCII(t *testing.T) {
+	for name, want := range map[string]string{
+		"café":        `"café" has 'é'`,
+		"a\u202Eb":    `"a\u202eb" has '\u202e'`,
+		"bad\xffname": `"bad\xffname" has '\xff'`,
+	} {
+		err := checkTopicName(name)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("checkTopicName(%q) = %v, want it to say %s", name, err, want)
+		}
 	}
 }
