@@ -609,3 +609,47 @@ func TestStreamsCycleAcrossGroupsWithAnEncryptedSink(t *testing.T) {
 		t.Error("the unencrypted source's payload is not found: the scan proves nothing")
 	}
 }
+
+// In a 3-node cluster a query registered through one node is cycled
+// through another and read back through the third: queries and state are
+// replicated raft state, not a node's.
+func TestStreamsAcrossNodes(t *testing.T) {
+	c := e2etest.StartCluster(t, harness.Options{Nodes: 3})
+	ctx := e2etest.Deadline(t, 4*time.Minute)
+	cls := []streamsClient{}
+	for _, n := range c.Nodes {
+		cls = append(cls, streamsClient{e2etest.NewClient(t, ctx, n), t})
+	}
+	for _, s := range cls {
+		s.Eventually(time.Minute, "format raised for Streams", func() bool {
+			var h struct {
+				Format struct {
+					Active []uint32 `json:"active"`
+				} `json:"format"`
+			}
+			s.Do(http.MethodGet, "/health", nil, &h)
+			return len(h.Format.Active) > 0 && !slices.ContainsFunc(h.Format.Active, func(f uint32) bool { return f < wire.FormatV3 })
+		})
+	}
+	cls[0].Push(e2etest.PushItems("an-src", "p", "m0", "m1")...)
+	q := cls[0].mustRegister("across", "an-src", "an-sink", "h")
+	if again := cls[2].mustRegister("across", "an-src", "an-sink", "h"); again.QueryID != q.QueryID || again.Fresh {
+		t.Fatalf("registered again through another node: %+v", again)
+	}
+	a := cls[1].MustPop(e2etest.PopPath("an-src", "batch=2"), 2)
+	pid := a.Messages[0].PartitionID
+	cls[1].mustCycle(map[string]any{"query_id": q.QueryID, "partition_id": pid,
+		"state_ops":  []map[string]any{{"type": "upsert", "key": "count", "value": map[string]int{"n": 2}}},
+		"push_items": []map[string]any{{"queue": "an-sink", "partition": "p", "payload": 2}},
+		"ack":        ack(a.Messages, "completed")})
+	for i, s := range cls {
+		rows := s.state(map[string]any{"query_id": q.QueryID, "partition_id": pid, "keys": []string{"count"}})
+		if len(rows) != 1 || string(rows[0].Value) != `{"n":2}` {
+			t.Fatalf("node %d state: %+v", i, rows)
+		}
+	}
+	if got := sinkPayloads(t, cls[2].Client, "an-sink", "p"); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("sink: %v", got)
+	}
+	cls[2].PopEmpty(e2etest.PopPath("an-src"))
+}
