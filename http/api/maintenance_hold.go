@@ -54,6 +54,9 @@ type holdStatsAnswer struct {
 	Delivered uint64 `json:"deliveredByThisNode"`
 	LastError string `json:"lastError,omitempty"`
 	Store     string `json:"store"`
+	// Holding says whether this node sends pushes to the hold right now
+	// (it follows the stored switch within maintPoll).
+	Holding bool `json:"holdingOnThisNode"`
 }
 
 // heldCount is the number of items in the hold, as this node has applied.
@@ -77,7 +80,7 @@ func (s *Server) holdStats() holdStatsAnswer {
 	defer holdStatsLocal.mu.Unlock()
 	return holdStatsAnswer{Pending: s.heldCount(), Healthy: holdStatsLocal.lastError == "",
 		Delivered: holdStatsLocal.delivered, LastError: holdStatsLocal.lastError,
-		Store: "raft: system tenant KV namespace " + holdNS}
+		Store: "raft: system tenant KV namespace " + holdNS, Holding: holding(s.engine)}
 }
 
 // holdPush answers a push made while maintenance holds pushes: its
