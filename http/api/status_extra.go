@@ -24,6 +24,9 @@ import (
 // what the maintenance hold still has to deliver; dbHealthy says every raft
 // group of this node is ready.
 func (s *Server) statusBuffers(ctx *fasthttp.RequestCtx) error {
+	if err := clusterWide(ctx); err != nil {
+		return err
+	}
 	st := s.holdStats()
 	failed := 0
 	if !st.Healthy {
@@ -34,6 +37,14 @@ func (s *Server) statusBuffers(ctx *fasthttp.RequestCtx) error {
 		"note": "no file buffer: pushes commit through raft; pending counts the maintenance hold",
 	})
 	return nil
+}
+
+// clusterWide refuses a request scoped to a tenant (or a tenant's token)
+// a view of the whole cluster, as the proxy classes these routes operator:
+// a tenant sees only its own data.
+func clusterWide(ctx *fasthttp.RequestCtx) error {
+	p, hasToken := principalOf(ctx)
+	return notOperator(ctx, p, hasToken)
 }
 
 // groupsReady says whether every raft group of this node has a leader, a
@@ -90,6 +101,9 @@ func (s *Server) sharedState(ctx *fasthttp.RequestCtx) error {
 // answers the storage engine's own figures (engine "raft+pebble") per raft
 // group, and the data directory's size.
 func (s *Server) storageStats(ctx *fasthttp.RequestCtx) error {
+	if err := clusterWide(ctx); err != nil {
+		return err
+	}
 	h := s.engine.Host()
 	groups := make([]map[string]any, 0)
 	var files int
