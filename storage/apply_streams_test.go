@@ -95,3 +95,37 @@ func TestStreamCycleNeedsFormatV3(t *testing.T) {
 		t.Fatalf("skip-dups below FormatV3: %+v", r)
 	}
 }
+
+// Streams queries and rows are KV entries: a snapshot carries them (and
+// StreamsUsage counts them alike), and a lease a cycle kept.
+func TestStreamsStateTravelsInSnapshots(t *testing.T) {
+	h := newHarness(t)
+	ns := wire.StreamsNamespace
+	h.kv(wire.KVOp{Op: wire.KVPut, NS: ns, Key: []byte("q/id1"), Value: []byte(`{}`)},
+		wire.KVOp{Op: wire.KVPut, NS: ns, Key: []byte("s/id1/0/7/a"), Value: []byte(`{"v":1,"u":1}`)},
+		wire.KVOp{Op: wire.KVPut, NS: ns, Key: []byte("s/id1/0/7/b"), Value: []byte(`{"v":2,"u":1}`)},
+		wire.KVOp{Op: wire.KVPut, NS: "app", Key: []byte("s/not-streams"), Value: []byte(`1`)})
+	h.push("src", "p", "a", "b", "c")
+	cl := h.pop("src", wire.QueueModeGroup, 3, 60000).Claims[0]
+	_, txns := h.payloads(cl)
+	if r := h.txn(wire.TxnCmd{ID: wire.ID{1}, Ops: []wire.TxnOp{streamAckOp(cl, txns[0], false, cl.LeaseID)}}); r.Code != wire.CodeOK {
+		t.Fatalf("cycle: %+v", r)
+	}
+	q, rows, size, err := h.s.StreamsUsage()
+	if err != nil || q != 1 || rows != 2 || size == 0 {
+		t.Fatalf("usage: %d %d %d %v", q, rows, size, err)
+	}
+	other := newHarness(t)
+	h.snapshotTo(other)
+	if q2, rows2, size2, err := other.s.StreamsUsage(); err != nil || q2 != q || rows2 != rows || size2 != size {
+		t.Fatalf("usage after the snapshot: %d %d %d %v", q2, rows2, size2, err)
+	}
+	other.index, other.now = h.index, h.now
+	if r := other.pop("src", wire.QueueModeGroup, 3, 60000); len(r.Claims) != 0 {
+		t.Fatalf("the kept lease was lost in the snapshot: %+v", r)
+	}
+	other.now += 61000
+	if r := other.pop("src", wire.QueueModeGroup, 3, 60000); len(r.Claims) != 1 || r.Claims[0].From != 1 {
+		t.Fatalf("after the lease: %+v", r)
+	}
+}
