@@ -45,6 +45,10 @@ func TestStreamAckKeepsOrReleasesTheLease(t *testing.T) {
 	if got := h.pop("src", wire.QueueModeGroup, 5, 1000); len(got.Claims) != 0 {
 		t.Fatalf("the kept lease let a pop in: %+v", got)
 	}
+	h.restart(true) // the kept lease and the moved cursor are stored, not held in memory
+	if got := h.pop("src", wire.QueueModeGroup, 5, 1000); len(got.Claims) != 0 {
+		t.Fatalf("the kept lease let a pop in after a restart: %+v", got)
+	}
 	// A repeat of the cycle names a message behind the cursor now.
 	if r := h.txn(wire.TxnCmd{ID: wire.ID{3}, Ops: []wire.TxnOp{streamAckOp(cl, txns[1], false, cl.LeaseID)}}); r.Code != wire.CodeNoop {
 		t.Fatalf("repeat: %+v", r)
