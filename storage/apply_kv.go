@@ -40,7 +40,8 @@ type kvTxn struct {
 	s       *Store
 	ctx     *applyCtx
 	tenant  wire.ID
-	version uint64 // the group's KV version counter as staged
+	version uint64 // the KV version counter as staged: the group's, or from formatTenantCounters the tenant's
+	base    uint64 // the counter before this command
 	staged  map[string]*kvEntry
 	order   []string // staged keys in first-write order (deterministic commit)
 	ns      map[string]string
@@ -48,7 +49,11 @@ type kvTxn struct {
 }
 
 func (s *Store) newKVTxn(ctx *applyCtx, tenant wire.ID) *kvTxn {
-	return &kvTxn{s: s, ctx: ctx, tenant: tenant, version: s.kvVersion,
+	version := s.kvVersion
+	if s.tenantCountersOn() {
+		version = s.lastTenantID(ctx, counterKV, tenant, s.kvVersion)
+	}
+	return &kvTxn{s: s, ctx: ctx, tenant: tenant, version: version, base: version,
 		staged: map[string]*kvEntry{}, ns: map[string]string{}, keys: map[string][]byte{}}
 }
 
@@ -113,7 +118,11 @@ func (t *kvTxn) commit() {
 			ctx.set(kvTTLKey(e.expiresMs, t.tenant, ns, key), nil)
 		}
 	}
-	if t.version != t.s.kvVersion {
+	switch {
+	case t.version == t.base:
+	case t.s.tenantCountersOn():
+		setTenantID(ctx, counterKV, t.tenant, t.version)
+	default:
 		t.s.kvVersion = t.version
 		ctx.set(keyKVVersion, binary.BigEndian.AppendUint64(nil, t.version))
 	}

@@ -294,13 +294,12 @@ func (s *Store) deadLetterTimer(ctx *applyCtx, tenant wire.ID, queue, key string
 	body := wire.AppendRecord(nil, &rec)
 	it := wire.NewRecordIter(body)
 	b, _, _ := it.Next()
-	row := dlqRow{id: wire.GroupID(s.counters.nextDLQID, s.cfg.Group), queue: queue, partition: t.partition, group: wire.TimerDLQGroup,
+	row := dlqRow{id: s.nextDLQID(ctx, tenant), queue: queue, partition: t.partition, group: wire.TimerDLQGroup,
 		errText: "timer fire failed: " + code.Err().Error(), retryCount: t.attempts, createdMs: ctx.nowMs,
 		appendMs: ctx.nowMs, record: b}
 	if q := s.queue(tenant, queue); q != nil {
 		row.queueID = q.id
 	}
-	s.counters.nextDLQID++
 	ctx.set(dlqKey(tenant, row.id), row.encode())
 }
 

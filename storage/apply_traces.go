@@ -65,9 +65,14 @@ func traceNameKey(tenant wire.ID, name string, createdMs int64, seq uint64) []by
 }
 
 func (s *Store) applyTrace(ctx *applyCtx, c *wire.TraceCmd) wire.TraceResult {
-	s.traceSeq++
-	seq := s.traceSeq
-	ctx.set(keyTraceSeq, binary.BigEndian.AppendUint64(nil, seq))
+	var seq uint64
+	if s.tenantCountersOn() {
+		seq = s.nextTenantID(ctx, counterTrace, c.Tenant, s.traceSeq)
+	} else {
+		s.traceSeq++
+		seq = s.traceSeq
+		ctx.set(keyTraceSeq, binary.BigEndian.AppendUint64(nil, seq))
+	}
 	rec := traceRec{createdMs: ctx.nowMs, group: c.Group, eventType: c.EventType, data: c.Data, names: c.Names}
 	key := traceKey(c.Tenant, c.PartitionID, c.TxnID, seq)
 	ctx.set(key, rec.encode())
@@ -75,6 +80,12 @@ func (s *Store) applyTrace(ctx *applyCtx, c *wire.TraceCmd) wire.TraceResult {
 		ctx.set(traceNameKey(c.Tenant, n, ctx.nowMs, seq), key)
 	}
 	age := appendU64(appendU64([]byte{tagTraceAge}, uint64(ctx.nowMs)), seq)
+	if s.tenantCountersOn() {
+		// Two tenants' traces may now share a sequence number and a
+		// millisecond: the tenant keeps their age keys apart (the sweep
+		// reads only the age and the trace key the value names).
+		age = append(age, c.Tenant[:]...)
+	}
 	ctx.set(age, key)
 	return wire.TraceResult{Code: wire.CodeOK, Seq: seq, CreatedMs: ctx.nowMs}
 }

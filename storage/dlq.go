@@ -89,7 +89,7 @@ func (s *Store) deadLetter(ctx *applyCtx, q *queueState, p *partState, c *cursor
 	q.count(ctx.nowMs, Activity{DLQ: 1})
 	q.dlqRows++
 	row := dlqRow{
-		id: wire.GroupID(s.counters.nextDLQID, s.cfg.Group), queueID: q.id, queue: q.name, partID: p.id, partition: p.name,
+		id: s.nextDLQID(ctx, q.tenant), queueID: q.id, queue: q.name, partID: p.id, partition: p.name,
 		offset: off, group: c.group, errText: errText, retryCount: failures, createdMs: ctx.nowMs,
 	}
 	s.readRange(ctx, p.id, off, off+1, func(_ uint64, appendMs int64, body []byte) bool {
@@ -97,6 +97,5 @@ func (s *Store) deadLetter(ctx *applyCtx, q *queueState, p *partState, c *cursor
 		row.record = append([]byte(nil), body...)
 		return false
 	})
-	s.counters.nextDLQID++
 	ctx.set(dlqKey(q.tenant, row.id), row.encode())
 }

@@ -29,8 +29,13 @@ const (
 	// read too; a build before it only dead-letters for subscribed groups.
 	FormatV5 uint32 = 5
 
+	// FormatV6: KV versions, trace ids and DLQ ids numbered per tenant
+	// (storage/tenant_counters.go), where a build before it numbers them
+	// with counters every tenant of the group shares.
+	FormatV6 uint32 = 6
+
 	// NewestFormat is the newest format this build writes and applies.
-	NewestFormat = FormatV5
+	NewestFormat = FormatV6
 	// OldestFormat is the oldest format this build applies: a log from the
 	// first entry on.
 	OldestFormat = FormatV1
