@@ -207,10 +207,11 @@ func TestConfigValidation(t *testing.T) {
 // KIP-848's ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69),
 // KIP-932's share-group keys (76-79, 90-92), OffsetForLeaderEpoch (23),
 // without which franz-go ignores leader epochs, and KIP-664's three keys
-// that find hanging transactions (61, 65, 66).
+// that find hanging transactions (61, 65, 66), and the admin keys of
+// issue 36: DescribeTopicPartitions (75).
 func TestVersionTable(t *testing.T) {
-	if len(supportedVersions) != 47 {
-		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch and KIP-664's three make 47", len(supportedVersions))
+	if len(supportedVersions) != 48 {
+		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch, KIP-664's three and issue 36's admin keys make 48", len(supportedVersions))
 	}
 	for key, w := range supportedVersions {
 		req := kmsg.RequestForKey(key)

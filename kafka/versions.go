@@ -55,6 +55,7 @@ var supportedVersions = map[int16]VersionRange{
 	66: {0, 2},  // ListTransactions: v1 duration filter, v2 transactional id pattern
 	68: {0, 1},  // ConsumerGroupHeartbeat: KIP-848; v1 member-named, regex
 	69: {0, 1},  // ConsumerGroupDescribe
+	75: {0, 0},  // DescribeTopicPartitions: KIP-966 paging; no eligible leader replicas
 	76: {1, 1},  // ShareGroupHeartbeat: KIP-932 (v0 was early access)
 	77: {1, 1},  // ShareGroupDescribe
 	78: {1, 2},  // ShareFetch: v2 KIP-1206 record limits, KIP-1222 renew

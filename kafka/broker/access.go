@@ -63,6 +63,8 @@ var apiAccess = map[kmsg.Key][]need{
 	kmsg.DescribeConfigs:      {topic(readOnly)},
 	kmsg.DescribeLogDirs:      {cluster(readOnly)},
 	kmsg.DescribeCluster:      {cluster(describe)},
+	// KIP-966's paged Metadata: Kafka's DESCRIBE on each topic.
+	kmsg.DescribeTopicPartitions: {topic(describe)},
 
 	kmsg.FindCoordinator: {group(describe)}, // a transactional id's: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 	kmsg.OffsetFetch:     {group(readOnly)},

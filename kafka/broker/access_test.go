@@ -78,6 +78,7 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.CreatePartitions:          {T, T, T, T, ok, T},
 	kmsg.IncrementalAlterConfigs:   {T, T, T, T, ok, T},
 	kmsg.DescribeCluster:           {C, ok, ok, ok, ok, ok},
+	kmsg.DescribeTopicPartitions:   {T, ok, ok, ok, ok, ok}, // paged Metadata
 	kmsg.DeleteGroups:              {G, G, G, G, ok, G},
 	kmsg.OffsetDelete:              {G, G, G, G, ok, G},
 	kmsg.ConsumerGroupHeartbeat:    {G, G, G, ok, ok, G},

@@ -278,6 +278,7 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.ShareFetch):                b.handleShareFetch,
 		int16(kmsg.ShareAcknowledge):          b.handleShareAcknowledge,
 		int16(kmsg.DescribeShareGroupOffsets): b.handleDescribeShareGroupOffsets,
+		int16(kmsg.DescribeTopicPartitions):   b.handleDescribeTopicPartitions,
 		int16(kmsg.AlterShareGroupOffsets):    b.handleAlterShareGroupOffsets,
 		int16(kmsg.DeleteShareGroupOffsets):   b.handleDeleteShareGroupOffsets,
 	}
