@@ -67,6 +67,7 @@ type Server struct {
 	nextConnID   atomic.Uint64
 	lastLimitLog atomic.Int64  // unix nanos of the last "over the limit" log
 	refusals     logbound.Gate // refused logins' log lines (sasl.go)
+	evictions    logbound.Gate // strangers closed for another address's (admit)
 }
 
 // NewServer validates cfg and returns a server with the built-in handlers
@@ -91,6 +92,7 @@ func NewServer(cfg Config) (*Server, error) {
 
 		unauthenticatedPerIP: map[string][]*Conn{},
 		refusals:             logbound.Gate{Interval: time.Second},
+		evictions:            logbound.Gate{Interval: time.Second},
 	}
 	if s.saslEnabled {
 		s.handlers[keySaslHandshake] = handleSaslHandshake
@@ -295,8 +297,14 @@ func (s *Server) admit(nc net.Conn) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	if evicted != nil {
-		evicted.log.Info("kafka connection not logged in closed to make room for another address's")
 		evicted.shutdown()
+		// Rate-limited like the refusals: stalled hosts reconnecting as
+		// fast as they can must not flood the log.
+		if ok, held := s.evictions.Pass(time.Now()); ok {
+			s.log.Info("kafka connection not logged in closed to make room for another address's",
+				"closed", evicted.RemoteAddr().String(), "for", nc.RemoteAddr().String(),
+				"max_unauthenticated_connections", s.cfg.MaxUnauthenticatedConnections, "held_back", held)
+		}
 	}
 	go func() {
 		defer s.wg.Done()
