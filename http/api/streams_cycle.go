@@ -93,6 +93,14 @@ func (s *Server) streamsCycle(ctx *fasthttp.RequestCtx) error {
 		writeJSON(ctx, http.StatusOK, streamCycleAnswer{Error: err.Error()})
 		return nil
 	}
+	// The embedded proxy's push check (caps, rates), when it set one for
+	// this request, judges the sink pushes as it judges a push's items: a
+	// refusal is its status, as for a push.
+	if len(req.PushItems) > 0 {
+		if err := checkProxiedPush(ctx, req.PushItems); err != nil {
+			return err
+		}
+	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
 	q, plan, err := s.planCycle(rctx, tenant, producerSub(ctx), &req)
