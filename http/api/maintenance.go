@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -31,6 +32,21 @@ const (
 // maintPoll is how often a node reads the stored switches and the hold:
 // how long, at most, another node takes to follow a switch.
 const maintPoll = 100 * time.Millisecond
+
+// maintState is a server's share of maintenance mode.
+type maintState struct {
+	// done is closed when maintLoop has ended.
+	done chan struct{}
+	// gate orders held pushes against the end of holding on this node: a
+	// push that holds does so under the read lock, having seen holding on
+	// under it; holding is turned off under the write lock, once the hold
+	// is seen empty with no held push in flight. Without it a push that
+	// saw holding on could commit to the hold just after the drain found
+	// it empty, and the next push, delivered at once, would overtake it.
+	gate sync.RWMutex
+	// stats is what this node knows of its own drains.
+	stats holdState
+}
 
 // maintSwitch is a stored switch.
 type maintSwitch struct {
@@ -166,6 +182,13 @@ func (s *Server) mirrorMaintenance() bool {
 	}
 	push, pop := s.storedSwitch(maintPushKey), s.storedSwitch(maintPopKey)
 	pending := s.holdPending()
+	if !push && !pending && s.engine.Holding() {
+		// Turning holding off: wait out the held pushes in flight, then
+		// look at the hold again (they may have added to it).
+		s.maint.gate.Lock()
+		defer s.maint.gate.Unlock()
+		push, pending = s.storedSwitch(maintPushKey), s.holdPending()
+	}
 	s.engine.SetMaintenance(push, push || pending, pop)
 	return !push && pending
 }

@@ -45,8 +45,6 @@ type holdState struct {
 	lastError string
 }
 
-var holdStatsLocal holdState
-
 // holdStatsAnswer is bufferStats in GET /api/v1/system/maintenance.
 type holdStatsAnswer struct {
 	Pending   int64  `json:"pending"`
@@ -76,18 +74,29 @@ func (s *Server) heldCount() int64 {
 func (s *Server) holdPending() bool { return s.heldCount() > 0 }
 
 func (s *Server) holdStats() holdStatsAnswer {
-	holdStatsLocal.mu.Lock()
-	defer holdStatsLocal.mu.Unlock()
-	return holdStatsAnswer{Pending: s.heldCount(), Healthy: holdStatsLocal.lastError == "",
-		Delivered: holdStatsLocal.delivered, LastError: holdStatsLocal.lastError,
+	s.maint.stats.mu.Lock()
+	defer s.maint.stats.mu.Unlock()
+	return holdStatsAnswer{Pending: s.heldCount(), Healthy: s.maint.stats.lastError == "",
+		Delivered: s.maint.stats.delivered, LastError: s.maint.stats.lastError,
 		Store: "raft: system tenant KV namespace " + holdNS, Holding: holding(s.engine)}
 }
 
 // holdPush answers a push made while maintenance holds pushes: its
 // commands, their records given explicit transaction ids, are committed to
 // the hold; each item is answered queued with its message id (its offset
-// is known only once it is delivered).
-func (s *Server) holdPush(ctx *fasthttp.RequestCtx, tenant wire.ID, items []pushItem, cmds []wire.PushCmd, ids []wire.ID) error {
+// is known only once it is delivered). It reports false, having done
+// nothing, when holding ended meanwhile: the push then goes to its queues.
+func (s *Server) holdPush(ctx *fasthttp.RequestCtx, tenant wire.ID, items []pushItem, cmds []wire.PushCmd, ids []wire.ID) (bool, error) {
+	s.maint.gate.RLock()
+	defer s.maint.gate.RUnlock()
+	if !holding(s.engine) {
+		return false, nil
+	}
+	return true, s.commitHeld(ctx, tenant, items, cmds, ids)
+}
+
+// commitHeld commits a held push and answers it.
+func (s *Server) commitHeld(ctx *fasthttp.RequestCtx, tenant wire.ID, items []pushItem, cmds []wire.PushCmd, ids []wire.ID) error {
 	value, err := encodeHeld(tenant, cmds)
 	if err != nil {
 		return err
@@ -242,14 +251,14 @@ func (s *Server) drainHold() (int, error) {
 		return 0, nil
 	}
 	if err := s.deliverHeld(entries); err != nil {
-		holdStatsLocal.mu.Lock()
-		holdStatsLocal.lastError = err.Error()
-		holdStatsLocal.mu.Unlock()
+		s.maint.stats.mu.Lock()
+		s.maint.stats.lastError = err.Error()
+		s.maint.stats.mu.Unlock()
 		return 0, err
 	}
-	holdStatsLocal.mu.Lock()
-	holdStatsLocal.lastError = ""
-	holdStatsLocal.mu.Unlock()
+	s.maint.stats.mu.Lock()
+	s.maint.stats.lastError = ""
+	s.maint.stats.mu.Unlock()
 	return len(entries), nil
 }
 
@@ -342,9 +351,9 @@ func (s *Server) releaseHeld(ctx context.Context, entries []wire.KVItem, counts 
 	if err != nil || res.Code != wire.CodeOK || !res.OK {
 		return false
 	}
-	holdStatsLocal.mu.Lock()
-	holdStatsLocal.delivered += uint64(total)
-	holdStatsLocal.mu.Unlock()
+	s.maint.stats.mu.Lock()
+	s.maint.stats.delivered += uint64(total)
+	s.maint.stats.mu.Unlock()
 	return true
 }
 

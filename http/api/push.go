@@ -66,8 +66,10 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if holding(s.engine) {
-		return s.holdPush(ctx, tenant, req.Items, cmds, ids) // maintenance mode (maintenance_hold.go)
+	if holding(s.engine) { // maintenance mode (maintenance_hold.go)
+		if held, err := s.holdPush(ctx, tenant, req.Items, cmds, ids); held || err != nil {
+			return err
+		}
 	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()

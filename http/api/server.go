@@ -95,7 +95,7 @@ type Server struct {
 	bodies     bodyBudget        // request body bytes held (body.go)
 	pushing    *tenancy.Inflight // push items in flight per tenant (push_limits.go)
 	eph        *ring             // ephemeral queues: store, owners, hand-over
-	maintDone  chan struct{}     // closed when the maintenance loop has ended (maintenance.go)
+	maint      maintState        // maintenance mode's loop, hold gate and figures (maintenance.go)
 	// handler is the routed API, served on Addr and called in-process by
 	// the embedded proxy (Handler).
 	handler fasthttp.RequestHandler
@@ -206,7 +206,7 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.eph.start()
-	s.maintDone = s.startMaintenance()
+	s.maint.done = s.startMaintenance()
 	return nil
 }
 
@@ -230,8 +230,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.eph.leave(hctx)
 	cancel()
 	s.cancelBase()
-	if s.maintDone != nil {
-		<-s.maintDone // maintenance.go's loop ends with the base context
+	if s.maint.done != nil {
+		<-s.maint.done // maintenance.go's loop ends with the base context
 	}
 	if s.done == nil {
 		return nil
