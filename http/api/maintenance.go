@@ -200,6 +200,10 @@ func (s *Server) maintLoop(done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(maintPoll)
 	defer t.Stop()
+	// A delivery that keeps failing is logged when its error changes and
+	// at most once a minute otherwise, not at every retry.
+	var lastErr string
+	var loggedAt time.Time
 	for {
 		select {
 		case <-s.base.Done():
@@ -214,9 +218,13 @@ func (s *Server) maintLoop(done chan<- struct{}) {
 		for s.base.Err() == nil {
 			n, err := s.drainHold()
 			if err != nil {
-				s.log.Warn("http: maintenance hold: delivery failed; retrying", "err", err)
+				if err.Error() != lastErr || time.Since(loggedAt) >= time.Minute {
+					s.log.Warn("http: maintenance hold: delivery failed; retrying", "err", err)
+					lastErr, loggedAt = err.Error(), time.Now()
+				}
 				break
 			}
+			lastErr = ""
 			if n == 0 || s.storedSwitch(maintPushKey) {
 				break
 			}
