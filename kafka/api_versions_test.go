@@ -126,7 +126,7 @@ func TestUnknownKeyClosesOnlyThatConnection(t *testing.T) {
 		return b
 	}
 	frames["unknown key 999"] = header(999, 0)
-	frames["DeleteRecords, absent on purpose"] = header(21, 1)
+	frames["AlterPartition, a controller key absent on purpose"] = header(56, 1)
 	frames["Produce without a handler"] = header(0, 9)
 	frames["Metadata beyond kmsg"] = header(3, 500)
 	frames["negative version"] = header(3, -1)
@@ -162,8 +162,8 @@ func must(t testing.TB, err error) {
 func TestRegisterHandlerRules(t *testing.T) {
 	s, err := NewServer(Config{Addr: "127.0.0.1:0"})
 	must(t, err)
-	if err := s.RegisterHandler(21, metadataStub); err == nil {
-		t.Error("DeleteRecords is not in the table but was accepted")
+	if err := s.RegisterHandler(56, metadataStub); err == nil {
+		t.Error("AlterPartition is not in the table but was accepted")
 	}
 	if err := s.RegisterHandler(18, metadataStub); err == nil {
 		t.Error("ApiVersions is built in but was replaced")
@@ -208,10 +208,10 @@ func TestConfigValidation(t *testing.T) {
 // KIP-932's share-group keys (76-79, 90-92), OffsetForLeaderEpoch (23),
 // without which franz-go ignores leader epochs, and KIP-664's three keys
 // that find hanging transactions (61, 65, 66), and the admin keys of
-// issue 36: DescribeTopicPartitions (75).
+// issue 36: DescribeTopicPartitions (75), DeleteRecords (21).
 func TestVersionTable(t *testing.T) {
-	if len(supportedVersions) != 48 {
-		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch, KIP-664's three and issue 36's admin keys make 48", len(supportedVersions))
+	if len(supportedVersions) != 49 {
+		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch, KIP-664's three and issue 36's admin keys make 49", len(supportedVersions))
 	}
 	for key, w := range supportedVersions {
 		req := kmsg.RequestForKey(key)
@@ -222,7 +222,7 @@ func TestVersionTable(t *testing.T) {
 			t.Errorf("%s: window %d..%d, kmsg max %d", KeyName(key), w.Min, w.Max, req.MaxVersion())
 		}
 	}
-	for _, absent := range []int16{21} { // DeleteRecords: raft logs are trimmed by retention only
+	for _, absent := range []int16{52, 56} { // Vote, AlterPartition: controller keys; raft groups elect their own
 		if _, ok := SupportedVersions(absent); ok {
 			t.Errorf("key %d must stay absent", absent)
 		}

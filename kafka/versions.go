@@ -12,8 +12,8 @@ func (r VersionRange) Contains(v int16) bool { return v >= r.Min && v <= r.Max }
 
 // supportedVersions is the one source of truth for the API keys and version
 // windows queen speaks (spec queen.md §3.4). A key is advertised by
-// ApiVersions only once a handler for it is registered; DeleteRecords (21)
-// and the controller keys are absent on purpose.
+// ApiVersions only once a handler for it is registered; the controller
+// keys are absent on purpose.
 var supportedVersions = map[int16]VersionRange{
 	0:  {3, 10}, // Produce: v3 is the RecordBatch v2 floor; v10 leader-change hints (KIP-951); v11 is KIP-890
 	1:  {4, 9},  // Fetch: v9 CurrentLeaderEpoch; sessions (v7) declined; v10+ nothing we need
@@ -32,6 +32,7 @@ var supportedVersions = map[int16]VersionRange{
 	18: {0, 3},  // ApiVersions: v4 clients retry at v3
 	19: {2, 6},  // CreateTopics: v7 topic ids
 	20: {1, 5},  // DeleteTopics
+	21: {0, 2},  // DeleteRecords: moves the log start (LogCleanCmd), HTTP's too
 	22: {0, 4},  // InitProducerId: v5 is KIP-890
 	23: {0, 4},  // OffsetForLeaderEpoch: the epoch ends at the high-water mark (23_offset_for_leader_epoch.go)
 	24: {0, 3},  // AddPartitionsToTxn

