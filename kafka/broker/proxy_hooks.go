@@ -184,7 +184,7 @@ func usageOf(key int16, req kmsg.Request, resp kmsg.Response) Usage {
 		}
 	case kmsg.ShareFetch:
 		u.Class = UsageFetch
-	case kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
+	case kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.DeleteRecords, kmsg.CreatePartitions, kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs,
 		kmsg.DeleteGroups, kmsg.OffsetDelete, kmsg.DeleteShareGroupOffsets:
 		u.Class = UsageAdmin
 	case kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit:
