@@ -48,6 +48,7 @@ var supportedVersions = map[int16]VersionRange{
 	36: {0, 1},  // SaslAuthenticate: session_lifetime_ms = 0
 	37: {0, 3},  // CreatePartitions: increase only
 	42: {0, 2},  // DeleteGroups
+	43: {0, 2},  // ElectLeaders: a raft leadership transfer to the group's preferred node
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
 	60: {0, 1},  // DescribeCluster: v2 endpoint types

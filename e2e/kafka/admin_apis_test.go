@@ -142,3 +142,39 @@ func TestKafkaAdminDeleteRecords(t *testing.T) {
 		t.Fatalf("first message popped after deleting below 6: offset %d %s", a.Messages[0].Offset, a.Messages[0].Data)
 	}
 }
+
+// ElectLeaders through kadm on a three-node cluster: electing every
+// partition's preferred leader answers once each is led there (or that
+// it already was), after which asking again for a topic's partitions is
+// ELECTION_NOT_NEEDED for each.
+func TestKafkaAdminElectLeaders(t *testing.T) {
+	c := e2etest.StartCluster(t, harness.Options{Nodes: 3})
+	ctx := e2etest.Deadline(t, 2*time.Minute)
+	adm := adminOf(e2etest.KgoClient(t, c))
+	createTopics(ctx, t, adm, 4, "elt")
+	all, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all["elt"]) != 4 {
+		t.Fatalf("every partition: %+v", all)
+	}
+	for _, ps := range all {
+		for _, p := range ps {
+			if p.Err != nil && !errors.Is(p.Err, kerr.ElectionNotNeeded) {
+				t.Fatalf("%s/%d: %v", p.Topic, p.Partition, p.Err)
+			}
+		}
+	}
+	set := kadm.TopicsSet{}
+	set.Add("elt", 0, 1, 2, 3)
+	again, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range again["elt"] {
+		if !errors.Is(p.Err, kerr.ElectionNotNeeded) {
+			t.Fatalf("elt/%d asked again: %v", p.Partition, p.Err)
+		}
+	}
+}

@@ -119,6 +119,8 @@ var apiAccess = map[kmsg.Key][]need{
 	kmsg.DescribeACLs: {cluster(describe)},
 	kmsg.CreateACLs:   {cluster(admin)},
 	kmsg.DeleteACLs:   {cluster(admin)},
+	// Kafka's ALTER on the cluster.
+	kmsg.ElectLeaders: {cluster(admin)},
 }
 
 // guard refuses a request whose connection logged in with a broker JWT

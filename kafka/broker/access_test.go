@@ -77,6 +77,7 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.DescribeLogDirs:           {C, ok, C, ok, ok, ok},
 	kmsg.CreatePartitions:          {T, T, T, T, ok, T},
 	kmsg.DeleteRecords:             {T, T, T, T, ok, T}, // DELETE on the topic, as HTTP DELETE of a queue
+	kmsg.ElectLeaders:              {C, C, C, C, ok, C}, // ALTER on the cluster
 	kmsg.IncrementalAlterConfigs:   {T, T, T, T, ok, T},
 	kmsg.DescribeCluster:           {C, ok, ok, ok, ok, ok},
 	kmsg.DescribeTopicPartitions:   {T, ok, ok, ok, ok, ok}, // paged Metadata

@@ -261,6 +261,7 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.CreatePartitions):          b.handleCreatePartitions,
 		int16(kmsg.IncrementalAlterConfigs):   b.handleIncrementalAlterConfigs,
 		int16(kmsg.DescribeCluster):           b.handleDescribeCluster,
+		int16(kmsg.ElectLeaders):              b.handleElectLeaders,
 		int16(kmsg.OffsetCommit):              b.handleOffsetCommit,
 		int16(kmsg.OffsetFetch):               b.handleOffsetFetch,
 		int16(kmsg.FindCoordinator):           b.handleFindCoordinator,
