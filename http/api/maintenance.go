@@ -242,6 +242,18 @@ func (s *Server) startMaintenance() chan struct{} {
 		return done
 	}
 	s.mirrorMaintenance()
+	// Scrapes read this node's applied state: the hold's count is the
+	// cluster's, the holding flag this node's.
+	s.metrics.GetOrCreateGauge("queen_maintenance_held_items", func() float64 { return float64(s.heldCount()) })
+	s.metrics.GetOrCreateGauge("queen_maintenance_holding", func() float64 { return boolGauge(s.engine.Holding()) })
+	s.metrics.GetOrCreateGauge("queen_maintenance_pop_paused", func() float64 { return boolGauge(s.engine.PopPaused()) })
 	go s.maintLoop(done)
 	return done
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -85,6 +85,9 @@ var familyHelp = map[string]string{
 	"queen_http_push_bytes_total":         "Request body bytes of HTTP pushes that queued at least one message on this node.",
 	"queen_http_pop_messages_total":       "Messages delivered by HTTP pops on this node.",
 	"queen_http_pop_bytes_total":          "Response body bytes of HTTP pops that delivered messages on this node.",
+	"queen_maintenance_held_items":        "Items in the maintenance hold, not yet delivered (cluster-wide, as this node has applied).",
+	"queen_maintenance_holding":           "1 while this node sends HTTP pushes to the maintenance hold.",
+	"queen_maintenance_pop_paused":        "1 while pop maintenance mode empties this node's pops.",
 	// Kafka facade
 	"queen_kafka_request_duration_seconds":  "Time to handle a Kafka request, by API (a fetch counts its wait).",
 	"queen_kafka_produce_records_total":     "Records of produce requests accepted on this node.",
