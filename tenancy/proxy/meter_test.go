@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,5 +126,52 @@ func TestUsageRollsIntoDays(t *testing.T) {
 	days, err := p.store.usageDays(ctx, c.ID, now.AddDate(0, 0, -3))
 	if err != nil || len(days) != 2 || days[0].Msgs != 1 || days[1].Msgs != 2 || days[1].Day != now.Format(time.DateOnly) || days[1].Op != "push" {
 		t.Fatalf("days %+v %v", days, err)
+	}
+}
+
+// TestMeterCountsWhileFlushing: requests counted from many goroutines
+// while flushes collect them are all written once.
+func TestMeterCountsWhileFlushing(t *testing.T) {
+	var mu sync.Mutex
+	written := map[string]meterRow{}
+	write := func(_ context.Context, rows map[string]meterRow) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for k, v := range rows {
+			written[k] = v // running totals: the newest wins
+		}
+		return nil
+	}
+	m := &meter{write: write, writer: "w", log: raftgroupstest.Quiet, now: time.Now, rows: map[string]*meterRow{}, dirty: map[string]bool{}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 {
+				m.add("c", "push", meterRow{Reqs: 1, Msgs: 2})
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			_ = m.flush(context.Background())
+		}
+	}()
+	wg.Wait()
+	<-done
+	if err := m.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var total meterRow
+	mu.Lock()
+	for _, r := range written {
+		total.add(r)
+	}
+	mu.Unlock()
+	if total.Reqs != 8000 || total.Msgs != 16000 {
+		t.Fatalf("written %+v, want 8000 requests and 16000 messages", total)
 	}
 }
