@@ -121,6 +121,10 @@ var apiAccess = map[kmsg.Key][]need{
 	kmsg.DeleteACLs:   {cluster(admin)},
 	// Kafka's ALTER on the cluster.
 	kmsg.ElectLeaders: {cluster(admin)},
+	// SCRAM users are logins: admin only, to describe them too (Kafka's
+	// DESCRIBE and ALTER on the cluster).
+	kmsg.DescribeUserSCRAMCredentials: {cluster(admin)},
+	kmsg.AlterUserSCRAMCredentials:    {cluster(admin)},
 }
 
 // guard refuses a request whose connection logged in with a broker JWT

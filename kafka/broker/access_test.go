@@ -45,53 +45,55 @@ const (
 // creating, deleting and altering topics and groups is admin (HTTP DELETE
 // of queues and groups; Kafka's CREATE, DELETE, ALTER).
 var wantAccess = map[kmsg.Key][6]int16{
-	kmsg.Produce:                   {T, T, ok, ok, ok, ok},
-	kmsg.Fetch:                     {T, ok, T, ok, ok, ok},
-	kmsg.ListOffsets:               {T, ok, T, ok, ok, ok},
-	kmsg.OffsetForLeaderEpoch:      {T, ok, T, ok, ok, ok}, // offsets, as ListOffsets
-	kmsg.Metadata:                  {T, ok, ok, ok, ok, ok},
-	kmsg.OffsetCommit:              {G, G, G, ok, ok, G},
-	kmsg.OffsetFetch:               {G, ok, G, ok, ok, ok},
-	kmsg.FindCoordinator:           {G, ok, ok, ok, ok, ok},
-	kmsg.JoinGroup:                 {G, G, G, ok, ok, G},
-	kmsg.Heartbeat:                 {G, G, G, ok, ok, G},
-	kmsg.LeaveGroup:                {G, G, G, ok, ok, G},
-	kmsg.SyncGroup:                 {G, G, G, ok, ok, G},
-	kmsg.DescribeGroups:            {G, ok, G, ok, ok, ok},
-	kmsg.ListGroups:                {G, ok, G, ok, ok, ok},
-	kmsg.CreateTopics:              {T, T, T, T, ok, T},
-	kmsg.DeleteTopics:              {T, T, T, T, ok, T},
-	kmsg.InitProducerID:            {X, X, ok, ok, ok, ok}, // transactional; idempotent below
-	kmsg.AddPartitionsToTxn:        {X, X, ok, ok, ok, ok},
-	kmsg.AddOffsetsToTxn:           {X, X, G, ok, ok, G},
-	kmsg.EndTxn:                    {X, X, ok, ok, ok, ok},
-	kmsg.TxnOffsetCommit:           {X, X, G, ok, ok, G},
-	kmsg.DescribeProducers:         {T, ok, T, ok, ok, ok}, // READ on the topic, as Kafka
-	kmsg.DescribeTransactions:      {X, ok, ok, ok, ok, ok},
-	kmsg.ListTransactions:          {ok, ok, ok, ok, ok, ok}, // the ids a login may not describe are left out
-	kmsg.DescribeACLs:              {C, ok, ok, ok, ok, ok},
-	kmsg.CreateACLs:                {C, C, C, C, ok, C},
-	kmsg.DeleteACLs:                {C, C, C, C, ok, C},
-	kmsg.DescribeConfigs:           {T, ok, T, ok, ok, ok},
-	kmsg.AlterConfigs:              {T, T, T, T, ok, T},
-	kmsg.DescribeLogDirs:           {C, ok, C, ok, ok, ok},
-	kmsg.CreatePartitions:          {T, T, T, T, ok, T},
-	kmsg.DeleteRecords:             {T, T, T, T, ok, T}, // DELETE on the topic, as HTTP DELETE of a queue
-	kmsg.ElectLeaders:              {C, C, C, C, ok, C}, // ALTER on the cluster
-	kmsg.IncrementalAlterConfigs:   {T, T, T, T, ok, T},
-	kmsg.DescribeCluster:           {C, ok, ok, ok, ok, ok},
-	kmsg.DescribeTopicPartitions:   {T, ok, ok, ok, ok, ok}, // paged Metadata
-	kmsg.DeleteGroups:              {G, G, G, G, ok, G},
-	kmsg.OffsetDelete:              {G, G, G, G, ok, G},
-	kmsg.ConsumerGroupHeartbeat:    {G, G, G, ok, ok, G},
-	kmsg.ConsumerGroupDescribe:     {G, ok, G, ok, ok, ok},
-	kmsg.ShareGroupHeartbeat:       {G, G, G, ok, ok, G},
-	kmsg.ShareGroupDescribe:        {G, ok, G, ok, ok, ok},
-	kmsg.ShareFetch:                {T, G, T, ok, ok, G}, // acquiring and acknowledging move the group, as HTTP pop and ack
-	kmsg.ShareAcknowledge:          {T, G, T, ok, ok, G},
-	kmsg.DescribeShareGroupOffsets: {G, ok, G, ok, ok, ok},
-	kmsg.AlterShareGroupOffsets:    {G, G, G, ok, ok, G},
-	kmsg.DeleteShareGroupOffsets:   {G, G, G, G, ok, G},
+	kmsg.Produce:                      {T, T, ok, ok, ok, ok},
+	kmsg.Fetch:                        {T, ok, T, ok, ok, ok},
+	kmsg.ListOffsets:                  {T, ok, T, ok, ok, ok},
+	kmsg.OffsetForLeaderEpoch:         {T, ok, T, ok, ok, ok}, // offsets, as ListOffsets
+	kmsg.Metadata:                     {T, ok, ok, ok, ok, ok},
+	kmsg.OffsetCommit:                 {G, G, G, ok, ok, G},
+	kmsg.OffsetFetch:                  {G, ok, G, ok, ok, ok},
+	kmsg.FindCoordinator:              {G, ok, ok, ok, ok, ok},
+	kmsg.JoinGroup:                    {G, G, G, ok, ok, G},
+	kmsg.Heartbeat:                    {G, G, G, ok, ok, G},
+	kmsg.LeaveGroup:                   {G, G, G, ok, ok, G},
+	kmsg.SyncGroup:                    {G, G, G, ok, ok, G},
+	kmsg.DescribeGroups:               {G, ok, G, ok, ok, ok},
+	kmsg.ListGroups:                   {G, ok, G, ok, ok, ok},
+	kmsg.CreateTopics:                 {T, T, T, T, ok, T},
+	kmsg.DeleteTopics:                 {T, T, T, T, ok, T},
+	kmsg.InitProducerID:               {X, X, ok, ok, ok, ok}, // transactional; idempotent below
+	kmsg.AddPartitionsToTxn:           {X, X, ok, ok, ok, ok},
+	kmsg.AddOffsetsToTxn:              {X, X, G, ok, ok, G},
+	kmsg.EndTxn:                       {X, X, ok, ok, ok, ok},
+	kmsg.TxnOffsetCommit:              {X, X, G, ok, ok, G},
+	kmsg.DescribeProducers:            {T, ok, T, ok, ok, ok}, // READ on the topic, as Kafka
+	kmsg.DescribeTransactions:         {X, ok, ok, ok, ok, ok},
+	kmsg.ListTransactions:             {ok, ok, ok, ok, ok, ok}, // the ids a login may not describe are left out
+	kmsg.DescribeACLs:                 {C, ok, ok, ok, ok, ok},
+	kmsg.CreateACLs:                   {C, C, C, C, ok, C},
+	kmsg.DeleteACLs:                   {C, C, C, C, ok, C},
+	kmsg.DescribeConfigs:              {T, ok, T, ok, ok, ok},
+	kmsg.AlterConfigs:                 {T, T, T, T, ok, T},
+	kmsg.DescribeLogDirs:              {C, ok, C, ok, ok, ok},
+	kmsg.CreatePartitions:             {T, T, T, T, ok, T},
+	kmsg.DeleteRecords:                {T, T, T, T, ok, T}, // DELETE on the topic, as HTTP DELETE of a queue
+	kmsg.ElectLeaders:                 {C, C, C, C, ok, C}, // ALTER on the cluster
+	kmsg.DescribeUserSCRAMCredentials: {C, C, C, C, ok, C}, // logins: admin only
+	kmsg.AlterUserSCRAMCredentials:    {C, C, C, C, ok, C},
+	kmsg.IncrementalAlterConfigs:      {T, T, T, T, ok, T},
+	kmsg.DescribeCluster:              {C, ok, ok, ok, ok, ok},
+	kmsg.DescribeTopicPartitions:      {T, ok, ok, ok, ok, ok}, // paged Metadata
+	kmsg.DeleteGroups:                 {G, G, G, G, ok, G},
+	kmsg.OffsetDelete:                 {G, G, G, G, ok, G},
+	kmsg.ConsumerGroupHeartbeat:       {G, G, G, ok, ok, G},
+	kmsg.ConsumerGroupDescribe:        {G, ok, G, ok, ok, ok},
+	kmsg.ShareGroupHeartbeat:          {G, G, G, ok, ok, G},
+	kmsg.ShareGroupDescribe:           {G, ok, G, ok, ok, ok},
+	kmsg.ShareFetch:                   {T, G, T, ok, ok, G}, // acquiring and acknowledging move the group, as HTTP pop and ack
+	kmsg.ShareAcknowledge:             {T, G, T, ok, ok, G},
+	kmsg.DescribeShareGroupOffsets:    {G, ok, G, ok, ok, ok},
+	kmsg.AlterShareGroupOffsets:       {G, G, G, ok, ok, G},
+	kmsg.DeleteShareGroupOffsets:      {G, G, G, G, ok, G},
 }
 
 // TestAccessTable checks every API key the broker serves against every

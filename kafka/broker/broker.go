@@ -211,12 +211,19 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	if cfg.Listener.Logger == nil {
 		cfg.Listener.Logger = log
 	}
+	// The SCRAM lookup asks the credentials AlterUserScramCredentials
+	// manages before the static users (50_51_scram_credentials.go); it
+	// holds b, filled in below.
+	b := &Broker{}
+	if cfg.Listener.Scram != nil {
+		cfg.Listener.Scram = b.managedScram(cfg.Listener.Scram)
+	}
 	srv, err := kafka.NewServer(cfg.Listener)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel, metrics: newBrokerMetrics(cfg.Metrics),
+	*b = Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel, metrics: newBrokerMetrics(cfg.Metrics),
 		inflight: tenancy.NewInflight(cfg.TenantMaxInflightBytes)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
@@ -236,53 +243,55 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 // handlers is every engine-backed API key this broker answers, by key.
 func (b *Broker) handlers() map[int16]kafka.Handler {
 	return map[int16]kafka.Handler{
-		int16(kmsg.Produce):                   b.handleProduce,
-		int16(kmsg.Fetch):                     b.handleFetch,
-		int16(kmsg.ListOffsets):               b.handleListOffsets,
-		int16(kmsg.OffsetForLeaderEpoch):      b.handleOffsetForLeaderEpoch,
-		int16(kmsg.Metadata):                  b.handleMetadata,
-		int16(kmsg.CreateTopics):              b.handleCreateTopics,
-		int16(kmsg.DeleteTopics):              b.handleDeleteTopics,
-		int16(kmsg.DeleteRecords):             b.handleDeleteRecords,
-		int16(kmsg.InitProducerID):            b.handleInitProducerID,
-		int16(kmsg.AddPartitionsToTxn):        b.handleAddPartitionsToTxn,
-		int16(kmsg.AddOffsetsToTxn):           b.handleAddOffsetsToTxn,
-		int16(kmsg.EndTxn):                    b.handleEndTxn,
-		int16(kmsg.TxnOffsetCommit):           b.handleTxnOffsetCommit,
-		int16(kmsg.DescribeProducers):         b.handleDescribeProducers,
-		int16(kmsg.DescribeTransactions):      b.handleDescribeTransactions,
-		int16(kmsg.ListTransactions):          b.handleListTransactions,
-		int16(kmsg.DescribeACLs):              b.handleACLs,
-		int16(kmsg.CreateACLs):                b.handleACLs,
-		int16(kmsg.DeleteACLs):                b.handleACLs,
-		int16(kmsg.DescribeConfigs):           b.handleDescribeConfigs,
-		int16(kmsg.AlterConfigs):              b.handleAlterConfigs,
-		int16(kmsg.DescribeLogDirs):           b.handleDescribeLogDirs,
-		int16(kmsg.CreatePartitions):          b.handleCreatePartitions,
-		int16(kmsg.IncrementalAlterConfigs):   b.handleIncrementalAlterConfigs,
-		int16(kmsg.DescribeCluster):           b.handleDescribeCluster,
-		int16(kmsg.ElectLeaders):              b.handleElectLeaders,
-		int16(kmsg.OffsetCommit):              b.handleOffsetCommit,
-		int16(kmsg.OffsetFetch):               b.handleOffsetFetch,
-		int16(kmsg.FindCoordinator):           b.handleFindCoordinator,
-		int16(kmsg.JoinGroup):                 b.handleJoinGroup,
-		int16(kmsg.Heartbeat):                 b.handleHeartbeat,
-		int16(kmsg.LeaveGroup):                b.handleLeaveGroup,
-		int16(kmsg.SyncGroup):                 b.handleSyncGroup,
-		int16(kmsg.DescribeGroups):            b.handleDescribeGroups,
-		int16(kmsg.ListGroups):                b.handleListGroups,
-		int16(kmsg.DeleteGroups):              b.handleDeleteGroups,
-		int16(kmsg.OffsetDelete):              b.handleOffsetDelete,
-		int16(kmsg.ConsumerGroupHeartbeat):    b.handleConsumerGroupHeartbeat,
-		int16(kmsg.ConsumerGroupDescribe):     b.handleConsumerGroupDescribe,
-		int16(kmsg.ShareGroupHeartbeat):       b.handleShareGroupHeartbeat,
-		int16(kmsg.ShareGroupDescribe):        b.handleShareGroupDescribe,
-		int16(kmsg.ShareFetch):                b.handleShareFetch,
-		int16(kmsg.ShareAcknowledge):          b.handleShareAcknowledge,
-		int16(kmsg.DescribeShareGroupOffsets): b.handleDescribeShareGroupOffsets,
-		int16(kmsg.DescribeTopicPartitions):   b.handleDescribeTopicPartitions,
-		int16(kmsg.AlterShareGroupOffsets):    b.handleAlterShareGroupOffsets,
-		int16(kmsg.DeleteShareGroupOffsets):   b.handleDeleteShareGroupOffsets,
+		int16(kmsg.Produce):                      b.handleProduce,
+		int16(kmsg.Fetch):                        b.handleFetch,
+		int16(kmsg.ListOffsets):                  b.handleListOffsets,
+		int16(kmsg.OffsetForLeaderEpoch):         b.handleOffsetForLeaderEpoch,
+		int16(kmsg.Metadata):                     b.handleMetadata,
+		int16(kmsg.CreateTopics):                 b.handleCreateTopics,
+		int16(kmsg.DeleteTopics):                 b.handleDeleteTopics,
+		int16(kmsg.DeleteRecords):                b.handleDeleteRecords,
+		int16(kmsg.InitProducerID):               b.handleInitProducerID,
+		int16(kmsg.AddPartitionsToTxn):           b.handleAddPartitionsToTxn,
+		int16(kmsg.AddOffsetsToTxn):              b.handleAddOffsetsToTxn,
+		int16(kmsg.EndTxn):                       b.handleEndTxn,
+		int16(kmsg.TxnOffsetCommit):              b.handleTxnOffsetCommit,
+		int16(kmsg.DescribeProducers):            b.handleDescribeProducers,
+		int16(kmsg.DescribeTransactions):         b.handleDescribeTransactions,
+		int16(kmsg.ListTransactions):             b.handleListTransactions,
+		int16(kmsg.DescribeACLs):                 b.handleACLs,
+		int16(kmsg.CreateACLs):                   b.handleACLs,
+		int16(kmsg.DeleteACLs):                   b.handleACLs,
+		int16(kmsg.DescribeConfigs):              b.handleDescribeConfigs,
+		int16(kmsg.AlterConfigs):                 b.handleAlterConfigs,
+		int16(kmsg.DescribeLogDirs):              b.handleDescribeLogDirs,
+		int16(kmsg.CreatePartitions):             b.handleCreatePartitions,
+		int16(kmsg.IncrementalAlterConfigs):      b.handleIncrementalAlterConfigs,
+		int16(kmsg.DescribeCluster):              b.handleDescribeCluster,
+		int16(kmsg.ElectLeaders):                 b.handleElectLeaders,
+		int16(kmsg.DescribeUserSCRAMCredentials): b.handleDescribeUserScramCredentials,
+		int16(kmsg.AlterUserSCRAMCredentials):    b.handleAlterUserScramCredentials,
+		int16(kmsg.OffsetCommit):                 b.handleOffsetCommit,
+		int16(kmsg.OffsetFetch):                  b.handleOffsetFetch,
+		int16(kmsg.FindCoordinator):              b.handleFindCoordinator,
+		int16(kmsg.JoinGroup):                    b.handleJoinGroup,
+		int16(kmsg.Heartbeat):                    b.handleHeartbeat,
+		int16(kmsg.LeaveGroup):                   b.handleLeaveGroup,
+		int16(kmsg.SyncGroup):                    b.handleSyncGroup,
+		int16(kmsg.DescribeGroups):               b.handleDescribeGroups,
+		int16(kmsg.ListGroups):                   b.handleListGroups,
+		int16(kmsg.DeleteGroups):                 b.handleDeleteGroups,
+		int16(kmsg.OffsetDelete):                 b.handleOffsetDelete,
+		int16(kmsg.ConsumerGroupHeartbeat):       b.handleConsumerGroupHeartbeat,
+		int16(kmsg.ConsumerGroupDescribe):        b.handleConsumerGroupDescribe,
+		int16(kmsg.ShareGroupHeartbeat):          b.handleShareGroupHeartbeat,
+		int16(kmsg.ShareGroupDescribe):           b.handleShareGroupDescribe,
+		int16(kmsg.ShareFetch):                   b.handleShareFetch,
+		int16(kmsg.ShareAcknowledge):             b.handleShareAcknowledge,
+		int16(kmsg.DescribeShareGroupOffsets):    b.handleDescribeShareGroupOffsets,
+		int16(kmsg.DescribeTopicPartitions):      b.handleDescribeTopicPartitions,
+		int16(kmsg.AlterShareGroupOffsets):       b.handleAlterShareGroupOffsets,
+		int16(kmsg.DeleteShareGroupOffsets):      b.handleDeleteShareGroupOffsets,
 	}
 }
 
