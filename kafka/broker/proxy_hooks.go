@@ -38,6 +38,11 @@ type Policy interface {
 	// rates; it returns the throttle the answer carries (Kafka's client
 	// quotas: the request is served, the client waits).
 	After(u Usage) time.Duration
+	// Park takes one of the cluster's parked slots for a fetch that may
+	// wait for records (max_parked_pops, as an HTTP long-poll pop); leave
+	// gives it back (nil: nothing to give back). Without one (false) the
+	// fetch is answered at once, with the throttle returned.
+	Park() (leave func(), ok bool, throttle time.Duration)
 }
 
 // CreateAsk is one topic a CreateTopics, CreatePartitions or automatic
@@ -111,11 +116,20 @@ func policed(key int16, h kafka.Handler) kafka.Handler {
 		if code := pol.Before(ctx, key); code != 0 {
 			return kafka.ErrorResponse(req, code), nil
 		}
+		var parked time.Duration
+		if wait := waitOf(req); wait != nil && *wait > 0 {
+			leave, ok, throttle := pol.Park()
+			if !ok {
+				*wait, parked = 0, throttle // answered with what there is now
+			} else if leave != nil {
+				defer leave()
+			}
+		}
 		resp, err := h(context.WithValue(ctx, policyKey{}, pol), c, req)
 		if err != nil || resp == nil {
 			return resp, err
 		}
-		throttle := pol.After(usageOf(key, req, resp))
+		throttle := max(parked, pol.After(usageOf(key, req, resp)))
 		if throttle <= 0 {
 			return resp, nil
 		}
@@ -141,6 +155,18 @@ func policed(key int16, h kafka.Handler) kafka.Handler {
 		}
 		return resp, nil
 	}
+}
+
+// waitOf is how long a fetch may wait for records, nil for requests that
+// never wait.
+func waitOf(req kmsg.Request) *int32 {
+	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		return &r.MaxWaitMillis
+	case *kmsg.ShareFetchRequest:
+		return &r.MaxWaitMillis
+	}
+	return nil
 }
 
 // usageOf reads what an answered request was: its class, whether it was

@@ -25,6 +25,7 @@ type fakePolicy struct {
 	maxParts int
 	throttle time.Duration
 	refuse   int16
+	parkFull bool
 	usage    []Usage
 }
 
@@ -53,6 +54,15 @@ func (f *fakePolicy) After(u Usage) time.Duration {
 	defer f.mu.Unlock()
 	f.usage = append(f.usage, u)
 	return f.throttle
+}
+
+func (f *fakePolicy) Park() (func(), bool, time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.parkFull {
+		return nil, false, 400 * time.Millisecond
+	}
+	return nil, true, 0
 }
 
 func (f *fakePolicy) set(fn func(*fakePolicy)) {
@@ -91,6 +101,10 @@ func TestPolicyHoldsALogin(t *testing.T) {
 	if res, err = adm.CreateTopics(ctx, 4, 1, nil, "t"); err != nil || res["t"].Err != nil {
 		t.Fatalf("a topic within the plan: %v %v", err, res["t"].Err)
 	}
+	topics, err := adm.ListTopics(ctx, "t") // before the refusals below: the client keeps metadata answers a while
+	if err != nil {
+		t.Fatal(err)
+	}
 	grown, err := adm.CreatePartitions(ctx, 1, "t")
 	if err != nil || !errors.Is(grown["t"].Err, kerr.InvalidPartitions) {
 		t.Fatalf("growing past the plan: %v %v", err, grown["t"].Err)
@@ -103,6 +117,11 @@ func TestPolicyHoldsALogin(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("small")}).FirstErr(); err != nil {
 		t.Fatalf("a record within the cap: %v", err)
 	}
+	ends, err := adm.ListEndOffsets(ctx, "t") // nothing more is appended before the fetches below
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup("t", 0)
 	// Four records to one partition make one batch over the count.
 	four := make([]*kgo.Record, 4)
 	for i := range four {
@@ -130,6 +149,33 @@ func TestPolicyHoldsALogin(t *testing.T) {
 		t.Fatalf("a refused login's request: %v %+v", err, resp)
 	}
 	pol.set(func(f *fakePolicy) { f.refuse = 0 })
+
+	// No parked slot: a fetch that would wait for records is answered at
+	// once, throttled.
+	fetch := func() (*kmsg.FetchResponse, time.Duration) {
+		f := kmsg.NewPtrFetchRequest()
+		f.MaxWaitMillis, f.MinBytes, f.MaxBytes = 3000, 1<<20, 1<<20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = "t", topics["t"].ID
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = 0, end.Offset, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+		f.Topics = append(f.Topics, ft)
+		start := time.Now()
+		resp, err := f.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, time.Since(start)
+	}
+	pol.set(func(f *fakePolicy) { f.parkFull = true })
+	if resp, took := fetch(); took > 2*time.Second || resp.ThrottleMillis < 400 {
+		t.Fatalf("a fetch without a parked slot: %v, throttle %d ms", took, resp.ThrottleMillis)
+	}
+	pol.set(func(f *fakePolicy) { f.parkFull = false })
+	if resp, took := fetch(); took < 2*time.Second {
+		t.Fatalf("a fetch with a slot did not wait for records: %v %+v", took, resp)
+	}
 
 	var produced, fetched int
 	pol.mu.Lock()

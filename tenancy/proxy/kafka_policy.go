@@ -67,12 +67,15 @@ type kafkaLogin struct {
 	// (activity takes a lock of its own); pushed says it has shown a push.
 	touchedAt atomic.Int64
 	pushed    atomic.Bool
+	// leave gives back a parked slot (made once: no closure per fetch).
+	leave func()
 }
 
 var _ broker.Policy = (*kafkaLogin)(nil)
 
 func (p *Proxy) newKafkaLogin(c *Cluster, tenant wire.ID, v *clusterView) *kafkaLogin {
 	l := &kafkaLogin{p: p, cluster: c, tenant: tenant, byKey: true, rates: p.rates.of(c.ID)}
+	l.leave = func() { p.parked.leave(c.ID) }
 	l.view.Store(v)
 	l.viewAt.Store(time.Now().UnixNano())
 	return l
@@ -223,14 +226,46 @@ func (l *kafkaLogin) After(u broker.Usage) time.Duration {
 	if wait <= 0 {
 		return 0
 	}
-	if last := l.loggedAt.Load(); now.UnixNano()-last >= int64(time.Second) && l.loggedAt.CompareAndSwap(last, now.UnixNano()) {
-		l.p.overLimit(l.cluster, "kafka:"+kmsg.NameForKey(u.Key), "rate")
-	}
+	l.logOver(now, "kafka:"+kmsg.NameForKey(u.Key), "rate")
 	if !l.p.cfg.Enforce {
 		return 0
 	}
 	l.mutedUntil.Store(now.Add(wait).UnixNano())
 	return wait
+}
+
+// parkedThrottle is the throttle of a fetch answered at once for want of
+// a parked slot: HTTP's Retry-After for parked_limit.
+const parkedThrottle = time.Second
+
+// Park takes one of the cluster's parked slots (max_parked_pops) for a
+// fetch that may wait for records, the slots HTTP's long-poll pops take.
+// Without one, enforced, the fetch is answered with what there is now and
+// throttled a second, as HTTP answers 429 parked_limit with Retry-After 1.
+func (l *kafkaLogin) Park() (func(), bool, time.Duration) {
+	now := time.Now()
+	limit := l.current(now).limits[LimitMaxParkedPops]
+	if limit == nil {
+		return nil, true, 0
+	}
+	if l.p.parked.enter(l.cluster.ID, limit) {
+		return l.leave, true, 0
+	}
+	l.logOver(now, "kafka:Fetch", "max_parked_pops")
+	if !l.p.cfg.Enforce {
+		l.p.parked.of(l.cluster.ID).Add(1)
+		return l.leave, true, 0
+	}
+	l.mutedUntil.Store(now.Add(parkedThrottle).UnixNano())
+	return nil, false, parkedThrottle
+}
+
+// logOver logs a limit the login passes (would_block), at most once a
+// second per login: a throttled client sends many requests a second.
+func (l *kafkaLogin) logOver(now time.Time, path, limit string) {
+	if last := l.loggedAt.Load(); now.UnixNano()-last >= int64(time.Second) && l.loggedAt.CompareAndSwap(last, now.UnixNano()) {
+		l.p.overLimit(l.cluster, path, limit)
+	}
 }
 
 // touch records the cluster's activity (last traffic, first push, key

@@ -206,3 +206,38 @@ func TestKafkaPolicyMeters(t *testing.T) {
 		t.Fatalf("usage %+v", got)
 	}
 }
+
+// TestKafkaPolicyParkedFetches: a fetch that may wait takes one of the
+// cluster's parked slots, the ones HTTP's long-poll pops take (free: 50);
+// past them, enforced, it is answered at once and throttled a second.
+func TestKafkaPolicyParkedFetches(t *testing.T) {
+	p, _ := testProxy(t, Config{Enforce: true})
+	pol, c := kafkaPolicyFor(t, p, "acme")
+	var leaves []func()
+	for i := range 50 {
+		leave, ok, d := pol.Park()
+		if !ok || leave == nil || d != 0 {
+			t.Fatalf("parked fetch %d of 50 refused", i+1)
+		}
+		leaves = append(leaves, leave)
+	}
+	if _, ok, d := pol.Park(); ok || d != time.Second {
+		t.Fatalf("the 51st parked fetch: %v %v", ok, d)
+	}
+	if p.enterParked(c, n(50)) {
+		t.Fatal("an HTTP long poll passed the slots Kafka holds")
+	}
+	leaves[0]()
+	if leave, ok, _ := pol.Park(); !ok {
+		t.Fatal("a freed slot was not reused")
+	} else {
+		leave()
+	}
+	shadow, _ := testProxy(t, Config{})
+	spol, _ := kafkaPolicyFor(t, shadow, "beta")
+	for range 60 {
+		if _, ok, _ := spol.Park(); !ok {
+			t.Fatal("shadow mode refused a parked fetch")
+		}
+	}
+}

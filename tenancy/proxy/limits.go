@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -156,32 +157,44 @@ func isParkedPop(ctx *fasthttp.RequestCtx, path string) bool {
 	return bytes.Equal(w, []byte("true")) || bytes.Equal(w, []byte("1"))
 }
 
-// parkedPops counts long-poll pops parked per cluster on this node.
+// parkedPops counts long-poll pops (and Kafka fetches waiting for
+// records) parked per cluster on this node, an atomic per cluster.
 type parkedPops struct {
-	mu sync.Mutex
-	n  map[string]int64
+	by sync.Map // cluster id → *atomic.Int64
 }
 
-// enter takes a slot; over the cap it logs would_block and, enforced,
-// refuses.
-func (p *Proxy) enterParked(c *Cluster, limit *int64) bool {
-	pp := &p.parked
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	if pp.n == nil {
-		pp.n = map[string]int64{}
+func (pp *parkedPops) of(cluster string) *atomic.Int64 {
+	if n, ok := pp.by.Load(cluster); ok {
+		return n.(*atomic.Int64)
 	}
-	if limit != nil && pp.n[c.ID] >= *limit && p.overLimit(c, "pop", "max_parked_pops") {
+	n, _ := pp.by.LoadOrStore(cluster, new(atomic.Int64))
+	return n.(*atomic.Int64)
+}
+
+// enter takes a slot unless the cluster holds limit already (nil: no
+// cap): THE parked-cap decision of both doors.
+func (pp *parkedPops) enter(cluster string, limit *int64) bool {
+	n := pp.of(cluster)
+	if v := n.Add(1); limit != nil && v > *limit {
+		n.Add(-1)
 		return false
 	}
-	pp.n[c.ID]++
+	return true
+}
+
+// enterParked takes a slot; over the cap it logs would_block and,
+// enforced, refuses (in shadow mode the slot is taken anyway).
+func (p *Proxy) enterParked(c *Cluster, limit *int64) bool {
+	if p.parked.enter(c.ID, limit) {
+		return true
+	}
+	if p.overLimit(c, "pop", "max_parked_pops") {
+		return false
+	}
+	p.parked.of(c.ID).Add(1)
 	return true
 }
 
 func (pp *parkedPops) leave(cluster string) {
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	if pp.n[cluster]--; pp.n[cluster] <= 0 {
-		delete(pp.n, cluster)
-	}
+	pp.of(cluster).Add(-1)
 }
