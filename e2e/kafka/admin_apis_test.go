@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/queen-mq/queen/e2e/e2etest"
 	"github.com/queen-mq/queen/e2e/harness"
@@ -175,6 +176,57 @@ func TestKafkaAdminElectLeaders(t *testing.T) {
 	for _, p := range again["elt"] {
 		if !errors.Is(p.Err, kerr.ElectionNotNeeded) {
 			t.Fatalf("elt/%d asked again: %v", p.Partition, p.Err)
+		}
+	}
+}
+
+// scramLoginTo says whether user logs in to addr with password over
+// SCRAM-SHA-512.
+func scramLoginTo(ctx context.Context, t *testing.T, addr, user, password string) error {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism()), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	return err
+}
+
+// A SCRAM credential added through kadm on one node logs in on every
+// node at once, is described with its iterations through another, and
+// once deleted through a third is refused everywhere; the bootstrap user
+// of QUEEN_KAFKA_SASL_USERS keeps working.
+func TestKafkaAdminScramCredentials(t *testing.T) {
+	c := e2etest.StartCluster(t, harness.Options{Nodes: 3, Env: map[string]string{
+		"QUEEN_KAFKA_SASL": "scram-sha-256,scram-sha-512", "QUEEN_KAFKA_SASL_USERS": "ops:bootstrap"}})
+	ctx := e2etest.Deadline(t, 2*time.Minute)
+	admin := func(i int) *kadm.Client {
+		return adminOf(e2etest.KafkaClient(t, c.Nodes[i], kgo.SASL(scram.Auth{User: "ops", Pass: "bootstrap"}.AsSha256Mechanism())))
+	}
+	res, err := admin(0).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "svc", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "s3cret"}})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("upsert: %v %+v", err, res)
+	}
+	for _, n := range c.Nodes {
+		if err := scramLoginTo(ctx, t, n.KafkaAddr, "svc", "s3cret"); err != nil {
+			t.Fatalf("login on %s right after the upsert: %v", n.KafkaAddr, err)
+		}
+	}
+	desc, err := admin(1).DescribeUserSCRAMs(ctx, "svc")
+	if err != nil || desc["svc"].Err != nil || len(desc["svc"].CredInfos) != 1 || desc["svc"].CredInfos[0].Iterations != 8192 {
+		t.Fatalf("describe: %v %+v", err, desc)
+	}
+	del, err := admin(2).AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "svc", Mechanism: kadm.ScramSha512}}, nil)
+	if err != nil || del.Error() != nil {
+		t.Fatalf("delete: %v %+v", err, del)
+	}
+	for _, n := range c.Nodes {
+		if err := scramLoginTo(ctx, t, n.KafkaAddr, "svc", "s3cret"); err == nil {
+			t.Fatalf("a deleted credential logged in on %s", n.KafkaAddr)
+		}
+		if err := scramLoginTo(ctx, t, n.KafkaAddr, "ops", "bootstrap"); err != nil {
+			t.Fatalf("the bootstrap user on %s: %v", n.KafkaAddr, err)
 		}
 	}
 }
