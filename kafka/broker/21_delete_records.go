@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,11 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/wire"
 )
+
+// errCompactOnly refuses DeleteRecords on a topic whose cleanup.policy
+// is compact alone, as Kafka does (POLICY_VIOLATION): compaction keeps
+// each key's last record, which a moved log start would drop.
+var errCompactOnly = errors.New("kafka: records can be deleted only when the topic's cleanup.policy contains delete")
 
 // handleDeleteRecords (key 21, v0-2) moves each asked partition's log
 // start up to the offset given (-1: the high watermark), answering the
@@ -24,6 +30,7 @@ import (
 // offset past the high watermark is OFFSET_OUT_OF_RANGE; one at or below
 // the log start changes nothing and answers the log start. Internal
 // topics hold no records: anything but 0 (or -1) is OFFSET_OUT_OF_RANGE.
+// A topic compacted and not deleted answers POLICY_VIOLATION, as in Kafka.
 func (b *Broker) handleDeleteRecords(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
@@ -70,6 +77,9 @@ func (b *Broker) deleteRecords(ctx context.Context, tenant wire.ID, topic string
 	p, ok := b.partition(tenant, topic, index)
 	if !ok {
 		return 0, wire.ErrPartitionNotFound
+	}
+	if set, ok := b.engine.TopicSettings(tenant, topic); ok && set.Compact && !set.Delete {
+		return 0, errCompactOnly
 	}
 	_, caughtUp, err := b.leading(p.group, -1)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/wire"
 )
@@ -31,7 +32,7 @@ func deleteRecordsAt(t *testing.T, adm *kadm.Client, topic string, partition int
 // low watermark answered is the new log start, ListOffsets and a fetch
 // from the start see it, an offset past the high watermark is refused,
 // an offset below the log start changes nothing, and -1 empties the
-// partition up to its high watermark.
+// partition up to its high watermark; a compacted topic refuses it.
 func TestDeleteRecordsMovesLogStart(t *testing.T) {
 	n := startNode(t, nil)
 	cl := n.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -68,5 +69,15 @@ func TestDeleteRecordsMovesLogStart(t *testing.T) {
 	}
 	if r := deleteRecordsAt(t, adm, "dr", 0, -1); r.Err != nil || r.LowWatermark != 10 {
 		t.Fatalf("up to the high watermark: %+v", r)
+	}
+
+	// As Kafka: compaction alone keeps each key's last record.
+	compacted := kmsg.NewPtrCreateTopicsRequest()
+	compacted.Topics = append(compacted.Topics, createTopicsTopic("drc", 1, -1, map[string]string{"cleanup.policy": "compact"}))
+	if cr, err := compacted.RequestWith(ctxFor(t), cl); err != nil || cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create a compacted topic: %v %+v", err, cr)
+	}
+	if r := deleteRecordsAt(t, adm, "drc", 0, -1); !errors.Is(r.Err, kerr.PolicyViolation) {
+		t.Fatalf("compacted topic: %+v", r)
 	}
 }

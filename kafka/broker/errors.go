@@ -87,7 +87,7 @@ func errorCode(err error) int16 {
 		return kerr.InvalidPartitions.Code
 	case errors.Is(err, wire.ErrUnknownConfig), errors.Is(err, wire.ErrInvalidConfig), errors.Is(err, errUnsupportedOp):
 		return kerr.InvalidConfig.Code
-	case errors.Is(err, errNotKafkaTopic), errors.Is(err, errPartitionBudget):
+	case errors.Is(err, errNotKafkaTopic), errors.Is(err, errPartitionBudget), errors.Is(err, errCompactOnly):
 		return kerr.PolicyViolation.Code
 	case errors.Is(err, errInvalidTopic):
 		return kerr.InvalidTopicException.Code
