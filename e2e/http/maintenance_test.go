@@ -125,10 +125,13 @@ func TestMaintenanceModeHoldsPushesUnderLoad(t *testing.T) {
 	if err := impatient.ProduceSync(ctx, &kgo.Record{Value: []byte("refused")}).FirstErr(); err == nil {
 		t.Fatal("a Kafka produce succeeded while maintenance was on")
 	}
+	heldAtOff := maintenance(t, cl).BufferedMessages
 	setMaintenance(t, cl, "/api/v1/system/maintenance", false)
+	offAt := time.Now()
 	// The drain outpaces the pushes it holds meanwhile (they keep going to
 	// the hold until it is empty, so nothing overtakes what it held).
 	cl.Eventually(2*time.Minute, "the hold to drain under load", func() bool { return maintenance(t, cl).BufferedMessages == 0 })
+	t.Logf("%d items held when switched off; the hold drained under load in %v", heldAtOff, time.Since(offAt).Round(time.Millisecond))
 	wait(500 * time.Millisecond)
 	stopLoad()
 	wg.Wait()
