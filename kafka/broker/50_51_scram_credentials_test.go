@@ -1,7 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"crypto/sha512"
 	"errors"
 	"testing"
 
@@ -11,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/tenancy"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -123,5 +129,53 @@ func TestScramCredentialsManaged(t *testing.T) {
 	}
 	if err := scramLogin(t, n.addr, "admin", "boot", false); err != nil {
 		t.Fatalf("the static user: %v", err)
+	}
+}
+
+// TestScramKeysMatchTheLoginSide: the keys derived from a client's salted
+// password are those the login side derives from the password.
+func TestScramKeysMatchTheLoginSide(t *testing.T) {
+	salt := []byte("0123456789abcdef")
+	for _, mech := range []string{kafka.MechanismScramSHA256, kafka.MechanismScramSHA512} {
+		h := sha256.New
+		if mech == kafka.MechanismScramSHA512 {
+			h = sha512.New
+		}
+		salted, err := pbkdf2.Key(h, "pw", salt, 4096, h().Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := kafka.NewScramCredential(mech, "pw", salt, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, server := scramKeys(mech, salted)
+		if !bytes.Equal(stored, want.StoredKey) || !bytes.Equal(server, want.ServerKey) {
+			t.Fatalf("%s: keys differ from the login side's", mech)
+		}
+	}
+}
+
+// TestScramUserTenant: without tenancy any user is managed; in tenancy
+// mode only the user named by the login's own tenant.
+func TestScramUserTenant(t *testing.T) {
+	const mine = "7b0d6a4e-2f55-4c1e-9a51-0f2f3b7c9d11"
+	id, err := tenancy.Parse(mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := scramUserTenant(wire.DefaultTenant, "anyone"); err != nil {
+		t.Fatalf("default tenant: %v", err)
+	}
+	if err := scramUserTenant(id, mine); err != nil {
+		t.Fatalf("own tenant: %v", err)
+	}
+	for _, other := range []string{"anyone", "1b0d6a4e-2f55-4c1e-9a51-0f2f3b7c9d11"} {
+		if err := scramUserTenant(id, other); !errors.Is(err, errScramOtherTenant) || scramCode(err) != kerr.ClusterAuthorizationFailed.Code {
+			t.Fatalf("%s: %v", other, err)
+		}
+	}
+	if err := scramUserTenant(wire.DefaultTenant, ""); scramCode(err) != kerr.UnacceptableCredential.Code {
+		t.Fatalf("empty user: %v", err)
 	}
 }
