@@ -58,6 +58,7 @@ var brokerRouteClasses = map[string]string{
 	"GET /api/v1/resources/overview":                            "read",
 	"GET /api/v1/resources/namespaces":                          "read",
 	"GET /api/v1/resources/tasks":                               "read",
+	"GET /api/v1/resources/transactions":                        "read",
 	"GET /api/v1/system/placement":                              "blocked",
 	"GET /api/v1/system/raft/membership":                        "blocked",
 	"POST /api/v1/system/raft/membership/learners":              "blocked",
