@@ -139,8 +139,9 @@ type Principal struct {
 	// ClockSkew. Zero for a token without "exp". A Kafka session lasts
 	// until then.
 	Expires time.Time
-	// Tenant is the token's tenant claim (JWT_TENANT_CLAIM) when it is a
-	// string, unparsed; "" when absent. Whoever scopes by tenant checks it.
+	// Tenant is the token's tenant claim (JWT_TENANT_CLAIM), unparsed; ""
+	// when absent. A claim present but not a non-empty string refuses the
+	// token. Whoever scopes by tenant checks it.
 	Tenant string
 }
 

@@ -45,13 +45,33 @@ func (v *Verifier) VerifyContext(ctx context.Context, token string) (Principal, 
 		return Principal{}, refuse(v.classify(tok, claims, err), err)
 	}
 	sub, _ := claims["sub"].(string)
-	tenant, _ := claims[v.cfg.TenantClaim].(string)
+	tenant, err := tenantOf(claims, v.cfg.TenantClaim)
+	if err != nil {
+		return Principal{}, refuse(ErrMalformed, err)
+	}
 	p := Principal{Subject: sub, Roles: v.rolesFrom(claims), Tenant: tenant}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		// The parser accepts the token while now < exp + leeway.
 		p.Expires = exp.Time.Add(v.cfg.ClockSkew)
 	}
 	return p, nil
+}
+
+// tenantOf reads the tenant claim. Absent, the token is scoped to no
+// tenant: that is the operator's credential. Present, it must name one: a
+// number, an empty string or an object is refused, never read as absent,
+// or an identity provider's numeric tenant ids would make every tenant's
+// admin an operator.
+func tenantOf(claims jwt.MapClaims, name string) (string, error) {
+	raw, ok := claims[name]
+	if !ok {
+		return "", nil
+	}
+	tenant, ok := raw.(string)
+	if !ok || tenant == "" {
+		return "", fmt.Errorf("claim %q must be a non-empty string naming the tenant", name)
+	}
+	return tenant, nil
 }
 
 func refuse(kind, cause error) error {

@@ -363,7 +363,6 @@ func TestTenantClaim(t *testing.T) {
 		want   string
 	}{
 		{"", jwt.MapClaims{"tenant": "t-1"}, "t-1"}, // default claim name
-		{"", jwt.MapClaims{"tenant": 7}, ""},        // not a string: no tenant
 		{"", jwt.MapClaims{}, ""},
 		{"org", jwt.MapClaims{"org": "t-2", "tenant": "t-1"}, "t-2"},
 	} {
@@ -374,6 +373,19 @@ func TestTenantClaim(t *testing.T) {
 		}
 		if p.Tenant != tc.want {
 			t.Errorf("claim %q, claims %v: tenant %q, want %q", tc.claim, tc.claims, p.Tenant, tc.want)
+		}
+	}
+}
+
+// A tenant claim that is present but not a tenant name must not read as
+// "no tenant": a token without one is the operator's (issue 33).
+func TestTenantClaimThatIsNotANameIsRefused(t *testing.T) {
+	clock := newFakeClock()
+	v := newTestVerifier(t, enabled(func(c *Config) { c.Secret = testSecret }), clock, nil)
+	for _, bad := range []any{7, "", true, []any{"t-1"}, map[string]any{"id": "t-1"}} {
+		_, err := v.Verify(sign(t, jwt.SigningMethodHS256, []byte(testSecret), claimsAt(clock.Now(), jwt.MapClaims{"role": "admin", "tenant": bad}), nil))
+		if !errors.Is(err, ErrUnauthenticated) || !errors.Is(err, ErrMalformed) {
+			t.Errorf("tenant claim %#v: err %v, want a refusal as malformed", bad, err)
 		}
 	}
 }
