@@ -153,20 +153,21 @@ func (l *kafkaLogin) Produce() broker.ProduceGate {
 		return broker.ProduceGate{Refuse: &broker.PolicyError{Code: kerr.TopicAuthorizationFailed.Code,
 			Msg: he.code + ": " + he.msg}}
 	}
+	// The caps HTTP's payloadTooLarge and tooManyItems compare with, as
+	// numbers the broker compares a record's and a batch's size with
+	// (size > cap, as they do) without a call per record.
 	var g broker.ProduceGate
-	if m := v.limits[LimitMaxPayloadBytes]; m != nil {
-		g.MaxRecordBytes = clampInt(*m)
+	if c, ok := payloadCap(v.limits); ok {
+		g.MaxRecordBytes = clampInt(c)
 	}
-	if m := v.limits[LimitMaxItemsPerPush]; m != nil {
-		g.MaxBatchRecords = clampInt(*m)
+	if c, ok := itemsCap(v.limits); ok {
+		g.MaxBatchRecords = clampInt(c)
 	}
-	// The gate's own checks are payloadTooLarge and tooManyItems at these
-	// bounds; kept as numbers so that the broker compares per record
-	// without a call per record.
 	return g
 }
 
-// clampInt keeps a limit positive as an int (0 means none to the gate).
+// clampInt is a cap as the gate's int, where 0 means none: a cap of 0
+// (nothing may pass) becomes 1, which only an empty record passes.
 func clampInt(v int64) int {
 	return int(max(1, min(v, 1<<40)))
 }

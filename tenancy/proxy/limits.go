@@ -36,16 +36,34 @@ func checkPush(items []api.PushItem, lim Limits) error {
 // The size caps' decisions, THE ones of both doors: an HTTP push's items
 // and payloads, a Kafka produce's batches and records (kafka_policy.go).
 
+// itemsCap is the most items one push may carry; false: no cap.
+func itemsCap(lim Limits) (int64, bool) {
+	m := lim[LimitMaxItemsPerPush]
+	if m == nil {
+		return 0, false
+	}
+	return *m, true
+}
+
+// payloadCap is the largest payload one item may carry; false: no cap.
+func payloadCap(lim Limits) (int64, bool) {
+	m := lim[LimitMaxPayloadBytes]
+	if m == nil {
+		return 0, false
+	}
+	return *m, true
+}
+
 // tooManyItems says whether n items are more than one push may carry.
 func tooManyItems(lim Limits, n int) bool {
-	m := lim[LimitMaxItemsPerPush]
-	return m != nil && int64(n) > *m
+	c, ok := itemsCap(lim)
+	return ok && int64(n) > c
 }
 
 // payloadTooLarge says whether a payload of size bytes is over the cap.
 func payloadTooLarge(lim Limits, size int) bool {
-	m := lim[LimitMaxPayloadBytes]
-	return m != nil && int64(size) > *m
+	c, ok := payloadCap(lim)
+	return ok && int64(size) > c
 }
 
 // pushBlocked is why a cluster's pushes are refused whatever they carry,
