@@ -6,8 +6,9 @@ import (
 )
 
 // Mixed routes carry operations of several kinds in one body: a
-// transaction (pushes, acks, positions, KV and timers) and the KV and
-// timer batches (POST /api/v1/kv, POST /api/v1/timers). Each operation
+// transaction (pushes, acks, positions, KV and timers), a Streams cycle
+// (sink pushes, the source's ack, state) and the KV and timer batches
+// (POST /api/v1/kv, POST /api/v1/timers). Each operation
 // needs what the route that does it alone needs (bodyRoutes); the
 // data plane admits every one of them as it admits a route (admitBody),
 // so a scope refused on the operation's own route is refused inside a
@@ -87,6 +88,20 @@ func bodyRoutes(path string, r Route, body []byte) ([]Route, bool) {
 		for _, o := range req.Timers {
 			out = append(out, timerOpRoute(o.Op))
 		}
+	case path == "/streams/v1/cycle":
+		c, ok := decodeCycle(body)
+		if !ok {
+			return nil, false
+		}
+		// The sink's pushes are pushes and the source's acknowledgment an
+		// ack; the query's own state is the processor's, which the route's
+		// write authority covers.
+		if c.pushes {
+			out = append(out, Classify("POST", "/api/v1/push"))
+		}
+		if c.acks {
+			out = append(out, Classify("POST", "/api/v1/ack"))
+		}
 	case r.Class == ClassGated && r.Op == OpMixed && (r.Feature == FeatureKV || r.Feature == FeatureTimers):
 		ops, ok := batchOps(body)
 		if !ok {
@@ -114,12 +129,41 @@ func batchOps(body []byte) ([]batchOp, bool) {
 	return req.Operations, true
 }
 
+// cycleBody is what the proxy reads of a Streams cycle (http/api
+// streamsCycleRequest): whether it pushes to the sink, acknowledges the
+// source, and stores state.
+type cycleBody struct {
+	pushes, acks, upserts bool
+}
+
+func decodeCycle(body []byte) (cycleBody, bool) {
+	var req struct {
+		PushItems []json.RawMessage `json:"push_items"`
+		Ack       json.RawMessage   `json:"ack"`
+		StateOps  []struct {
+			Type string `json:"type"`
+		} `json:"state_ops"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return cycleBody{}, false
+	}
+	c := cycleBody{pushes: len(req.PushItems) > 0, acks: len(req.Ack) > 0 && string(req.Ack) != "null"}
+	for _, op := range req.StateOps {
+		c.upserts = c.upserts || op.Type != "delete"
+	}
+	return c, true
+}
+
 // refineMixed reclassifies a Mixed route from its body and the routes
 // of its operations: the route to apply, and whether the batch grows
 // anything.
 func refineMixed(r Route, body []byte, ops []Route) (Route, bool) {
 	if r.Class != ClassGated || r.Op != OpMixed {
 		return r, false
+	}
+	if r.Feature == FeatureStreams {
+		c, ok := decodeCycle(body)
+		return r, !ok || c.pushes || c.upserts
 	}
 	batch, ok := batchOps(body)
 	if !ok {
