@@ -1,7 +1,7 @@
 // Package console owns the proxy's console pages (spec §6.10): plain HTML,
 // CSS and JavaScript modules embedded in the binary, served by the proxy
 // at /console. The pages reuse the dashboard's generic modules and styles
-// (http/ui: style.css, api.js, dom.js, chart.js), served under the
+// (http/ui: style.css, api.js, dom.js, names.js, chart.js), served under the
 // console's own /console/assets/ so the modules' relative imports resolve
 // there; this package only serves files, the proxy owns the JSON API.
 package console
@@ -32,7 +32,7 @@ var assets = func() map[string]ui.Asset {
 
 // shared are the dashboard's files the console uses as they are; the
 // dashboard's own pages are not the console's to serve.
-var shared = []string{"style.css", "api.js", "dom.js", "chart.js", "shell.js", "favicon.svg"}
+var shared = []string{"style.css", "api.js", "dom.js", "names.js", "chart.js", "shell.js", "favicon.svg"}
 
 // Page is the console's HTML document, served at /console.
 func Page() ui.Asset { return assets["index.html"] }
