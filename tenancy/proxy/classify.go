@@ -154,8 +154,13 @@ func segments(path, prefix, suffix string) int {
 func classifyGated(method, path string) (Route, bool) {
 	switch {
 	case under(path, "/streams"):
-		if method == "POST" && path == "/streams/v1/cycle" {
+		switch {
+		case method == "POST" && path == "/streams/v1/cycle":
 			return gated(FeatureStreams, OpMixed), true
+		case isGet(method):
+			// The queries' list is a view; POST state/get stays open, as a
+			// stream worker holding produce and consume reads its state.
+			return gated(FeatureStreams, OpRead), true
 		}
 		return gated(FeatureStreams, OpOpen), true
 	case method == "POST" && path == "/api/v1/traces":
