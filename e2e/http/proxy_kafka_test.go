@@ -33,7 +33,8 @@ func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _
 // logged in over Kafka with its API key (issue 33 item 1): every free-plan
 // limit is refused with Kafka's answer (INVALID_PARTITIONS past 8
 // partitions, POLICY_VIOLATION for the 21st topic, MESSAGE_TOO_LARGE past
-// 256 KiB, TOPIC_AUTHORIZATION_FAILED while push_blocked and over
+// 256 KiB, RECORD_LIST_TOO_LARGE past 1,000 records a batch,
+// TOPIC_AUTHORIZATION_FAILED while push_blocked and over
 // max_retained_bytes), past the request rate answers carry
 // throttle_time_ms and no error, and a Kafka produce shows in /usage.
 func TestProxyKafkaDoorKeepsThePlan(t *testing.T) {
@@ -114,6 +115,16 @@ func TestProxyKafkaDoorKeepsThePlan(t *testing.T) {
 	}
 	if err := prod.ProduceSync(ctx, kgo.SliceRecord(make([]byte, 1000))).FirstErr(); err != nil {
 		t.Fatalf("a 1 KB record: %v", err)
+	}
+	// Items per push: 1,000. One batch of 1,001 records to one partition.
+	batcher := e2etest.KgoClient(t, c, login, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2*time.Second),
+		kgo.RecordRetries(2), kgo.RecordDeliveryTimeout(30*time.Second))
+	many := make([]*kgo.Record, 1001)
+	for i := range many {
+		many[i] = &kgo.Record{Topic: "t01", Partition: 0, Value: []byte("r")}
+	}
+	if err := batcher.ProduceSync(ctx, many...).FirstErr(); !errors.Is(err, kerr.RecordListTooLarge) {
+		t.Fatalf("a batch of 1,001 records: %v", err)
 	}
 
 	// Request rate: 5/s, burst 25. Past the burst the answers carry a
