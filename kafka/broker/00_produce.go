@@ -199,7 +199,12 @@ func produceBytes(req *kmsg.ProduceRequest) int {
 // throttle, for a tenant over its in-flight bytes.
 func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
 	resp.ThrottleMillis = produceThrottleMs
-	code, msg := errorCode(errTenantBusy), errorMessage(errTenantBusy)
+	answerEveryPartition(resp, req, errorCode(errTenantBusy), errorMessage(errTenantBusy))
+}
+
+// answerEveryPartition answers every partition of req with code and msg,
+// nothing written (base offset -1).
+func answerEveryPartition(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest, code int16, msg *string) {
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, t := range req.Topics {
 		rt := &resp.Topics[ti]
@@ -207,7 +212,7 @@ func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for pi, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, msg
+			rp.Partition, rp.ErrorCode, rp.ErrorMessage, rp.BaseOffset = p.Partition, code, msg, -1
 			rt.Partitions[pi] = rp
 		}
 	}

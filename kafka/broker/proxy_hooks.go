@@ -266,17 +266,7 @@ func recordBytes(r *records.Record) int {
 // refuseAllProduce answers every partition of req with e.
 func refuseAllProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest, e *PolicyError) {
 	msg := e.Msg
-	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
-	for ti, t := range req.Topics {
-		rt := &resp.Topics[ti]
-		rt.Topic = t.Topic
-		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
-		for pi, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.ErrorCode, rp.ErrorMessage, rp.BaseOffset = p.Partition, e.Code, &msg, -1
-			rt.Partitions[pi] = rp
-		}
-	}
+	answerEveryPartition(resp, req, e.Code, &msg)
 }
 
 // policyCreate asks the request's policy about topics to create or grow
