@@ -306,20 +306,8 @@ func (b *Broker) alterScramUser(ctx context.Context, tenant wire.ID, user string
 			stored, server := scramKeys(name, up.SaltedPassword)
 			u.Mechanisms[name] = storedScramMechanism{Salt: up.Salt, Iterations: int(up.Iterations), StoredKey: stored, ServerKey: server}
 		}
-		op := wire.KVOp{Op: wire.KVPut, NS: scramNS, Key: []byte(user), HasExpect: true, Expect: version, Required: true}
-		if len(u.Mechanisms) == 0 {
-			op.Op = wire.KVDelete
-		} else if op.Value, err = json.Marshal(u); err != nil {
+		if written, err := b.replaceKV(cctx, wire.DefaultTenant, scramNS, user, version, u, len(u.Mechanisms) == 0); written || err != nil {
 			return err
-		}
-		res, err := b.engine.KV(cctx, &wire.KVCmd{Tenant: wire.DefaultTenant, Ops: []wire.KVOp{op}})
-		switch {
-		case err != nil:
-			return err
-		case res.Code != wire.CodeOK:
-			return res.Code.Err()
-		case res.OK:
-			return nil
 		}
 	}
 	return fmt.Errorf("%w: SCRAM user %s kept changing", context.DeadlineExceeded, user)

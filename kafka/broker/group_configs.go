@@ -91,23 +91,35 @@ func (b *Broker) alterGroupConfigs(ctx context.Context, tenant wire.ID, group st
 		if err := applyGroupConfigOps(set, cfgs); err != nil || validateOnly {
 			return err
 		}
-		op := wire.KVOp{Op: wire.KVPut, NS: groupConfigNS, Key: []byte(group), HasExpect: true, Expect: version, Required: true}
-		if len(set) == 0 {
-			op.Op = wire.KVDelete
-		} else if op.Value, err = json.Marshal(set); err != nil {
+		if written, err := b.replaceKV(ctx, tenant, groupConfigNS, group, version, set, len(set) == 0); written || err != nil {
 			return err
-		}
-		res, err := b.engine.KV(ctx, &wire.KVCmd{Tenant: tenant, Ops: []wire.KVOp{op}})
-		switch {
-		case err != nil:
-			return err
-		case res.Code != wire.CodeOK:
-			return res.Code.Err()
-		case res.OK:
-			return nil
 		}
 	}
 	return fmt.Errorf("%w: group %s's configs kept changing", context.DeadlineExceeded, group)
+}
+
+// replaceKV stores value as JSON under ns/key, or deletes the key when
+// remove, if the key is still at version (what the caller read): false
+// and no error when another change came first, for the caller to read
+// again and retry.
+func (b *Broker) replaceKV(ctx context.Context, tenant wire.ID, ns, key string, version uint64, value any, remove bool) (bool, error) {
+	op := wire.KVOp{Op: wire.KVPut, NS: ns, Key: []byte(key), HasExpect: true, Expect: version, Required: true}
+	if remove {
+		op.Op = wire.KVDelete
+	} else {
+		var err error
+		if op.Value, err = json.Marshal(value); err != nil {
+			return false, err
+		}
+	}
+	res, err := b.engine.KV(ctx, &wire.KVCmd{Tenant: tenant, Ops: []wire.KVOp{op}})
+	switch {
+	case err != nil:
+		return false, err
+	case res.Code != wire.CodeOK:
+		return false, res.Code.Err()
+	}
+	return res.OK, nil
 }
 
 // deleteGroupConfigs forgets a group's configs.
