@@ -60,3 +60,81 @@ func (b *byteBudget) inUse() int {
 	defer b.mu.Unlock()
 	return b.used
 }
+
+// shareBudgets hands out one byteBudget per share (Config.ShareOf), held
+// by the connections logged in with it; a share no connection holds is
+// forgotten. A frame keeps the budget it was read under until released,
+// so a share forgotten and made again meanwhile costs at most one
+// generation's frames over the bound.
+type shareBudgets struct {
+	max int
+	mu  sync.Mutex
+	m   map[string]*shareBudget
+}
+
+type shareBudget struct {
+	*byteBudget
+	key  string
+	refs int
+}
+
+// hold returns key's budget with one more holder; nil when shares are off
+// or key is "".
+func (s *shareBudgets) hold(key string) *shareBudget {
+	if s.max <= 0 || key == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*shareBudget{}
+	}
+	b := s.m[key]
+	if b == nil {
+		b = &shareBudget{byteBudget: newByteBudget(s.max), key: key}
+		s.m[key] = b
+	}
+	b.refs++
+	return b
+}
+
+// drop gives a holder's place back (b may be nil).
+func (s *shareBudgets) drop(b *shareBudget) {
+	if b == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.refs--; b.refs == 0 && s.m[b.key] == b {
+		delete(s.m, b.key)
+	}
+}
+
+// frameBudget is what a frame's bytes are taken from: the node-wide
+// budget and, for a logged-in connection with a share, its share's first.
+type frameBudget struct {
+	node  *byteBudget
+	share *shareBudget
+}
+
+func (f frameBudget) acquire(ctx context.Context, n int) error {
+	if f.share != nil {
+		if err := f.share.acquire(ctx, n); err != nil {
+			return err
+		}
+	}
+	if err := f.node.acquire(ctx, n); err != nil {
+		if f.share != nil {
+			f.share.release(n)
+		}
+		return err
+	}
+	return nil
+}
+
+func (f frameBudget) release(n int) {
+	f.node.release(n)
+	if f.share != nil {
+		f.share.release(n)
+	}
+}

@@ -106,6 +106,18 @@ type Config struct {
 	// MaxBufferedRequestBytes bounds the request frames held in memory by
 	// all connections; readers wait for room before reading a frame.
 	MaxBufferedRequestBytes int
+	// ShareOf names the share a logged-in principal's requests count
+	// against ("" for none): the connections logged in with one share (a
+	// tenant) hold at most MaxBufferedRequestBytesPerShare of request
+	// frames together, so one share's producers cannot take the whole
+	// MaxBufferedRequestBytes while raft commits. A connection over its
+	// share is not read until the share has room, as Kafka mutes a
+	// channel: its client waits, nothing is refused.
+	ShareOf func(Principal) string
+	// MaxBufferedRequestBytesPerShare is each share's bound (0: none). As
+	// with the node-wide bound, one frame larger than it is admitted when
+	// the share holds nothing.
+	MaxBufferedRequestBytesPerShare int
 	// IdleTimeout closes a connection that sends nothing while nothing of
 	// it is in flight, and one whose responses make no progress.
 	IdleTimeout time.Duration

@@ -51,6 +51,9 @@ type Conn struct {
 	// lastFrame is the size of the last frame body read whole; the read
 	// loop alone uses it (readFrameBody).
 	lastFrame int
+	// share is the budget of the share the connection logged in with
+	// (Config.ShareOf); nil before login or without one.
+	share atomic.Pointer[shareBudget]
 
 	// ip is the client address the per-IP limit counts; unauthCounted
 	// says the connection counts among those not logged in. Both belong
@@ -229,11 +232,12 @@ func (c *Conn) readLoop() error {
 		if size < 0 || size > limit {
 			return fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, size, limit)
 		}
-		frame, err := c.readFrameBody(br, size)
+		fb := frameBudget{node: c.srv.budget, share: c.share.Load()}
+		frame, err := c.readFrameBody(br, size, fb)
 		if err != nil {
 			return err
 		}
-		p, err := c.dispatch(frame)
+		p, err := c.dispatch(frame, fb)
 		if err != nil {
 			return err
 		}
@@ -263,13 +267,14 @@ const (
 	frameGrowth = 4
 )
 
-// readFrameBody reads a body of size bytes, taking budget for the buffer as
-// it grows with the bytes actually received. On success the frame holds
-// exactly size bytes of budget, which dispatch and the handler release.
-func (c *Conn) readFrameBody(br *bufio.Reader, size int) ([]byte, error) {
+// readFrameBody reads a body of size bytes, taking budget from fb for the
+// buffer as it grows with the bytes actually received. On success the
+// frame holds exactly size bytes of budget, which dispatch and the handler
+// release.
+func (c *Conn) readFrameBody(br *bufio.Reader, size int, fb frameBudget) ([]byte, error) {
 	var frame []byte
 	fail := func(err error) ([]byte, error) {
-		c.srv.budget.release(cap(frame))
+		fb.release(cap(frame))
 		return nil, fmt.Errorf("reading a %d byte frame: %w", size, err)
 	}
 	for len(frame) < size {
@@ -281,7 +286,7 @@ func (c *Conn) readFrameBody(br *bufio.Reader, size int) ([]byte, error) {
 		}
 		arrived := len(frame) + br.Buffered()
 		grown := min(size, max(frameGrowth*arrived, firstChunk, c.lastFrame))
-		if err := c.srv.budget.acquire(c.ctx, grown-cap(frame)); err != nil {
+		if err := fb.acquire(c.ctx, grown-cap(frame)); err != nil {
 			return fail(err)
 		}
 		next := make([]byte, len(frame), grown)
@@ -325,9 +330,9 @@ func (c *Conn) readFrameSize(br *bufio.Reader) (int, error) {
 // dispatch decodes one frame, queues its response slot and starts its
 // handler. It owns the frame's budget: released here on failure, by the
 // handler goroutine otherwise. An error closes the connection.
-func (c *Conn) dispatch(frame []byte) (*pending, error) {
+func (c *Conn) dispatch(frame []byte, fb frameBudget) (*pending, error) {
 	size := len(frame)
-	release := func() { c.srv.budget.release(size) }
+	release := func() { fb.release(size) }
 
 	var stage saslStage
 	var authenticated, expired bool

@@ -140,6 +140,10 @@ func (c *Conn) login(mechanism string, principal Principal, after saslStage) err
 	c.authenticateByLocked(principal.Expires)
 	c.mu.Unlock()
 	c.srv.loggedIn(c)
+	if !reauth && c.srv.cfg.ShareOf != nil {
+		// A re-authentication keeps the user, so it keeps the share.
+		c.srv.shares.drop(c.share.Swap(c.srv.shares.hold(c.srv.cfg.ShareOf(principal))))
+	}
 	c.log.Debug("kafka SASL authenticated", "mechanism", mechanism, "user", principal.User, "again", reauth, "expires", principal.Expires)
 	return nil
 }

@@ -44,6 +44,7 @@ type Server struct {
 	handlers    map[int16]Handler // frozen by Start
 	advertised  []kmsg.ApiVersionsResponseApiKey
 	budget      *byteBudget
+	shares      shareBudgets // per share (Config.ShareOf), within budget
 	saslEnabled bool
 
 	ctx    context.Context // cancelled by Close; parent of every connection's
@@ -84,6 +85,7 @@ func NewServer(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		handlers:    map[int16]Handler{keyApiVersions: handleApiVersions},
 		budget:      newByteBudget(cfg.MaxBufferedRequestBytes),
+		shares:      shareBudgets{max: cfg.MaxBufferedRequestBytesPerShare},
 		saslEnabled: len(cfg.mechanisms()) > 0,
 		ctx:         ctx,
 		cancel:      cancel,
@@ -389,4 +391,5 @@ func (s *Server) forget(c *Conn) {
 	}
 	s.uncountUnauthenticated(c)
 	s.mu.Unlock()
+	s.shares.drop(c.share.Swap(nil))
 }

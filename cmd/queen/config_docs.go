@@ -127,7 +127,7 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_KAFKA_MAX_TENANT_GROUPS":                    {doc: "consumer groups one tenant may have at most (a new one past it: GROUP_AUTHORIZATION_FAILED)"},
 	"QUEEN_KAFKA_MAX_TENANT_TRANSACTIONAL_IDS":         {doc: "Kafka transactional ids one tenant may have at most (a new one past it: TRANSACTIONAL_ID_AUTHORIZATION_FAILED)"},
 	"QUEEN_KAFKA_METADATA_MAX_PARTITIONS":              {doc: "partitions of a topic Kafka clients are shown at most (a larger HTTP queue answers POLICY_VIOLATION)"},
-	"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES":            {doc: "produce record bytes one tenant may have in flight on a node (tenancy mode)"},
+	"QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES":            {doc: "request bytes one tenant's Kafka connections may hold on a node together (tenancy mode); over it they wait"},
 	"QUEEN_KAFKA_DEDUP_WINDOW_SECONDS":                 {doc: "how long idempotent producers' sequence numbers are remembered"},
 	"QUEEN_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS":         {doc: "shortest consumer group session timeout accepted"},
 	"QUEEN_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS":         {doc: "longest consumer group session timeout accepted"},

@@ -57,12 +57,6 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	tenant := b.tenantOf(c)
-	release, ok := b.takeProduceBytes(tenant, produceBytes(req))
-	if !ok {
-		refuseProduce(resp, req)
-		return resp, nil
-	}
-	defer release()
 	gate := producePolicy(ctx)
 	if gate.Refuse != nil {
 		refuseAllProduce(resp, req, gate.Refuse)
@@ -182,24 +176,6 @@ func allKeyed(batches []records.Batch) bool {
 		}
 	}
 	return true
-}
-
-// produceBytes is what a produce request's record batches hold.
-func produceBytes(req *kmsg.ProduceRequest) int {
-	n := 0
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			n += len(p.Records)
-		}
-	}
-	return n
-}
-
-// refuseProduce answers every partition of req errTenantBusy with a
-// throttle, for a tenant over its in-flight bytes.
-func refuseProduce(resp *kmsg.ProduceResponse, req *kmsg.ProduceRequest) {
-	resp.ThrottleMillis = produceThrottleMs
-	answerEveryPartition(resp, req, errorCode(errTenantBusy), errorMessage(errTenantBusy))
 }
 
 // answerEveryPartition answers every partition of req with code and msg,

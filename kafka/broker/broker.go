@@ -30,7 +30,6 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
-	"github.com/queen-mq/queen/tenancy"
 )
 
 // Config is the Kafka facade's configuration, filled by cmd/queen from env
@@ -64,8 +63,8 @@ type Config struct {
 	// MetadataMaxPartitions bounds the partitions of a topic Kafka clients
 	// are shown (QUEEN_KAFKA_METADATA_MAX_PARTITIONS); see partition_caps.go.
 	MetadataMaxPartitions int
-	// TenantMaxInflightBytes bounds one tenant's produce record bytes in
-	// flight on the node, in tenancy mode (tenant_inflight.go,
+	// TenantMaxInflightBytes bounds one tenant's request bytes in flight
+	// on the node, in tenancy mode (tenant_inflight.go,
 	// QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES).
 	TenantMaxInflightBytes int
 	// DedupWindow is how long idempotent-producer sequences are remembered
@@ -193,8 +192,6 @@ type Broker struct {
 	shares        *shareGroups
 	shareSessions *shareSessions
 	metrics       *brokerMetrics
-	// inflight bounds each tenant's produce bytes in flight.
-	inflight *tenancy.Inflight
 
 	// ctx ends with Close: the broker's own goroutines (node registration,
 	// the transaction reaper) stop on it.
@@ -218,13 +215,13 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	if cfg.Listener.Scram != nil {
 		cfg.Listener.Scram = b.managedScram(cfg.Listener.Scram)
 	}
+	tenantShares(&cfg)
 	srv, err := kafka.NewServer(cfg.Listener)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	*b = Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel, metrics: newBrokerMetrics(cfg.Metrics),
-		inflight: tenancy.NewInflight(cfg.TenantMaxInflightBytes)}
+	*b = Broker{cfg: cfg, engine: engine, log: log, srv: srv, ctx: ctx, cancel: cancel, metrics: newBrokerMetrics(cfg.Metrics)}
 	b.ids.init()
 	b.groups = newCoordinators(engine, cfg, log)
 	b.shares = newShareGroups(cfg.ConsumerGroupSessionTimeout, cfg.ConsumerGroupHeartbeatInterval)

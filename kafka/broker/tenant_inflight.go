@@ -1,35 +1,31 @@
 package broker
 
 import (
-	"fmt"
-
-	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/wire"
 )
 
-// DefaultTenantMaxInflightBytes bounds one tenant's produce record bytes in
+// DefaultTenantMaxInflightBytes bounds one tenant's request bytes in
 // flight on a node (QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES).
 const DefaultTenantMaxInflightBytes = 64 << 20
 
-// errTenantBusy refuses a produce over the tenant's in-flight bytes:
-// NOT_ENOUGH_REPLICAS as for an overloaded group (retriable, nothing was
-// written).
-var errTenantBusy = fmt.Errorf("%w: the tenant's produce requests in flight hold QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES; retry",
-	raftgroups.ErrOverloaded)
-
-// produceThrottleMs is the throttle time a refused produce carries, so
-// clients back off rather than resend at once.
-const produceThrottleMs = 100
-
-// takeProduceBytes reserves a produce request's n record bytes against its
-// tenant's in-flight bound (QUEEN_KAFKA_TENANT_MAX_INFLIGHT_BYTES): the
-// listener's request budget bounds all connections together, and in
-// tenancy mode one tenant's producers could hold all of it while raft
-// commits, as the HTTP door bounds each tenant's push items. The default
-// tenant (no tenancy) is not bounded here: it is the whole node.
-func (b *Broker) takeProduceBytes(tenant wire.ID, n int) (release func(), ok bool) {
-	if tenant == wire.DefaultTenant {
-		return func() {}, true
+// tenantShares makes each tenant a share of the listener's request budget
+// (kafka.Config.ShareOf): the connections of one tenant hold at most
+// TenantMaxInflightBytes of request frames on the node together, so one
+// tenant's producers cannot hold the whole node-wide budget while raft
+// commits, as the HTTP door bounds each tenant's push items. A tenant over
+// its share is not read further until its requests are answered, as
+// Kafka mutes a channel: its clients wait and nothing is refused. (Refusing
+// with NOT_ENOUGH_REPLICAS and a throttle, as before, halved a tenant's
+// produce throughput.) The default tenant (no tenancy) is the whole node
+// and has no share.
+func tenantShares(cfg *Config) {
+	cfg.Listener.MaxBufferedRequestBytesPerShare = cfg.TenantMaxInflightBytes
+	cfg.Listener.ShareOf = func(p kafka.Principal) string {
+		id, ok := p.Identity.(Identity)
+		if !ok || id.Tenant == wire.DefaultTenant {
+			return ""
+		}
+		return id.Tenant.String()
 	}
-	return b.inflight.Take(tenant, n)
 }
