@@ -10,7 +10,8 @@ import (
 // TestVisibleShowsHiddenCharacters (issue 33 item 13): the dashboard showed
 // a group id holding U+202E reversed. names.js's visible, which dom.js's
 // element builder applies to every text it prints, writes such characters
-// as ⟨U+XXXX⟩ and keeps other text, non-ASCII included, as it is. Runs the
+// as ⟨U+XXXX⟩ and keeps other text, non-ASCII, tabs and line breaks
+// included, as it is. Runs the
 // module under node when the machine has it.
 func TestVisibleShowsHiddenCharacters(t *testing.T) {
 	node, err := exec.LookPath("node")
@@ -24,7 +25,9 @@ func TestVisibleShowsHiddenCharacters(t *testing.T) {
 	script := `import { visible } from ` + "'file://" + mod + "'" + `;
 const cases = [
   ["pay\u202Etxt.exe", "pay⟨U+202E⟩txt.exe"],
-  ["a\u0000b\nc\u0085", "a⟨U+0000⟩b⟨U+000A⟩c⟨U+0085⟩"],
+  ["a\u0000b\nc\u0085", "a⟨U+0000⟩b\nc⟨U+0085⟩"],
+  ["{\n\t\"k\": 1\r\n}", "{\n\t\"k\": 1\r\n}"],
+  ["bell\u0007", "bell⟨U+0007⟩"],
   ["zero\u200Bwidth\uFEFF", "zero⟨U+200B⟩width⟨U+FEFF⟩"],
   ["café עברית 👩\u200D💻", "café עברית 👩\u200D💻"],
   [42, "42"],
