@@ -38,9 +38,6 @@ func (e *Engine) KafkaProduce(bodies []KafkaBody) (func(context.Context) ([]wire
 	if e.host.closed.Load() {
 		return nil, ErrClosed
 	}
-	if e.produceRefused(bodies) {
-		return nil, ErrMaintenance
-	}
 	byGroup := map[int][]int{}
 	var groups []int
 	for i, b := range bodies {

@@ -189,7 +189,7 @@ func (s *Server) mirrorMaintenance() bool {
 		defer s.maint.gate.Unlock()
 		push, pending = s.storedSwitch(maintPushKey), s.holdPending()
 	}
-	s.engine.SetMaintenance(push, push || pending, pop)
+	s.engine.SetMaintenance(push || pending, pop)
 	return !push && pending
 }
 
