@@ -110,26 +110,12 @@ func (s *shareBudgets) drop(b *shareBudget) {
 	}
 }
 
-// frameBudget is what a frame's bytes are taken from: the node-wide
-// budget and, for a logged-in connection with a share, its share's first.
+// frameBudget is what a frame's bytes are taken from (readFrameBody): the
+// node-wide budget and, for a logged-in connection with a share, its
+// share's; release gives a whole frame's bytes back to both.
 type frameBudget struct {
 	node  *byteBudget
 	share *shareBudget
-}
-
-func (f frameBudget) acquire(ctx context.Context, n int) error {
-	if f.share != nil {
-		if err := f.share.acquire(ctx, n); err != nil {
-			return err
-		}
-	}
-	if err := f.node.acquire(ctx, n); err != nil {
-		if f.share != nil {
-			f.share.release(n)
-		}
-		return err
-	}
-	return nil
 }
 
 func (f frameBudget) release(n int) {

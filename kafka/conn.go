@@ -267,14 +267,20 @@ const (
 	frameGrowth = 4
 )
 
-// readFrameBody reads a body of size bytes, taking budget from fb for the
-// buffer as it grows with the bytes actually received. On success the
-// frame holds exactly size bytes of budget, which dispatch and the handler
-// release.
+// readFrameBody reads a body of size bytes, taking node budget for the
+// buffer as it grows with the bytes actually received, and, for a
+// connection with a share, the share's budget for the whole frame once its
+// first byte arrives: taken in growth steps, a frame larger than the share
+// would wait for room its own first bytes hold. On success the frame holds
+// exactly size bytes of both, which dispatch and the handler release.
 func (c *Conn) readFrameBody(br *bufio.Reader, size int, fb frameBudget) ([]byte, error) {
 	var frame []byte
+	shared := false
 	fail := func(err error) ([]byte, error) {
-		fb.release(cap(frame))
+		fb.node.release(cap(frame))
+		if shared {
+			fb.share.release(size)
+		}
 		return nil, fmt.Errorf("reading a %d byte frame: %w", size, err)
 	}
 	for len(frame) < size {
@@ -284,9 +290,15 @@ func (c *Conn) readFrameBody(br *bufio.Reader, size int, fb frameBudget) ([]byte
 		if _, err := br.Peek(1); err != nil {
 			return fail(err)
 		}
+		if fb.share != nil && !shared {
+			if err := fb.share.acquire(c.ctx, size); err != nil {
+				return fail(err)
+			}
+			shared = true
+		}
 		arrived := len(frame) + br.Buffered()
 		grown := min(size, max(frameGrowth*arrived, firstChunk, c.lastFrame))
-		if err := fb.acquire(c.ctx, grown-cap(frame)); err != nil {
+		if err := fb.node.acquire(c.ctx, grown-cap(frame)); err != nil {
 			return fail(err)
 		}
 		next := make([]byte, len(frame), grown)

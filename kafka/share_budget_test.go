@@ -98,3 +98,31 @@ func TestShareBoundsFramesAcrossConnections(t *testing.T) {
 		return len(s.shares.m) == 0
 	})
 }
+
+// TestFrameLargerThanItsShareIsServed: as with the node-wide budget, one
+// frame larger than its share is admitted when the share holds nothing
+// else, even when its bytes arrive in pieces: the share is taken for the
+// whole frame once its first byte arrives. Taken in growth steps, the
+// frame waited for room its own first bytes held, for ever.
+func TestFrameLargerThanItsShareIsServed(t *testing.T) {
+	h := newBlockingHandler()
+	close(h.release)
+	s := startServer(t, Config{Authenticate: shareAuthenticator, ShareOf: func(p Principal) string { return p.Identity.(string) },
+		MaxBufferedRequestBytesPerShare: 4 << 10}, func(s *Server) { must(t, s.RegisterHandler(12, h.handle)) })
+	c := dialRaw(t, s)
+	loginAs(t, c, "acme.one")
+	req := heartbeat(strings.Repeat("x", 64<<10))
+	c.corr++
+	frame := c.fmt.AppendRequest(nil, req, c.corr)
+	c.writeRaw(frame[:100])
+	waitFor(t, "the frame's first bytes to be read", func() bool {
+		s.shares.mu.Lock()
+		defer s.shares.mu.Unlock()
+		sb := s.shares.m["acme"]
+		return sb != nil && sb.inUse() > 0
+	})
+	c.writeRaw(frame[100:])
+	if resp := c.recv(req, c.corr).(*kmsg.HeartbeatResponse); resp.ErrorCode != 0 {
+		t.Fatalf("error %d", resp.ErrorCode)
+	}
+}
