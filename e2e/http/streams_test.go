@@ -129,15 +129,7 @@ func sinkPayloads(t *testing.T, cl *e2etest.Client, queue, partition string) []s
 func newStreams(t *testing.T) (streamsClient, *harness.Cluster) {
 	c := e2etest.StartCluster(t, harness.Options{Nodes: 1})
 	cl := e2etest.NewClient(t, e2etest.Deadline(t, 3*time.Minute), c.Nodes[0])
-	cl.Eventually(30*time.Second, "format raised for Streams", func() bool {
-		var h struct {
-			Format struct {
-				Active []uint32 `json:"active"`
-			} `json:"format"`
-		}
-		cl.Do(http.MethodGet, "/health", nil, &h)
-		return len(h.Format.Active) > 0 && !slices.ContainsFunc(h.Format.Active, func(f uint32) bool { return f < wire.FormatV3 })
-	})
+	waitFormat(cl, wire.FormatV3)
 	return streamsClient{cl, t}, c
 }
 
@@ -543,15 +535,7 @@ func TestStreamsCycleAcrossGroupsWithAnEncryptedSink(t *testing.T) {
 	ctx := e2etest.Deadline(t, 3*time.Minute)
 	cl := e2etest.NewClient(t, ctx, n)
 	s := streamsClient{cl, t}
-	cl.Eventually(30*time.Second, "format raised for Streams", func() bool {
-		var h struct {
-			Format struct {
-				Active []uint32 `json:"active"`
-			} `json:"format"`
-		}
-		cl.Do(http.MethodGet, "/health", nil, &h)
-		return len(h.Format.Active) == 2 && !slices.ContainsFunc(h.Format.Active, func(f uint32) bool { return f < wire.FormatV3 })
-	})
+	waitFormat(cl, wire.FormatV3)
 	tag := hex.EncodeToString(randBytes(6))
 	s.Push(e2etest.PushItem{Queue: "xg-src", Partition: "p", Payload: "CLEARSRC-" + tag})
 	src := e2etest.FirstPartitionGroup(ctx, t, n.URL(), "xg-src")
@@ -621,15 +605,7 @@ func TestStreamsAcrossNodes(t *testing.T) {
 		cls = append(cls, streamsClient{e2etest.NewClient(t, ctx, n), t})
 	}
 	for _, s := range cls {
-		s.Eventually(time.Minute, "format raised for Streams", func() bool {
-			var h struct {
-				Format struct {
-					Active []uint32 `json:"active"`
-				} `json:"format"`
-			}
-			s.Do(http.MethodGet, "/health", nil, &h)
-			return len(h.Format.Active) > 0 && !slices.ContainsFunc(h.Format.Active, func(f uint32) bool { return f < wire.FormatV3 })
-		})
+		waitFormat(s.Client, wire.FormatV3)
 	}
 	cls[0].Push(e2etest.PushItems("an-src", "p", "m0", "m1")...)
 	q := cls[0].mustRegister("across", "an-src", "an-sink", "h")
