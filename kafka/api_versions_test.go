@@ -208,11 +208,11 @@ func TestConfigValidation(t *testing.T) {
 // KIP-932's share-group keys (76-79, 90-92), OffsetForLeaderEpoch (23),
 // without which franz-go ignores leader epochs, and KIP-664's three keys
 // that find hanging transactions (61, 65, 66), and the admin keys of
-// issue 36: DescribeTopicPartitions (75), DeleteRecords (21), ElectLeaders (43) and the SCRAM
-// credential keys (50, 51).
+// issue 36: DescribeTopicPartitions (75), DeleteRecords (21), ElectLeaders (43), the SCRAM
+// credential keys (50, 51) and the client quota keys (48, 49).
 func TestVersionTable(t *testing.T) {
-	if len(supportedVersions) != 52 {
-		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch, KIP-664's three and issue 36's admin keys make 52", len(supportedVersions))
+	if len(supportedVersions) != 54 {
+		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch, KIP-664's three and issue 36's admin keys make 54", len(supportedVersions))
 	}
 	for key, w := range supportedVersions {
 		req := kmsg.RequestForKey(key)

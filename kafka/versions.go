@@ -51,6 +51,8 @@ var supportedVersions = map[int16]VersionRange{
 	43: {0, 2},  // ElectLeaders: a raft leadership transfer to the group's preferred node
 	44: {0, 1},  // IncrementalAlterConfigs
 	47: {0, 0},  // OffsetDelete
+	48: {0, 1},  // DescribeClientQuotas: KIP-546, user and client-id entities
+	49: {0, 1},  // AlterClientQuotas: replicated in the default tenant's KV
 	50: {0, 0},  // DescribeUserScramCredentials: KIP-554, managed users only
 	51: {0, 0},  // AlterUserScramCredentials: replicated in the default tenant's KV
 	60: {0, 1},  // DescribeCluster: v2 endpoint types

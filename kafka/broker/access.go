@@ -125,6 +125,10 @@ var apiAccess = map[kmsg.Key][]need{
 	// DESCRIBE and ALTER on the cluster).
 	kmsg.DescribeUserSCRAMCredentials: {cluster(admin)},
 	kmsg.AlterUserSCRAMCredentials:    {cluster(admin)},
+	// Client quotas: as the SCRAM keys (Kafka's DESCRIBE_CONFIGS and
+	// ALTER_CONFIGS on the cluster; a quota is an operator's setting).
+	kmsg.DescribeClientQuotas: {cluster(admin)},
+	kmsg.AlterClientQuotas:    {cluster(admin)},
 }
 
 // guard refuses a request whose connection logged in with a broker JWT

@@ -80,6 +80,8 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.ElectLeaders:                 {C, C, C, C, ok, C}, // ALTER on the cluster
 	kmsg.DescribeUserSCRAMCredentials: {C, C, C, C, ok, C}, // logins: admin only
 	kmsg.AlterUserSCRAMCredentials:    {C, C, C, C, ok, C},
+	kmsg.DescribeClientQuotas:         {C, C, C, C, ok, C}, // as the SCRAM keys
+	kmsg.AlterClientQuotas:            {C, C, C, C, ok, C},
 	kmsg.IncrementalAlterConfigs:      {T, T, T, T, ok, T},
 	kmsg.DescribeCluster:              {C, ok, ok, ok, ok, ok},
 	kmsg.DescribeTopicPartitions:      {T, ok, ok, ok, ok, ok}, // paged Metadata

@@ -192,6 +192,9 @@ type Broker struct {
 	shares        *shareGroups
 	shareSessions *shareSessions
 	metrics       *brokerMetrics
+	// quotas is this node's cache of the client quotas and their buckets
+	// (client_quota_enforce.go).
+	quotas *quotaCache
 
 	// ctx ends with Close: the broker's own goroutines (node registration,
 	// the transaction reaper) stop on it.
@@ -226,11 +229,12 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 	b.groups = newCoordinators(engine, cfg, log)
 	b.shares = newShareGroups(cfg.ConsumerGroupSessionTimeout, cfg.ConsumerGroupHeartbeatInterval)
 	b.shareSessions = newShareSessions()
+	b.quotas = newQuotaCache()
 	for key, h := range b.handlers() {
 		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
 			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
 		}
-		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, policed(key, h)))); err != nil {
+		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, policed(key, b.quoted(key, h))))); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
 		}
 	}
@@ -268,6 +272,8 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.ElectLeaders):                 b.handleElectLeaders,
 		int16(kmsg.DescribeUserSCRAMCredentials): b.handleDescribeUserScramCredentials,
 		int16(kmsg.AlterUserSCRAMCredentials):    b.handleAlterUserScramCredentials,
+		int16(kmsg.DescribeClientQuotas):         b.handleDescribeClientQuotas,
+		int16(kmsg.AlterClientQuotas):            b.handleAlterClientQuotas,
 		int16(kmsg.OffsetCommit):                 b.handleOffsetCommit,
 		int16(kmsg.OffsetFetch):                  b.handleOffsetFetch,
 		int16(kmsg.FindCoordinator):              b.handleFindCoordinator,
@@ -298,10 +304,11 @@ func (b *Broker) Start() error {
 	if err := b.srv.Start(); err != nil {
 		return err
 	}
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go b.registerNode()
 	go b.reapTxns()
 	go b.cleanLogs()
+	go b.refreshQuotas()
 	return nil
 }
 
