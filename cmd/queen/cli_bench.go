@@ -20,7 +20,7 @@ import (
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure this machine: HTTP push, pop+ack and Kafka throughput and latency",
+		Short: "Measure this machine: HTTP push, pop+ack, Streams and Kafka throughput and latency",
 		Long: `Run a benchmark against nodes this binary starts (free 127.0.0.1 ports, temp
 data dirs removed afterwards), or against running ones with --url / --brokers.
 The same code as 'go run ./bench/...' in the source tree; docs/cli.md shows
@@ -30,6 +30,7 @@ sample output.`,
 	var popack workload.PopAckOptions
 	var kafka workload.KafkaOptions
 	var partitions workload.PartitionsOptions
+	var streams workload.StreamsOptions
 	cmd.AddCommand(
 		benchCommand("push", "HTTP push throughput and latency (batches from many clients)", push.Register,
 			func(start node.Starter, w io.Writer) error { return workload.Push(push, start, w) }),
@@ -39,6 +40,8 @@ sample output.`,
 			func(start node.Starter, w io.Writer) error { return workload.Kafka(kafka, start, w) }),
 		benchCommand("partitions", "One message in each of millions of partitions: push, drains, memory, views, boot", partitions.Register,
 			func(start node.Starter, w io.Writer) error { return workload.Partitions(partitions, start, w) }),
+		benchCommand("streams", "Streams cycles against /api/v1/transaction doing the same work, rounds interleaved", streams.Register,
+			func(start node.Starter, w io.Writer) error { return workload.Streams(streams, start, w) }),
 	)
 	return cmd
 }
