@@ -64,15 +64,16 @@ func TestKafkaAdminClientQuotas(t *testing.T) {
 
 	createTopics(ctx, t, adminOf(e2etest.KafkaClient(t, c.Nodes[0])), 1, "quota-orders")
 	seen := &throttleSeen{}
+	// Uncompressed: the rate meters the batches' bytes as sent.
 	prod := e2etest.KafkaClient(t, c.Nodes[1], kgo.ClientID("quota-slow"), kgo.WithHooks(seen),
-		kgo.DefaultProduceTopic("quota-orders"), kgo.ProducerLinger(0))
+		kgo.DefaultProduceTopic("quota-orders"), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	value := bytes.Repeat([]byte("q"), 1000)
-	sent := 0
-	// Each node's cache catches up within a second; keep producing (10
-	// KB a round, half the rate) until a throttle comes back.
+	sent, began := 0, time.Now()
+	// Each node's cache catches up within a second or so; keep producing
+	// (10 KB a round) until a throttle comes back.
 	for seen.n.Load() == 0 {
-		if ctx.Err() != nil || sent >= 2000 {
-			t.Fatalf("no throttle after %d records of 1 KB at %d B/s", sent, rate)
+		if ctx.Err() != nil || time.Since(began) > 30*time.Second {
+			t.Fatalf("no throttle after %d records of 1 KB in %v at %d B/s", sent, time.Since(began), rate)
 		}
 		var recs []*kgo.Record
 		for i := 0; i < 10; i++ {
@@ -83,7 +84,26 @@ func TestKafkaAdminClientQuotas(t *testing.T) {
 		}
 		sent += len(recs)
 	}
-	t.Logf("throttled after %d records; longest throttle %d ms", sent, seen.maxMs.Load())
+	t.Logf("throttled after %d records, %v; longest throttle %d ms", sent, time.Since(began), seen.maxMs.Load())
+
+	// Throttled, the producer writes at about the rate: over 4 s at most
+	// the rate plus what the throttles already answered let through.
+	start, bytesFrom := time.Now(), sent
+	for time.Since(start) < 4*time.Second {
+		var recs []*kgo.Record
+		for i := 0; i < 10; i++ {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(sent + i)), Value: value})
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce after %d records: %v", sent, err)
+		}
+		sent += len(recs)
+	}
+	measured := float64((sent-bytesFrom)*len(value)) / time.Since(start).Seconds()
+	t.Logf("throttled rate %.0f B/s for a quota of %d B/s; %d throttles, longest %d ms", measured, rate, seen.n.Load(), seen.maxMs.Load())
+	if measured > 2*rate {
+		t.Fatalf("throttled producer wrote %.0f B/s, quota %d B/s", measured, rate)
+	}
 
 	cons := e2etest.KafkaClient(t, c.Nodes[2], kgo.ConsumeTopics("quota-orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := map[string]bool{}
