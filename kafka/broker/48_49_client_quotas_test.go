@@ -1,14 +1,17 @@
 package broker
 
 import (
+	"bytes"
 	"errors"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/wire"
@@ -287,5 +290,63 @@ func TestClientQuotasTenantScoped(t *testing.T) {
 	}
 	if !cached(func() bool { return !n.broker.quotas.on.Load() }) {
 		t.Fatal("every rate removed, yet the cache says one is set")
+	}
+}
+
+// quotaThrottles counts the throttles a kgo client is answered.
+type quotaThrottles struct{ n atomic.Int64 }
+
+func (q *quotaThrottles) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		q.n.Add(1)
+	}
+}
+
+// TestConsumerByteRateThrottles: a consumer whose client id has a low
+// consumer_byte_rate is answered throttle_time_ms on Fetch, with no
+// error, and still reads every record; a producer without a quota on
+// the same node is not throttled.
+func TestConsumerByteRateThrottles(t *testing.T) {
+	n := startNode(t, nil)
+	ctx := ctxFor(t)
+	adm := kadm.NewClient(n.client())
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadmEntity("client-id", "slow-reader"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: quotaConsumerByteRate, Value: 10_000}}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, res)
+	}
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "quota-fetch"); err != nil {
+		t.Fatal(err)
+	}
+	prodSeen := &quotaThrottles{}
+	prod := n.client(kgo.DefaultProduceTopic("quota-fetch"), kgo.WithHooks(prodSeen), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	const records = 30
+	for i := 0; i < records; i++ {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: bytes.Repeat([]byte{byte(i)}, 1000)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := &quotaThrottles{}
+	cons := n.client(kgo.ClientID("slow-reader"), kgo.WithHooks(seen), kgo.ConsumeTopics("quota-fetch"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := 0
+	// The node's cache holds the quota within a second: read until every
+	// record is in and a throttle came back (re-reading from the start).
+	for got < records || seen.n.Load() == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records, %d throttles", got, records, seen.n.Load())
+		}
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil && ctx.Err() == nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+		if got >= records && seen.n.Load() == 0 {
+			cons.SetOffsets(map[string]map[int32]kgo.EpochOffset{"quota-fetch": {0: {Epoch: -1, Offset: 0}}})
+			got = 0
+		}
+	}
+	if prodSeen.n.Load() != 0 {
+		t.Fatalf("a producer without a quota was throttled %d times", prodSeen.n.Load())
 	}
 }
