@@ -68,12 +68,14 @@ type quotaCache struct {
 	// changed wakes the refresher after a change made through this node.
 	changed chan struct{}
 
-	mu      sync.Mutex
-	buckets map[bucketKind]*quotaBucket
+	// buckets holds a *quotaBucket per bucketKind: a sync.Map, so the
+	// connections of different entities share no lock; nBuckets bounds it.
+	buckets  sync.Map
+	nBuckets atomic.Int64
 }
 
 func newQuotaCache() *quotaCache {
-	return &quotaCache{changed: make(chan struct{}, 1), buckets: map[bucketKind]*quotaBucket{}}
+	return &quotaCache{changed: make(chan struct{}, 1)}
 }
 
 // invalidate asks for a refresh now (a change was committed here).
@@ -190,36 +192,38 @@ type bucketKind struct {
 	kind string
 }
 
-// bucket is the bucket of (k, kind), made on first use; nil past
-// quotaMaxBuckets.
-func (q *quotaCache) bucket(k quotaEntityKey, kind string) *quotaBucket {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+// bucket is the bucket of (k, kind), made on first use full at rate (and
+// stamped now, so a sweep does not take it before its first charge); nil
+// past quotaMaxBuckets.
+func (q *quotaCache) bucket(k quotaEntityKey, kind string, rate float64, now time.Time) *quotaBucket {
 	kk := bucketKind{k, kind}
-	b, ok := q.buckets[kk]
-	if !ok {
-		if len(q.buckets) >= quotaMaxBuckets {
-			return nil
-		}
-		b = &quotaBucket{}
-		q.buckets[kk] = b
+	if b, ok := q.buckets.Load(kk); ok {
+		return b.(*quotaBucket)
 	}
-	return b
+	if q.nBuckets.Load() >= quotaMaxBuckets {
+		return nil
+	}
+	b, loaded := q.buckets.LoadOrStore(kk, &quotaBucket{credit: rate * quotaBurst.Seconds(), last: now})
+	if !loaded {
+		q.nBuckets.Add(1)
+	}
+	return b.(*quotaBucket)
 }
 
 // sweep forgets buckets unused for quotaIdle (their credit is full again
 // by then, so forgetting them changes nothing).
 func (q *quotaCache) sweep(now time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for k, b := range q.buckets {
+	q.buckets.Range(func(k, v any) bool {
+		b := v.(*quotaBucket)
 		b.mu.Lock()
 		idle := now.Sub(b.last) > quotaIdle
 		b.mu.Unlock()
 		if idle {
-			delete(q.buckets, k)
+			q.buckets.Delete(k)
+			q.nBuckets.Add(-1)
 		}
-	}
+		return true
+	})
 }
 
 // refreshQuotas keeps this node's quota cache current until the broker
@@ -308,7 +312,7 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 		if !ok {
 			return h(ctx, c, req)
 		}
-		bucket := q.bucket(bk, kind)
+		bucket := q.bucket(bk, kind, rate, time.Now())
 		if bucket == nil {
 			return h(ctx, c, req)
 		}
