@@ -41,6 +41,28 @@ func (s *Store) KVList(tenant wire.ID, ns string, prefix, after []byte, limit in
 	return s.kvScan(s.db, tenant, ns, prefix, after, limit, now), nil
 }
 
+// KVEach calls fn with every live entry of ns under prefix, in key
+// order, a page of wire.MaxKVPrefixResult at a time (each page under the
+// store's read lock, fn outside it); fn's error stops the walk.
+func (s *Store) KVEach(tenant wire.ID, ns string, prefix []byte, fn func(wire.KVItem) error) error {
+	var after []byte
+	for {
+		items, err := s.KVList(tenant, ns, prefix, after, wire.MaxKVPrefixResult)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		if len(items) < wire.MaxKVPrefixResult {
+			return nil
+		}
+		after = items[len(items)-1].Key
+	}
+}
+
 // KVNamespaces lists the tenant's namespaces that hold at least one key.
 func (s *Store) KVNamespaces(tenant wire.ID) ([]string, error) {
 	return s.distinctNames(append([]byte{tagKV}, tenant[:]...), 1<<20)

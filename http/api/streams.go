@@ -410,22 +410,13 @@ func (s *Server) streamRows(ctx context.Context, tenant wire.ID, q *streamQuery,
 	}
 	// Listed in key order, from the prefix on.
 	list := append(bytes.Clone(prefix), req.KeyPrefix...)
-	var after []byte
-	for {
-		items, err := store.KVList(tenant, wire.StreamsNamespace, list, after, wire.MaxKVPrefixResult)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
-			if err := keep(string(it.Key[len(prefix):]), it); err != nil {
-				return nil, err
-			}
-		}
-		if len(items) < wire.MaxKVPrefixResult {
-			return rows, nil
-		}
-		after = items[len(items)-1].Key
+	err = store.KVEach(tenant, wire.StreamsNamespace, list, func(it wire.KVItem) error {
+		return keep(string(it.Key[len(prefix):]), it)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return rows, nil
 }
 
 // isoMs renders unix milliseconds as Queen renders timestamps.

@@ -47,22 +47,15 @@ func (s *Server) streamsList(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	var queries []streamQuery
-	var after []byte
-	for {
-		items, err := store.KVList(tenant, wire.StreamsNamespace, []byte("q/"), after, wire.MaxKVPrefixResult)
-		if err != nil {
-			return err
+	err = store.KVEach(tenant, wire.StreamsNamespace, []byte("q/"), func(it wire.KVItem) error {
+		var q streamQuery
+		if json.Unmarshal(it.Value, &q) == nil {
+			queries = append(queries, q)
 		}
-		for _, it := range items {
-			var q streamQuery
-			if json.Unmarshal(it.Value, &q) == nil {
-				queries = append(queries, q)
-			}
-		}
-		if len(items) < wire.MaxKVPrefixResult {
-			break
-		}
-		after = items[len(items)-1].Key
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	out := make([]streamListEntry, 0, len(queries))
 	budget := maxStreamListRows

@@ -385,22 +385,15 @@ func (b *Broker) handleDescribeClientQuotas(ctx context.Context, c *kafka.Conn, 
 func (b *Broker) readQuotas(tenant wire.ID) ([]storedQuota, error) {
 	prefix := []byte(tenant.String() + "/")
 	var out []storedQuota
-	var after []byte
-	for {
-		items, err := b.engine.KVStore(wire.DefaultTenant).KVList(wire.DefaultTenant, quotaNS, prefix, after, wire.MaxKVPrefixResult)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
-			var q storedQuota
-			if json.Unmarshal(it.Value, &q) != nil || q.Tenant != tenant {
-				continue
-			}
+	err := b.engine.KVStore(wire.DefaultTenant).KVEach(wire.DefaultTenant, quotaNS, prefix, func(it wire.KVItem) error {
+		var q storedQuota
+		if json.Unmarshal(it.Value, &q) == nil && q.Tenant == tenant {
 			out = append(out, q)
 		}
-		if len(items) < wire.MaxKVPrefixResult {
-			return out, nil
-		}
-		after = items[len(items)-1].Key
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }

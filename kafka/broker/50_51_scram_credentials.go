@@ -145,25 +145,18 @@ func (b *Broker) handleDescribeUserScramCredentials(ctx context.Context, c *kafk
 		return r
 	}
 	if req.Users == nil {
-		var after []byte
-		for {
-			items, err := b.engine.KVStore(wire.DefaultTenant).KVList(wire.DefaultTenant, scramNS, nil, after, wire.MaxKVPrefixResult)
-			if err != nil {
-				resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
-				return resp, nil
-			}
-			for _, it := range items {
-				var u storedScramUser
-				if json.Unmarshal(it.Value, &u) != nil || u.Tenant != tenant && tenant != wire.DefaultTenant {
-					continue
-				}
+		err := b.engine.KVStore(wire.DefaultTenant).KVEach(wire.DefaultTenant, scramNS, nil, func(it wire.KVItem) error {
+			var u storedScramUser
+			if json.Unmarshal(it.Value, &u) == nil && (u.Tenant == tenant || tenant == wire.DefaultTenant) {
 				resp.Results = append(resp.Results, describe(string(it.Key), u))
 			}
-			if len(items) < wire.MaxKVPrefixResult {
-				return resp, nil
-			}
-			after = items[len(items)-1].Key
+			return nil
+		})
+		if err != nil {
+			resp.Results = nil
+			resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		}
+		return resp, nil
 	}
 	seen := map[string]int{}
 	for _, ru := range req.Users {

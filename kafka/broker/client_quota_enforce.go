@@ -251,22 +251,15 @@ func (b *Broker) refreshQuotas() {
 // reloadQuotas reads every tenant's quotas from this node's KV replica.
 func (b *Broker) reloadQuotas() error {
 	var all []storedQuota
-	var after []byte
-	for {
-		items, err := b.engine.KVStore(wire.DefaultTenant).KVList(wire.DefaultTenant, quotaNS, nil, after, wire.MaxKVPrefixResult)
-		if err != nil {
-			return err
+	err := b.engine.KVStore(wire.DefaultTenant).KVEach(wire.DefaultTenant, quotaNS, nil, func(it wire.KVItem) error {
+		var q storedQuota
+		if json.Unmarshal(it.Value, &q) == nil {
+			all = append(all, q)
 		}
-		for _, it := range items {
-			var q storedQuota
-			if json.Unmarshal(it.Value, &q) == nil {
-				all = append(all, q)
-			}
-		}
-		if len(items) < wire.MaxKVPrefixResult {
-			break
-		}
-		after = items[len(items)-1].Key
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	b.quotas.load(tableOf(all))
 	return nil
