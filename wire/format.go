@@ -34,6 +34,10 @@ const (
 	// with counters every tenant of the group shares.
 	FormatV6 uint32 = 6
 
+	// FormatV7: a standby's link commands (link.go); a build before it has
+	// no standby and never meets them.
+	FormatV7 uint32 = 7
+
 	// NewestFormat is the newest format this build writes and applies.
 	NewestFormat = FormatV6
 	// OldestFormat is the oldest format this build applies: a log from the
