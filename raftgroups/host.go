@@ -59,6 +59,9 @@ type Config struct {
 	// TLS, when set, is TLS between nodes (QUEEN_RAFT_TLS_*): every
 	// group's raft listener serves TLS only and calls to peers use it.
 	TLS *nodetls.Config
+	// LinkToken, when set, serves a standby's reads (/link/v1/) on every
+	// group's raft listener behind it (QUEEN_LINK_TOKEN; link_server.go).
+	LinkToken string
 	// Join makes a node with no raft state join a running cluster as a
 	// learner of every group (QUEEN_RAFT_JOIN) instead of bootstrapping
 	// one from Peers; an operator adds it first (AddLearner) and promotes

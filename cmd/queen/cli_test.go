@@ -61,6 +61,7 @@ func TestConfigMasksSecrets(t *testing.T) {
 		"QUEEN_PROXY_JWT_SECRET": "hs-k3y-for-sign1ng", "QUEEN_PROXY_CP_TOKEN": "cp-t0ken-value",
 		"QUEEN_PROXY_BOOTSTRAP_API_KEY": "qk_live_" + strings.Repeat("Zq9", 14) + "x", "QUEEN_PROXY_BOOTSTRAP_PASSWORD": "hunter22-value",
 		"GOOGLE_CLIENT_SECRET": "g00gle-s3cret-value", "GITHUB_CLIENT_SECRET": "g1thub-s3cret-value",
+		"QUEEN_LINK_TOKEN": "l1nk-t0ken-value",
 	}
 	for k, v := range secrets {
 		t.Setenv(k, v)

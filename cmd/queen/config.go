@@ -256,6 +256,7 @@ func readConfig(e *env) (Config, error) {
 		e.fail("QUEEN_HTTP_MAX_BUFFERED_BYTES", "must be at least QUEEN_MAX_BODY_BYTES (%d), got %d", c.HTTP.MaxBodyBytes, c.HTTP.MaxBufferedBytes)
 	}
 	c.Raft = e.raftConfig()
+	e.linkConfig(&c.Raft)
 	c.RaftAllowAnonymous = e.checkRaftAuth(c.Auth.Enabled, c.Raft)
 	c.MemoryLimit = int64(e.int("QUEEN_MEMORY_LIMIT_MB", 1024, 0, 1<<24)) << 20
 	if e.lookup("GOMEMLIMIT") != "" {

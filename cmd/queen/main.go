@@ -248,6 +248,7 @@ func logConfig(log *slog.Logger, cfg *Config) {
 		log.Info("config: partition_cleanup", "enabled", false)
 	}
 	logNodeTLS(log, cfg.Raft.TLS)
+	logLink(log, cfg.Raft)
 	ec := &cfg.HTTP.Ephemeral
 	log.Info("config: ephemeral", "max_bytes", ec.Store.MaxBytes, "queue_max_bytes", ec.Store.Defaults.MaxBytes,
 		"queue_max_length", ec.Store.Defaults.MaxLength, "lease_s", int(ec.Store.Defaults.Lease/time.Second),

@@ -35,6 +35,10 @@ func (t *Transport) nodeGuard(next http.Handler) http.Handler {
 			http.Error(w, "bad raft token", http.StatusUnauthorized)
 			return
 		}
+		if t.linkAsRaft(r) {
+			t.refuseLinkAsRaft(w)
+			return
+		}
 		r.Body = &deadlineReader{r: r.Body, rc: http.NewResponseController(w), timeout: t.cfg.Timeouts.Stall}
 		next.ServeHTTP(w, r)
 	})

@@ -92,6 +92,10 @@ type Config struct {
 	// Node, when set, serves node-to-node HTTP calls under /node/v1/ on
 	// this listener (node.go); group 0's carries it.
 	Node http.Handler
+	// LinkToken and Link, when both set, serve a standby's reads under
+	// LinkPrefix on this listener, behind LinkToken (link.go).
+	LinkToken string
+	Link      http.Handler
 }
 
 // Timeouts bound every wait on a peer, so a peer that is black-holed
@@ -177,6 +181,7 @@ type Transport struct {
 	cfg    Config
 	listen string
 	token  secret.Matcher
+	link   secret.Matcher // the link token (link.go); unset: no link route
 	mh     raftio.MessageHandler
 	ch     raftio.ChunkHandler
 	client *http.Client
@@ -187,7 +192,8 @@ type Transport struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	refused atomic.Uint64 // requests this node answered with 401
+	refused     atomic.Uint64 // requests this node answered with 401
+	linkRefused atomic.Uint64 // link requests answered with 401
 	// tlsRefused counts connections whose TLS handshake this node's
 	// listener failed (no certificate, another CA, plaintext).
 	tlsRefused atomic.Uint64
@@ -208,7 +214,7 @@ type Transport struct {
 }
 
 func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.MessageHandler, ch raftio.ChunkHandler) *Transport {
-	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token, cfg.AcceptTokens...), streams: map[*stream]struct{}{}}
+	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token, cfg.AcceptTokens...), link: linkMatcher(cfg), streams: map[*stream]struct{}{}}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: cfg.Timeouts.Dial, KeepAlive: 10 * time.Second}).DialContext,
@@ -249,6 +255,7 @@ func (t *Transport) Start() error {
 	if t.cfg.Node != nil {
 		mux.Handle(nodePrefix, t.nodeGuard(t.cfg.Node))
 	}
+	t.linkMount(mux)
 	// ReadHeaderTimeout also bounds a TLS handshake (net/http applies the
 	// smallest of its timeouts to it).
 	t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -320,6 +327,10 @@ func (t *Transport) guard(next http.HandlerFunc) http.Handler {
 			t.refused.Add(1)
 			w.Header().Set("Connection", "close")
 			http.Error(w, "bad raft token", http.StatusUnauthorized)
+			return
+		}
+		if t.linkAsRaft(r) {
+			t.refuseLinkAsRaft(w)
 			return
 		}
 		if g := r.Header.Get(GroupHeader); g != strconv.Itoa(t.cfg.Group) {
