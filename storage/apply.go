@@ -48,6 +48,9 @@ type applyCtx struct {
 	// back reads partitions out of memory back (partcache.go); Update
 	// closes it.
 	back partSource
+	// linking is set while a LinkApply applies its source entries
+	// (link_apply.go).
+	linking bool
 	// err is a storage failure (a segment write) met while applying: the
 	// batch is not committed and Update fails, which stops the node, as a
 	// failed pebble commit does.
@@ -261,6 +264,10 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeDropDirCmd, func(c *wire.DropDirCmd) wire.CodeResult { return s.applyDropDir(ctx, c) })
 	case wire.KindForgetDrops:
 		return run(cmd.Body, wire.DecodeDropDirCmd, func(c *wire.DropDirCmd) wire.CodeResult { return s.applyForgetDrops(ctx, c) })
+	case wire.KindLinkApply:
+		return run(cmd.Body, wire.DecodeLinkApplyCmd, func(c *wire.LinkApplyCmd) wire.CountResult { return s.applyLinkApply(ctx, c) })
+	case wire.KindLinkPromote:
+		return run(cmd.Body, wire.DecodeLinkPromoteCmd, func(c *wire.LinkPromoteCmd) wire.CountResult { return s.applyLinkPromote(ctx, c) })
 	}
 	return []byte{uint8(wire.CodeBadRequest)}
 }

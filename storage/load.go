@@ -42,6 +42,9 @@ func (s *Store) loadState(useImage bool) error {
 	if err := s.loadFormat(); err != nil {
 		return err
 	}
+	if err := s.loadLink(); err != nil {
+		return err
+	}
 	for _, c := range []struct {
 		key []byte
 		dst *uint64

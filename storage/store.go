@@ -123,6 +123,8 @@ type Store struct {
 
 	applied atomic.Uint64
 	closed  atomic.Bool
+	// link is the group's standby link state (link_apply.go).
+	link atomic.Pointer[LinkState]
 	// loadedFrom says how the last load rebuilt memory: "load image" or
 	// "walk" (load.go).
 	loadedFrom string

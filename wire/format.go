@@ -35,11 +35,13 @@ const (
 	FormatV6 uint32 = 6
 
 	// FormatV7: a standby's link commands (link.go); a build before it has
-	// no standby and never meets them.
+	// no standby and never meets them. A standby group applies the
+	// source's entries at the source's format, kept apart from its own
+	// (storage/link_apply.go), so a source below FormatV7 is followed.
 	FormatV7 uint32 = 7
 
 	// NewestFormat is the newest format this build writes and applies.
-	NewestFormat = FormatV6
+	NewestFormat = FormatV7
 	// OldestFormat is the oldest format this build applies: a log from the
 	// first entry on.
 	OldestFormat = FormatV1

@@ -1,0 +1,146 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// linkSource is a harness whose applied entries are kept, as a source
+// group's committed log the standby reads.
+type linkSource struct {
+	*harness
+	log [][]byte
+}
+
+func (l *linkSource) apply(kind wire.Kind, body []byte) []byte {
+	l.t.Helper()
+	e := wire.AppendEntry(nil, l.now, []wire.Command{{Kind: kind, Body: body}})
+	l.log = append(l.log, e)
+	return l.applyEntry(e)
+}
+
+// run is the source's entries from index first through last as a
+// LinkApply (the harness's own entries start at index 1).
+func (l *linkSource) run(first, last uint64, skip map[uint64]bool) []byte {
+	c := wire.LinkApplyCmd{Source: "src:7400", FirstSourceIndex: first, LastSourceIndex: last}
+	for i := first; i <= last; i++ {
+		e := wire.LinkEntry{Skip: true}
+		if !skip[i] {
+			e = wire.LinkEntry{StampMs: uint64(l.now), Payload: l.log[i-1]}
+		}
+		c.Entries = append(c.Entries, e)
+	}
+	return c.Encode(nil)
+}
+
+func kvPut(tenant wire.ID, key, value string) []byte {
+	c := wire.KVCmd{Tenant: tenant, Ops: []wire.KVOp{{Op: wire.KVPut, NS: "app", Key: []byte(key), Value: []byte(value)}}}
+	return c.Encode(nil)
+}
+
+func linkResult(t *testing.T, b []byte) wire.CountResult {
+	t.Helper()
+	r, err := wire.DecodeCountResult(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestLinkApplyAppliesAsTheSourceDid: a source at FormatV5 (per-group KV
+// versions) raised to FormatV6 part way is followed by a standby at
+// FormatV7; the standby's KV versions are the source's, its own format
+// stays FormatV7, runs out of turn or twice change nothing, and the link
+// state survives a restart and a snapshot.
+func TestLinkApplyAppliesAsTheSourceDid(t *testing.T) {
+	src := &linkSource{harness: &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000}}
+	src.open()
+	t.Cleanup(func() { src.s.Close() })
+	src.apply(wire.KindSetFormat, (&wire.SetFormatCmd{Version: wire.FormatV5}).Encode(nil))
+	src.apply(wire.KindKV, kvPut(wire.DefaultTenant, "a", "1"))
+	src.apply(wire.KindKV, kvPut(otherTenant, "b", "1"))
+	src.now += 1000
+	src.apply(wire.KindKV, kvPut(wire.DefaultTenant, "a", "2"))
+	src.apply(wire.KindSetFormat, (&wire.SetFormatCmd{Version: wire.FormatV6}).Encode(nil))
+	src.apply(wire.KindKV, kvPut(otherTenant, "c", "1"))
+	src.log = append(src.log, nil) // a membership change: no command
+	n := uint64(len(src.log))
+
+	sb := newHarness(t)
+	if sb.s.ActiveFormat() < wire.FormatV7 {
+		t.Fatalf("standby at format %d", sb.s.ActiveFormat())
+	}
+	sb.now += 5_000_000 // the standby's clock is not the source's
+	if r := linkResult(t, sb.apply(wire.KindLinkApply, src.run(2, 3, nil))); r.Code != wire.CodeConflict || r.N != 0 {
+		t.Fatalf("a run out of turn: %+v", r)
+	}
+	if r := linkResult(t, sb.apply(wire.KindLinkApply, src.run(1, 3, nil))); r.Code != wire.CodeOK || r.N != 3 {
+		t.Fatalf("first run: %+v", r)
+	}
+	if r := linkResult(t, sb.apply(wire.KindLinkApply, src.run(1, 3, nil))); r.Code != wire.CodeConflict || r.N != 3 {
+		t.Fatalf("a run applied twice: %+v", r)
+	}
+	if r := linkResult(t, sb.apply(wire.KindLinkApply, src.run(4, n, map[uint64]bool{n: true}))); r.Code != wire.CodeOK || r.N != n {
+		t.Fatalf("second run: %+v", r)
+	}
+	check := func(s *Store) {
+		t.Helper()
+		for _, k := range []struct {
+			tenant wire.ID
+			key    string
+		}{{wire.DefaultTenant, "a"}, {otherTenant, "b"}, {otherTenant, "c"}} {
+			want, ok1, _ := src.s.KVGet(k.tenant, "app", []byte(k.key))
+			got, ok2, err := s.KVGet(k.tenant, "app", []byte(k.key))
+			if err != nil || !ok1 || !ok2 || string(got.Value) != string(want.Value) || got.Version != want.Version {
+				t.Fatalf("key %s: standby %+v %v, source %+v", k.key, got, err, want)
+			}
+		}
+		if s.ActiveFormat() != wire.NewestFormat {
+			t.Fatalf("standby's own format %d, want %d", s.ActiveFormat(), wire.NewestFormat)
+		}
+		l := s.Link()
+		if !l.Linked || l.Applied != n || l.Format != wire.FormatV6 || l.Source != "src:7400" || l.ClockMs != src.now {
+			t.Fatalf("link state %+v", l)
+		}
+	}
+	check(sb.s)
+	sb.restart(true)
+	check(sb.s)
+	other := newHarness(t)
+	sb.snapshotTo(other)
+	check(other.s)
+
+	if r := linkResult(t, sb.apply(wire.KindLinkPromote, nil)); r.Code != wire.CodeOK || r.N != n {
+		t.Fatalf("promote: %+v", r)
+	}
+	if l := sb.s.Link(); l.Linked || !l.Promoted {
+		t.Fatalf("after promote %+v", l)
+	}
+	if r := linkResult(t, sb.apply(wire.KindLinkApply, src.run(n+1, n+1, map[uint64]bool{n + 1: true}))); r.Code != wire.CodeConflict {
+		t.Fatalf("a promoted group followed on: %+v", r)
+	}
+	// Writable: its own KV write numbers on from the source's versions.
+	if r, err := wire.DecodeKVResult(sb.apply(wire.KindKV, kvPut(wire.DefaultTenant, "a", "3"))); err != nil || !r.OK {
+		t.Fatalf("write after promote: %+v %v", r, err)
+	}
+}
+
+// TestLinkKindsWaitForFormatV7: a group below FormatV7 applies no link
+// command (a member of an older build would not know it).
+func TestLinkKindsWaitForFormatV7(t *testing.T) {
+	h := &harness{t: t, dir: t.TempDir(), now: 1_700_000_000_000}
+	h.open()
+	t.Cleanup(func() { h.s.Close() })
+	h.apply(wire.KindSetFormat, (&wire.SetFormatCmd{Version: wire.FormatV6}).Encode(nil))
+	c := wire.LinkApplyCmd{FirstSourceIndex: 1, LastSourceIndex: 1, Entries: []wire.LinkEntry{{Payload: wire.AppendEntry(nil, h.now, []wire.Command{{Kind: wire.KindKV, Body: kvPut(wire.DefaultTenant, "a", "1")}})}}}
+	if r := linkResult(t, h.apply(wire.KindLinkApply, c.Encode(nil))); r.Code != wire.CodeBadRequest {
+		t.Fatalf("applied below FormatV7: %+v", r)
+	}
+	if _, ok, _ := h.s.KVGet(wire.DefaultTenant, "app", []byte("a")); ok || h.s.Link().Linked {
+		t.Fatal("a refused LinkApply changed the store")
+	}
+	if r := linkResult(t, h.apply(wire.KindLinkPromote, nil)); r.Code != wire.CodeBadRequest {
+		t.Fatalf("promote below FormatV7: %+v", r)
+	}
+}
