@@ -87,6 +87,9 @@ func (s *Server) acknowledge(ctx *fasthttp.RequestCtx, group string, items []ack
 	if err != nil {
 		return err
 	}
+	if err := s.aclAcks(ctx, tenant, group, items); err != nil {
+		return err
+	}
 	rctx, cancel := s.requestCtx(s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.engine.AckGroups(rctx, tenant, cmds)

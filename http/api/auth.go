@@ -49,12 +49,13 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, level authn.Level) bool {
 // acts on the node or the whole cluster (membership, grants, the ephemeral
 // switch, stats), not on one tenant's data, so no tenant may use it, not
 // even its admin. Every /api/v1/system/ route is one except placement,
-// which shows a tenant where its own queues live; so are /api/v1/stats/
+// which shows a tenant where its own queues live, and acls, the tenant's
+// own ACLs (acl_admin.go); so are /api/v1/stats/
 // and /internal/ (spec §2.2). A route added under these prefixes is an
 // operator's unless it is listed here.
 func operatorRoute(path string) bool {
-	if path == "/api/v1/system/placement" {
-		return false
+	if path == "/api/v1/system/placement" || path == aclsPath {
+		return false // a tenant's own: where its queues live, its ACLs
 	}
 	for _, prefix := range []string{"/api/v1/system/", "/api/v1/stats/", "/internal/"} {
 		if strings.HasPrefix(path, prefix) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/storage"
+	"github.com/queen-mq/queen/tenancy/acl"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -36,6 +37,14 @@ func errorStatus(err error) (status int, code string, retry bool) {
 	switch {
 	case errors.As(err, &ae):
 		return ae.status, ae.code, false
+	case errors.Is(err, errACLDenied):
+		return http.StatusForbidden, "acl_denied", false
+	case errors.Is(err, acl.ErrDisabled):
+		return http.StatusBadRequest, "security_disabled", false
+	case errors.Is(err, acl.ErrInvalid):
+		return http.StatusBadRequest, "bad_request", false
+	case errors.Is(err, acl.ErrLimit):
+		return http.StatusBadRequest, "acl_limit", false
 	case errors.Is(err, raftgroups.ErrOverloaded):
 		return http.StatusTooManyRequests, "overloaded", true
 	case errors.Is(err, raftgroups.ErrOutcomeUnknown):

@@ -91,6 +91,9 @@ func (s *Server) fetch(ctx *fasthttp.RequestCtx) error {
 			return badRequest("maxBytes must be at most 8 MiB")
 		}
 	}
+	if err := s.aclFetch(ctx, tenant, req.Entries); err != nil {
+		return err
+	}
 	for _, e := range req.Entries {
 		s.catchUpUnknown(tenant, e.Queue, e.Partition)
 	}

@@ -128,7 +128,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	rows, next, err := pageOf(p, groupRows(v, qs, ""), func(r *groupRow) groupKey { return groupKey{G: r.Name, Q: r.QueueName} }, cmpGroup)
+	rows, next, err := pageOf(p, s.aclVisibleGroups(ctx, v.tenant, groupRows(v, qs, "")), func(r *groupRow) groupKey { return groupKey{G: r.Name, Q: r.QueueName} }, cmpGroup)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) error {
 			for ci := range p.Cursors {
 				c := &p.Cursors[ci]
 				off, secs := lagOf(v, p, c, now)
-				if off == 0 || secs <= int64(minLag) {
+				if off == 0 || secs <= int64(minLag) || !s.aclGroupVisible(ctx, v.tenant, c.Group) {
 					continue
 				}
 				out = append(out, row{Group: c.Group, Queue: qs[qi].Name, Partition: p.Name, PartitionID: pidString(p.ID),

@@ -57,6 +57,8 @@ type popParams struct {
 	subMode          uint8
 	subFromMs        int64
 	commitOnDelivery bool
+	// mayRead filters a discovery pop's queues by ACL (nil: ACLs off).
+	mayRead func(queue string) bool
 }
 
 func (s *Server) popQueue(ctx *fasthttp.RequestCtx) error {
@@ -196,6 +198,7 @@ func (s *Server) popDiscover(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	p.wait = false
+	p.mayRead = s.aclPopFilter(ctx, tenant)
 	if p.leaseMs == 0 {
 		p.leaseMs = discoveryLeaseMs
 	}
@@ -235,7 +238,7 @@ func (s *Server) popLabelled(tenant wire.ID, namespace, task string, p *popParam
 	}
 	for i := range queues {
 		queue := queues[(first+i)%len(queues)]
-		if !s.engine.MayPop(tenant, queue, p.group, "", s.engine.NowMs()) {
+		if p.mayRead != nil && !p.mayRead(queue) || !s.engine.MayPop(tenant, queue, p.group, "", s.engine.NowMs()) {
 			continue
 		}
 		res, err := s.popOnce(tenant, queue, "", p)

@@ -65,6 +65,9 @@ func (s *Server) positions(ctx *fasthttp.RequestCtx) error {
 	if len(req.Write)+len(req.Read) == 0 || len(req.Write)+len(req.Read) > maxPositions {
 		return badRequest("give 1..16384 write and read items")
 	}
+	if err := s.aclPositions(ctx, tenant, req.ConsumerGroup, req.Write, req.Read); err != nil {
+		return err
+	}
 	groupOf := func(g string) string { return firstNonEmpty(g, firstNonEmpty(req.ConsumerGroup, wire.QueueModeGroup)) }
 	cmds := make([]wire.CommitPositionCmd, len(req.Write))
 	for i, w := range req.Write {

@@ -57,6 +57,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if err := checkProxiedPush(ctx, req.Items); err != nil {
 		return err
 	}
+	if err := s.aclPush(ctx, tenant, req.Items); err != nil {
+		return err
+	}
 	release, err := takePushItems(s.pushing, tenant, len(req.Items))
 	if err != nil {
 		return err

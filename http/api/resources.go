@@ -50,7 +50,7 @@ func (s *Server) queueViews(ctx *fasthttp.RequestCtx, f storage.QueueFilter) (*t
 		return nil, nil, err
 	}
 	f.Namespace, f.Task = strArg(ctx, "namespace"), strArg(ctx, "task")
-	return v, v.queues(f, nowMs()), nil
+	return v, s.aclVisibleQueues(ctx, v.tenant, v.queues(f, nowMs())), nil
 }
 
 // Page sizes of the listings that grow with queues or partitions: the

@@ -141,6 +141,11 @@ func (s *Server) coreRoutes() []route {
 		{post, "/api/v1/system/ephemeral", authn.LevelAdmin, s.ephSystemSet},
 		{get, "/api/v1/system/quota", authn.LevelAdmin, s.quotaGet},
 		{post, "/api/v1/system/quota", authn.LevelAdmin, s.quotaSet},
+
+		// ACL admin (acl_admin.go): the tenant's own, not the operator's.
+		{get, aclsPath, authn.LevelAdmin, s.aclsGet},
+		{post, aclsPath, authn.LevelAdmin, s.aclsPost},
+		{del, aclsPath, authn.LevelAdmin, s.aclsDelete},
 	}
 }
 
@@ -168,6 +173,7 @@ func Routes() []RouteInfo {
 func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 	m := newRouteMetrics(s.metrics, "queen_http", rt)
 	operator := operatorRoute(rt.path)
+	aclRule := aclRuleOf(rt.method, rt.path)
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		defer func() {
@@ -187,6 +193,12 @@ func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 		if err != nil {
 			refuseBody(ctx, err)
 			return
+		}
+		if s.acl != nil {
+			if err := s.aclRoute(ctx, &aclRule); err != nil {
+				writeError(ctx, err)
+				return
+			}
 		}
 		if err := rt.handle(ctx); err != nil {
 			writeError(ctx, err)

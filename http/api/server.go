@@ -22,6 +22,7 @@ import (
 	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/tenancy/acl"
 )
 
 // Config is the HTTP API's configuration, filled by cmd/queen from env.
@@ -70,6 +71,9 @@ type Config struct {
 	// Node carries calls between nodes (node.go); nil: the engine's raft
 	// host.
 	Node NodeLink
+	// ACL is the authorizer of QUEEN_ACLS (acl.go); nil or disabled: no
+	// ACL is checked.
+	ACL *acl.Authorizer
 }
 
 // Server serves the HTTP API.
@@ -96,6 +100,9 @@ type Server struct {
 	pushing    *tenancy.Inflight // push items in flight per tenant (push_limits.go)
 	eph        *ring             // ephemeral queues: store, owners, hand-over
 	maint      maintState        // maintenance mode's loop, hold gate and figures (maintenance.go)
+	// acl is cfg.ACL when it is enabled, else nil: the one check the hot
+	// path pays with ACLs off (acl.go).
+	acl *acl.Authorizer
 	// handler is the routed API, served on Addr and called in-process by
 	// the embedded proxy (Handler).
 	handler fasthttp.RequestHandler
@@ -144,6 +151,9 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) *Server {
 		node: cfg.Node}
 	if s.node == nil && engine != nil {
 		s.node = engine.Host()
+	}
+	if cfg.ACL.Enabled() {
+		s.acl = cfg.ACL
 	}
 	s.pushing = tenancy.NewInflight(cfg.TenantMaxInflightPushItems)
 	s.bodies.limit = int64(cfg.MaxBufferedBytes)

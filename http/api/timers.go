@@ -154,6 +154,9 @@ func (s *Server) timers(ctx *fasthttp.RequestCtx) error {
 			break
 		}
 	}
+	if err := s.aclTimers(ctx, tenant, req.Operations); err != nil {
+		return err
+	}
 	cmd, err := s.buildTimerOps(ctx, tenant, req.Operations)
 	if err != nil {
 		return err

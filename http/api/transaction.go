@@ -103,6 +103,9 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.aclTxn(ctx, tenant, &req); err != nil {
+		return err
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return err
