@@ -414,6 +414,10 @@ func (h *Host) startGroup(n int) (*group, error) {
 		tcfg.Clock = h.clock.NowMs // peers compare their clocks with group 0's listener
 		tcfg.Node = &h.nodeRoutes
 	}
+	linkSrc, linkSrv := h.linkHandler(g) // nil without QUEEN_LINK_TOKEN
+	if linkSrv != nil {
+		tcfg.LinkToken, tcfg.Link = cfg.LinkToken, linkSrv
+	}
 	g.tf = transport.NewFactory(tcfg)
 	// The raft log is tan, dragonboat's append-only log: each entry is
 	// written once and whole files are dropped once a snapshot lets the log
@@ -497,6 +501,9 @@ func (h *Host) startGroup(n int) (*group, error) {
 	g.prop = newProposer(nh, g.shardID, n, cfg, h.disk, h.clock.NowMs)
 	g.prop.latency = g.metrics.proposal
 	g.prop.start()
+	if linkSrc != nil {
+		linkSrc.ready.Store(true)
+	}
 	h.log.Info("boot: raft group started", "group", n, "raft", self, "listen", listen, "bootstrap", fresh && !join,
 		"join", join, "members", len(members), "applied", g.store.Applied())
 	return g, nil

@@ -135,6 +135,7 @@ func (s *Store) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error {
 		return err
 	}
 
+	release := s.linkGate.exclude() // no link copy reads the old database
 	s.dbMu.Lock()
 	s.mu.Lock()
 	old, oldDir, oldSegs := s.db, s.dbDir, s.segs
@@ -151,6 +152,7 @@ func (s *Store) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error {
 	err = s.openDB(dir)
 	s.mu.Unlock()
 	s.dbMu.Unlock()
+	release()
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,8 @@ type Store struct {
 	db    *pebble.DB
 	dbDir string
 	segs  *segments // the chunk records of db's generation (segments.go)
+	// linkGate keeps db open under a standby's link copy (link_snapshot.go).
+	linkGate linkGate
 	// relocCursor is the last segment SparseRange measured (relocate.go).
 	relocCursor atomic.Uint64
 	// hasTxns: some partition has Kafka transaction bookkeeping
@@ -491,6 +493,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	defer s.linkGate.exclude()()
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	if s.db == nil {

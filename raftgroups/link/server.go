@@ -1,0 +1,241 @@
+package link
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	pb "github.com/lni/dragonboat/v4/raftpb"
+)
+
+// Response headers of the entries and snapshot routes.
+const (
+	HeaderCommit = "X-Queen-Link-Commit"
+	HeaderFirst  = "X-Queen-Link-First"
+	HeaderIndex  = "X-Queen-Link-Index"
+)
+
+// Limits of the entries route.
+const (
+	// MaxWait caps a long poll.
+	MaxWait = 5 * time.Second
+	// DefaultMaxBytes is a batch's size when the request names none;
+	// MaxBytesCap is the most a request may ask (one entry always goes,
+	// whatever its size).
+	DefaultMaxBytes = 1 << 20
+	MaxBytesCap     = 16 << 20
+	// pollEvery is how often a long poll looks at the applied index.
+	pollEvery = 2 * time.Millisecond
+	// writeStall bounds a write to the standby that makes no progress.
+	writeStall = 15 * time.Second
+)
+
+// Info describes a source group, as GET /link/v1/info answers it.
+type Info struct {
+	NodeID uint64 `json:"nodeId"`
+	Groups int    `json:"groups"`
+	Group  int    `json:"group"`
+	// FirstIndex is the first entry this node still holds; CommitIndex
+	// the last it serves (its applied index: every applied entry is
+	// committed).
+	FirstIndex  uint64 `json:"firstIndex"`
+	CommitIndex uint64 `json:"commitIndex"`
+	Format      uint32 `json:"format"`
+	// Members maps each voter of the group to its raft base address (the
+	// group 0 listener; group N is on port + N).
+	Members map[string]string `json:"members"`
+}
+
+// Snapshot is a consistent copy of a group's store at applied index Index.
+type Snapshot interface {
+	Index() uint64
+	// WriteTo streams the copy (storage's snapshot stream) until done or
+	// stop closes.
+	WriteTo(w io.Writer, stop <-chan struct{}) error
+	// Close releases what the copy holds; it may follow WriteTo or not.
+	Close()
+}
+
+// Source is one raft group of the node serving the link; raftgroups
+// implements it (link_server.go).
+type Source interface {
+	// Ready is false until the group's raft node is up.
+	Ready() bool
+	Info() (Info, error)
+	// Range is the raft log's range this node holds, [first, last].
+	Range() (first, last uint64, err error)
+	// Entries reads raft log entries [low, high), at most maxSize bytes
+	// but at least one.
+	Entries(low, high, maxSize uint64) ([]pb.Entry, error)
+	// Applied is the group's applied index here.
+	Applied() uint64
+	Snapshot() (Snapshot, error)
+}
+
+// Server serves the link routes of one group.
+type Server struct {
+	src Source
+	mux *http.ServeMux
+}
+
+// NewServer returns the handler of the link routes of src's group. The
+// transport mounts it behind the link token.
+func NewServer(src Source) *Server {
+	s := &Server{src: src, mux: http.NewServeMux()}
+	s.mux.HandleFunc("/link/v1/info", s.info)
+	s.mux.HandleFunc("/link/v1/entries", s.entries)
+	s.mux.HandleFunc("/link/v1/snapshot", s.snapshot)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.src.Ready() {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the group is starting", nil)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string, extra map[string]any) {
+	body := map[string]any{"error": msg, "code": code}
+	for k, v := range extra {
+		body[k] = v
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	info, err := s.src.Info()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(info)
+}
+
+// query reads a non-negative integer parameter.
+func query(r *http.Request, name string, def uint64) (uint64, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
+}
+
+func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
+	from, ok1 := query(r, "from", 0)
+	maxBytes, ok2 := query(r, "maxBytes", DefaultMaxBytes)
+	waitMs, ok3 := query(r, "waitMs", 0)
+	if !ok1 || !ok2 || !ok3 || from == 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", "from (>= 1), maxBytes and waitMs must be whole numbers", nil)
+		return
+	}
+	maxBytes = min(max(maxBytes, 1), MaxBytesCap)
+	wait := min(time.Duration(waitMs)*time.Millisecond, MaxWait)
+	// A long poll: nothing past from-1 is applied yet. It ends early when
+	// the standby goes away.
+	applied := s.src.Applied()
+	if applied < from && wait > 0 {
+		deadline := time.NewTimer(wait)
+		tick := time.NewTicker(pollEvery)
+	poll:
+		for applied < from {
+			select {
+			case <-r.Context().Done():
+				break poll
+			case <-deadline.C:
+				break poll
+			case <-tick.C:
+				applied = s.src.Applied()
+			}
+		}
+		deadline.Stop()
+		tick.Stop()
+	}
+	first, _, err := s.src.Range()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
+		return
+	}
+	if from < first {
+		writeError(w, http.StatusGone, "compacted", "the entries from this index were compacted; install a snapshot",
+			map[string]any{"firstIndex": first})
+		return
+	}
+	var ents []pb.Entry
+	if from <= applied {
+		ents, err = s.src.Entries(from, applied+1, maxBytes)
+		if err != nil {
+			// Compacted between Range and Entries, or the log is closing.
+			if f, _, rerr := s.src.Range(); rerr == nil && from < f {
+				writeError(w, http.StatusGone, "compacted", "the entries from this index were compacted; install a snapshot",
+					map[string]any{"firstIndex": f})
+				return
+			}
+			writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set(HeaderCommit, strconv.FormatUint(applied, 10))
+	w.Header().Set(HeaderFirst, strconv.FormatUint(first, 10))
+	sw := &stallWriter{w: w, rc: http.NewResponseController(w)}
+	bw := bufio.NewWriterSize(sw, 64<<10)
+	var frame []byte
+	for i, e := range ents {
+		if e.Index != from+uint64(i) {
+			break // never a gap: the standby applies a contiguous run
+		}
+		le, err := toEntry(e)
+		if err != nil {
+			if i == 0 {
+				writeError(w, http.StatusInternalServerError, "internal", err.Error(), nil)
+				return
+			}
+			break
+		}
+		frame = appendFrame(frame[:0], le)
+		if _, err := bw.Write(frame); err != nil {
+			return
+		}
+	}
+	_ = bw.Flush()
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
+	snap, err := s.src.Snapshot()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
+		return
+	}
+	defer snap.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set(HeaderIndex, strconv.FormatUint(snap.Index(), 10))
+	w.WriteHeader(http.StatusOK)
+	// An error here is seen by the standby as a truncated stream.
+	_ = snap.WriteTo(&stallWriter{w: w, rc: http.NewResponseController(w)}, r.Context().Done())
+}
+
+// stallWriter bounds each write to the standby: a standby that stops
+// reading fails the request after writeStall instead of holding the
+// handler (and on the snapshot route, the store's pinned copy) forever.
+type stallWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(writeStall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, err
+	}
+	return s.w.Write(p)
+}

@@ -1,0 +1,79 @@
+package raftgroups
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	pb "github.com/lni/dragonboat/v4/raftpb"
+
+	"github.com/queen-mq/queen/raftgroups/link"
+)
+
+// linkServed is one group as the standby link (raftgroups/link) reads it:
+// the raft log through dragonboat's read-only log reader, the applied
+// index as the last entry served (everything applied is committed;
+// dragonboat's log reader keeps the commit index only as of the last
+// boot), and consistent copies of the store. Its handler is mounted on the
+// group's raft listener before the NodeHost exists, so it answers 503
+// until ready is set.
+type linkServed struct {
+	h     *Host
+	g     *group
+	ready atomic.Bool
+}
+
+var _ link.Source = (*linkServed)(nil)
+
+// linkHandler is group g's link routes, or nil when this node serves no
+// link (no QUEEN_LINK_TOKEN).
+func (h *Host) linkHandler(g *group) (*linkServed, *link.Server) {
+	if h.cfg.LinkToken == "" {
+		return nil, nil
+	}
+	src := &linkServed{h: h, g: g}
+	return src, link.NewServer(src)
+}
+
+func (s *linkServed) Ready() bool { return s.ready.Load() }
+
+func (s *linkServed) Info() (link.Info, error) {
+	first, _, err := s.Range()
+	if err != nil {
+		return link.Info{}, err
+	}
+	members := map[string]string{}
+	for id, addr := range s.g.view.Load().voters {
+		if base, err := addrWithOffset(addr, -s.g.n); err == nil {
+			members[strconv.FormatUint(id, 10)] = base
+		}
+	}
+	return link.Info{NodeID: s.h.cfg.NodeID, Groups: s.h.cfg.Groups, Group: s.g.n, FirstIndex: first,
+		CommitIndex: s.g.store.Applied(), Format: s.g.store.ActiveFormat(), Members: members}, nil
+}
+
+func (s *linkServed) Range() (uint64, uint64, error) {
+	lr, err := s.g.nh.GetLogReader(s.g.shardID)
+	if err != nil {
+		return 0, 0, err
+	}
+	first, last := lr.GetRange()
+	return first, last, nil
+}
+
+func (s *linkServed) Entries(low, high, maxSize uint64) ([]pb.Entry, error) {
+	lr, err := s.g.nh.GetLogReader(s.g.shardID)
+	if err != nil {
+		return nil, err
+	}
+	return lr.Entries(low, high, maxSize)
+}
+
+func (s *linkServed) Applied() uint64 { return s.g.store.Applied() }
+
+func (s *linkServed) Snapshot() (link.Snapshot, error) {
+	snap, err := s.g.store.CaptureLinkSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
