@@ -13,8 +13,9 @@ import * as topics from "./pages/topics.js";
 import * as traces from "./pages/traces.js";
 import * as streams from "./pages/streams.js";
 import * as system from "./pages/system.js";
+import * as acls from "./pages/acls.js";
 
-const pages = { overview, queues, groups, dlq, traces, streams, topics, system };
+const pages = { overview, queues, groups, dlq, traces, streams, topics, system, acls };
 const view = document.getElementById("view");
 const alertBox = document.getElementById("alert");
 
