@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/queen/http/api"
 	"github.com/queen-mq/queen/raftgroups/transport"
 	"github.com/queen-mq/queen/tenancy"
+	"github.com/queen-mq/queen/tenancy/acl"
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -120,6 +121,9 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	api.Proxied(ctx, tenant)
+	if cred.keyID != "" { // the key's ACL principal, the same as over Kafka (a session's is anonymous)
+		api.ProxiedPrincipal(ctx, acl.PrincipalForAPIKey(cred.cluster.ID, cred.keyID))
+	}
 	p.broker(ctx)
 	code := ctx.Response.StatusCode()
 	p.meter.record(cred.cluster.ID, meterOp(path), code, len(body), ctx.Response.Body())
