@@ -446,7 +446,7 @@ func (e *Engine) PartitionLeader(tenant wire.ID, queue string, index uint32) (no
 func (e *Engine) LedOpenTxns() []storage.TxnInfo {
 	var out []storage.TxnInfo
 	for _, g := range e.host.groups {
-		if e.host.leads(g) {
+		if e.host.leads(g) && !e.host.following(g) { // a standby's source ends them
 			out = append(out, g.store.KafkaOpenTxns()...)
 		}
 	}

@@ -34,10 +34,12 @@ const (
 func (h *Host) startEngineLoops(e *Engine) {
 	h.forgets = make(chan forgetReq, 4096)
 	h.wg.Add(5)
-	go h.every(resolveEvery, func() { e.resolveInDoubt() })
-	go h.every(resolveEvery, func() { e.finishDecisions(); e.settleKafkaTxns() })
-	go h.every(reconcileEvery, func() { e.reconcile() })
-	go h.every(tickEvery, e.fireTimers)
+	// A standby takes none of these writes while it follows: what they
+	// would do arrives in its source's entries (standby.go).
+	go h.every(resolveEvery, h.unlessFollowing(func() { e.resolveInDoubt() }))
+	go h.every(resolveEvery, h.unlessFollowing(func() { e.finishDecisions(); e.settleKafkaTxns() }))
+	go h.every(reconcileEvery, h.unlessFollowing(func() { e.reconcile() }))
+	go h.every(tickEvery, h.unlessFollowing(e.fireTimers))
 	go e.forgetLoop()
 }
 

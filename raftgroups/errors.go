@@ -20,6 +20,13 @@ var (
 	// ErrStorageFull: the data dir's disk is above QUEEN_RAFT_DISK_HIGH_PCT
 	// and the command would add data; nothing was proposed.
 	ErrStorageFull = errors.New("raftgroups: storage full")
+	// ErrStandby: this node's cluster is a standby following a source
+	// (QUEEN_STANDBY_OF) and takes no writes until it is promoted;
+	// nothing was proposed.
+	ErrStandby = errors.New("raftgroups: this cluster is a standby following its source: writes are refused until it is promoted")
+	// ErrNotStandby: a promotion asked of a cluster that follows no
+	// source.
+	ErrNotStandby = errors.New("raftgroups: this cluster is not a standby")
 	// ErrClosed: the node is shutting down.
 	ErrClosed = errors.New("raftgroups: shutting down")
 )

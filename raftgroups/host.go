@@ -62,6 +62,12 @@ type Config struct {
 	// LinkToken, when set, serves a standby's reads (/link/v1/) on every
 	// group's raft listener behind it (QUEEN_LINK_TOKEN; link_server.go).
 	LinkToken string
+	// StandbyOf, when set, makes this cluster a standby following the
+	// source cluster whose nodes' raft base addresses it lists
+	// (QUEEN_STANDBY_OF; standby.go). linkSource replaces the link
+	// client in tests.
+	StandbyOf  []string
+	linkSource linkSource
 	// Join makes a node with no raft state join a running cluster as a
 	// learner of every group (QUEEN_RAFT_JOIN) instead of bootstrapping
 	// one from Peers; an operator adds it first (AddLearner) and promotes
@@ -286,6 +292,9 @@ type Host struct {
 	// leadership is moved meanwhile (leaders.go), so a transfer never
 	// races a config change it would have to carry over.
 	changing atomic.Int32
+	// standby is the follow state of a standby node (standby.go); nil
+	// on a node of a cluster that follows none.
+	standby *standby
 }
 
 type group struct {
@@ -337,6 +346,10 @@ func Start(cfg Config) (*Host, error) {
 		}
 		h.groups = append(h.groups, g)
 	}
+	if err := h.initStandby(); err != nil {
+		h.closeGroups()
+		return nil, err
+	}
 	h.disk.check() // a node that boots on a full disk refuses data from its first request
 	h.bootClock()
 	h.wg.Add(9)
@@ -347,12 +360,13 @@ func Start(cfg Config) (*Host, error) {
 	go h.every(time.Second, h.refreshMembership)
 	go h.registerSelfLoop()
 	go h.every(h.cfg.ClockSyncEvery, h.syncClock)
-	go h.every(h.cfg.RelocateEvery, h.relocateChunks)
+	go h.every(h.cfg.RelocateEvery, h.unlessFollowing(h.relocateChunks))
 	go h.every(snapshotCheckEvery, h.snapshotBySize)
 	go h.every(diskCheckInterval, h.disk.check)
 	go h.probeQuorum()
 	go h.every(5*time.Second, h.balanceLeaders)
 	go h.proposeTicks()
+	h.startStandby()
 	return h, nil
 }
 

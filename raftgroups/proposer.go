@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -58,6 +59,9 @@ type proposer struct {
 	latency        *metrics.PrometheusHistogram // stamp to result of each committed entry; nil in tests
 	stop           chan struct{}
 	wg             sync.WaitGroup
+	// refuses, when set, refuses a request before it is queued: a
+	// standby's group takes only the link's commands (standby.go).
+	refuses atomic.Pointer[func([]wire.Command) bool]
 }
 
 func newProposer(nh *dragonboat.NodeHost, shardID uint64, group int, cfg *Config, disk *diskGuard, nowMs func() int64) *proposer {
@@ -133,6 +137,9 @@ func (p *proposer) enqueue(cmds []wire.Command) (func(context.Context) ([][]byte
 	}
 	if p.disk.refuses(cmds) {
 		return nil, ErrStorageFull
+	}
+	if f := p.refuses.Load(); f != nil && (*f)(cmds) {
+		return nil, ErrStandby
 	}
 	select {
 	case p.in <- r:

@@ -34,7 +34,7 @@ func (h *Host) proposeTicks() {
 			if inFlight[g.n] || !g.store.TickDue(now) {
 				continue
 			}
-			if !h.leads(g) {
+			if !h.leads(g) || h.following(g) { // a standby's ticks come from its source
 				continue
 			}
 			inFlight[g.n] = true
