@@ -196,15 +196,22 @@ func Validate(b Binding) error {
 	return nil
 }
 
+// Kafka's resource types and operations queen keeps no bindings for
+// (delegation tokens, users): a filter may name them and matches nothing.
+const (
+	maxKafkaResource  ResourceType = 7  // USER
+	maxKafkaOperation Operation    = 14 // DESCRIBE_TOKENS
+)
+
 // ValidateFilter refuses a filter with a value Kafka does not know
 // (Kafka's UNKNOWN, or a number past the enum): INVALID_REQUEST.
 func ValidateFilter(f Filter) error {
 	switch {
-	case f.Resource < ResourceAny || f.Resource > ResourceTransactionalID:
+	case f.Resource < ResourceAny || f.Resource > maxKafkaResource:
 		return fmt.Errorf("%w: invalid resource type %d", ErrInvalid, f.Resource)
 	case f.Pattern < PatternAny || f.Pattern > PatternPrefixed:
 		return fmt.Errorf("%w: invalid pattern type %d", ErrInvalid, f.Pattern)
-	case f.Op < OpAny || f.Op > OpIdempotentWrite:
+	case f.Op < OpAny || f.Op > maxKafkaOperation:
 		return fmt.Errorf("%w: invalid operation %d", ErrInvalid, f.Op)
 	case f.Perm < PermAny || f.Perm > PermAllow:
 		return fmt.Errorf("%w: invalid permission type %d", ErrInvalid, f.Perm)

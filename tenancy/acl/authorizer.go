@@ -131,6 +131,17 @@ func (a *Authorizer) Allowed(r Request) bool {
 	return a.ix.Load().decide(r)
 }
 
+// AllowedAny is Kafka's authorizeByResourceType: whether r's principal may
+// do r.Op on some resource of type rt (r.Resource and r.Name are
+// ignored). Kafka 3.x lets an idempotent producer in with WRITE on any
+// topic. It scans the tenant's bindings of that type: not for hot paths.
+func (a *Authorizer) AllowedAny(r Request, rt ResourceType) bool {
+	if !a.Enabled() || a.super[r.Principal] {
+		return true
+	}
+	return a.ix.Load().anyAllowed(r, rt)
+}
+
 // Describe is tenant's bindings f matches, from this node's index (call
 // Refresh first to read what other nodes have just changed).
 func (a *Authorizer) Describe(tenant string, f Filter) []Binding {

@@ -210,3 +210,57 @@ func (ix *index) count(tenant string) int {
 	}
 	return 0
 }
+
+// anyAllowed is Kafka's authorizeByResourceType: whether some ALLOW
+// binding of r's principal (or User:*) and host for r.Op (or ALL) on a
+// resource of type rt is not overridden by a DENY covering everything it
+// names. It scans the tenant's bindings of that type: it answers rare
+// requests (an idempotent producer's InitProducerId), never a hot path.
+func (ix *index) anyAllowed(r Request, rt ResourceType) bool {
+	t := ix.tenants[r.Tenant]
+	if t == nil || rt < ResourceTopic || rt > ResourceTransactionalID || t.res[rt] == nil {
+		return false
+	}
+	res := t.res[rt]
+	allows := func(bp byPrincipal) bool {
+		for _, p := range []string{r.Principal, WildcardPrincipal} {
+			for _, a := range bp[p] {
+				if a.perm == PermAllow && (a.op == r.Op || a.op == OpAll) && (a.host == r.Host || a.host == WildcardHost) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	denies := func(bp byPrincipal) bool {
+		var v verdict
+		v.addPattern(bp, r)
+		return v.deny
+	}
+	// A DENY of the wildcard or of a prefix of the name covers it.
+	coveredByDeny := func(name string) bool {
+		if denies(res.literal[WildcardName]) {
+			return true
+		}
+		for _, n := range res.lens {
+			if n > len(name) {
+				break
+			}
+			if denies(res.prefixed[name[:n]]) {
+				return true
+			}
+		}
+		return false
+	}
+	for name, bp := range res.literal {
+		if allows(bp) && !denies(bp) && !coveredByDeny(name) {
+			return true
+		}
+	}
+	for name, bp := range res.prefixed {
+		if allows(bp) && !coveredByDeny(name) {
+			return true
+		}
+	}
+	return false
+}
