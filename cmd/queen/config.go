@@ -56,6 +56,8 @@ type Config struct {
 	MemoryLimitFromGo bool
 	// Proxy is the embedded proxy (QUEEN_PROXY_*).
 	Proxy ProxyConfig
+	// ACLs is QUEEN_ACLS and QUEEN_ACL_SUPER_USERS (config_acls.go).
+	ACLs ACLConfig
 	// RaftAllowAnonymous (QUEEN_RAFT_ALLOW_ANONYMOUS) says a raft port
 	// reachable beyond loopback without QUEEN_RAFT_TOKEN is intended while
 	// JWT_ENABLED=true (checkRaftAuth).
@@ -270,6 +272,7 @@ func readConfig(e *env) (Config, error) {
 	c.Kafka = e.kafkaConfig(c.Raft.NodeID, len(c.Raft.Peers) > 1 || c.Raft.Join)
 	c.Kafka.Broker.LogDir = c.Raft.Dir
 	e.checkKafkaAuth(c.Auth.Enabled, &c.Kafka)
+	c.ACLs = e.aclConfig()
 	c.TenantGroups = e.str("QUEEN_TENANT_GROUPS", "")
 	c.ShutdownGrace = e.millis("QUEEN_SHUTDOWN_GRACE_MS", 10*time.Second, 0, 10*time.Minute)
 	c.PprofAddr, c.PprofToken = e.pprofConfig()

@@ -84,6 +84,13 @@ func run() int {
 		}
 		return out
 	}
+	// One authorizer for both doors: the same bindings, refreshed once
+	// (config_acls.go, docs/acls.md).
+	logACLs(log, cfg.ACLs)
+	authz := newAuthorizer(cfg.ACLs, engine.ACLStore(), log)
+	authz.Start()
+	defer authz.Close()
+	cfg.Kafka.Broker.ACL = authz
 	brokerAddr := cfg.HTTP.Addr
 	logProxy(log, &cfg.Proxy, brokerAddr)
 	if cfg.Proxy.Embedded && !cfg.Proxy.OwnPort {
