@@ -590,3 +590,7 @@ func (w *responseWriter) write(p *pending) {
 		c.shutdown()
 	}
 }
+
+// IP is the client's IP address as text: the host ACLs match
+// (tenancy/acl).
+func (c *Conn) IP() string { return c.ip }

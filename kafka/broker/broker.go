@@ -30,6 +30,7 @@ import (
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/records"
 	"github.com/queen-mq/queen/raftgroups"
+	"github.com/queen-mq/queen/tenancy/acl"
 )
 
 // Config is the Kafka facade's configuration, filled by cmd/queen from env
@@ -112,6 +113,9 @@ type Config struct {
 	// compaction (QUEEN_KAFKA_LOG_CLEANER_INTERVAL_MS, Kafka's
 	// log.cleaner.backoff.ms).
 	LogCleanerInterval time.Duration
+	// ACL is the node's authorizer (QUEEN_ACLS, acl.go): nil or disabled,
+	// no ACL is checked and the ACL APIs answer SECURITY_DISABLED.
+	ACL *acl.Authorizer
 }
 
 // Defaults for the zero values of Config.
@@ -234,7 +238,7 @@ func New(cfg Config, engine *raftgroups.Engine, log *slog.Logger) (*Broker, erro
 		if _, listed := apiAccess[kmsg.Key(key)]; !listed {
 			return nil, fmt.Errorf("kafka: %s has no row in the access table", kafka.KeyName(key))
 		}
-		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, policed(key, b.quoted(key, h))))); err != nil {
+		if err := srv.RegisterHandler(key, b.metrics.measured(key, guard(key, b.aclGuarded(key, policed(key, b.quoted(key, h)))))); err != nil {
 			return nil, fmt.Errorf("kafka: register %s: %w", kafka.KeyName(key), err)
 		}
 	}
@@ -260,9 +264,9 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.DescribeProducers):            b.handleDescribeProducers,
 		int16(kmsg.DescribeTransactions):         b.handleDescribeTransactions,
 		int16(kmsg.ListTransactions):             b.handleListTransactions,
-		int16(kmsg.DescribeACLs):                 b.handleACLs,
-		int16(kmsg.CreateACLs):                   b.handleACLs,
-		int16(kmsg.DeleteACLs):                   b.handleACLs,
+		int16(kmsg.DescribeACLs):                 b.handleDescribeACLs,
+		int16(kmsg.CreateACLs):                   b.handleCreateACLs,
+		int16(kmsg.DeleteACLs):                   b.handleDeleteACLs,
 		int16(kmsg.DescribeConfigs):              b.handleDescribeConfigs,
 		int16(kmsg.AlterConfigs):                 b.handleAlterConfigs,
 		int16(kmsg.DescribeLogDirs):              b.handleDescribeLogDirs,

@@ -30,6 +30,10 @@ type Identity struct {
 	// Policy, when set, holds the login to its cluster's plan (the
 	// embedded proxy's API keys; proxy_hooks.go).
 	Policy Policy
+	// ACLPrincipal, when set, is the principal ACLs name the login by
+	// (an API key's, acl.PrincipalForAPIKey); else it is derived from
+	// Principal or the user name (acl_enforce.go).
+	ACLPrincipal string
 }
 
 // Limits is what a login may do, by HTTP access level (authn.Principal
