@@ -10,6 +10,7 @@ import (
 	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/kafka/broker"
+	"github.com/queen-mq/queen/tenancy/acl"
 )
 
 // scopeLimits limits a Kafka connection logged in with an API key by the
@@ -76,7 +77,9 @@ func (p *Proxy) KafkaPlain(next kafka.PlainAuthenticator) kafka.PlainAuthenticat
 		}
 		// The plan holds the login's requests as it holds the cluster's
 		// HTTP ones (kafka_policy.go).
+		// ACLs name the login by its key, as the HTTP door does.
 		return kafka.Principal{User: user, Identity: broker.Identity{Tenant: tenant, Limited: scopeLimits(cred.scopes),
-			Policy: p.newKafkaLogin(cred.cluster, tenant, view)}, Expires: time.Now().Add(KafkaKeySession)}, nil
+			Policy: p.newKafkaLogin(cred.cluster, tenant, view), ACLPrincipal: acl.PrincipalForAPIKey(cred.cluster.ID, cred.keyID)},
+			Expires: time.Now().Add(KafkaKeySession)}, nil
 	}
 }
