@@ -39,9 +39,9 @@ var supportedVersions = map[int16]VersionRange{
 	25: {0, 3},  // AddOffsetsToTxn
 	26: {0, 3},  // EndTxn
 	28: {0, 3},  // TxnOffsetCommit
-	29: {1, 3},  // DescribeAcls: always SECURITY_DISABLED
-	30: {1, 3},  // CreateAcls: always SECURITY_DISABLED
-	31: {1, 3},  // DeleteAcls: always SECURITY_DISABLED
+	29: {1, 3},  // DescribeAcls: SECURITY_DISABLED unless QUEEN_ACLS (tenancy/acl)
+	30: {1, 3},  // CreateAcls: SECURITY_DISABLED unless QUEEN_ACLS
+	31: {1, 3},  // DeleteAcls: SECURITY_DISABLED unless QUEEN_ACLS
 	32: {1, 4},  // DescribeConfigs
 	33: {0, 2},  // AlterConfigs
 	35: {1, 4},  // DescribeLogDirs

@@ -114,8 +114,9 @@ var apiAccess = map[kmsg.Key][]need{
 	kmsg.IncrementalAlterConfigs: {topic(admin)},
 	kmsg.DeleteGroups:            {group(admin)},
 	kmsg.OffsetDelete:            {group(admin)},
-	// The ACL keys answer SECURITY_DISABLED; who may ask is Kafka's
-	// (DESCRIBE, and ALTER on the cluster).
+	// The ACL keys (SECURITY_DISABLED unless QUEEN_ACLS): who may ask is
+	// Kafka's (DESCRIBE, and ALTER on the cluster); with ACLs on, the
+	// handlers also check those ACLs (29_30_31_acls.go).
 	kmsg.DescribeACLs: {cluster(describe)},
 	kmsg.CreateACLs:   {cluster(admin)},
 	kmsg.DeleteACLs:   {cluster(admin)},
