@@ -58,6 +58,9 @@ type Config struct {
 	Proxy ProxyConfig
 	// ACLs is QUEEN_ACLS and QUEEN_ACL_SUPER_USERS (config_acls.go).
 	ACLs ACLConfig
+	// StandbyGroupsSet: QUEEN_RAFT_GROUPS was given on a standby
+	// (config_standby.go), which must then equal the source's.
+	StandbyGroupsSet bool
 	// RaftAllowAnonymous (QUEEN_RAFT_ALLOW_ANONYMOUS) says a raft port
 	// reachable beyond loopback without QUEEN_RAFT_TOKEN is intended while
 	// JWT_ENABLED=true (checkRaftAuth).
@@ -259,6 +262,7 @@ func readConfig(e *env) (Config, error) {
 	}
 	c.Raft = e.raftConfig()
 	e.linkConfig(&c.Raft)
+	c.StandbyGroupsSet = e.standbyConfig(&c.Raft)
 	c.RaftAllowAnonymous = e.checkRaftAuth(c.Auth.Enabled, c.Raft)
 	c.MemoryLimit = int64(e.int("QUEEN_MEMORY_LIMIT_MB", 1024, 0, 1<<24)) << 20
 	if e.lookup("GOMEMLIMIT") != "" {

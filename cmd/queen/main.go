@@ -61,6 +61,10 @@ func run() int {
 		stopPprof := servePprof(log, cfg.PprofAddr, cfg.PprofToken)
 		defer stopPprof()
 	}
+	if err := standbyGroups(log, &cfg, cfg.StandbyGroupsSet); err != nil {
+		log.Error("boot: " + err.Error())
+		return 1
+	}
 	host, err := raftgroups.Start(cfg.Raft)
 	if err != nil {
 		log.Error("boot: raft groups did not start", "err", err)
