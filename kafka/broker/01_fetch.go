@@ -91,6 +91,7 @@ func checkFetchSession(req *kmsg.FetchRequest) error {
 
 // waitAny parks until one of chans closes, the deadline passes or ctx ends.
 func waitAny(ctx context.Context, chans []<-chan struct{}, deadline time.Time) {
+	defer parkedSince(ctx, time.Now()) // not handler time for request_percentage
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	cases := make([]reflect.SelectCase, 0, len(chans)+2)

@@ -83,6 +83,13 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *kafka.Conn, kreq kms
 			checks[i].err = asks[j].Err
 		}
 	}
+	if !req.ValidateOnly { // controller_mutation_rate (client_quota_throttle.go)
+		for i := range checks {
+			if checks[i].err == nil {
+				checks[i].err = chargeMutation(ctx, int(checks[i].n))
+			}
+		}
+	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic

@@ -30,7 +30,10 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *kafka.Conn, kreq kms
 		var err error
 		if isInternalTopic(name) {
 			err = errInternalTopic
-		} else {
+		} else if topic, ok := b.engine.KafkaTopic(tenant, name); ok {
+			err = chargeMutation(ctx, topic.Partitions) // controller_mutation_rate (client_quota_throttle.go)
+		}
+		if err == nil && !isInternalTopic(name) {
 			var res wire.CodeResult
 			res, err = b.engine.DeleteTopic(cctx, &wire.DeleteTopicCmd{Tenant: tenant, Name: name})
 			if err == nil {

@@ -63,6 +63,13 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, c *kafka.Conn, kreq
 			checks[i] = asks[j].Err
 		}
 	}
+	if !req.ValidateOnly { // controller_mutation_rate (client_quota_throttle.go): the partitions added
+		for i, t := range req.Topics {
+			if topic, ok := b.engine.KafkaTopic(tenant, t.Topic); ok && checks[i] == nil {
+				checks[i] = chargeMutation(ctx, int(t.Count)-topic.Partitions)
+			}
+		}
+	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic

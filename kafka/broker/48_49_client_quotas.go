@@ -65,6 +65,17 @@ func quotaCode(err error) int16 {
 	return errorCode(err)
 }
 
+// quotaMessage is the message of a quota refusal: errorMessage leaves
+// out those errorCode does not know, and INVALID_REQUEST's says which
+// part of the request was refused.
+func quotaMessage(err error) *string {
+	if errors.Is(err, errQuotaInvalid) || errors.Is(err, kerr.UnsupportedVersion) {
+		s := err.Error()
+		return &s
+	}
+	return errorMessage(err)
+}
+
 // quotaEntity is one entity: a user, a client id, or both. A present part
 // with a nil name is that type's default entity.
 type quotaEntity struct {
@@ -183,8 +194,12 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, c *kafka.Conn, kre
 		// The compare-and-set below would refuse a stale read.
 		_ = b.catchUpKV(ctx, wire.DefaultTenant)
 	}
+	plan := planQuotasOf(c)
 	for _, entry := range req.Entries {
 		e, err := quotaEntityOf(entry.Entity)
+		if err == nil {
+			err = checkPlanOps(plan, entry.Ops)
+		}
 		if err == nil {
 			err = checkQuotaOps(entry.Ops)
 		}
@@ -192,7 +207,7 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, c *kafka.Conn, kre
 			err = b.alterQuota(ctx, tenant, e, entry.Ops)
 		}
 		r := kmsg.NewAlterClientQuotasResponseEntry()
-		r.ErrorCode, r.ErrorMessage = quotaCode(err), errorMessage(err)
+		r.ErrorCode, r.ErrorMessage = quotaCode(err), quotaMessage(err)
 		for _, p := range entry.Entity {
 			re := kmsg.NewAlterClientQuotasResponseEntryEntity()
 			re.Type, re.Name = p.Type, p.Name
@@ -346,7 +361,7 @@ func (b *Broker) handleDescribeClientQuotas(ctx context.Context, c *kafka.Conn, 
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	f, err := quotaFilterOf(req)
 	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = quotaCode(err), errorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = quotaCode(err), quotaMessage(err)
 		return resp, nil
 	}
 	_ = b.catchUpKV(ctx, wire.DefaultTenant) // read-your-writes; else this node's replica answers
@@ -355,6 +370,7 @@ func (b *Broker) handleDescribeClientQuotas(ctx context.Context, c *kafka.Conn, 
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
+	all = withPlan(all, c)
 	for _, q := range all {
 		if !f.matches(q.Entity) || len(q.Values) == 0 {
 			continue
@@ -396,4 +412,53 @@ func (b *Broker) readQuotas(tenant wire.ID) ([]storedQuota, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// planQuotasOf is the plan's quota values of a login held to one (the
+// embedded proxy's API keys, proxy_hooks.go); nil for other logins.
+func planQuotasOf(c *kafka.Conn) map[string]float64 {
+	id, ok := identityOf(c)
+	if !ok || id.Policy == nil {
+		return nil
+	}
+	return id.Policy.Quotas()
+}
+
+// checkPlanOps refuses an operation on a key the login's plan sets: the
+// plan's values are read-only over Kafka (INVALID_REQUEST, as Kafka
+// answers a key it does not accept), changed by the plan or the
+// cluster's overrides only.
+func checkPlanOps(plan map[string]float64, ops []kmsg.AlterClientQuotasRequestEntryOp) error {
+	for _, op := range ops {
+		if _, ok := plan[op.Key]; ok {
+			return fmt.Errorf("%w: %s is the cluster's plan's, read-only over Kafka (change the plan or the cluster's overrides)", errQuotaInvalid, op.Key)
+		}
+	}
+	return nil
+}
+
+// withPlan adds the login's plan quotas to its user entity (the API key's
+// login name), merged with what is stored for that entity: a login held
+// to a plan sees the plan's limits as its client quotas.
+func withPlan(all []storedQuota, c *kafka.Conn) []storedQuota {
+	plan := planQuotasOf(c)
+	if len(plan) == 0 {
+		return all
+	}
+	user := quotaUserOf(c)
+	for i := range all {
+		e := all[i].Entity
+		if e.HasUser && e.User != nil && *e.User == user && !e.HasClient {
+			merged := make(map[string]float64, len(all[i].Values)+len(plan))
+			for k, v := range all[i].Values {
+				merged[k] = v
+			}
+			for k, v := range plan {
+				merged[k] = v
+			}
+			all[i].Values = merged
+			return all
+		}
+	}
+	return append(all, storedQuota{Entity: quotaEntity{HasUser: true, User: &user}, Values: plan})
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,15 +55,15 @@ type quotaEntityKey struct {
 	user, client quotaPartKey
 }
 
-// quotaTable is a snapshot of every tenant's byte-rate quotas.
+// quotaTable is a snapshot of every tenant's enforced quotas.
 type quotaTable struct {
 	rates map[quotaEntityKey]map[string]float64
 }
 
 // quotaCache is a node's view of the quotas and its buckets.
 type quotaCache struct {
-	// on is whether any byte rate is set: the only thing a request reads
-	// when none is.
+	// on is whether any quota is set: the only thing a request without a
+	// plan reads when none is.
 	on    atomic.Bool
 	table atomic.Pointer[quotaTable]
 	// changed wakes the refresher after a change made through this node.
@@ -95,7 +96,7 @@ func (q *quotaCache) load(t *quotaTable) {
 	q.on.Store(len(t.rates) > 0)
 }
 
-// tableOf builds the byte-rate table from stored quota values.
+// tableOf builds the quota table from stored quota values.
 func tableOf(all []storedQuota) *quotaTable {
 	t := &quotaTable{rates: map[quotaEntityKey]map[string]float64{}}
 	part := func(has bool, name *string) quotaPartKey {
@@ -109,7 +110,7 @@ func tableOf(all []storedQuota) *quotaTable {
 	}
 	for _, s := range all {
 		rates := map[string]float64{}
-		for _, k := range []string{quotaProducerByteRate, quotaConsumerByteRate} {
+		for k := range quotaKeys {
 			if v, ok := s.Values[k]; ok && v > 0 {
 				rates[k] = v
 			}
@@ -155,35 +156,67 @@ func (t *quotaTable) resolve(tenant wire.ID, kind, user, client string) (float64
 	return 0, quotaEntityKey{}, false
 }
 
-// quotaBucket meters one entity's bytes of one kind.
+// quotaBucket meters one entity's use of one kind: bytes, seconds of
+// handler time, or partitions mutated.
 type quotaBucket struct {
 	mu     sync.Mutex
-	credit float64 // bytes; negative: overage still draining
+	credit float64 // units; negative: overage still draining
 	last   time.Time
 	// mutedUntil (unix nanos) is when the last throttle ends: the
 	// entity's next request waits until then.
 	mutedUntil atomic.Int64
 }
 
-// charge takes n bytes at rate bytes/s and returns the throttle: how long
-// until the overage drains at the rate (0: within quota).
-func (bk *quotaBucket) charge(now time.Time, rate float64, n int) time.Duration {
+// charge takes n units at rate units/s from a bucket holding one second
+// of quota and returns the throttle: how long until the overage drains
+// at the rate (0: within quota).
+func (bk *quotaBucket) charge(now time.Time, rate, n float64) time.Duration {
+	return bk.chargeBurst(now, rate, quotaBurst, n)
+}
+
+// chargeBurst is charge on a bucket holding burst's worth of quota.
+func (bk *quotaBucket) chargeBurst(now time.Time, rate float64, burst time.Duration, n float64) time.Duration {
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
-	burst := rate * quotaBurst.Seconds()
+	bk.refill(now, rate, burst)
+	bk.credit -= n
+	return bk.overage(now, rate)
+}
+
+// refill adds what the time since the last charge earned at rate, up to
+// burst's worth; a bucket never charged starts full. Caller holds mu.
+func (bk *quotaBucket) refill(now time.Time, rate float64, burst time.Duration) {
+	full := rate * burst.Seconds()
 	if bk.last.IsZero() {
-		bk.credit = burst
+		bk.credit = full
 	} else if el := now.Sub(bk.last); el > 0 {
-		bk.credit = min(burst, bk.credit+rate*el.Seconds())
+		bk.credit = min(full, bk.credit+rate*el.Seconds())
 	}
-	bk.last = now
-	bk.credit -= float64(n)
-	if bk.credit >= 0 {
+	if now.After(bk.last) {
+		bk.last = now
+	}
+}
+
+// overage is the throttle of a bucket in debt, the time until it is back
+// at zero at rate, and mutes the entity for it. Caller holds mu.
+func (bk *quotaBucket) overage(now time.Time, rate float64) time.Duration {
+	if bk.credit >= 0 || rate <= 0 {
 		return 0
 	}
 	throttle := time.Duration(-bk.credit / rate * float64(time.Second))
-	bk.mutedUntil.Store(now.Add(throttle).UnixNano())
+	bk.mute(now.Add(throttle))
 	return throttle
+}
+
+// mute makes the entity's next request wait until until, unless it
+// already waits longer.
+func (bk *quotaBucket) mute(until time.Time) {
+	for {
+		cur := bk.mutedUntil.Load()
+		if cur >= until.UnixNano() || bk.mutedUntil.CompareAndSwap(cur, until.UnixNano()) {
+			return
+		}
+	}
 }
 
 // bucketKind keys a bucket by entity and quota kind.
@@ -192,10 +225,10 @@ type bucketKind struct {
 	kind string
 }
 
-// bucket is the bucket of (k, kind), made on first use full at rate (and
+// bucket is the bucket of (k, kind), made on first use full (and
 // stamped now, so a sweep does not take it before its first charge); nil
 // past quotaMaxBuckets.
-func (q *quotaCache) bucket(k quotaEntityKey, kind string, rate float64, now time.Time) *quotaBucket {
+func (q *quotaCache) bucket(k quotaEntityKey, kind string, now time.Time) *quotaBucket {
 	kk := bucketKind{k, kind}
 	if b, ok := q.buckets.Load(kk); ok {
 		return b.(*quotaBucket)
@@ -203,7 +236,9 @@ func (q *quotaCache) bucket(k quotaEntityKey, kind string, rate float64, now tim
 	if q.nBuckets.Load() >= quotaMaxBuckets {
 		return nil
 	}
-	b, loaded := q.buckets.LoadOrStore(kk, &quotaBucket{credit: rate * quotaBurst.Seconds(), last: now})
+	// A new bucket is full: stamped now with a credit refill takes as
+	// it finds it (burst differs by kind), so only last is set here.
+	b, loaded := q.buckets.LoadOrStore(kk, &quotaBucket{last: now, credit: math.Inf(1)})
 	if !loaded {
 		q.nBuckets.Add(1)
 	}
@@ -271,56 +306,6 @@ func quotaUserOf(c *kafka.Conn) string {
 		return p.User
 	}
 	return quotaAnonymous
-}
-
-// quotaKindOf is the byte rate a request key is metered against.
-func quotaKindOf(key int16) string {
-	switch kmsg.Key(key) {
-	case kmsg.Produce:
-		return quotaProducerByteRate
-	case kmsg.Fetch:
-		return quotaConsumerByteRate
-	}
-	return ""
-}
-
-// quoted meters Produce and Fetch against the byte-rate quotas. Nothing
-// but q.on is read while no byte rate is set.
-func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
-	kind := quotaKindOf(key)
-	if kind == "" {
-		return h
-	}
-	return func(ctx context.Context, c *kafka.Conn, req kmsg.Request) (kmsg.Response, error) {
-		q := b.quotas
-		if !q.on.Load() {
-			return h(ctx, c, req)
-		}
-		t := q.table.Load()
-		client := ""
-		if hdr, ok := kafka.RequestHeaderFromContext(ctx); ok {
-			client = hdr.ClientID
-		}
-		rate, bk, ok := t.resolve(b.tenantOf(c), kind, quotaUserOf(c), client)
-		if !ok {
-			return h(ctx, c, req)
-		}
-		bucket := q.bucket(bk, kind, rate, time.Now())
-		if bucket == nil {
-			return h(ctx, c, req)
-		}
-		holdUntil(ctx, bucket.mutedUntil.Load())
-		resp, err := h(ctx, c, req)
-		if err != nil || resp == nil {
-			return resp, err
-		}
-		u := usageOf(key, req, resp)
-		throttle := bucket.charge(time.Now(), rate, u.BytesIn+u.BytesOut)
-		if throttle > 0 {
-			setThrottle(ctx, resp, throttle)
-		}
-		return resp, nil
-	}
 }
 
 // holdUntil waits until the unix-nanos instant until (a throttle's end),

@@ -24,9 +24,8 @@ import (
 // and must not take locks every connection shares.
 type Policy interface {
 	// Before runs before each request (of API key key): a non-zero code
-	// refuses all of it (a cluster suspended since the login). It waits
-	// first while the connection is throttled, as Kafka mutes a throttled
-	// client's channel (KIP-219), until ctx ends.
+	// refuses all of it (a cluster suspended since the login). A
+	// throttled login's wait is the broker's (quoted), not Before's.
 	Before(ctx context.Context, key int16) int16
 	// Produce is the plan's say on one produce request: a refusal of all
 	// of it (pushes blocked, a quota spent), or caps its batches meet.
@@ -36,8 +35,13 @@ type Policy interface {
 	Create(asks []CreateAsk)
 	// After meters an answered request and charges it to the cluster's
 	// rates; it returns the throttle the answer carries (Kafka's client
-	// quotas: the request is served, the client waits).
+	// quotas: the request is served, the client waits), which the broker
+	// applies as any client quota's throttle (quoted).
 	After(u Usage) time.Duration
+	// Quotas are the plan's rate limits as client quota values of the
+	// login's user entity: DescribeClientQuotas lists them, read-only
+	// (AlterClientQuotas refuses their keys).
+	Quotas() map[string]float64
 	// Park takes one of the cluster's parked slots for a fetch that may
 	// wait for records (max_parked_pops, as an HTTP long-poll pop); leave
 	// gives it back (nil: nothing to give back). Without one (false) the
@@ -104,8 +108,11 @@ func policyOf(ctx context.Context) Policy {
 	return p
 }
 
-// policed runs a login's policy around its requests: before (status,
-// throttle), inside (the handlers ask policyOf), after (meter, rates).
+// policed runs a login's policy around its requests: before (status), a
+// parked slot for a fetch that may wait, and the policy in the context
+// for the handlers (caps, produce gate). The plan's rates are charged and
+// its throttle applied by quoted (client_quota_throttle.go), the one
+// throttling path client quotas take too.
 func policed(key int16, h kafka.Handler) kafka.Handler {
 	return func(ctx context.Context, c *kafka.Conn, req kmsg.Request) (kmsg.Response, error) {
 		id, ok := identityOf(c)
@@ -116,44 +123,16 @@ func policed(key int16, h kafka.Handler) kafka.Handler {
 		if code := pol.Before(ctx, key); code != 0 {
 			return kafka.ErrorResponse(req, code), nil
 		}
-		var parked time.Duration
 		if wait := waitOf(req); wait != nil && *wait > 0 {
 			leave, ok, throttle := pol.Park()
 			if !ok {
-				*wait, parked = 0, throttle // answered with what there is now
+				*wait = 0 // answered with what there is now, throttled
+				ctx = context.WithValue(ctx, requestQuotaKey{}, &requestQuota{planParked: throttle})
 			} else if leave != nil {
 				defer leave()
 			}
 		}
-		resp, err := h(context.WithValue(ctx, policyKey{}, pol), c, req)
-		if err != nil || resp == nil {
-			return resp, err
-		}
-		throttle := max(parked, pol.After(usageOf(key, req, resp)))
-		if throttle <= 0 {
-			return resp, nil
-		}
-		ms := int32(min(throttle.Milliseconds()+1, 1<<30))
-		tr, ok := resp.(kmsg.ThrottleResponse)
-		if !ok {
-			return resp, nil
-		}
-		cur, after := tr.Throttle()
-		if cur >= ms {
-			return resp, nil
-		}
-		resp.(kmsg.SetThrottleResponse).SetThrottle(ms)
-		if !after {
-			// Versions before KIP-219: the broker holds the answer for the
-			// throttle, and the client waits for it.
-			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			}
-		}
-		return resp, nil
+		return h(context.WithValue(ctx, policyKey{}, pol), c, req)
 	}
 }
 

@@ -27,6 +27,13 @@ type fakePolicy struct {
 	refuse   int16
 	parkFull bool
 	usage    []Usage
+	quotas   map[string]float64
+}
+
+func (f *fakePolicy) Quotas() map[string]float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.quotas
 }
 
 func (f *fakePolicy) Before(context.Context, int16) int16 {

@@ -32,8 +32,11 @@ import (
 //     authorization error (the login itself is refused, KafkaPlain);
 //   - rates (clusterRates.charge, the buckets HTTP takes from): a request
 //     is served and its answer carries throttle_time_ms, as Kafka's client
-//     quotas do; the connection's next request waits it out (Kafka mutes
-//     the channel); enforced only;
+//     quotas do; the login's next request waits it out (Kafka mutes the
+//     channel); enforced only. The throttle is applied by the broker's
+//     client-quota path (kafka/broker/client_quota_throttle.go), and the
+//     limits are listed as the login's user entity's client quotas
+//     (Quotas);
 //   - metering (meter.add): produce as push, fetch as delivery, topic and
 //     group administration as configure, transactions as txn, the rest as
 //     read.
@@ -57,9 +60,6 @@ type kafkaLogin struct {
 
 	view   atomic.Pointer[clusterView]
 	viewAt atomic.Int64 // unix nanos of view
-	// mutedUntil (unix nanos) is when the connection's last throttle
-	// ends: its next request waits until then.
-	mutedUntil atomic.Int64
 	// loggedAt (unix nanos) spaces the would_block lines of a throttled
 	// login a second apart.
 	loggedAt atomic.Int64
@@ -110,20 +110,10 @@ func (l *kafkaLogin) current(now time.Time) *clusterView {
 }
 
 // Before refuses every request once the cluster is suspended or being
-// deleted, and holds a throttled connection's next request until its
-// throttle ends.
-func (l *kafkaLogin) Before(ctx context.Context, key int16) int16 {
-	now := time.Now()
-	if until := l.mutedUntil.Load(); until > now.UnixNano() {
-		t := time.NewTimer(time.Duration(until - now.UnixNano()))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-		now = time.Now()
-	}
-	if l.current(now).rank >= statusRank(StatusSuspended) {
+// deleted. A throttled login's next request is held by the broker, on the
+// path every client quota's throttle takes.
+func (l *kafkaLogin) Before(_ context.Context, key int16) int16 {
+	if l.current(time.Now()).rank >= statusRank(StatusSuspended) {
 		return authorizationCode(key)
 	}
 	return 0
@@ -231,8 +221,27 @@ func (l *kafkaLogin) After(u broker.Usage) time.Duration {
 	if !l.p.cfg.Enforce {
 		return 0
 	}
-	l.mutedUntil.Store(now.Add(wait).UnixNano())
 	return wait
+}
+
+// planQuotaKeys are the plan's limits a Kafka login's answers are
+// throttled by, shown as client quota values of its user entity.
+var planQuotaKeys = []string{LimitRequestsPerSec, LimitRequestsBurst, LimitMessagesPerSec, LimitMessagesBurst}
+
+// Quotas are the cluster's rate limits (the plan's with the cluster's
+// overrides) as client quota values, under the limits' own names: Kafka
+// has no key for requests or messages per second, and reusing one
+// (request_percentage is a share of handler time) would say something
+// else. Unlimited ones are left out, as Kafka leaves out an unset quota.
+func (l *kafkaLogin) Quotas() map[string]float64 {
+	lim := l.current(time.Now()).limits
+	out := make(map[string]float64, len(planQuotaKeys))
+	for _, k := range planQuotaKeys {
+		if v := lim[k]; v != nil {
+			out[k] = float64(*v)
+		}
+	}
+	return out
 }
 
 // parkedThrottle is the throttle of a fetch answered at once for want of
@@ -257,7 +266,6 @@ func (l *kafkaLogin) Park() (func(), bool, time.Duration) {
 		l.p.parked.of(l.cluster.ID).Add(1)
 		return l.leave, true, 0
 	}
-	l.mutedUntil.Store(now.Add(parkedThrottle).UnixNano())
 	return nil, false, parkedThrottle
 }
 

@@ -241,3 +241,25 @@ func TestKafkaPolicyParkedFetches(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaPolicyQuotas: a login's plan rates are its client quotas, the
+// cluster's overrides applied, unlimited ones left out.
+func TestKafkaPolicyQuotas(t *testing.T) {
+	p, _ := testProxy(t, Config{Enforce: true})
+	pol, c := kafkaPolicyFor(t, p, "acme")
+	want := map[string]float64{LimitRequestsPerSec: 5, LimitRequestsBurst: 25, LimitMessagesPerSec: 20, LimitMessagesBurst: 100}
+	if got := pol.Quotas(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the free plan's quotas: %v, want %v", got, want)
+	}
+	over := *c
+	over.Overrides = Limits{LimitRequestsPerSec: n(50), LimitMessagesBurst: nil}
+	if _, err := p.store.apply(context.Background(), putOp(clusterKey(c.ID), over, false)); err != nil {
+		t.Fatal(err)
+	}
+	p.cache.drop()
+	pol.(*kafkaLogin).viewAt.Store(0)
+	want = map[string]float64{LimitRequestsPerSec: 50, LimitRequestsBurst: 25, LimitMessagesPerSec: 20}
+	if got := pol.Quotas(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("with overrides: %v, want %v", got, want)
+	}
+}
