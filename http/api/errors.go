@@ -59,6 +59,11 @@ func errorStatus(err error) (status int, code string, retry bool) {
 		return http.StatusRequestEntityTooLarge, "too_large", false
 	case errors.Is(err, raftgroups.ErrStorageFull):
 		return http.StatusInsufficientStorage, "storage_full", false
+	case errors.Is(err, raftgroups.ErrStandby):
+		// A standby follows its source and takes writes once promoted.
+		return http.StatusServiceUnavailable, "standby", false
+	case errors.Is(err, raftgroups.ErrNotStandby):
+		return http.StatusConflict, "not_standby", false
 	case errors.Is(err, wire.ErrQueueNotFound):
 		return http.StatusNotFound, "queue_not_found", false
 	case errors.Is(err, wire.ErrPartitionNotFound):

@@ -35,6 +35,9 @@ type healthAnswer struct {
 	// each group's active one (a rolling upgrade is done when every group
 	// is at the newest; docs/operations.md, "Upgrades").
 	Format raftgroups.FormatStatus `json:"format"`
+	// Standby is a standby's follow state (standby.go); absent on a
+	// cluster that follows nothing.
+	Standby *raftgroups.StandbyStatus `json:"standby,omitempty"`
 }
 
 // clusterVersion is the feature level this build implements (spec §4.6).
@@ -45,7 +48,7 @@ const clusterVersion = 7
 // commit index; 503 while the node is settling.
 func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 	ans := healthAnswer{Status: "healthy", Engine: "raft", Version: s.cfg.Version, Groups: s.raftHealth(),
-		StorageFull: s.engine.Host().StorageFull(), Format: s.engine.Host().Format()}
+		StorageFull: s.engine.Host().StorageFull(), Format: s.engine.Host().Format(), Standby: s.engine.Host().Standby()}
 	for _, st := range s.engine.Host().Status() {
 		if !st.Ready {
 			ans.Status = "unhealthy"

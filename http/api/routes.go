@@ -88,6 +88,7 @@ func (s *Server) coreRoutes() []route {
 		{post, "/api/v1/system/raft/membership/promote", authn.LevelAdmin, s.membershipPromote},
 		{put, "/api/v1/system/raft/membership/voters", authn.LevelAdmin, s.membershipVoters},
 		{del, "/api/v1/system/raft/membership/members/{id}", authn.LevelAdmin, s.membershipRemove},
+		{post, "/api/v1/system/standby/promote", authn.LevelAdmin, s.standbyPromote},
 
 		{get, "/status", authn.LevelReadOnly, s.status},
 		{get, "/api/v1/status", authn.LevelReadOnly, s.status},
