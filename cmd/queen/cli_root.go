@@ -102,7 +102,7 @@ shutdown, 1 when the node cannot start, 2 for a configuration it refuses.`,
 	)
 	cf := &clientFlags{}
 	root.AddCommand(newQueuesCommand(cf), newPushCommand(cf), newPopCommand(cf), newAckCommand(cf),
-		newGroupsCommand(cf), newDLQCommand(cf), newKVCommand(cf), newClusterCommand(cf),
+		newGroupsCommand(cf), newDLQCommand(cf), newKVCommand(cf), newClusterCommand(cf), newStandbyCommand(cf),
 		newTopicsCommand(), newBenchCommand())
 	return root
 }
