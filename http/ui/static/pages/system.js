@@ -1,6 +1,7 @@
 // System: this node's raft groups (role, leader, term, apply lag), its
 // disk and memory, where each group's leader is, and, for admins, the
-// cluster's membership with the actions of /api/v1/system/raft/membership.
+// cluster's membership with the actions of /api/v1/system/raft/membership;
+// on a standby cluster, how far behind its source it is and its promotion.
 
 import { get, call, ApiError } from "../api.js";
 import { h, num, bytes, badge, table, field, notice, fail } from "../dom.js";
@@ -10,10 +11,11 @@ export const title = "System";
 export async function render(view, route, life) {
   const node = h("div");
   const groups = h("div");
+  const standby = h("div");
   const members = h("div");
   const actions = h("div");
   const result = h("div");
-  view.append(h("h1", null, "System"), node,
+  view.append(h("h1", null, "System"), node, standby,
     h("h2", null, "Raft groups"), groups,
     h("h2", null, "Membership"), members, result, actions);
 
@@ -35,8 +37,36 @@ export async function render(view, route, life) {
       { label: "Apply lag", num: true, cell: (g) => num(g.lag) },
       { label: "Quorum ack (ms)", num: true, cell: (g) => num(g.quorumAckMs) },
     ], m.groups || []));
+    await showStandby();
     await showMembership();
   });
+
+  // A standby's block of /health (absent on a cluster that follows
+  // nothing); /health answers 503 with the same body while settling.
+  async function showStandby() {
+    let sb;
+    try {
+      sb = (await get("/health", life.signal)).standby;
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      return; // settling: keep what is shown
+    }
+    if (!sb) { standby.replaceChildren(); return; }
+    standby.replaceChildren(h("h2", null, "Standby"),
+      notice(sb.following ? `Following ${sb.source}: read-only until promoted.` : `Promoted: no longer follows ${sb.source}.`, sb.following ? "warn" : "ok"),
+      h("div", { class: "tiles" }, [["Lag (entries)", num(sb.lagEntries)], ["Lag (ms)", num(sb.lagMs)]]
+        .map(([l, v]) => h("div", { class: "tile" }, h("div", { class: "label" }, l), h("div", { class: "value" }, v)))),
+      table("Per raft group, as this node sees it", [
+        { label: "Group", num: true, cell: (g) => g.group },
+        { label: "Source commit", num: true, cell: (g) => num(g.sourceCommit) },
+        { label: "Applied source index", num: true, cell: (g) => num(g.appliedSourceIndex) },
+        { label: "Lag (entries)", num: true, cell: (g) => num(g.lagEntries) },
+        { label: "Lag (ms)", num: true, cell: (g) => num(g.lagMs) },
+      ], sb.groups || []),
+      sb.following ? h("div", { class: "actions" }, h("button", { type: "button", class: "danger",
+        onclick: () => confirm(`Promote this standby? It stops following ${sb.source} for good and takes writes.`) &&
+          act("POST", "/api/v1/system/standby/promote", undefined, "standby promoted") }, "Promote")) : null);
+  }
 
   async function showMembership() {
     try {
