@@ -148,6 +148,36 @@ func (bk *quotaBucket) mutate(now time.Time, rate, n float64, strict bool) (time
 	return bk.overage(now, rate), false
 }
 
+// admit charges n units at rate as a request is admitted: it returns
+// when the request may be served (unix nanos: the end of the debt of those
+// admitted before it) and when its own debt ends (zero time: none).
+func (bk *quotaBucket) admit(now time.Time, rate, n float64) (int64, time.Time) {
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	wait := bk.mutedUntil.Load()
+	bk.refill(now, rate, quotaBurst)
+	bk.credit -= n
+	if d := bk.overage(now, rate); d > 0 {
+		return wait, now.Add(d)
+	}
+	return wait, time.Time{}
+}
+
+// produceBytes is the record batches' bytes a produce carries, as sent.
+func produceBytes(req kmsg.Request) int {
+	pr, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for ti := range pr.Topics {
+		for pi := range pr.Topics[ti].Partitions {
+			n += len(pr.Topics[ti].Partitions[pi].Records)
+		}
+	}
+	return n
+}
+
 // quotaKindOf is the byte rate a request key is metered against.
 func quotaKindOf(key int16) string {
 	switch kmsg.Key(key) {
@@ -220,10 +250,23 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 			rq.mutation = &mutationQuota{bucket: mutation.bucket, rate: mutation.rate, strict: req.GetVersion() >= strictFrom}
 		}
 		var until int64
-		for _, m := range [...]meter{bytes, request, mutation, plan} {
+		for _, m := range [...]meter{request, mutation, plan} {
 			if m.bucket != nil {
 				until = max(until, m.bucket.mutedUntil.Load())
 			}
+		}
+		// A produce is charged as it is admitted, with the bytes it
+		// carries (Kafka meters the request's size): the handlers of one
+		// connection run concurrently, so a client pipelining produces
+		// would pass a mute its earlier requests had not set yet. Each
+		// waits for the debt of those admitted before it.
+		var admitted time.Time
+		if bytes.bucket != nil && byteKind == quotaProducerByteRate {
+			var wait int64
+			wait, admitted = bytes.bucket.admit(now, bytes.rate, float64(produceBytes(req)))
+			until = max(until, wait)
+		} else if bytes.bucket != nil {
+			until = max(until, bytes.bucket.mutedUntil.Load())
 		}
 		holdUntil(ctx, until)
 
@@ -235,10 +278,13 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 		end := time.Now()
 		var throttle time.Duration
 		var u Usage
-		if bytes.bucket != nil || pol != nil {
+		if (bytes.bucket != nil && admitted.IsZero()) || pol != nil {
 			u = usageOf(key, req, resp)
 		}
-		if bytes.bucket != nil {
+		switch {
+		case !admitted.IsZero(): // what is left of the produce's own debt
+			throttle = max(admitted.Sub(end), 0)
+		case bytes.bucket != nil:
 			throttle = bytes.bucket.charge(end, bytes.rate, float64(u.BytesIn+u.BytesOut))
 		}
 		if request.bucket != nil {

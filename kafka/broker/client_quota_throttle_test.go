@@ -279,3 +279,24 @@ func TestPlanQuotasAreClientQuotas(t *testing.T) {
 		t.Fatalf("the request after a 400ms plan throttle took %v: the login was not held", took)
 	}
 }
+
+// TestProduceAdmission: a produce is charged as it is admitted, so
+// produces pipelined on one connection (whose handlers run concurrently)
+// each wait for the debt of those before them, and each is answered the
+// end of its own debt.
+func TestProduceAdmission(t *testing.T) {
+	var bk quotaBucket
+	now := time.Unix(1000, 0)
+	const rate = 1000.0
+	wait, end := bk.admit(now, rate, 1500)
+	if wait > now.UnixNano() || !end.Equal(now.Add(500*time.Millisecond)) {
+		t.Fatalf("first: wait until %v, debt ends %v", time.Duration(wait-now.UnixNano()), end.Sub(now))
+	}
+	wait, end = bk.admit(now, rate, 500)
+	if wait != now.Add(500*time.Millisecond).UnixNano() || !end.Equal(now.Add(time.Second)) {
+		t.Fatalf("pipelined: waits %v, debt ends %v; want 500ms and 1s", time.Duration(wait-now.UnixNano()), end.Sub(now))
+	}
+	if _, end := bk.admit(now.Add(2*time.Second), rate, 100); !end.IsZero() {
+		t.Fatalf("within the refilled bucket: debt ends %v", end)
+	}
+}
