@@ -31,6 +31,7 @@ sample output.`,
 	var kafka workload.KafkaOptions
 	var partitions workload.PartitionsOptions
 	var streams workload.StreamsOptions
+	var quota workload.QuotaOptions
 	cmd.AddCommand(
 		benchCommand("push", "HTTP push throughput and latency (batches from many clients)", push.Register,
 			func(start node.Starter, w io.Writer) error { return workload.Push(push, start, w) }),
@@ -42,6 +43,8 @@ sample output.`,
 			func(start node.Starter, w io.Writer) error { return workload.Partitions(partitions, start, w) }),
 		benchCommand("streams", "Streams cycles against /api/v1/transaction doing the same work, rounds interleaved", streams.Register,
 			func(start node.Starter, w io.Writer) error { return workload.Streams(streams, start, w) }),
+		benchCommand("quota", "A producer held to producer_byte_rate: measured MB/s, throttles seen, errors", quota.Register,
+			func(start node.Starter, w io.Writer) error { return workload.Quota(quota, start, w) }),
 	)
 	return cmd
 }
