@@ -208,6 +208,6 @@ func (s *Store) applyLinkPromote(ctx *applyCtx, _ *wire.LinkPromoteCmd) wire.Cou
 	}
 	s.setLink(ctx, l)
 	s.log.Info("storage: standby group promoted: it takes writes from the last source entry it applied",
-		"group", s.cfg.Group, "sourceIndex", l.Applied)
+		"sourceIndex", l.Applied)
 	return wire.CountResult{Code: wire.CodeOK, N: l.Applied}
 }
