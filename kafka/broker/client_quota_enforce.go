@@ -14,16 +14,15 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// Enforcing producer_byte_rate on Produce and consumer_byte_rate on Fetch,
-// per node as Kafka does (each broker meters what it serves). The quotas
-// are cached per node from the replicated KV (refreshQuotas: on a change
-// made through this node, else at most once a second), and a request
-// looks at the cache only when some byte rate is set anywhere: without
-// one, a produce costs one atomic load. A client over its rate is served
-// and answered with throttle_time_ms, the time until its overage drains
-// at the quota rate (a token bucket holding one second of quota), and the
-// next Produce or Fetch of the same quota entity waits that long first,
-// as Kafka mutes a throttled channel (KIP-219). No error is answered.
+// The node's cache of the client quotas and their token buckets, per node
+// as Kafka meters per broker. The quotas are cached from the replicated
+// KV (refreshQuotas: on a change made through this node, else at most
+// once a second), and a request looks at the cache only when some quota
+// is set anywhere: without one, a request costs one atomic load. How each
+// key is charged and the throttle answered is client_quota_throttle.go:
+// a client over a quota is served and answered with throttle_time_ms, and
+// its next request meeting that quota waits the throttle out first, as
+// Kafka mutes a throttled channel (KIP-219).
 
 // quotaRefreshEvery is how stale a node's quota cache may be after a
 // change made through another node.
