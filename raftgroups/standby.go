@@ -127,12 +127,16 @@ func (h *Host) Following() bool {
 }
 
 // linkKind says whether a command may be proposed into a group that
-// follows a source: the link's own commands, and the format raise, which
+// follows a source: the link's own commands, the format raise, which
 // gates them (the standby's own format; the source's entries apply at the
-// source's, storage/link_apply.go).
+// source's, storage/link_apply.go), and the registrations of the
+// standby's own nodes (Kafka's advertised addresses, the members' HTTP
+// addresses), which the source's entries leave alone (storage.sourceOnly)
+// so a standby's Metadata names its own brokers.
 func linkKind(k wire.Kind) bool {
 	switch k {
-	case wire.KindLinkApply, wire.KindLinkPromote, wire.KindLinkSnapshotChunk, wire.KindLinkSnapshotDone, wire.KindSetFormat:
+	case wire.KindLinkApply, wire.KindLinkPromote, wire.KindLinkSnapshotChunk, wire.KindLinkSnapshotDone, wire.KindSetFormat,
+		wire.KindKafkaRegisterNode, wire.KindRegisterMember:
 		return true
 	}
 	return false

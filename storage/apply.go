@@ -151,6 +151,9 @@ func (s *Store) applyEntry(ctx *applyCtx, data []byte) []byte {
 }
 
 func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
+	if ctx.linking && sourceOnly(cmd.Kind) {
+		return []byte{uint8(wire.CodeOK)} // link_apply.go
+	}
 	switch cmd.Kind {
 	case wire.KindPush:
 		return run(cmd.Body, wire.DecodePushCmd, func(c *wire.PushCmd) wire.PushResult { return s.applyPush(ctx, c) })
@@ -268,6 +271,10 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeLinkApplyCmd, func(c *wire.LinkApplyCmd) wire.CountResult { return s.applyLinkApply(ctx, c) })
 	case wire.KindLinkPromote:
 		return run(cmd.Body, wire.DecodeLinkPromoteCmd, func(c *wire.LinkPromoteCmd) wire.CountResult { return s.applyLinkPromote(ctx, c) })
+	case wire.KindLinkSnapshotChunk:
+		return run(cmd.Body, wire.DecodeLinkSnapshotChunkCmd, func(c *wire.LinkSnapshotChunkCmd) wire.CountResult { return s.applyLinkSnapshotChunk(ctx, c) })
+	case wire.KindLinkSnapshotDone:
+		return run(cmd.Body, wire.DecodeLinkSnapshotDoneCmd, func(c *wire.LinkSnapshotDoneCmd) wire.CountResult { return s.applyLinkSnapshotDone(ctx, c) })
 	}
 	return []byte{uint8(wire.CodeBadRequest)}
 }

@@ -211,3 +211,14 @@ func (s *Store) applyLinkPromote(ctx *applyCtx, _ *wire.LinkPromoteCmd) wire.Cou
 		"sourceIndex", l.Applied)
 	return wire.CountResult{Code: wire.CodeOK, N: l.Applied}
 }
+
+// sourceOnly says whether a source's command of kind k is left out when a
+// standby applies the source's entries: the node registries (Kafka's
+// advertised addresses, the members' HTTP addresses) describe the
+// cluster's own nodes, and a standby's are not its source's. A standby
+// registers its own nodes through its own log; the source's
+// registrations, applied, would have its Metadata send Kafka clients to
+// the source. Nothing else is computed from them.
+func sourceOnly(k wire.Kind) bool {
+	return k == wire.KindKafkaRegisterNode || k == wire.KindRegisterMember
+}

@@ -144,3 +144,24 @@ func TestLinkKindsWaitForFormatV7(t *testing.T) {
 		t.Fatalf("promote below FormatV7: %+v", r)
 	}
 }
+
+// TestLinkApplyLeavesTheSourcesNodesOut: a source's node registrations
+// (Kafka's advertised addresses) are not applied on its standby, whose
+// registry names its own nodes.
+func TestLinkApplyLeavesTheSourcesNodesOut(t *testing.T) {
+	src := &linkSource{harness: newHarness(t)}
+	src.apply(wire.KindKafkaRegisterNode, (&wire.RegisterNodeCmd{NodeID: 1, KafkaAddr: "source:9092"}).Encode(nil))
+	src.apply(wire.KindKV, kvPut(wire.DefaultTenant, "a", "1"))
+	sb := newHarness(t)
+	sb.apply(wire.KindKafkaRegisterNode, (&wire.RegisterNodeCmd{NodeID: 1, KafkaAddr: "standby:9092"}).Encode(nil))
+	if r := linkResult(t, sb.apply(wire.KindLinkApply, src.run(1, 2, nil))); r.Code != wire.CodeOK {
+		t.Fatalf("link apply: %+v", r)
+	}
+	nodes := sb.s.KafkaNodes()
+	if len(nodes) != 1 || nodes[0].KafkaAddr != "standby:9092" {
+		t.Fatalf("standby's node registry %+v", nodes)
+	}
+	if _, ok, _ := sb.s.KVGet(wire.DefaultTenant, "app", []byte("a")); !ok {
+		t.Fatal("the entry after the registration was not applied")
+	}
+}

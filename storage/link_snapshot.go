@@ -34,6 +34,11 @@ import (
 type linkGate struct {
 	mu       sync.RWMutex
 	aborting atomic.Bool
+	// stage is the source snapshot install being staged (nil: none), as
+	// of the store generation stageGen names (recovered count + 1; 0:
+	// not read yet). Only the apply goroutine touches them.
+	stage    *linkStage
+	stageGen uint64
 }
 
 // errLinkAborted ends a link copy whose database is being replaced.

@@ -359,17 +359,45 @@ func checkFormat(db *pebble.DB, dir string) error {
 // crash it is a prefix of the applied entries, which is what dragonboat
 // needs from an on-disk state machine. Sync makes it durable.
 func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
-	if len(ents) == 0 {
-		return ents, nil
+	// A standby's source snapshot install (KindLinkSnapshotDone) ends a
+	// run: it replaces the state, and what follows applies to the new one
+	// (link_snapshot.go).
+	for rest := ents; len(rest) > 0; {
+		n, err := s.updateRun(rest)
+		if err != nil {
+			return nil, err
+		}
+		if n < len(rest) {
+			if err := s.installLinkSnapshot(&rest[n]); err != nil {
+				return nil, err
+			}
+			n++
+		}
+		rest = rest[n:]
 	}
+	return ents, nil
+}
+
+// updateRun applies ents, up to the first that installs a link snapshot,
+// in one database write and says how many it applied.
+func (s *Store) updateRun(ents []sm.Entry) (int, error) {
 	s.mu.Lock()
 	ctx := s.newApplyCtx()
 	var size uint64
 	for i := range ents {
+		if s.linkInstallsAt(ents[i].Cmd) {
+			ents = ents[:i]
+			break
+		}
 		size += uint64(len(ents[i].Cmd))
 		ents[i].Result = sm.Result{Value: ents[i].Index, Data: s.applyEntry(ctx, ents[i].Cmd)}
 	}
 	ctx.fail(ctx.back.close())
+	if len(ents) == 0 {
+		s.mu.Unlock()
+		_ = ctx.b.Close()
+		return 0, ctx.err
+	}
 	s.appliedBytes.Add(size)
 	last := ents[len(ents)-1].Index
 	if ctx.err == nil {
@@ -392,7 +420,7 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		s.diverged.Store(true)
 		s.log.Error("storage: cannot apply: stopping this replica rather than diverge from its peers",
 			"index", ents[0].Index, "err", ctx.err)
-		return nil, fmt.Errorf("storage: apply: %w", ctx.err)
+		return 0, fmt.Errorf("storage: apply: %w", ctx.err)
 	}
 	err := ctx.b.Commit(pebble.NoSync)
 	_ = ctx.b.Close()
@@ -412,10 +440,10 @@ func (s *Store) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		s.diverged.Store(true)
 		// A failed write leaves the store behind the log; dragonboat treats
 		// the error as fatal and the node restarts from what is durable.
-		return nil, fmt.Errorf("storage: commit apply batch: %w", err)
+		return 0, fmt.Errorf("storage: commit apply batch: %w", err)
 	}
 	s.notify(ctx.changes)
-	return ents, nil
+	return len(ents), nil
 }
 
 func (s *Store) notify(changes []Change) {
