@@ -75,7 +75,7 @@ func (b *Broker) handleDescribeACLs(ctx context.Context, c *kafka.Conn, kreq kms
 	}
 	// Bindings come sorted by resource then entry: one resource answer
 	// per run of the same resource pattern.
-	for _, bd := range b.cfg.ACL.Describe(b.tenantOf(c).String(), f) {
+	for _, bd := range b.cfg.ACL.Describe(aclTenant(b.tenantOf(c)), f) {
 		n := len(resp.Resources)
 		if n == 0 || resp.Resources[n-1].ResourceType != kmsg.ACLResourceType(bd.Resource) ||
 			resp.Resources[n-1].ResourceName != bd.Name || resp.Resources[n-1].ResourcePatternType != kmsg.ACLResourcePatternType(bd.Pattern) {
@@ -117,7 +117,7 @@ func (b *Broker) handleCreateACLs(ctx context.Context, c *kafka.Conn, kreq kmsg.
 		}
 		valid, at = append(valid, bd), append(at, i)
 	}
-	if err := b.cfg.ACL.Create(ctx, b.tenantOf(c).String(), valid); err != nil {
+	if err := b.cfg.ACL.Create(ctx, aclTenant(b.tenantOf(c)), valid); err != nil {
 		for _, i := range at {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclCode(err), errorMessage(err)
 		}
@@ -152,7 +152,7 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, c *kafka.Conn, kreq kmsg.
 	if len(valid) == 0 {
 		return resp, nil
 	}
-	matched, err := b.cfg.ACL.Delete(ctx, b.tenantOf(c).String(), valid)
+	matched, err := b.cfg.ACL.Delete(ctx, aclTenant(b.tenantOf(c)), valid)
 	for j, i := range at {
 		if err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclCode(err), errorMessage(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/tenancy/acl"
+	"github.com/queen-mq/queen/wire"
 )
 
 // ACL enforcement on the Kafka door (QUEEN_ACLS=true, docs/acls.md): each
@@ -46,7 +47,19 @@ type aclCaller struct {
 }
 
 func (b *Broker) aclCallerOf(c *kafka.Conn) aclCaller {
-	return aclCaller{a: b.cfg.ACL, r: acl.Request{Tenant: b.tenantOf(c).String(), Principal: aclPrincipalOf(c), Host: c.IP()}}
+	return aclCaller{a: b.cfg.ACL, r: acl.Request{Tenant: aclTenant(b.tenantOf(c)), Principal: aclPrincipalOf(c), Host: c.IP()}}
+}
+
+// defaultTenantText is the default tenant's text, made once: most
+// requests are the default tenant's, and a decision should not allocate.
+var defaultTenantText = wire.DefaultTenant.String()
+
+// aclTenant is a tenant as ACL requests name it (wire.ID's text form).
+func aclTenant(id wire.ID) string {
+	if id == wire.DefaultTenant {
+		return defaultTenantText
+	}
+	return id.String()
 }
 
 func (k aclCaller) may(rt acl.ResourceType, name string, op acl.Operation) bool {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,17 +24,25 @@ func (b *Broker) aclProduce(ctx context.Context, c *kafka.Conn, k aclCaller, req
 	if req.TransactionID != nil && *req.TransactionID != "" && !k.may(acl.ResourceTransactionalID, *req.TransactionID, acl.OpWrite) {
 		return kafka.ErrorResponse(req, kerr.TransactionalIDAuthorizationFailed.Code), nil
 	}
+	// The common case, every topic allowed, copies nothing.
+	refusedAt := -1
+	for i, t := range req.Topics {
+		if !k.may(acl.ResourceTopic, b.aclTopicName(c, t.Topic, t.TopicID), acl.OpWrite) {
+			refusedAt = i
+			break
+		}
+	}
+	if refusedAt < 0 {
+		return h(ctx, c, req)
+	}
 	var refused []kmsg.ProduceRequestTopic
-	kept := req.Topics[:0:0]
-	for _, t := range req.Topics {
+	kept := slices.Clone(req.Topics[:refusedAt])
+	for _, t := range req.Topics[refusedAt:] {
 		if k.may(acl.ResourceTopic, b.aclTopicName(c, t.Topic, t.TopicID), acl.OpWrite) {
 			kept = append(kept, t)
 		} else {
 			refused = append(refused, t)
 		}
-	}
-	if len(refused) == 0 {
-		return h(ctx, c, req) // the common case: nothing copied
 	}
 	all := req.Topics
 	req.Topics = kept

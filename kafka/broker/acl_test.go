@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/queen-mq/queen/crypto/authn"
 	"github.com/queen-mq/queen/kafka"
 	"github.com/queen-mq/queen/raftgroups/raftgroupstest"
 	"github.com/queen-mq/queen/tenancy/acl"
@@ -416,5 +417,91 @@ func fillNames(req kmsg.Request) {
 		r.TransactionalID, r.Group = "tx", "g"
 	case *kmsg.DescribeTransactionsRequest:
 		r.TransactionalIDs = []string{"tx"}
+	}
+}
+
+// TestACLUnderJWTCeiling: with a broker JWT login, the token's role is a
+// ceiling the ACLs never raise (a read-only token with ALL on every topic
+// still cannot produce), and under it the ACLs decide (a write-only token
+// needs a WRITE binding for its sub, User:svc).
+func TestACLUnderJWTCeiling(t *testing.T) {
+	cfg := authn.DefaultConfig()
+	cfg.Enabled, cfg.Secret, cfg.ClockSkew = true, testJWTSecret, 0
+	v, err := authn.New(context.Background(), cfg, quiet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	h, e := raftgroupstest.Start(t)
+	az := acl.New(acl.Config{Enabled: true, Store: e.ACLStore(), Logger: quiet})
+	n := serveBroker(t, h, e, func(c *Config) {
+		c.ACL = az
+		c.Listener.Authenticate = BrokerJWTs(v, false)
+	})
+	ctx := ctxFor(t)
+	tenant := wire.DefaultTenant.String()
+	mustBind := func(bs ...acl.Binding) {
+		t.Helper()
+		if err := az.Create(ctx, tenant, bs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustBind(acl.Binding{Resource: acl.ResourceCluster, Name: acl.ClusterName, Pattern: acl.PatternLiteral, Principal: "User:svc", Host: "*", Op: acl.OpAll, Perm: acl.PermAllow})
+	if _, err := kadm.NewClient(n.as("admin")).CreateTopics(ctx, 1, 1, nil, "ceil"); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(role string) error {
+		return n.as(role, kgo.RecordRetries(1)).ProduceSync(ctx, &kgo.Record{Topic: "ceil", Value: []byte("v")}).FirstErr()
+	}
+	if err := produce("write-only"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("write-only without a WRITE binding: %v", err)
+	}
+	mustBind(acl.Binding{Resource: acl.ResourceTopic, Name: acl.WildcardName, Pattern: acl.PatternLiteral, Principal: "User:svc", Host: "*", Op: acl.OpAll, Perm: acl.PermAllow})
+	if err := produce("write-only"); err != nil {
+		t.Fatalf("write-only with ALL on every topic: %v", err)
+	}
+	if err := produce("read-only"); !errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("read-only with ALL on every topic produced: %v", err)
+	}
+	mustBind(acl.Binding{Resource: acl.ResourceTopic, Name: "ceil", Pattern: acl.PatternLiteral, Principal: "User:svc", Host: "*", Op: acl.OpWrite, Perm: acl.PermDeny})
+	if err := produce("admin"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("admin role under a DENY: %v", err)
+	}
+}
+
+// BenchmarkACLProduce is what the ACL wrapper adds to a one-topic produce
+// request, with the producer's one binding alone and among 1,000 prefixed
+// ones of other principals.
+func BenchmarkACLProduce(b *testing.B) {
+	for _, n := range []int{0, 1000} {
+		b.Run(fmt.Sprint("prefixed=", n), func(b *testing.B) {
+			az := acl.New(acl.Config{Enabled: true, Store: acl.NewMemStore()})
+			tenant := wire.DefaultTenant.String()
+			var bs []acl.Binding
+			for i := range n {
+				name := fmt.Sprintf("team%d.svc%d.", i%37, i)
+				if i%2 == 0 {
+					name = fmt.Sprintf("t%d.", i)
+				}
+				bs = append(bs, acl.Binding{Resource: acl.ResourceTopic, Name: name, Pattern: acl.PatternPrefixed, Principal: fmt.Sprintf("User:app%d", i%50), Host: "*", Op: acl.OpWrite, Perm: acl.PermAllow})
+			}
+			bs = append(bs, acl.Binding{Resource: acl.ResourceTopic, Name: "bench.", Pattern: acl.PatternPrefixed, Principal: "User:prod", Host: "*", Op: acl.OpWrite, Perm: acl.PermAllow})
+			if err := az.Create(context.Background(), tenant, bs); err != nil {
+				b.Fatal(err)
+			}
+			br := &Broker{cfg: Config{ACL: az}}
+			k := aclCaller{a: az, r: acl.Request{Tenant: tenant, Principal: "User:prod", Host: "127.0.0.1"}}
+			req := kmsg.NewPtrProduceRequest()
+			req.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench.acl"}}
+			resp := kmsg.NewPtrProduceResponse()
+			h := func(context.Context, *kafka.Conn, kmsg.Request) (kmsg.Response, error) { return resp, nil }
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, _ := br.aclProduce(ctx, nil, k, req, h); r != resp {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }
