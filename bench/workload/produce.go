@@ -40,6 +40,8 @@ type ProduceLoad struct {
 	// as it closes (false), from the goroutine that times it: for reading
 	// the broker's CPU over the same window.
 	Window func(open bool)
+	// ClientOpts are added to each producer's options (a SASL login).
+	ClientOpts []kgo.Opt
 }
 
 // ProduceResult is a finished produce measurement: Items are the records
@@ -91,12 +93,13 @@ func Produce(ctx context.Context, l ProduceLoad) (ProduceResult, error) {
 	// Random bytes, a different slice for each record, as in Kafka.
 	_, _ = rand.Read(pool)
 	for range l.Producers {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(l.Seeds...), kgo.DefaultProduceTopic(l.Topic),
+		opts := append([]kgo.Opt{kgo.SeedBrokers(l.Seeds...), kgo.DefaultProduceTopic(l.Topic),
 			kgo.ProducerLinger(l.Linger), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(buffer),
 			// Uncompressed, as ../shared/perf's figures were taken: franz-go
 			// compresses with snappy by default, and that load did not show
 			// the produce path losing two fifths of its speed.
-			kgo.ProducerBatchCompression(kgo.NoCompression()))
+			kgo.ProducerBatchCompression(kgo.NoCompression())}, l.ClientOpts...)
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return ProduceResult{}, err
 		}
