@@ -43,9 +43,14 @@ func (s clientSource) Entries(ctx context.Context, group int, from uint64, maxBy
 }
 
 // linkInstaller is the snapshot install the follower runs when the source
-// compacted what a group needs next (nil: none in this build).
+// compacted what a group needs next (link_install.go); nil for a test's
+// source, which has no snapshots.
 func (h *Host) linkInstaller(src linkSource) func(ctx context.Context, g *group) error {
-	return nil
+	cs, ok := src.(clientSource)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, g *group) error { return h.installLinkSnapshot(ctx, g, cs.c) }
 }
 
 // SourceGroups asks the source that addrs name, with token, how many raft
