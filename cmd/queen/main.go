@@ -95,6 +95,7 @@ func run() int {
 	authz.Start()
 	defer authz.Close()
 	cfg.Kafka.Broker.ACL = authz
+	cfg.HTTP.ACL = authz // the HTTP door's (http/api/acl.go)
 	brokerAddr := cfg.HTTP.Addr
 	logProxy(log, &cfg.Proxy, brokerAddr)
 	if cfg.Proxy.Embedded && !cfg.Proxy.OwnPort {
