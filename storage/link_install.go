@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -223,6 +224,10 @@ func (s *Store) waitSnapshotsDone() {
 // source's clock and format, following from SourceIndex), the stage's
 // own keys left out.
 func (s *Store) writeLinkStaged(w io.Writer, d *wire.LinkSnapshotDoneCmd, index uint64) error {
+	own, err := s.ownRegistries()
+	if err != nil {
+		return err
+	}
 	it := s.db.NewIter(&pebble.IterOptions{LowerBound: linkChunkKey(d.ID, 0), UpperBound: linkChunkKey(d.ID, d.Chunks)})
 	cr := &chunkReader{it: it}
 	cr.valid = it.First()
@@ -266,7 +271,7 @@ func (s *Store) writeLinkStaged(w io.Writer, d *wire.LinkSnapshotDoneCmd, index 
 			}
 			continue
 		case string(k) == string(keyApplied), string(k) == string(keyLink), string(k) == string(keyLinkStage),
-			len(k) >= len(linkChunkPrefix) && string(k[:len(linkChunkPrefix)]) == string(linkChunkPrefix):
+			bytes.HasPrefix(k, linkChunkPrefix), ownRegistryKey(k):
 			continue
 		}
 		put(k, v)
@@ -286,8 +291,34 @@ func (s *Store) writeLinkStaged(w io.Writer, d *wire.LinkSnapshotDoneCmd, index 
 	put(keyApplied, binary.BigEndian.AppendUint64(nil, index))
 	put(keyActiveFormat, binary.BigEndian.AppendUint64(nil, uint64(s.format.Load())))
 	put(keyLink, l.encode())
+	for _, kv := range own {
+		put(kv[0], kv[1])
+	}
 	_ = bw.WriteByte(0)
 	return bw.Flush()
+}
+
+// ownRegistryKey says whether k is a node registry entry, which describes
+// a cluster's own nodes: a standby keeps its own, never its source's
+// (sourceOnly in link_apply.go leaves the source's registrations out of
+// the entries for the same reason).
+func ownRegistryKey(k []byte) bool {
+	return bytes.HasPrefix(k, kafkaKey(kafkaNode)) || bytes.HasPrefix(k, kafkaKey(kafkaMember))
+}
+
+// ownRegistries reads this store's node registry entries (a few per node).
+func (s *Store) ownRegistries() ([][2][]byte, error) {
+	var out [][2][]byte
+	for _, prefix := range [][]byte{kafkaKey(kafkaNode), kafkaKey(kafkaMember)} {
+		it := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		for it.First(); it.Valid(); it.Next() {
+			out = append(out, [2][]byte{bytes.Clone(it.Key()), bytes.Clone(it.Value())})
+		}
+		if err := it.Close(); err != nil {
+			return nil, fmt.Errorf("storage: read the node registries: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // chunkReader reads the staged chunks' bytes in order.

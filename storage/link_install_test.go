@@ -36,6 +36,9 @@ func streamPairs(t *testing.T, stream []byte) map[string]string {
 			// source's is kept in the link state.
 			continue
 		}
+		if ownRegistryKey(k) {
+			continue // the standby's own nodes
+		}
 		out[string(k)] = string(v)
 	}
 }
@@ -79,13 +82,18 @@ func TestLinkSnapshotInstallsTheSourceState(t *testing.T) {
 	src.pop("orders", "g2", 3, 60_000) // a lease left open
 	src.apply(wire.KindKV, kvPut(wire.DefaultTenant, "k1", `"v1"`))
 	src.apply(wire.KindKV, kvPut(otherTenant, "k2", `{"x":2}`))
+	src.apply(wire.KindKafkaRegisterNode, (&wire.RegisterNodeCmd{NodeID: 1, KafkaAddr: "source:9092"}).Encode(nil))
 	index, stream := linkCopy(t, src.s)
+	if !bytes.Contains(stream, []byte("source:9092")) {
+		t.Fatal("the source's copy has no node registry")
+	}
 	if index != src.index {
 		t.Fatalf("copy at %d, source applied %d", index, src.index)
 	}
 
 	sb := newHarness(t)
 	sb.now += 10_000_000
+	sb.apply(wire.KindKafkaRegisterNode, (&wire.RegisterNodeCmd{NodeID: 1, KafkaAddr: "standby:9092"}).Encode(nil))
 	const id = 0x5eed
 	var chunks []sm.Entry
 	crc := uint32(0)
@@ -140,6 +148,9 @@ func TestLinkSnapshotInstallsTheSourceState(t *testing.T) {
 			t.Fatalf("%s: the standby's format became %d", when, sb.s.ActiveFormat())
 		}
 		_, copied := linkCopy(t, sb.s)
+		if !bytes.Contains(copied, []byte("standby:9092")) || bytes.Contains(copied, []byte("source:9092")) {
+			t.Fatalf("%s: the node registry is not the standby's own", when)
+		}
 		want, got := streamPairs(t, stream), streamPairs(t, copied)
 		if len(want) != len(got) {
 			t.Fatalf("%s: %d keys, the source has %d", when, len(got), len(want))
