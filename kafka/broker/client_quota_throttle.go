@@ -260,8 +260,9 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 		// connection run concurrently, so a client pipelining produces
 		// would pass a mute its earlier requests had not set yet. Each
 		// waits for the debt of those admitted before it.
-		var admitted time.Time
-		if bytes.bucket != nil && byteKind == quotaProducerByteRate {
+		var admitted time.Time // the end of the produce's own debt; zero: none
+		chargedIn := bytes.bucket != nil && byteKind == quotaProducerByteRate
+		if chargedIn {
 			var wait int64
 			wait, admitted = bytes.bucket.admit(now, bytes.rate, float64(produceBytes(req)))
 			until = max(until, wait)
@@ -278,12 +279,14 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 		end := time.Now()
 		var throttle time.Duration
 		var u Usage
-		if (bytes.bucket != nil && admitted.IsZero()) || pol != nil {
+		if (bytes.bucket != nil && !chargedIn) || pol != nil {
 			u = usageOf(key, req, resp)
 		}
 		switch {
-		case !admitted.IsZero(): // what is left of the produce's own debt
-			throttle = max(admitted.Sub(end), 0)
+		case chargedIn: // what is left of the produce's own debt
+			if !admitted.IsZero() {
+				throttle = max(admitted.Sub(end), 0)
+			}
 		case bytes.bucket != nil:
 			throttle = bytes.bucket.charge(end, bytes.rate, float64(u.BytesIn+u.BytesOut))
 		}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,5 +299,64 @@ func TestProduceAdmission(t *testing.T) {
 	}
 	if _, end := bk.admit(now.Add(2*time.Second), rate, 100); !end.IsZero() {
 		t.Fatalf("within the refilled bucket: debt ends %v", end)
+	}
+}
+
+// throttleLog records each throttle a kgo client is answered.
+type throttleLog struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (l *throttleLog) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ds = append(l.ds, d)
+}
+
+// TestPipelinedProducesHoldTheRate: a producer pipelining five produce
+// requests of 16 KB on one connection at 50 KB/s is held to the rate, and
+// each answer's throttle is its own request's share (about 0.3 s), not
+// the debt of those pipelined with it, nor a produce charged twice.
+func TestPipelinedProducesHoldTheRate(t *testing.T) {
+	n := startNode(t, nil)
+	ctx := ctxFor(t)
+	const rate = 50_000
+	setQuota(t, n, "piped", quotaProducerByteRate, rate)
+	if _, err := kadm.NewClient(n.client()).CreateTopics(ctx, 1, 1, nil, "piped"); err != nil {
+		t.Fatal(err)
+	}
+	seen := &throttleLog{}
+	cl := n.client(kgo.ClientID("piped"), kgo.WithHooks(seen), kgo.DefaultProduceTopic("piped"), kgo.DisableIdempotentWrite(),
+		kgo.MaxProduceRequestsInflightPerBroker(5), kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	const records = 300
+	value := make([]byte, 1000)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range records {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	// About 300 KB as sent, a second of it in the bucket: 5 s at the
+	// rate, less the last answers' throttles the client has not waited.
+	if took < 3500*time.Millisecond {
+		t.Fatalf("%d records of 1 KB at %d B/s in %v: the rate did not hold", records, rate, took)
+	}
+	if len(seen.ds) == 0 {
+		t.Fatal("never throttled")
+	}
+	for _, d := range seen.ds {
+		if d > 700*time.Millisecond {
+			t.Fatalf("a 16 KB produce at %d B/s throttled %v (all: %v)", rate, d, seen.ds)
+		}
 	}
 }
