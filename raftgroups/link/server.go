@@ -32,6 +32,14 @@ const (
 	pollEvery = 2 * time.Millisecond
 	// writeStall bounds a write to the standby that makes no progress.
 	writeStall = 15 * time.Second
+	// maxReads and maxSnapshots bound the entries reads (each holds up to
+	// MaxBytesCap and one entry in memory) and the snapshot copies (each
+	// pins a view of the store, which keeps its files from being
+	// compacted away) a group serves at once; beyond them a request is
+	// answered 503 busy and the client tries another source node. A
+	// standby reads each group from one node at a time.
+	maxReads     = 8
+	maxSnapshots = 2
 )
 
 // Info describes a source group, as GET /link/v1/info answers it.
@@ -78,14 +86,16 @@ type Source interface {
 
 // Server serves the link routes of one group.
 type Server struct {
-	src Source
-	mux *http.ServeMux
+	src   Source
+	mux   *http.ServeMux
+	reads chan struct{} // a slot per entries read in progress
+	snaps chan struct{} // a slot per snapshot copy in progress
 }
 
 // NewServer returns the handler of the link routes of src's group. The
 // transport mounts it behind the link token.
 func NewServer(src Source) *Server {
-	s := &Server{src: src, mux: http.NewServeMux()}
+	s := &Server{src: src, mux: http.NewServeMux(), reads: make(chan struct{}, maxReads), snaps: make(chan struct{}, maxSnapshots)}
 	s.mux.HandleFunc("/link/v1/info", s.info)
 	s.mux.HandleFunc("/link/v1/entries", s.entries)
 	s.mux.HandleFunc("/link/v1/snapshot", s.snapshot)
@@ -161,6 +171,14 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 		deadline.Stop()
 		tick.Stop()
 	}
+	// The slot is taken after the wait: a long poll holds no memory.
+	select {
+	case s.reads <- struct{}{}:
+		defer func() { <-s.reads }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, "busy", "too many link reads of this group at once", nil)
+		return
+	}
 	first, _, err := s.src.Range()
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
@@ -212,6 +230,13 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
+	select {
+	case s.snaps <- struct{}{}:
+		defer func() { <-s.snaps }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, "busy", "too many snapshot copies of this group at once", nil)
+		return
+	}
 	snap, err := s.src.Snapshot()
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
