@@ -79,6 +79,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i].Partition })
+		createT := create && b.aclMayCreate(c, t.Topic) // with ACLs, Kafka's CREATE (acl_enforce.go)
 		set, _ := b.engine.TopicSettings(tenant, t.Topic)
 		maxBytes := b.maxBatchBytes(set)
 		for pi := range t.Partitions {
@@ -86,7 +87,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, maxBytes, inflate, create)
+			batches, part, err := b.checkProduce(ctx, req, tenant, t.Topic, p, maxBytes, inflate, createT)
 			if err == nil {
 				err = gate.check(batches)
 			}

@@ -86,7 +86,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 	for _, name := range missing {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		if autoCreate && !mayCreate {
+		if autoCreate && (!mayCreate || !b.aclMayCreate(c, name)) {
 			// As Kafka answers a client without CREATE that asks for it.
 			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, rt)

@@ -76,6 +76,20 @@ func (b *Broker) allowed(c *kafka.Conn, rt acl.ResourceType, name string, op acl
 	return b.aclCallerOf(c).may(rt, name, op)
 }
 
+// aclMayCreate says whether c may create topic automatically (Metadata,
+// Produce) as far as ACLs go: as Kafka, DESCRIBE on the topic (a topic
+// the caller may not describe is refused before anything else) and
+// CREATE on the cluster or the topic; always with ACLs off. The JWT role
+// check (mayCreateTopics) comes first.
+func (b *Broker) aclMayCreate(c *kafka.Conn, topic string) bool {
+	if !b.cfg.ACL.Enabled() {
+		return true
+	}
+	k := b.aclCallerOf(c)
+	return k.may(acl.ResourceTopic, topic, acl.OpDescribe) &&
+		(k.may(acl.ResourceCluster, acl.ClusterName, acl.OpCreate) || k.may(acl.ResourceTopic, topic, acl.OpCreate))
+}
+
 // Refusal codes per resource type.
 var aclCodes = [...]int16{
 	acl.ResourceTopic:           kerr.TopicAuthorizationFailed.Code,

@@ -67,17 +67,9 @@ func (b *Broker) aclProduce(ctx context.Context, c *kafka.Conn, k aclCaller, req
 
 // aclMetadata answers a metadata request with only the topics the caller
 // may describe. Automatic creation of a named topic needs CREATE on it or
-// on the cluster: without it for every one, nothing is created.
+// on the cluster (checked where it happens, aclMayCreate).
 func aclMetadata(ctx context.Context, c *kafka.Conn, k aclCaller, req *kmsg.MetadataRequest, h kafka.Handler) (kmsg.Response, error) {
 	listAll := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-	if req.AllowAutoTopicCreation && !listAll && !k.may(acl.ResourceCluster, acl.ClusterName, acl.OpCreate) {
-		for _, t := range req.Topics {
-			if t.Topic != nil && !k.may(acl.ResourceTopic, *t.Topic, acl.OpCreate) {
-				req.AllowAutoTopicCreation = false
-				break
-			}
-		}
-	}
 	resp, err := h(ctx, c, req)
 	if err != nil || resp == nil {
 		return resp, err

@@ -505,3 +505,39 @@ func BenchmarkACLProduce(b *testing.B) {
 		})
 	}
 }
+
+// TestACLAutoCreateNeedsCreate: automatic topic creation (Metadata,
+// Produce) needs CREATE on the topic or the cluster by ACL, as
+// CreateTopics does: WRITE alone creates nothing.
+func TestACLAutoCreateNeedsCreate(t *testing.T) {
+	n := startACLNode(t)
+	adm := kadm.NewClient(loginAs(n, "admin", "x"))
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics("auto.").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:alice").Operations(kadm.OpWrite))
+	alice := loginAs(n, "alice", "x")
+	if resp := metadata(t, alice, true, "auto.a"); resp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("metadata creating auto.a without CREATE: %+v", resp.Topics)
+	}
+	if _, ok := n.engine.KafkaTopic(wire.DefaultTenant, "auto.a"); ok {
+		t.Fatal("auto.a was created without CREATE")
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "auto.b"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = mustBatch(t, []byte("v"))
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(ctxFor(t), alice); err != nil || resp.Topics[0].Partitions[0].ErrorCode == 0 {
+		t.Fatalf("produce creating auto.b without CREATE: %v %+v", err, resp)
+	}
+	if _, ok := n.engine.KafkaTopic(wire.DefaultTenant, "auto.b"); ok {
+		t.Fatal("auto.b was created without CREATE")
+	}
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics("auto.").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:alice").Operations(kadm.OpCreate))
+	if resp := metadata(t, alice, true, "auto.a"); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata creating auto.a with CREATE: %+v", resp.Topics)
+	}
+}
