@@ -111,6 +111,10 @@ var brokerRouteClasses = map[string]string{
 	"POST /api/v1/system/ephemeral":              "blocked",
 	"GET /api/v1/system/quota":                   "blocked",
 	"POST /api/v1/system/quota":                  "blocked",
+	// ACL admin: blocked behind the proxy (docs/security.md "ACL admin over HTTP").
+	"GET /api/v1/system/acls":                    "blocked",
+	"POST /api/v1/system/acls":                   "blocked",
+	"DELETE /api/v1/system/acls":                 "blocked",
 	"GET /api/v1/system/maintenance":             "operator",
 	"POST /api/v1/system/maintenance":            "operator",
 	"GET /api/v1/system/maintenance/pop":         "operator",
