@@ -168,13 +168,14 @@ func Routes() []RouteInfo {
 }
 
 // wrap turns a route's handler into a fasthttp handler: the request is
-// authorized (its level, and an operator route's operator), errors become
+// authorized (its level, an operator route's operator, then with
+// QUEEN_ACLS its line of the ACL table, acl_routes.go), errors become
 // the error envelope, a panic becomes a 500 for that request only, and every
 // request is counted and timed per route.
 func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 	m := newRouteMetrics(s.metrics, "queen_http", rt)
 	operator := operatorRoute(rt.path)
-	aclRule := aclRuleOf(rt.method, rt.path)
+	acls := aclRuleOf(rt.method, rt.path)
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		defer func() {
@@ -196,7 +197,7 @@ func (s *Server) wrap(rt route) fasthttp.RequestHandler {
 			return
 		}
 		if s.acl != nil {
-			if err := s.aclRoute(ctx, &aclRule); err != nil {
+			if err := s.aclRoute(ctx, &acls); err != nil {
 				writeError(ctx, err)
 				return
 			}
