@@ -507,6 +507,9 @@ func (h *Host) startGroup(n int) (*group, error) {
 	case cfg.ApplyTestDelay > 0:
 		machine = heldStore{Store: g.store, before: func() { time.Sleep(cfg.ApplyTestDelay) }}
 	}
+	if linkSrc != nil {
+		machine = tappedStore{IOnDiskStateMachine: machine, st: g.store, tail: linkSrc.tail} // link_tail.go
+	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine { return machine }
 	if err := nh.StartOnDiskReplica(members, join, create, rc); err != nil {
 		nh.Close()

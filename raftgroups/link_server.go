@@ -19,6 +19,7 @@ import (
 type linkServed struct {
 	h     *Host
 	g     *group
+	tail  *linkTail // the entries applied last, served from memory (link_tail.go)
 	ready atomic.Bool
 }
 
@@ -30,7 +31,7 @@ func (h *Host) linkHandler(g *group) (*linkServed, *link.Server) {
 	if h.cfg.LinkToken == "" {
 		return nil, nil
 	}
-	src := &linkServed{h: h, g: g}
+	src := &linkServed{h: h, g: g, tail: &linkTail{limit: linkTailBytes(h.cfg.MemoryBudget, h.cfg.Groups)}}
 	return src, link.NewServer(src)
 }
 
@@ -61,6 +62,9 @@ func (s *linkServed) Range() (uint64, uint64, error) {
 }
 
 func (s *linkServed) Entries(low, high, maxSize uint64) ([]pb.Entry, error) {
+	if ents, ok := s.tail.read(low, high, maxSize); ok {
+		return ents, nil
+	}
 	lr, err := s.g.nh.GetLogReader(s.g.shardID)
 	if err != nil {
 		return nil, err

@@ -191,7 +191,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 	}
 	var ents []pb.Entry
 	if from <= applied {
-		ents, err = s.src.Entries(from, applied+1, maxBytes)
+		ents, err = s.read(from, applied, maxBytes)
 		if err != nil {
 			// Compacted between Range and Entries, or the log is closing.
 			if f, _, rerr := s.src.Range(); rerr == nil && from < f {
@@ -227,6 +227,50 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_ = bw.Flush()
+}
+
+// readStep is how many entries one read of the raft log asks for, and
+// maxEntries how many one answer carries. Dragonboat's log reader holds
+// its lock, which the group's raft step path also takes for every append,
+// across the whole read, and its log (tan) opens and reads the file once
+// per stored update; small steps keep each hold to about a millisecond
+// even for the smallest entries, so a standby never stalls its source's
+// raft.
+const (
+	readStep   = 32
+	maxEntries = 4096
+)
+
+// read reads entries from..last, at most maxBytes (at least one) and
+// maxEntries, in steps of readStep.
+func (s *Server) read(from, last, maxBytes uint64) ([]pb.Entry, error) {
+	var out []pb.Entry
+	var size uint64
+	for next := from; next <= last && size < maxBytes && len(out) < maxEntries; {
+		high := min(last+1, next+readStep)
+		ents, err := s.src.Entries(next, high, maxBytes-size)
+		if err != nil {
+			if len(out) > 0 {
+				return out, nil // what was read goes; the next call meets the error
+			}
+			return nil, err
+		}
+		if len(ents) == 0 {
+			break
+		}
+		for i := range ents {
+			if len(out) > 0 && size+uint64(len(ents[i].Cmd)) > maxBytes {
+				return out, nil
+			}
+			size += uint64(len(ents[i].Cmd))
+			out = append(out, ents[i])
+		}
+		next = out[len(out)-1].Index + 1
+		if next != high {
+			break // the budget ended this step
+		}
+	}
+	return out, nil
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
