@@ -63,6 +63,7 @@ var brokerRouteClasses = map[string]string{
 	"GET /api/v1/system/raft/membership":                        "blocked",
 	"POST /api/v1/system/raft/membership/learners":              "blocked",
 	"POST /api/v1/system/raft/membership/promote":               "blocked",
+	"POST /api/v1/system/standby/promote":                       "blocked",
 	"PUT /api/v1/system/raft/membership/voters":                 "blocked",
 	"DELETE /api/v1/system/raft/membership/members/{id}":        "blocked",
 	"GET /status":                                               "blocked",
