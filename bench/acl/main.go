@@ -36,8 +36,12 @@ func main() {
 		producers  = flag.Int("producers", 4, "producer clients")
 		size       = flag.Int("size", 1024, "record value bytes")
 		partitions = flag.Int("partitions", 8, "partitions of the topic")
+		control    = flag.Bool("control", false, "A/A control: the second node without ACLs too (what the two nodes differ by alone)")
 	)
 	flag.Parse()
+	if *control {
+		*acls = -1
+	}
 	if err := run(*rounds, *duration, *warmup, *acls, *producers, *size, int32(*partitions)); err != nil {
 		fmt.Fprintln(os.Stderr, "acl bench:", err)
 		os.Exit(1)
@@ -68,6 +72,10 @@ func run(rounds int, duration, warmup time.Duration, acls, producers, size int, 
 	}
 	defer stopOff()
 	onEnv := map[string]string{"QUEEN_ACLS": "true", "QUEEN_ACL_SUPER_USERS": "User:admin"}
+	second := fmt.Sprint(acls, " prefixed")
+	if acls < 0 {
+		onEnv, second = map[string]string{}, "control"
+	}
 	for k, v := range env {
 		onEnv[k] = v
 	}
@@ -76,15 +84,15 @@ func run(rounds int, duration, warmup time.Duration, acls, producers, size int, 
 		return err
 	}
 	defer stopOn()
-	seeds := map[string][]string{"none": {off.Nodes[0].KafkaAddr}, fmt.Sprint(acls, " prefixed"): {on.Nodes[0].KafkaAddr}}
+	seeds := map[string][]string{"none": {off.Nodes[0].KafkaAddr}, second: {on.Nodes[0].KafkaAddr}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	for name, s := range seeds {
-		if err := setup(ctx, s, name != "none", acls, partitions); err != nil {
+		if err := setup(ctx, s, name != "none" && acls >= 0, acls, partitions); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	names := []string{"none", fmt.Sprint(acls, " prefixed")}
+	names := []string{"none", second}
 	got := map[string][]float64{}
 	for r := range rounds {
 		order := names

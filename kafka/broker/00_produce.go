@@ -79,8 +79,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *kafka.Conn, kreq kmsg.Req
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		b.catchUpUnknown(ctx, tenant, t.Topic, len(t.Partitions), func(i int) int32 { return t.Partitions[i].Partition })
-		createT := create && b.aclMayCreate(c, t.Topic) // with ACLs, Kafka's CREATE (acl_enforce.go)
-		set, _ := b.engine.TopicSettings(tenant, t.Topic)
+		set, known := b.engine.TopicSettings(tenant, t.Topic)
+		// With ACLs, creating needs Kafka's CREATE (acl_enforce.go),
+		// asked only of a topic not there.
+		createT := create && (known || b.aclMayCreate(c, t.Topic))
 		maxBytes := b.maxBatchBytes(set)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
