@@ -74,6 +74,9 @@ func (s *linkServed) Entries(low, high, maxSize uint64) ([]pb.Entry, error) {
 
 func (s *linkServed) Applied() uint64 { return s.g.store.Applied() }
 
+// AppliedChanged wakes the link's long polls when entries are applied.
+func (s *linkServed) AppliedChanged() <-chan struct{} { return s.tail.changed() }
+
 func (s *linkServed) Snapshot() (link.Snapshot, error) {
 	snap, err := s.g.store.CaptureLinkSnapshot()
 	if err != nil {

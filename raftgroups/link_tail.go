@@ -48,6 +48,21 @@ type linkTail struct {
 	bytes   int
 	limit   int
 	lastGen uint64 // the store's SnapshotsRecovered when last appended
+	// wake is closed (and replaced) at every record: long polls wait on it.
+	wake chan struct{}
+}
+
+// changed is closed when entries are next recorded. A waiter takes it
+// before reading the applied index: the store moves that index before
+// Update returns and the tail records, so a wait begun on an older index
+// always sees its channel closed.
+func (t *linkTail) changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wake == nil {
+		t.wake = make(chan struct{})
+	}
+	return t.wake
 }
 
 // record copies applied entries into the tail. A store rebuilt from a
@@ -78,6 +93,10 @@ func (t *linkTail) record(st *storage.Store, ents []sm.Entry) {
 	if t.head > len(t.ents)/2 {
 		t.ents = append(t.ents[:0], t.ents[t.head:]...)
 		t.head = 0
+	}
+	if t.wake != nil {
+		close(t.wake)
+		t.wake = nil
 	}
 }
 

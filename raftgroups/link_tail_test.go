@@ -19,7 +19,18 @@ func TestLinkTailServesAppliedEntries(t *testing.T) {
 	if _, ok := tail.read(1, 2, 100); ok {
 		t.Fatal("an empty tail served an entry")
 	}
+	woken := tail.changed()
 	tail.record(st, []sm.Entry{{Index: 5, Cmd: []byte("aaa")}, {Index: 7, Cmd: []byte("bbb")}})
+	select {
+	case <-woken:
+	default:
+		t.Fatal("a record did not wake the waiters")
+	}
+	select {
+	case <-tail.changed():
+		t.Fatal("a fresh wait is already woken")
+	default:
+	}
 	ents, ok := tail.read(5, 8, 100)
 	if !ok || len(ents) != 3 || string(ents[0].Cmd) != "aaa" || len(ents[1].Cmd) != 0 || string(ents[2].Cmd) != "bbb" {
 		t.Fatalf("%v %+v", ok, ents)

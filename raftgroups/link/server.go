@@ -28,8 +28,10 @@ const (
 	// whatever its size).
 	DefaultMaxBytes = 1 << 20
 	MaxBytesCap     = 16 << 20
-	// pollEvery is how often a long poll looks at the applied index.
-	pollEvery = 2 * time.Millisecond
+	// pollEvery is how often a long poll looks at the applied index;
+	// notifiedPollEvery when the source also wakes it (Notifier).
+	pollEvery         = 2 * time.Millisecond
+	notifiedPollEvery = 100 * time.Millisecond
 	// writeStall bounds a write to the standby that makes no progress.
 	writeStall = 15 * time.Second
 	// maxReads and maxSnapshots bound the entries reads (each holds up to
@@ -82,6 +84,13 @@ type Source interface {
 	// Applied is the group's applied index here.
 	Applied() uint64
 	Snapshot() (Snapshot, error)
+}
+
+// Notifier is a Source that says when it applies entries, so long polls
+// wake at once instead of looking every pollEvery.
+type Notifier interface {
+	// AppliedChanged is closed once entries are applied after the call.
+	AppliedChanged() <-chan struct{}
 }
 
 // Server serves the link routes of one group.
@@ -152,11 +161,23 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 	maxBytes = min(max(maxBytes, 1), MaxBytesCap)
 	wait := min(time.Duration(waitMs)*time.Millisecond, MaxWait)
 	// A long poll: nothing past from-1 is applied yet. It ends early when
-	// the standby goes away.
+	// the standby goes away. A source that says when it applies wakes it
+	// at once (taken before the applied index is read, so no wake is
+	// missed); otherwise, and as a safety net, the index is looked at
+	// every pollEvery.
+	n, notifies := s.src.(Notifier)
+	var changed <-chan struct{}
+	if notifies {
+		changed = n.AppliedChanged()
+	}
 	applied := s.src.Applied()
 	if applied < from && wait > 0 {
+		every := pollEvery
+		if notifies {
+			every = notifiedPollEvery
+		}
 		deadline := time.NewTimer(wait)
-		tick := time.NewTicker(pollEvery)
+		tick := time.NewTicker(every)
 	poll:
 		for applied < from {
 			select {
@@ -164,6 +185,9 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 				break poll
 			case <-deadline.C:
 				break poll
+			case <-changed:
+				changed = n.AppliedChanged()
+				applied = s.src.Applied()
 			case <-tick.C:
 				applied = s.src.Applied()
 			}
