@@ -3,7 +3,9 @@
 // SASL/PLAIN; on the ACL node, -acls prefixed bindings for other principals
 // and one prefixed WRITE for the producer's. franz-go producers (the
 // bench/guard load) write to each node in turn, -rounds interleaved rounds
-// (the order alternating), and it prints each round and the medians.
+// (the order alternating), and it prints each round and the medians: the
+// records/s of producers writing as fast as they are let, and the node's
+// CPU µs per record at a fixed -cpu-rate (less moved by a busy machine).
 //
 //	go run ./bench/acl
 //	go run ./bench/acl -rounds 7 -duration 10s -acls 1000
@@ -16,6 +18,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -36,13 +40,14 @@ func main() {
 		producers  = flag.Int("producers", 4, "producer clients")
 		size       = flag.Int("size", 1024, "record value bytes")
 		partitions = flag.Int("partitions", 8, "partitions of the topic")
+		cpuRate    = flag.Int("cpu-rate", 30000, "records/s sent for the CPU per record measurement (0: none)")
 		control    = flag.Bool("control", false, "A/A control: the second node without ACLs too (what the two nodes differ by alone)")
 	)
 	flag.Parse()
 	if *control {
 		*acls = -1
 	}
-	if err := run(*rounds, *duration, *warmup, *acls, *producers, *size, int32(*partitions)); err != nil {
+	if err := run(*rounds, *duration, *warmup, *acls, *producers, *size, int32(*partitions), *cpuRate); err != nil {
 		fmt.Fprintln(os.Stderr, "acl bench:", err)
 		os.Exit(1)
 	}
@@ -54,7 +59,7 @@ func login(user string) kgo.Opt {
 	return kgo.SASL(plain.Auth{User: user, Pass: user + "pw"}.AsMechanism())
 }
 
-func run(rounds int, duration, warmup time.Duration, acls, producers, size int, partitions int32) error {
+func run(rounds int, duration, warmup time.Duration, acls, producers, size int, partitions int32, cpuRate int) error {
 	dir, err := os.MkdirTemp("", "queen-acl-bench")
 	if err != nil {
 		return err
@@ -85,6 +90,7 @@ func run(rounds int, duration, warmup time.Duration, acls, producers, size int, 
 	}
 	defer stopOn()
 	seeds := map[string][]string{"none": {off.Nodes[0].KafkaAddr}, second: {on.Nodes[0].KafkaAddr}}
+	pids := map[string]int{"none": off.Nodes[0].Pid(), second: on.Nodes[0].Pid()}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	for name, s := range seeds {
@@ -93,15 +99,16 @@ func run(rounds int, duration, warmup time.Duration, acls, producers, size int, 
 		}
 	}
 	names := []string{"none", second}
-	got := map[string][]float64{}
+	got, cpu := map[string][]float64{}, map[string][]float64{}
 	for r := range rounds {
 		order := names
 		if r%2 == 1 {
 			order = []string{names[1], names[0]}
 		}
 		for _, name := range order {
-			res, err := workload.Produce(ctx, workload.ProduceLoad{Seeds: seeds[name], Topic: topic, Producers: producers, Size: size,
-				Linger: 5 * time.Millisecond, Buffer: 50000, Warmup: warmup, Duration: duration, ClientOpts: []kgo.Opt{login("prod")}})
+			load := workload.ProduceLoad{Seeds: seeds[name], Topic: topic, Producers: producers, Size: size,
+				Linger: 5 * time.Millisecond, Buffer: 50000, Warmup: warmup, Duration: duration, ClientOpts: []kgo.Opt{login("prod")}}
+			res, err := workload.Produce(ctx, load)
 			if err != nil {
 				return err
 			}
@@ -110,7 +117,16 @@ func run(rounds int, duration, warmup time.Duration, acls, producers, size int, 
 			}
 			rate := float64(res.Items) / duration.Seconds()
 			got[name] = append(got[name], rate)
-			fmt.Printf("round %d  %-14s %10.0f records/s\n", r+1, name, rate)
+			line := fmt.Sprintf("round %d  %-14s %10.0f records/s", r+1, name, rate)
+			if cpuRate > 0 {
+				us, err := cpuPerRecord(ctx, load, cpuRate, pids[name])
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				cpu[name] = append(cpu[name], us)
+				line += fmt.Sprintf("  %6.2f CPU µs/record at %d/s", us, cpuRate)
+			}
+			fmt.Println(line)
 		}
 	}
 	med := func(xs []float64) float64 {
@@ -120,7 +136,60 @@ func run(rounds int, duration, warmup time.Duration, acls, producers, size int, 
 	}
 	a, b := med(got[names[0]]), med(got[names[1]])
 	fmt.Printf("median  %-14s %10.0f records/s\nmedian  %-14s %10.0f records/s  (%+.1f%%)\n", names[0], a, names[1], b, 100*(b-a)/a)
+	if cpuRate > 0 {
+		a, b := med(cpu[names[0]]), med(cpu[names[1]])
+		fmt.Printf("median  %-14s %10.2f CPU µs/record\nmedian  %-14s %10.2f CPU µs/record  (%+.1f%%)\n", names[0], a, names[1], b, 100*(b-a)/a)
+	}
 	return nil
+}
+
+// cpuPerRecord is the node's CPU time per record acknowledged while
+// producers send rate records/s (open loop).
+func cpuPerRecord(ctx context.Context, load workload.ProduceLoad, rate, pid int) (float64, error) {
+	var c0, c1 time.Duration
+	var cerr error
+	load.Rate, load.Buffer = rate, 0
+	load.Window = func(open bool) {
+		c, err := cpuTime(pid)
+		cerr = errors.Join(cerr, err)
+		if open {
+			c0 = c
+		} else {
+			c1 = c
+		}
+	}
+	res, err := workload.Produce(ctx, load)
+	if err = errors.Join(err, cerr, res.FirstErr); err != nil {
+		return 0, err
+	}
+	if res.Items == 0 {
+		return 0, errors.New("no record acknowledged")
+	}
+	return (c1 - c0).Seconds() / float64(res.Items) * 1e6, nil
+}
+
+// cpuTime is the process's user + system CPU time so far, from
+// /proc/<pid>/stat (as bench/guard reads it; USER_HZ is 100).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * time.Second / 100, nil
 }
 
 // setup creates the topic as admin and, on the ACL node, the bindings:
