@@ -144,6 +144,7 @@ func run() int {
 	stop()
 	log.Info("shutdown: signal received, draining")
 	drain(log, cfg.ShutdownGrace, host, kb, srv, px)
+	authz.Close() // its refresher reads the raft groups: stopped before them
 	host.Close()
 	log.Info("shutdown: complete")
 	return 0
