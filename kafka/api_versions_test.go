@@ -209,10 +209,10 @@ func TestConfigValidation(t *testing.T) {
 // without which franz-go ignores leader epochs, and KIP-664's three keys
 // that find hanging transactions (61, 65, 66), and the admin keys of
 // issue 36: DescribeTopicPartitions (75), DeleteRecords (21), ElectLeaders (43), the SCRAM
-// credential keys (50, 51) and the client quota keys (48, 49).
+// credential keys (50, 51), the client quota keys (48, 49) and the reassignment keys (45, 46).
 func TestVersionTable(t *testing.T) {
-	if len(supportedVersions) != 54 {
-		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch, KIP-664's three and issue 36's admin keys make 54", len(supportedVersions))
+	if len(supportedVersions) != 56 {
+		t.Fatalf("%d keys in the table, §3.4 has 33, DescribeCluster, KIP-848's two, KIP-932's seven, OffsetForLeaderEpoch, KIP-664's three and issue 36's admin keys make 56", len(supportedVersions))
 	}
 	for key, w := range supportedVersions {
 		req := kmsg.RequestForKey(key)

@@ -50,6 +50,8 @@ var supportedVersions = map[int16]VersionRange{
 	42: {0, 2},  // DeleteGroups
 	43: {0, 2},  // ElectLeaders: a raft leadership transfer to the group's preferred node
 	44: {0, 1},  // IncrementalAlterConfigs
+	45: {0, 1},  // AlterPartitionReassignments: every node replicates every partition; only the current set is accepted
+	46: {0, 0},  // ListPartitionReassignments: never one in progress
 	47: {0, 0},  // OffsetDelete
 	48: {0, 1},  // DescribeClientQuotas: KIP-546, user and client-id entities
 	49: {0, 1},  // AlterClientQuotas: replicated in the default tenant's KV

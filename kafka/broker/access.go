@@ -122,6 +122,10 @@ var apiAccess = map[kmsg.Key][]need{
 	kmsg.DeleteACLs:   {cluster(admin)},
 	// Kafka's ALTER on the cluster.
 	kmsg.ElectLeaders: {cluster(admin)},
+	// Kafka's ALTER (45) and DESCRIBE (46) on the cluster; admin as the
+	// other operators' keys.
+	kmsg.AlterPartitionAssignments:  {cluster(admin)},
+	kmsg.ListPartitionReassignments: {cluster(admin)},
 	// SCRAM users are logins: admin only, to describe them too (Kafka's
 	// DESCRIBE and ALTER on the cluster).
 	kmsg.DescribeUserSCRAMCredentials: {cluster(admin)},

@@ -78,6 +78,8 @@ var wantAccess = map[kmsg.Key][6]int16{
 	kmsg.CreatePartitions:             {T, T, T, T, ok, T},
 	kmsg.DeleteRecords:                {T, T, T, T, ok, T}, // DELETE on the topic, as HTTP DELETE of a queue
 	kmsg.ElectLeaders:                 {C, C, C, C, ok, C}, // ALTER on the cluster
+	kmsg.AlterPartitionAssignments:    {C, C, C, C, ok, C}, // ALTER on the cluster
+	kmsg.ListPartitionReassignments:   {C, C, C, C, ok, C}, // DESCRIBE on the cluster, admin as the other operators' keys
 	kmsg.DescribeUserSCRAMCredentials: {C, C, C, C, ok, C}, // logins: admin only
 	kmsg.AlterUserSCRAMCredentials:    {C, C, C, C, ok, C},
 	kmsg.DescribeClientQuotas:         {C, C, C, C, ok, C}, // as the SCRAM keys

@@ -220,9 +220,9 @@ func (b *Broker) aclCheck(n *aclNeeds, c *kafka.Conn, req kmsg.Request) {
 		}
 	case *kmsg.DescribeLogDirsRequest, *kmsg.DescribeClusterRequest:
 		n.cluster(acl.OpDescribe)
-	case *kmsg.ElectLeadersRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
+	case *kmsg.ElectLeadersRequest, *kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.AlterPartitionAssignmentsRequest:
 		n.cluster(acl.OpAlter)
-	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+	case *kmsg.DescribeUserSCRAMCredentialsRequest, *kmsg.ListPartitionReassignmentsRequest:
 		n.cluster(acl.OpDescribe)
 	case *kmsg.DescribeClientQuotasRequest:
 		n.cluster(acl.OpDescribeConfigs)

@@ -274,6 +274,8 @@ func (b *Broker) handlers() map[int16]kafka.Handler {
 		int16(kmsg.IncrementalAlterConfigs):      b.handleIncrementalAlterConfigs,
 		int16(kmsg.DescribeCluster):              b.handleDescribeCluster,
 		int16(kmsg.ElectLeaders):                 b.handleElectLeaders,
+		int16(kmsg.AlterPartitionAssignments):    b.handleAlterPartitionAssignments,
+		int16(kmsg.ListPartitionReassignments):   b.handleListPartitionReassignments,
 		int16(kmsg.DescribeUserSCRAMCredentials): b.handleDescribeUserScramCredentials,
 		int16(kmsg.AlterUserSCRAMCredentials):    b.handleAlterUserScramCredentials,
 		int16(kmsg.DescribeClientQuotas):         b.handleDescribeClientQuotas,
