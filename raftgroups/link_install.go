@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -48,7 +47,7 @@ func (h *Host) installLinkSnapshot(ctx context.Context, g *group, c *link.Client
 	var crc uint32
 	began := time.Now()
 	for {
-		n, rerr := io.ReadFull(body, buf)
+		n, rerr := fill(body, buf)
 		if n > 0 {
 			crc = crc32.Update(crc, castagnoli, buf[:n])
 			total += uint64(n)
@@ -58,7 +57,7 @@ func (h *Host) installLinkSnapshot(ctx context.Context, g *group, c *link.Client
 			}
 			seq++
 		}
-		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+		if rerr == io.EOF {
 			break
 		}
 		if rerr != nil {
@@ -79,6 +78,22 @@ func (h *Host) installLinkSnapshot(ctx context.Context, g *group, c *link.Client
 	h.log.Info("raft: standby: installed a snapshot of the source's group", "group", g.n, "sourceIndex", index,
 		"bytes", total, "chunks", seq, "ms", time.Since(began).Milliseconds())
 	return nil
+}
+
+// fill reads into buf until it is full or the stream ends: io.EOF only
+// at the stream's verified end (link.Client's Snapshot body), any other
+// error (a cut or corrupted stream) as is, so a partial stream is never
+// proposed as a whole one.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // proposeLinkInstall proposes one install command alone in its entry (a

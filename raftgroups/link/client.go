@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -267,5 +268,34 @@ func (c *Client) Snapshot(ctx context.Context, group int) (uint64, io.ReadCloser
 		resp.Body.Close()
 		return 0, nil, fmt.Errorf("link: group %d snapshot: no index header", group)
 	}
-	return index, resp.Body, nil
+	return index, &verifiedBody{rc: resp.Body, resp: resp, group: group}, nil
 }
+
+// ErrSnapshotCut is a snapshot stream that ended before its end.
+var ErrSnapshotCut = errors.New("link: the source's snapshot stream was cut short or corrupted")
+
+// verifiedBody is a snapshot stream that says io.EOF only once the whole
+// stream arrived: the source's trailers name its length and CRC-32C.
+type verifiedBody struct {
+	rc    io.ReadCloser
+	resp  *http.Response
+	group int
+	n     uint64
+	crc   uint32
+}
+
+func (v *verifiedBody) Read(p []byte) (int, error) {
+	n, err := v.rc.Read(p)
+	v.n += uint64(n)
+	v.crc = crc32.Update(v.crc, castagnoli, p[:n])
+	if err == io.EOF {
+		wantN, nerr := strconv.ParseUint(v.resp.Trailer.Get(TrailerBytes), 10, 64)
+		wantCRC, cerr := strconv.ParseUint(v.resp.Trailer.Get(TrailerCRC), 10, 32)
+		if nerr != nil || cerr != nil || wantN != v.n || uint32(wantCRC) != v.crc {
+			return n, fmt.Errorf("%w (group %d: %d bytes read)", ErrSnapshotCut, v.group, v.n)
+		}
+	}
+	return n, err
+}
+
+func (v *verifiedBody) Close() error { return v.rc.Close() }

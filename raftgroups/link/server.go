@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,6 +18,11 @@ const (
 	HeaderCommit = "X-Queen-Link-Commit"
 	HeaderFirst  = "X-Queen-Link-First"
 	HeaderIndex  = "X-Queen-Link-Index"
+	// Trailers of the snapshot route: the stream's length and CRC-32C,
+	// sent after it, so a standby tells a whole stream from one cut short
+	// (a chunked body that ends cleanly but early looks whole otherwise).
+	TrailerBytes = "X-Queen-Link-Bytes"
+	TrailerCRC   = "X-Queen-Link-Crc"
 )
 
 // Limits of the entries route.
@@ -313,9 +319,38 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	defer snap.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set(HeaderIndex, strconv.FormatUint(snap.Index(), 10))
+	w.Header().Set("Trailer", TrailerBytes+", "+TrailerCRC)
 	w.WriteHeader(http.StatusOK)
-	// An error here is seen by the standby as a truncated stream.
-	_ = snap.WriteTo(&stallWriter{w: w, rc: http.NewResponseController(w)}, r.Context().Done())
+	cw := &crcWriter{w: &stallWriter{w: w, rc: http.NewResponseController(w)}}
+	if err := snap.WriteTo(cw, r.Context().Done()); err != nil {
+		// Cut the connection: the standby sees the stream end without its
+		// last chunk and trailers, never one that ends cleanly where it
+		// stopped. net/http's own abort when the connection cannot be
+		// taken over.
+		if conn, _, herr := http.NewResponseController(w).Hijack(); herr == nil {
+			_ = conn.Close()
+			return
+		}
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set(TrailerBytes, strconv.FormatUint(cw.n, 10))
+	w.Header().Set(TrailerCRC, strconv.FormatUint(uint64(cw.crc), 10))
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crcWriter counts and checksums what passes.
+type crcWriter struct {
+	w   io.Writer
+	n   uint64
+	crc uint32
+}
+
+func (c *crcWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += uint64(n)
+	c.crc = crc32.Update(c.crc, castagnoli, p[:n])
+	return n, err
 }
 
 // stallWriter bounds each write to the standby: a standby that stops

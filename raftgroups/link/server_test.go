@@ -23,10 +23,11 @@ import (
 
 // fakeSource is a group whose log the test writes.
 type fakeSource struct {
-	mu      sync.Mutex
-	log     []pb.Entry // log[i].Index == first+i
-	first   uint64
-	applied atomic.Uint64
+	mu       sync.Mutex
+	log      []pb.Entry // log[i].Index == first+i
+	first    uint64
+	applied  atomic.Uint64
+	failSnap atomic.Bool
 }
 
 func (f *fakeSource) Ready() bool { return true }
@@ -55,14 +56,20 @@ func (f *fakeSource) Entries(low, high, maxSize uint64) ([]pb.Entry, error) {
 }
 func (f *fakeSource) Applied() uint64 { return f.applied.Load() }
 func (f *fakeSource) Snapshot() (Snapshot, error) {
-	return fakeSnap{index: f.applied.Load()}, nil
+	return fakeSnap{index: f.applied.Load(), fail: f.failSnap.Load()}, nil
 }
 
-type fakeSnap struct{ index uint64 }
+type fakeSnap struct {
+	index uint64
+	fail  bool
+}
 
 func (s fakeSnap) Index() uint64 { return s.index }
 func (s fakeSnap) WriteTo(w io.Writer, stop <-chan struct{}) error {
 	_, err := io.WriteString(w, "QSNAP2\nthe store")
+	if s.fail {
+		return errors.New("the store went away")
+	}
 	return err
 }
 func (s fakeSnap) Close() {}
@@ -185,6 +192,18 @@ func TestClientAgainstServer(t *testing.T) {
 	if index != 16 || string(got) != "QSNAP2\nthe store" {
 		t.Fatalf("snapshot %d %q", index, got)
 	}
+	// A copy that fails part way is a read error, never a clean end.
+	src.failSnap.Store(true)
+	_, body, err = c.Snapshot(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = io.ReadAll(body)
+	body.Close()
+	if err == nil {
+		t.Fatalf("a cut snapshot read whole: %q", got)
+	}
+	src.failSnap.Store(false)
 	if info, err := c.Info(ctx, 0); err != nil || info.CommitIndex != 16 || info.FirstIndex != 5 {
 		t.Fatalf("info %+v %v", info, err)
 	}
