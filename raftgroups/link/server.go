@@ -165,7 +165,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	maxBytes = min(max(maxBytes, 1), MaxBytesCap)
-	wait := min(time.Duration(waitMs)*time.Millisecond, MaxWait)
+	wait := time.Duration(min(waitMs, uint64(MaxWait/time.Millisecond))) * time.Millisecond
 	// A long poll: nothing past from-1 is applied yet. It ends early when
 	// the standby goes away. A source that says when it applies wakes it
 	// at once (taken before the applied index is read, so no wake is
