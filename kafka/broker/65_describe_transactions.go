@@ -83,7 +83,8 @@ func (b *Broker) describingTxns(g int) int16 {
 // batches of the transaction (while it is open, or ended and not yet
 // resolved everywhere), as this node's replicas of the groups show them. A
 // partition added but not written to yet, and the offsets of
-// TxnOffsetCommit, are not listed.
+// TxnOffsetCommit, are not listed. An empty id is INVALID_REQUEST, as
+// Kafka's coordinator answers it.
 func (b *Broker) handleDescribeTransactions(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
@@ -97,6 +98,13 @@ func (b *Broker) handleDescribeTransactions(_ context.Context, c *kafka.Conn, kr
 func (b *Broker) describeTxn(tenant wire.ID, id string) kmsg.DescribeTransactionsResponseTransactionState {
 	st := kmsg.NewDescribeTransactionsResponseTransactionState()
 	st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
+	if id == "" {
+		// No producer can hold an empty transactional id, so no node
+		// coordinates it: Kafka answers INVALID_REQUEST, not NOT_COORDINATOR
+		// (which would send a client looking for a coordinator forever).
+		st.ErrorCode = kerr.InvalidRequest.Code
+		return st
+	}
 	if st.ErrorCode = b.describingTxns(b.engine.CoordinatorGroup(tenant, 't', id)); st.ErrorCode != 0 {
 		return st
 	}
