@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -72,8 +73,19 @@ func (h *Host) installLinkSnapshot(ctx context.Context, g *group, c *link.Client
 		source = h.standby.source
 	}
 	done := wire.LinkSnapshotDoneCmd{ID: id, Chunks: seq, Bytes: total, CRC: crc, SourceIndex: index, Source: source}
-	if err := h.proposeLinkInstall(ctx, g, wire.KindLinkSnapshotDone, done.Encode(nil)); err != nil {
-		return fmt.Errorf("raftgroups: standby group %d: install the source's snapshot: %w", g.n, err)
+	// A Done installs only alone in its entry; group commit may have put
+	// another command (a format raise, a node registration) beside it,
+	// which leaves every chunk staged: propose it again rather than send
+	// the whole snapshot again.
+	for attempt := 1; ; attempt++ {
+		err := h.proposeLinkInstall(ctx, g, wire.KindLinkSnapshotDone, done.Encode(nil))
+		var c *installConflict
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &c) || c.next != seq || attempt == linkDoneAttempts {
+			return fmt.Errorf("raftgroups: standby group %d: install the source's snapshot: %w", g.n, err)
+		}
 	}
 	h.log.Info("raft: standby: installed a snapshot of the source's group", "group", g.n, "sourceIndex", index,
 		"bytes", total, "chunks", seq, "ms", time.Since(began).Milliseconds())
@@ -112,8 +124,23 @@ func (h *Host) proposeLinkInstall(ctx context.Context, g *group, kind wire.Kind,
 	if err != nil {
 		return err
 	}
+	if r.Code == wire.CodeConflict {
+		return &installConflict{next: r.N}
+	}
 	if r.Code != wire.CodeOK {
 		return fmt.Errorf("refused: code %v (next %d)", r.Code, r.N)
 	}
 	return nil
+}
+
+// linkDoneAttempts bounds how often a Done is proposed again while its
+// chunks stay staged.
+const linkDoneAttempts = 5
+
+// installConflict is an install command refused out of turn; next is the
+// chunk the staged install expects (0: none staged).
+type installConflict struct{ next uint64 }
+
+func (c *installConflict) Error() string {
+	return fmt.Sprintf("refused out of turn (the staged install expects chunk %d)", c.next)
 }

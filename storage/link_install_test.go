@@ -56,6 +56,22 @@ func linkCopy(t *testing.T, s *Store) (uint64, []byte) {
 	return snap.Index(), buf.Bytes()
 }
 
+// applyEntryN applies one entry of several commands and returns their
+// results.
+func (h *harness) applyEntryN(data []byte) [][]byte {
+	h.t.Helper()
+	h.index++
+	out, err := h.s.Update([]sm.Entry{{Index: h.index, Cmd: data}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	res, err := wire.SplitResults(out[0].Result.Data)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
 func linkEntryOf(h *harness, kind wire.Kind, body []byte) sm.Entry {
 	h.index++
 	return sm.Entry{Index: h.index, Cmd: wire.AppendEntry(nil, h.now, []wire.Command{{Kind: kind, Body: body}})}
@@ -192,5 +208,34 @@ func BenchmarkLinkInstallsAtNothingStaged(b *testing.B) {
 		if h.s.linkInstallsAt(cmd) {
 			b.Fatal("installs")
 		}
+	}
+}
+
+// A Done that shares its entry with another command installs nothing and
+// says every chunk is still staged (the installer proposes it again); the
+// same Done alone then installs.
+func TestLinkDoneBesideAnotherCommand(t *testing.T) {
+	src := newHarness(t)
+	src.apply(wire.KindKV, kvPut(wire.DefaultTenant, "k", `"v"`))
+	index, stream := linkCopy(t, src.s)
+	sb := newHarness(t)
+	chunk := wire.LinkSnapshotChunkCmd{ID: 7, Seq: 0, Data: stream}
+	if r := linkResult(t, sb.apply(wire.KindLinkSnapshotChunk, chunk.Encode(nil))); r.Code != wire.CodeOK || r.N != 1 {
+		t.Fatalf("chunk: %+v", r)
+	}
+	done := wire.LinkSnapshotDoneCmd{ID: 7, Chunks: 1, Bytes: uint64(len(stream)), CRC: crc32.Update(0, castagnoli, stream), SourceIndex: index}
+	two := sb.applyEntryN(wire.AppendEntry(nil, sb.now, []wire.Command{
+		{Kind: wire.KindLinkSnapshotDone, Body: done.Encode(nil)}, {Kind: wire.KindKV, Body: kvPut(wire.DefaultTenant, "x", `1`)}}))
+	if r := linkResult(t, two[0]); r.Code != wire.CodeConflict || r.N != 1 {
+		t.Fatalf("a Done beside another command: %+v", r)
+	}
+	if sb.s.Link().Linked {
+		t.Fatal("installed from a shared entry")
+	}
+	if r := linkResult(t, sb.apply(wire.KindLinkSnapshotDone, done.Encode(nil))); r.Code != wire.CodeOK || r.N != index {
+		t.Fatalf("the Done alone: %+v", r)
+	}
+	if l := sb.s.Link(); !l.Linked || l.Applied != index || sb.s.Applied() != sb.index {
+		t.Fatalf("after the install: %+v, applied %d", l, sb.s.Applied())
 	}
 }
