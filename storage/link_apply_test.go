@@ -165,3 +165,27 @@ func TestLinkApplyLeavesTheSourcesNodesOut(t *testing.T) {
 		t.Fatal("the entry after the registration was not applied")
 	}
 }
+
+// TestLinkApplyRefusesAChain: a source's own link commands (a source that
+// is itself a standby) are not applied by its standby; the rest of the
+// run is.
+func TestLinkApplyRefusesAChain(t *testing.T) {
+	inner := wire.LinkApplyCmd{FirstSourceIndex: 1, LastSourceIndex: 1, Entries: []wire.LinkEntry{{Payload: wire.AppendEntry(nil, 1,
+		[]wire.Command{{Kind: wire.KindKV, Body: kvPut(wire.DefaultTenant, "chained", "1")}})}}}
+	src := &linkSource{harness: newHarness(t)}
+	src.log = append(src.log, wire.AppendEntry(nil, src.now, []wire.Command{{Kind: wire.KindLinkApply, Body: inner.Encode(nil)}}))
+	src.apply(wire.KindKV, kvPut(wire.DefaultTenant, "a", "1"))
+	sb := newHarness(t)
+	if r := linkResult(t, sb.apply(wire.KindLinkApply, src.run(1, 2, nil))); r.Code != wire.CodeOK || r.N != 2 {
+		t.Fatalf("link apply: %+v", r)
+	}
+	if _, ok, _ := sb.s.KVGet(wire.DefaultTenant, "app", []byte("chained")); ok {
+		t.Fatal("a link command inside a source entry was applied")
+	}
+	if l := sb.s.Link(); l.Applied != 2 {
+		t.Fatalf("link state %+v", l)
+	}
+	if _, ok, _ := sb.s.KVGet(wire.DefaultTenant, "app", []byte("a")); !ok {
+		t.Fatal("the entry after the chained one was not applied")
+	}
+}
