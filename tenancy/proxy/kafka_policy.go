@@ -119,16 +119,29 @@ func (l *kafkaLogin) Before(_ context.Context, key int16) int16 {
 	return 0
 }
 
-// authorizationCode is the authorization error of a request's resource.
+// authorizationCode is the authorization error of a request's resource,
+// the one Kafka answers when the first resource it checks is refused:
+// keys that act on the cluster (ACLs, log dirs, leader elections,
+// reassignments, client quotas, SCRAM credentials, DescribeCluster) are
+// CLUSTER_AUTHORIZATION_FAILED; the transaction keys, whose first check is
+// the transactional id (AddOffsetsToTxn and TxnOffsetCommit before their
+// group; Describe/ListTransactions describe ids),
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; group keys, share groups'
+// included, GROUP_AUTHORIZATION_FAILED; the rest act on topics
+// (DescribeProducers checks DESCRIBE on the topic in Kafka).
 func authorizationCode(key int16) int16 {
 	switch kmsg.Key(key) {
 	case kmsg.FindCoordinator, kmsg.OffsetFetch, kmsg.DescribeGroups, kmsg.ListGroups, kmsg.OffsetCommit, kmsg.JoinGroup,
 		kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.DeleteGroups, kmsg.OffsetDelete, kmsg.ConsumerGroupHeartbeat,
-		kmsg.ConsumerGroupDescribe:
+		kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe, kmsg.ShareFetch, kmsg.ShareAcknowledge,
+		kmsg.DescribeShareGroupOffsets, kmsg.AlterShareGroupOffsets, kmsg.DeleteShareGroupOffsets:
 		return kerr.GroupAuthorizationFailed.Code
-	case kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.EndTxn:
+	case kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit,
+		kmsg.DescribeTransactions, kmsg.ListTransactions:
 		return kerr.TransactionalIDAuthorizationFailed.Code
-	case kmsg.DescribeCluster, kmsg.DescribeLogDirs:
+	case kmsg.DescribeACLs, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.AlterReplicaLogDirs, kmsg.DescribeLogDirs,
+		kmsg.ElectLeaders, kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments, kmsg.DescribeClientQuotas,
+		kmsg.AlterClientQuotas, kmsg.DescribeUserSCRAMCredentials, kmsg.AlterUserSCRAMCredentials, kmsg.DescribeCluster:
 		return kerr.ClusterAuthorizationFailed.Code
 	}
 	return kerr.TopicAuthorizationFailed.Code
