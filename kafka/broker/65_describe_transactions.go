@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/queen-mq/queen/kafka"
+	"github.com/queen-mq/queen/raftgroups"
 	"github.com/queen-mq/queen/storage"
 	"github.com/queen-mq/queen/wire"
 )
@@ -81,21 +82,22 @@ func (b *Broker) describingTxns(g int) int16 {
 // state records the raft groups a transaction staged in, not its
 // partitions: they are the partitions of those groups that hold open
 // batches of the transaction (while it is open, or ended and not yet
-// resolved everywhere), as this node's replicas of the groups show them. A
+// resolved everywhere), as this node's replicas of the groups show them
+// once caught up with what those groups committed (catchUpTxnGroups). A
 // partition added but not written to yet, and the offsets of
 // TxnOffsetCommit, are not listed. An empty id is INVALID_REQUEST, as
 // Kafka's coordinator answers it.
-func (b *Broker) handleDescribeTransactions(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeTransactions(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	tenant := b.tenantOf(c)
 	for _, id := range req.TransactionalIDs {
-		resp.TransactionStates = append(resp.TransactionStates, b.describeTxn(tenant, id))
+		resp.TransactionStates = append(resp.TransactionStates, b.describeTxn(ctx, tenant, id))
 	}
 	return resp, nil
 }
 
-func (b *Broker) describeTxn(tenant wire.ID, id string) kmsg.DescribeTransactionsResponseTransactionState {
+func (b *Broker) describeTxn(ctx context.Context, tenant wire.ID, id string) kmsg.DescribeTransactionsResponseTransactionState {
 	st := kmsg.NewDescribeTransactionsResponseTransactionState()
 	st.TransactionalID, st.ProducerID, st.ProducerEpoch, st.StartTimestamp = id, -1, -1, -1
 	if id == "" {
@@ -113,6 +115,9 @@ func (b *Broker) describeTxn(tenant wire.ID, id string) kmsg.DescribeTransaction
 		st.ErrorCode = kerr.TransactionalIDNotFound.Code
 		return st
 	}
+	if info.Ongoing || !info.Unsettled.IsZero() {
+		b.catchUpTxnGroups(ctx, info.Groups)
+	}
 	st.State, st.ProducerID, st.ProducerEpoch = txnStateOf(info), info.ProducerID, info.Epoch
 	st.TimeoutMillis, st.StartTimestamp = int32(info.TimeoutMs), txnStartMs(info)
 	for _, p := range b.engine.KafkaTxnPartitions(info) {
@@ -125,4 +130,27 @@ func (b *Broker) describeTxn(tenant wire.ID, id string) kmsg.DescribeTransaction
 		t.Partitions = append(t.Partitions, p.Partition)
 	}
 	return st
+}
+
+// catchUpTxnGroups makes this node's replicas of the raft groups a
+// transaction staged in (bit g of groups) current, within
+// raftgroups.CatchUpWait, before its partitions are read from them: a
+// batch the producer was answered for through another node is committed
+// in its group but may not be applied here yet, and Kafka's coordinator
+// lists a partition as soon as the producer added it. Past the wait the
+// answer lists what the replicas show.
+func (b *Broker) catchUpTxnGroups(ctx context.Context, groups uint64) {
+	n := len(b.engine.Stores())
+	var gs []int
+	for g := 0; g < n && g < 64; g++ {
+		if groups&(1<<g) != 0 {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, raftgroups.CatchUpWait)
+	defer cancel()
+	_ = b.engine.BarrierGroups(ctx, gs) // best effort: the replicas' view is still an answer
 }

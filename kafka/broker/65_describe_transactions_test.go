@@ -1,10 +1,16 @@
 package broker
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/queen-mq/queen/wire"
 )
 
 // TestDescribeTransactionsEmptyID: an empty transactional id is no id at
@@ -22,5 +28,53 @@ func TestDescribeTransactionsEmptyID(t *testing.T) {
 	}
 	if st := resp.TransactionStates[1]; st.TransactionalID != "never-used" || st.ErrorCode != kerr.TransactionalIDNotFound.Code {
 		t.Errorf("an unknown id: %+v, want TRANSACTIONAL_ID_NOT_FOUND", st)
+	}
+}
+
+// TestDescribeTransactionsSeesAcknowledgedBatches: the coordinator lists a
+// partition led by another node as soon as the producer's batch there is
+// acknowledged, with no waiting: Kafka's coordinator lists it from
+// AddPartitionsToTxn on, and this node's replica of the partition's group
+// must not answer from before the batch.
+func TestDescribeTransactionsSeesAcknowledgedBatches(t *testing.T) {
+	nodes := startCluster(t, 3)
+	e := nodes[0].engine
+	cl := clusterClient(t, nodes)
+	adm := kadm.NewClient(cl)
+	const parts = 3
+	createTopic(t, cl, "seen", parts)
+	partGroups := raftGroupsOf(t, e, "seen", parts)
+	var txnID string
+	for i := 0; txnID == ""; i++ {
+		if id := fmt.Sprintf("seen-%d", i); e.CoordinatorGroup(wire.DefaultTenant, 't', id) == 0 {
+			txnID = id
+		}
+	}
+	coord, _, _ := e.Leader(0)
+	partition := int32(-1)
+	for p, g := range partGroups {
+		if leader, _, _ := e.Leader(g); leader != coord {
+			partition = int32(p)
+		}
+	}
+	if partition < 0 {
+		t.Skipf("every partition's group is led by the coordinator %d", coord)
+	}
+	prod := clusterClient(t, nodes, kgo.TransactionalID(txnID), kgo.DefaultProduceTopic("seen"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	want := []string{fmt.Sprintf("seen/%d", partition)}
+	for i := range 10 {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.ProduceSync(ctxFor(t), &kgo.Record{Partition: partition, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if d := describeTxn(t, adm, txnID); d.State != "Ongoing" || !slices.Equal(topicsOf(d), want) {
+			t.Fatalf("transaction %d described right after its batch was acknowledged: %+v, want %v", i, d, want)
+		}
+		if err := prod.EndTransaction(ctxFor(t), kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
