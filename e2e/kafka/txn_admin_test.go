@@ -124,7 +124,7 @@ func partitionsOf(d kadm.DescribedTransaction) []string {
 func TestKafkaAdminTransactionsAndProducers(t *testing.T) {
 	c := e2etest.StartCluster(t, harness.Options{Nodes: 3})
 	ctx := e2etest.Deadline(t, 4*time.Minute)
-	const topic, txnID = "txa", "txa-writer"
+	const topic, txnID, idleID = "txa", "txa-writer", "txa-idle"
 	seedAll := e2etest.KgoClient(t, c)
 	e2etest.WaitBrokers(ctx, t, seedAll, 3)
 	adm := adminOf(seedAll)
@@ -211,6 +211,26 @@ func TestKafkaAdminTransactionsAndProducers(t *testing.T) {
 		if s := listedState(ctx, t, adm, txnID, tc.producers, tc.states...); s != tc.want {
 			t.Fatalf("listed with producers %v states %v as %q, want %q", tc.producers, tc.states, s, tc.want)
 		}
+	}
+
+	// A transactional id initialized and never used is Empty, as in
+	// Kafka: its producer, no start, no partitions; a filter on Empty
+	// lists it and not the open one.
+	idle := e2etest.KgoClient(t, c, kgo.TransactionalID(idleID), kgo.TransactionTimeout(txnAdminTimeout))
+	idlePID, idleEpoch, err := idle.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := describedTxn(ctx, t, adm, idleID); d.State != "Empty" || d.ProducerID != idlePID || d.ProducerEpoch != idleEpoch ||
+		d.StartTimestamp != -1 || len(d.Topics) != 0 || d.TimeoutMillis != int32(txnAdminTimeout.Milliseconds()) {
+		t.Fatalf("described idle: %+v (producer %d epoch %d)", d, idlePID, idleEpoch)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := listed[idleID]; !ok || l.State != "Empty" || l.ProducerID != idlePID || listed[txnID].State != "" {
+		t.Fatalf("listed with the Empty filter: %+v", listed)
 	}
 
 	// Asked of each node directly, as Kafka's brokers answer.
