@@ -115,8 +115,9 @@ func partitionsOf(d kadm.DescribedTransaction) []string {
 // id, epoch and last sequence its client knows, and the open
 // transaction's first offset; ListTransactions shows the transactional id
 // Ongoing, then CompleteCommit and CompleteAbort, through its state,
-// producer id and duration filters; DescribeTransactions shows state,
-// producer id and epoch, timeout and the open transaction's partitions.
+// producer id and duration filters, and an id never used Empty;
+// DescribeTransactions shows state, producer id and epoch, timeout and the
+// open transaction's partitions.
 // Asked directly, a node that does not coordinate the id answers
 // NOT_COORDINATOR (and does not list it), one that does not lead a
 // partition NOT_LEADER_OR_FOLLOWER, as Kafka's brokers do, while kadm,
