@@ -57,10 +57,15 @@ func (e *Engine) PromoteStandby(ctx context.Context) (PromoteResult, error) {
 		"sourceIndex", out.SourceIndex)
 	for _, g := range h.groups {
 		for _, info := range g.store.KafkaOpenTxns() {
-			_, err := e.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: info.Tenant, TxnID: info.TxnID, ProducerID: info.ProducerID,
+			res, err := e.TxnEnd(ctx, &wire.TxnEndCmd{Tenant: info.Tenant, TxnID: info.TxnID, ProducerID: info.ProducerID,
 				Epoch: info.Epoch, TxnSeq: info.TxnSeq, BumpEpoch: true})
 			if err != nil {
 				return out, fmt.Errorf("raftgroups: aborting the source's open transaction %q: %w", info.TxnID, err)
+			}
+			if res.Code != wire.CodeOK {
+				// Ended meanwhile (a client's EndTxn, the reaper): not ours.
+				h.log.Info("raft: standby promotion: a transaction of the source was not open any more", "transactional_id", info.TxnID, "code", res.Code)
+				continue
 			}
 			out.AbortedTxns++
 		}
