@@ -1,8 +1,10 @@
 package raftgroups
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ type fakeLink struct {
 	mu      sync.Mutex
 	entries [][]linkEntry
 	reads   int
+	hold    bool
 }
 
 func (f *fakeLink) Groups(context.Context) (int, error) { return len(f.entries), nil }
@@ -31,8 +34,12 @@ func (f *fakeLink) Entries(ctx context.Context, group int, from uint64, maxBytes
 	f.mu.Lock()
 	f.reads++
 	log := f.entries[group]
+	hold := f.hold
 	f.mu.Unlock()
 	b := linkBatch{Commit: uint64(len(log)), First: 1}
+	if hold { // a source node that knows the commit but sends nothing yet
+		from = b.Commit + 1
+	}
 	if from > b.Commit {
 		select { // a long poll that sees nothing new
 		case <-ctx.Done():
@@ -100,8 +107,26 @@ func TestStandbyFollowsRefusesWritesAndPromotes(t *testing.T) {
 	if l := h.groups[0].store.Link(); !l.Linked || l.Applied != 4 || l.Source != "127.0.0.1:1" {
 		t.Fatalf("link state %+v", l)
 	}
+	// Behind: the lag shows in entries and milliseconds, and in metrics.
+	src.mu.Lock()
+	src.hold = true
+	src.mu.Unlock()
+	src.add(0, kvPutEntry(now+3, "c", "1"))
+	waitStandby(t, "a lag of one entry", func() bool {
+		st := h.Standby()
+		return st.LagEntries == 1 && st.LagMs > 0 && st.Groups[0].Commit == 5
+	})
+	var prom bytes.Buffer
+	h.cfg.Metrics.WritePrometheus(&prom)
+	if !strings.Contains(prom.String(), `queen_standby_lag_entries{group="0"} 1`) || !strings.Contains(prom.String(), `queen_standby_lag_ms{group="0"}`) {
+		t.Fatalf("metrics: %s", prom.String())
+	}
+	src.mu.Lock()
+	src.hold = false
+	src.mu.Unlock()
+	waitStandby(t, "caught up again", func() bool { v, _ := kv("c"); return v == "1" && h.Standby().LagEntries == 0 })
 	res, err := e.PromoteStandby(ctx)
-	if err != nil || len(res.SourceIndex) != 1 || res.SourceIndex[0] != 4 {
+	if err != nil || len(res.SourceIndex) != 1 || res.SourceIndex[0] != 5 {
 		t.Fatalf("promote: %+v %v", res, err)
 	}
 	if r, err := e.KV(ctx, put); err != nil || !r.OK {
@@ -111,7 +136,7 @@ func TestStandbyFollowsRefusesWritesAndPromotes(t *testing.T) {
 		t.Fatalf("standby status after promotion %+v", st)
 	}
 	// The follower stopped: a source entry after promotion is not applied.
-	src.add(0, kvPutEntry(now+3, "a", "3"))
+	src.add(0, kvPutEntry(now+4, "a", "3"))
 	time.Sleep(200 * time.Millisecond) // nothing to poll for: an absence
 	if v, _ := kv("a"); v != "2" {
 		t.Fatalf("a promoted standby applied its source's later entry: a=%s", v)
