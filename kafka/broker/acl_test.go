@@ -541,3 +541,117 @@ func TestACLAutoCreateNeedsCreate(t *testing.T) {
 		t.Fatalf("metadata creating auto.a with CREATE: %+v", resp.Topics)
 	}
 }
+
+// TestACLPartialAnswers: requests listing several resources serve the
+// allowed ones and answer the refused ones with their error, as Kafka
+// does: CreateTopics, DescribeConfigs, ListOffsets, Fetch, DeleteTopics.
+func TestACLPartialAnswers(t *testing.T) {
+	n := startACLNode(t)
+	adm := kadm.NewClient(loginAs(n, "admin", "x"))
+	ctx := ctxFor(t)
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "mine.a", "theirs.a"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics("mine.").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:dan").Operations(kadm.OpAll))
+	dan := loginAs(n, "dan", "x")
+	dadm := kadm.NewClient(dan) // kadm's own calls that look topics up first stop at a refused one, as with Kafka
+
+	created, err := dadm.CreateTopics(ctx, 1, 1, nil, "mine.b", "theirs.b")
+	if err != nil || created["mine.b"].Err != nil || !errors.Is(created["theirs.b"].Err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("create: %v %+v", err, created)
+	}
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	for _, topic := range []string{"mine.a", "theirs.a"} {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		dc.Resources = append(dc.Resources, r)
+	}
+	dresp, err := dc.RequestWith(ctx, dan)
+	if err != nil || len(dresp.Resources) != 2 {
+		t.Fatalf("describe configs: %v %+v", err, dresp)
+	}
+	for _, rc := range dresp.Resources {
+		switch {
+		case rc.ResourceName == "mine.a" && (rc.ErrorCode != 0 || len(rc.Configs) == 0):
+			t.Fatalf("configs of mine.a: %+v", rc)
+		case rc.ResourceName == "theirs.a" && rc.ErrorCode != kerr.TopicAuthorizationFailed.Code:
+			t.Fatalf("configs of theirs.a: %+v", rc)
+		}
+	}
+
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MaxBytes = 10, 1<<20
+	for _, topic := range []string{"mine.a", "theirs.a"} {
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = topic
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = append(ft.Partitions, fp)
+		fetch.Topics = append(fetch.Topics, ft)
+	}
+	fresp, err := fetch.RequestWith(ctx, dan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, ft := range fresp.Topics {
+		codes[ft.Topic] = ft.Partitions[0].ErrorCode
+	}
+	if fresp.ErrorCode != 0 || len(codes) != 2 || codes["mine.a"] != 0 || codes["theirs.a"] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("fetch: top %d, %v", fresp.ErrorCode, codes)
+	}
+	// Only refused: an answer with the errors alone.
+	fetch.Topics = fetch.Topics[1:]
+	if fresp, err = fetch.RequestWith(ctx, dan); err != nil || fresp.ErrorCode != 0 || len(fresp.Topics) != 1 ||
+		fresp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("fetch of theirs.a alone: %v %+v", err, fresp)
+	}
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	for _, topic := range []string{"mine.a", "theirs.a"} {
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = topic
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp = -1
+		lt.Partitions = append(lt.Partitions, lp)
+		lo.Topics = append(lo.Topics, lt)
+	}
+	// Straight to the node: kgo would look the partitions' leaders up
+	// first, and stop at the refused topic.
+	raw, err := dan.SeedBrokers()[0].Request(ctx, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lresp := raw.(*kmsg.ListOffsetsResponse)
+	codes = map[string]int16{}
+	for _, lt := range lresp.Topics {
+		codes[lt.Topic] = lt.Partitions[0].ErrorCode
+	}
+	if len(codes) != 2 || codes["mine.a"] != 0 || codes["theirs.a"] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("list offsets: %v", codes)
+	}
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TimeoutMillis = 10000
+	for _, topic := range []string{"mine.b", "theirs.a"} {
+		del.TopicNames = append(del.TopicNames, topic)
+		dt := kmsg.NewDeleteTopicsRequestTopic()
+		dt.Topic = kmsg.StringPtr(topic)
+		del.Topics = append(del.Topics, dt)
+	}
+	delResp, err := del.RequestWith(ctx, dan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes = map[string]int16{}
+	for _, dt := range delResp.Topics {
+		codes[*dt.Topic] = dt.ErrorCode
+	}
+	if len(codes) != 2 || codes["mine.b"] != 0 || codes["theirs.a"] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("delete: %v", codes)
+	}
+	if _, ok := n.engine.KafkaTopic(wire.DefaultTenant, "theirs.a"); !ok {
+		t.Fatal("theirs.a was deleted")
+	}
+}
