@@ -84,6 +84,10 @@ type followState struct {
 	// pendingMs is the stamp of the oldest source entry read and not yet
 	// applied (0: none), what lagMs is measured from.
 	pendingMs atomic.Uint64
+	// activeMs is when the last read that brought entries was answered
+	// (0: the last read brought none). While the source is busy, what it
+	// committed since then is unknown here: lagMs is at least its age.
+	activeMs atomic.Int64
 }
 
 // StandbyOf parses QUEEN_STANDBY_OF: comma-separated raft base addresses
@@ -265,8 +269,10 @@ func (h *Host) followOnce(g *group, st *followState, from uint64) error {
 	st.commit.Store(max(st.commit.Load(), b.Commit))
 	if len(b.Entries) == 0 {
 		st.pendingMs.Store(0)
+		st.activeMs.Store(0)
 		return nil
 	}
+	st.activeMs.Store(h.clock.NowMs())
 	for i := range b.Entries {
 		if b.Entries[i].Index != from+uint64(i) {
 			return fmt.Errorf("raftgroups: standby: the source answered index %d where %d was due", b.Entries[i].Index, from+uint64(i))
@@ -346,8 +352,10 @@ type StandbyStatus struct {
 
 // lag is group g's lag: entries the source committed that this replica
 // has not applied, and how long ago the oldest of them was stamped (0
-// when caught up). Each replica measures its own applied index against
-// the source's commit its follower last read.
+// when caught up and the source's last answer brought nothing new; while
+// the source is busy, at least the age of its last answer, since what it
+// committed after that is not known here). Each replica measures its own
+// applied index against the source's commit its follower last read.
 func (h *Host) lag(g *group) GroupLag {
 	l := g.store.Link()
 	out := GroupLag{Group: g.n, Applied: l.Applied}
@@ -356,6 +364,9 @@ func (h *Host) lag(g *group) GroupLag {
 	}
 	st := &h.standby.groups[g.n]
 	out.Commit = st.commit.Load()
+	if at := st.activeMs.Load(); at > 0 {
+		out.Ms = max(h.clock.NowMs()-at, 0)
+	}
 	if out.Commit > l.Applied {
 		out.Entries = out.Commit - l.Applied
 		stamp := st.pendingMs.Load()
@@ -363,7 +374,7 @@ func (h *Host) lag(g *group) GroupLag {
 			stamp = l.StampMs // at most this old: conservative
 		}
 		if stamp > 0 {
-			out.Ms = max(h.clock.NowMs()-int64(stamp), 0)
+			out.Ms = max(out.Ms, h.clock.NowMs()-int64(stamp))
 		}
 	}
 	return out
