@@ -273,6 +273,8 @@ func (h *Host) followOnce(g *group, st *followState, from uint64) error {
 		return nil
 	}
 	st.activeMs.Store(h.clock.NowMs())
+	// The answering node's commit is at least what it sent.
+	st.commit.Store(max(st.commit.Load(), b.Entries[len(b.Entries)-1].Index))
 	for i := range b.Entries {
 		if b.Entries[i].Index != from+uint64(i) {
 			return fmt.Errorf("raftgroups: standby: the source answered index %d where %d was due", b.Entries[i].Index, from+uint64(i))
@@ -363,7 +365,8 @@ func (h *Host) lag(g *group) GroupLag {
 		return out
 	}
 	st := &h.standby.groups[g.n]
-	out.Commit = st.commit.Load()
+	// A snapshot install may take the group past the commit last read.
+	out.Commit = max(st.commit.Load(), l.Applied)
 	if at := st.activeMs.Load(); at > 0 {
 		out.Ms = max(h.clock.NowMs()-at, 0)
 	}
