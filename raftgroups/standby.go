@@ -242,8 +242,10 @@ func (h *Host) sleep(d time.Duration) bool {
 	}
 }
 
-// readCommit reads the source's commit index of g without proposing.
+// readCommit reads the source's commit index of g without proposing. A
+// replica that led g before keeps no stale answer age from then.
 func (h *Host) readCommit(g *group, st *followState) {
+	st.activeMs.Store(0)
 	ctx, cancel := context.WithTimeout(h.stopped, h.cfg.RequestTimeout)
 	defer cancel()
 	b, err := h.standby.src.Entries(ctx, g.n, g.store.Link().Applied+1, 1, 0)
