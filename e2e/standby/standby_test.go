@@ -195,9 +195,11 @@ func (l *load) run(t *testing.T, ctx context.Context, src *harness.Cluster) {
 				for p, eo := range cons.CommittedOffsets()[topic] {
 					offs[p] = eo.Offset
 				}
-				l.mu.Lock()
-				l.commits = append(l.commits, commitAt{at: time.Now(), offsets: offs})
-				l.mu.Unlock()
+				if len(offs) > 0 { // assigned and committed something
+					l.mu.Lock()
+					l.commits = append(l.commits, commitAt{at: time.Now(), offsets: offs})
+					l.mu.Unlock()
+				}
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
