@@ -212,6 +212,9 @@ func (h *Host) follow(g *group) {
 			backoff = 0
 		case errors.Is(err, errLinkCompacted):
 			err = h.installSnapshot(g)
+			if err != nil && h.stopped.Err() != nil {
+				return // shutting down mid-install: the next boot starts it over
+			}
 			if err != nil {
 				h.log.Warn("raft: standby: the source compacted the entries this group needs next and its snapshot could not be installed",
 					"group", g.n, "err", err)
