@@ -70,7 +70,10 @@ func run(rounds int, duration, warmup time.Duration, acls, producers, size int, 
 		return err
 	}
 	start := node.Binary(bin)
-	env := map[string]string{"QUEEN_KAFKA_SASL": "plain", "QUEEN_KAFKA_SASL_USERS": "admin:adminpw,prod:prodpw"}
+	// The cleaner trims the topic to retention.bytes every second: rounds
+	// of full-speed producing would otherwise fill the disk (tens of GB).
+	env := map[string]string{"QUEEN_KAFKA_SASL": "plain", "QUEEN_KAFKA_SASL_USERS": "admin:adminpw,prod:prodpw",
+		"QUEEN_KAFKA_LOG_CLEANER_INTERVAL_MS": "1000"}
 	off, stopOff, err := start(1, env)
 	if err != nil {
 		return err
@@ -202,7 +205,8 @@ func setup(ctx context.Context, seeds []string, withACLs bool, acls int, partiti
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	res, err := adm.CreateTopics(ctx, partitions, 1, nil, topic)
+	retention := "67108864" // per partition
+	res, err := adm.CreateTopics(ctx, partitions, 1, map[string]*string{"retention.bytes": &retention}, topic)
 	if err == nil {
 		err = res.Error()
 	}
