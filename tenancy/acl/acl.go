@@ -155,8 +155,14 @@ func PrincipalUser(name string) string { return "User:" + name }
 
 // PrincipalForJWT is the principal of a JWT's subject (OAUTHBEARER or a
 // JWT as the PLAIN password on the Kafka door, a bearer token on the HTTP
-// door): Kafka's default OAUTHBEARER principal, User:<sub>.
-func PrincipalForJWT(sub string) string { return "User:" + sub }
+// door): Kafka's default OAUTHBEARER principal, User:<sub>. A token
+// without a subject names no one: Anonymous.
+func PrincipalForJWT(sub string) string {
+	if sub == "" {
+		return Anonymous
+	}
+	return "User:" + sub
+}
 
 // PrincipalForAPIKey is the principal of an embedded proxy API key, named
 // by its cluster and key id (never by the secret).

@@ -296,6 +296,9 @@ func TestPrincipals(t *testing.T) {
 	if PrincipalUser("alice") != "User:alice" || PrincipalForJWT("sub-1") != "User:sub-1" {
 		t.Error("user principals")
 	}
+	if PrincipalForJWT("") != Anonymous {
+		t.Error("a token without a subject is not anonymous")
+	}
 	if PrincipalForAPIKey("c1", "k1") != "User:apikey:c1:k1" {
 		t.Error("api key principal")
 	}
