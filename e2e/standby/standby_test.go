@@ -549,3 +549,27 @@ func verifyKafka(t *testing.T, ctx context.Context, n *harness.Node, l *load, cu
 		}
 	}
 }
+
+// TestStandbyRefusesAnotherGroupCount: a standby runs its source's raft
+// group count; an explicit QUEEN_RAFT_GROUPS that differs stops the boot
+// with one line saying so.
+func TestStandbyRefusesAnotherGroupCount(t *testing.T) {
+	ctx := e2etest.Deadline(t, 2*time.Minute)
+	src := e2etest.StartCluster(t, harness.Options{Nodes: 1, Groups: 2, Env: map[string]string{"QUEEN_LINK_TOKEN": linkToken}})
+	sb, err := harness.NewCluster(e2etest.QueenBinary(t), harness.Options{Nodes: 1, Groups: 3, BaseDir: t.TempDir(),
+		Env: map[string]string{"QUEEN_STANDBY_OF": src.Nodes[0].RaftAddr, "QUEEN_LINK_TOKEN": linkToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sb.Close)
+	n := sb.Nodes[0]
+	if err := sb.Start(n); err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.Poll(ctx, 50*time.Millisecond, func() (bool, error) { return !n.Running(), nil }); err != nil {
+		t.Fatalf("the standby started with another group count: %v", err)
+	}
+	if n.ExitCode() != 1 || !n.Grep("QUEEN_RAFT_GROUPS=3, the source runs 2 raft groups") {
+		t.Fatalf("exit %d, log:\n%s", n.ExitCode(), n.Tail(2000))
+	}
+}
