@@ -111,21 +111,6 @@ func (s *Store) setLink(ctx *applyCtx, l LinkState) {
 	s.link.Store(&l)
 }
 
-// setLinkInstalled records, in the batch that installs a source snapshot
-// taken at source index applied (storage/link_snapshot.go), that the group
-// follows source from there. The snapshot's own clock and format are the
-// source's: they become the link's, and the group's own format is kept.
-func (s *Store) setLinkInstalled(ctx *applyCtx, source string, applied uint64, ownFormat uint32) {
-	l := s.Link()
-	l.Linked, l.Source, l.Applied = true, source, applied
-	l.ClockMs, l.Format = s.clockMs, max(s.format.Load(), wire.FormatV1)
-	s.setLink(ctx, l)
-	if ownFormat > 0 {
-		s.format.Store(ownFormat)
-		ctx.set(keyActiveFormat, binary.BigEndian.AppendUint64(nil, uint64(ownFormat)))
-	}
-}
-
 // applyLinkApply applies a run of source entries, each as the source's
 // Update did, when it continues the last run applied; a run that does not
 // (proposed twice across a leader change, or out of turn) is answered
@@ -198,6 +183,11 @@ func (s *Store) applyLinkPromote(ctx *applyCtx, _ *wire.LinkPromoteCmd) wire.Cou
 		return wire.CountResult{Code: wire.CodeOK, N: l.Applied}
 	}
 	l.Linked, l.Promoted = false, true
+	// A source snapshot being staged will never be installed now
+	// (link_install.go): drop its chunks.
+	_ = ctx.b.DeleteRange(linkChunkPrefix, prefixEnd(linkChunkPrefix), nil) // an in-memory batch append cannot fail
+	ctx.del(keyLinkStage)
+	s.linkGate.stage = nil
 	if l.Format > s.format.Load() {
 		if err := s.formatFits(l.Format); err != nil {
 			ctx.fail(err)

@@ -3,6 +3,8 @@ package storage
 import (
 	"testing"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -187,5 +189,35 @@ func TestLinkApplyRefusesAChain(t *testing.T) {
 	}
 	if _, ok, _ := sb.s.KVGet(wire.DefaultTenant, "app", []byte("a")); !ok {
 		t.Fatal("the entry after the chained one was not applied")
+	}
+}
+
+// TestLinkPromoteDropsAStagedInstall: chunks of a source snapshot staged
+// when the group is promoted are dropped: it can never be installed.
+func TestLinkPromoteDropsAStagedInstall(t *testing.T) {
+	sb := newHarness(t)
+	chunk := wire.LinkSnapshotChunkCmd{ID: 7, Seq: 0, Data: []byte("staged bytes")}
+	if r := linkResult(t, sb.apply(wire.KindLinkSnapshotChunk, chunk.Encode(nil))); r.Code != wire.CodeOK {
+		t.Fatalf("stage a chunk: %+v", r)
+	}
+	staged := func() int {
+		n := 0
+		for _, p := range [][]byte{keyLinkStage, linkChunkPrefix} {
+			it := sb.s.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+			for ok := it.First(); ok; ok = it.Next() {
+				n++
+			}
+			it.Close()
+		}
+		return n
+	}
+	if staged() != 2 {
+		t.Fatalf("%d keys staged, want the stage and one chunk", staged())
+	}
+	if r := linkResult(t, sb.apply(wire.KindLinkPromote, nil)); r.Code != wire.CodeOK {
+		t.Fatalf("promote: %+v", r)
+	}
+	if n := staged(); n != 0 {
+		t.Fatalf("%d staged keys left after promotion", n)
 	}
 }
