@@ -18,8 +18,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -27,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/queen-mq/queen/bench/node"
+	"github.com/queen-mq/queen/bench/proc"
 	"github.com/queen-mq/queen/bench/workload"
 	"github.com/queen-mq/queen/e2e/harness"
 )
@@ -153,7 +152,7 @@ func cpuPerRecord(ctx context.Context, load workload.ProduceLoad, rate, pid int)
 	var cerr error
 	load.Rate, load.Buffer = rate, 0
 	load.Window = func(open bool) {
-		c, err := cpuTime(pid)
+		c, err := proc.CPUTime(pid)
 		cerr = errors.Join(cerr, err)
 		if open {
 			c0 = c
@@ -169,30 +168,6 @@ func cpuPerRecord(ctx context.Context, load workload.ProduceLoad, rate, pid int)
 		return 0, errors.New("no record acknowledged")
 	}
 	return (c1 - c0).Seconds() / float64(res.Items) * 1e6, nil
-}
-
-// cpuTime is the process's user + system CPU time so far, from
-// /proc/<pid>/stat (as bench/guard reads it; USER_HZ is 100).
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(utime+stime) * time.Second / 100, nil
 }
 
 // setup creates the topic as admin and, on the ACL node, the bindings:

@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/queen-mq/queen/bench/proc"
 	"github.com/queen-mq/queen/bench/workload"
 )
 
@@ -243,7 +244,7 @@ func measure(ctx context.Context, o options, m metric, t string, a, b build, env
 		Seeds: br.seeds, Topic: topic, Producers: o.producers, Size: o.size, Linger: o.linger,
 		Rate: m.Rate, Warmup: o.warmup, Duration: o.duration,
 		Window: func(open bool) {
-			c, err := cpuTime(br.pid)
+			c, err := proc.CPUTime(br.pid)
 			cpuErr = errors.Join(cpuErr, err)
 			if open {
 				cpu0 = c
