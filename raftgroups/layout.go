@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -52,4 +53,25 @@ func checkLayout(dir, placement string) error {
 		return fmt.Errorf("raftgroups: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// RecordedGroups is the raft group count dir's data was written with, from
+// its layout record; false when dir holds no record (a new node). A node
+// started without QUEEN_RAFT_GROUPS on existing data runs this count: the
+// default, from the cores and the cluster size, may have changed since
+// (another machine, a promoted standby that ran its source's count), and
+// the data is only found with the count it was placed by.
+func RecordedGroups(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, layoutFile))
+	if err != nil {
+		return 0, false
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if v, ok := strings.CutPrefix(f, "groups="); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return n, true
+			}
+		}
+	}
+	return 0, false
 }

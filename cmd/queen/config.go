@@ -370,7 +370,14 @@ func (e *env) raftConfig() raftgroups.Config {
 	if r.Join && r.ForceRecover {
 		e.fail("QUEEN_RAFT_FORCE_RECOVER", "cannot be combined with QUEEN_RAFT_JOIN: recovery needs this node's data, a joiner has none")
 	}
-	r.Groups = e.int("QUEEN_RAFT_GROUPS", defaultGroups(len(r.Peers)), 1, 64)
+	// Existing data keeps the group count it was placed by (a new default
+	// from more cores, or a promoted standby that ran its source's count,
+	// would otherwise refuse to boot on it).
+	groups := defaultGroups(len(r.Peers))
+	if n, ok := raftgroups.RecordedGroups(r.Dir); ok {
+		groups = n
+	}
+	r.Groups = e.int("QUEEN_RAFT_GROUPS", groups, 1, 64)
 	// Spec §4.1: a cluster elects in about a second with a 100 ms heartbeat;
 	// a single node needs no patience (150 ms, 50 ms).
 	rtt := r.RTTMillisecond

@@ -97,7 +97,7 @@ var settingDocs = map[string]settingDoc{
 	"QUEEN_RAFT_PEERS":                {doc: "the cluster: id=raft host:port/http host:port, comma-separated"},
 	"QUEEN_RAFT_JOIN":                 {doc: "start without state as a non-voting member of an existing cluster (then promote it)"},
 	"QUEEN_RAFT_FORCE_RECOVER":        {doc: "rebuild every group as a one-voter cluster of this node (majority lost for good)"},
-	"QUEEN_RAFT_GROUPS":               {doc: "raft groups (1..64; default from the cores and the cluster size)"},
+	"QUEEN_RAFT_GROUPS":               {doc: "raft groups (1..64; default: the count an existing data dir was written with, else from the cores and the cluster size)"},
 	"QUEEN_TENANT_GROUPS":             {doc: "tenant to raft group placement"},
 	"QUEEN_SHUTDOWN_GRACE_MS":         {doc: "how long a stopping node hands off and drains"},
 

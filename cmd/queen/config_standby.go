@@ -45,18 +45,24 @@ func (e *env) standbyConfig(r *raftgroups.Config) (groupsSet bool) {
 // over the link at boot. An explicit QUEEN_RAFT_GROUPS that differs is
 // refused; with the source unreachable (a standby restarted while its
 // source is down, perhaps to be promoted), an explicit QUEEN_RAFT_GROUPS
-// is used as it is, and without one the node refuses to start.
+// or the count its data dir was written with is used as it is, and
+// without either (a new node) the node refuses to start.
 func standbyGroups(log *slog.Logger, cfg *Config, groupsSet bool) error {
 	r := &cfg.Raft
 	if len(r.StandbyOf) == 0 {
 		return nil
 	}
+	_, recorded := raftgroups.RecordedGroups(r.Dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	n, err := raftgroups.SourceGroups(ctx, r.StandbyOf, r.LinkToken, r.TLS)
 	switch {
 	case err != nil && groupsSet:
 		log.Warn("boot: standby: the source did not answer; running the QUEEN_RAFT_GROUPS given, which must be the source's",
+			"groups", r.Groups, "err", err)
+		return nil
+	case err != nil && recorded:
+		log.Warn("boot: standby: the source did not answer; running the raft group count this data dir was written with",
 			"groups", r.Groups, "err", err)
 		return nil
 	case err != nil:
