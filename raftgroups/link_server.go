@@ -52,6 +52,21 @@ func (s *linkServed) Info() (link.Info, error) {
 		CommitIndex: s.g.store.Applied(), Format: s.g.store.ActiveFormat(), Members: members}, nil
 }
 
+// Leader names the group's leader for the standby, which reads from it.
+func (s *linkServed) Leader() (uint64, uint64, string) {
+	id, _, valid, err := s.g.nh.GetLeaderID(s.g.shardID)
+	if err != nil || !valid {
+		return s.h.cfg.NodeID, 0, ""
+	}
+	base := ""
+	if addr, ok := s.g.view.Load().voters[id]; ok {
+		if b, err := addrWithOffset(addr, -s.g.n); err == nil {
+			base = b
+		}
+	}
+	return s.h.cfg.NodeID, id, base
+}
+
 func (s *linkServed) Range() (uint64, uint64, error) {
 	lr, err := s.g.nh.GetLogReader(s.g.shardID)
 	if err != nil {

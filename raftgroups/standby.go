@@ -27,6 +27,10 @@ type linkBatch struct {
 	Entries []linkEntry
 	Commit  uint64 // the source's commit index as the answering node knows it
 	First   uint64 // the first index the source still holds
+	// NotLeader: a node other than the source group's leader answered
+	// (none known, or the leader unreachable); its commit trails what
+	// the source acknowledged, by an unknown amount.
+	NotLeader bool
 }
 
 // linkEntry is one committed source entry.
@@ -88,6 +92,20 @@ type followState struct {
 	// (0: the last read brought none). While the source is busy, what it
 	// committed since then is unknown here: lagMs is at least its age.
 	activeMs atomic.Int64
+	// notLeader is set while the last answer came from a node other than
+	// the source group's leader; leaderMs is when a leader last answered
+	// (the follower's start before any did). Then lagMs is at least the
+	// age of leaderMs: what the leader acknowledged since is unknown.
+	notLeader atomic.Bool
+	leaderMs  atomic.Int64
+}
+
+// answered records who answered a read of the source.
+func (st *followState) answered(b linkBatch, nowMs int64) {
+	st.notLeader.Store(b.NotLeader)
+	if !b.NotLeader {
+		st.leaderMs.Store(nowMs)
+	}
 }
 
 // StandbyOf parses QUEEN_STANDBY_OF: comma-separated raft base addresses
@@ -253,6 +271,7 @@ func (h *Host) readCommit(g *group, st *followState) {
 	defer cancel()
 	b, err := h.standby.src.Entries(ctx, g.n, g.store.Link().Applied+1, 1, 0)
 	if err == nil {
+		st.answered(b, h.clock.NowMs())
 		st.commit.Store(max(st.commit.Load(), b.Commit))
 		if len(b.Entries) > 0 && b.Entries[0].StampMs != 0 {
 			st.pendingMs.Store(b.Entries[0].StampMs)
@@ -271,6 +290,7 @@ func (h *Host) followOnce(g *group, st *followState, from uint64) error {
 	if err != nil {
 		return err
 	}
+	st.answered(b, h.clock.NowMs())
 	st.commit.Store(max(st.commit.Load(), b.Commit))
 	if len(b.Entries) == 0 {
 		st.pendingMs.Store(0)
@@ -375,6 +395,9 @@ func (h *Host) lag(g *group) GroupLag {
 	if at := st.activeMs.Load(); at > 0 {
 		out.Ms = max(h.clock.NowMs()-at, 0)
 	}
+	if st.notLeader.Load() {
+		out.Ms = max(out.Ms, h.clock.NowMs()-st.leaderMs.Load())
+	}
 	if out.Commit > l.Applied {
 		out.Entries = out.Commit - l.Applied
 		stamp := st.pendingMs.Load()
@@ -441,6 +464,9 @@ func (h *Host) initStandby() error {
 		}
 		h.standby = &standby{source: strings.Join(h.cfg.StandbyOf, ","), src: src, groups: make([]followState, len(h.groups))}
 		h.standby.install = h.linkInstaller(src)
+		for i := range h.standby.groups {
+			h.standby.groups[i].leaderMs.Store(h.clock.NowMs())
+		}
 	}
 	for _, g := range h.groups {
 		f := h.refusesFollowing(g)

@@ -32,7 +32,7 @@ func (s clientSource) Groups(ctx context.Context) (int, error) {
 
 func (s clientSource) Entries(ctx context.Context, group int, from uint64, maxBytes int, wait time.Duration) (linkBatch, error) {
 	b, err := s.c.Entries(ctx, group, from, maxBytes, wait)
-	out := linkBatch{Commit: b.Commit, First: b.First, Entries: make([]linkEntry, len(b.Entries))}
+	out := linkBatch{Commit: b.Commit, First: b.First, NotLeader: !b.Leader, Entries: make([]linkEntry, len(b.Entries))}
 	for i, e := range b.Entries {
 		out.Entries[i] = linkEntry{Index: e.Index, StampMs: e.StampMs, Skip: e.Skip, Payload: e.Payload}
 	}

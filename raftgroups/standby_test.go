@@ -19,6 +19,8 @@ type fakeLink struct {
 	entries [][]linkEntry
 	reads   int
 	hold    bool
+	// follower: a node other than the group's leader answers.
+	follower bool
 }
 
 func (f *fakeLink) Groups(context.Context) (int, error) { return len(f.entries), nil }
@@ -35,8 +37,9 @@ func (f *fakeLink) Entries(ctx context.Context, group int, from uint64, maxBytes
 	f.reads++
 	log := f.entries[group]
 	hold := f.hold
+	notLeader := f.follower
 	f.mu.Unlock()
-	b := linkBatch{Commit: uint64(len(log)), First: 1}
+	b := linkBatch{Commit: uint64(len(log)), First: 1, NotLeader: notLeader}
 	if hold { // a source node that knows the commit but sends nothing yet
 		from = b.Commit + 1
 	}
@@ -154,4 +157,31 @@ func TestNormalClusterHasNoStandbyState(t *testing.T) {
 	if _, err := c.engines[0].PromoteStandby(context.Background()); !errors.Is(err, ErrNotStandby) {
 		t.Fatalf("promote a normal cluster: %v", err)
 	}
+}
+
+// TestStandbyLagUncertainWithoutTheLeader: a standby caught up with what a
+// source follower serves is not known to be caught up with the source's
+// leader (the node that acknowledges writes): its lagMs grows from the
+// leader's last answer until a leader answers again.
+func TestStandbyLagUncertainWithoutTheLeader(t *testing.T) {
+	src := &fakeLink{entries: make([][]linkEntry, 1)}
+	src.add(0, kvPutEntry(time.Now().UnixMilli(), "a", "1"))
+	c := newTestClusterWith(t, 1, 1, 0, func(cfg *Config) { cfg.linkSource = src; cfg.StandbyOf = []string{"127.0.0.1:1"} })
+	c.waitReady()
+	h := c.hosts[0]
+	waitStandby(t, "lag 0", func() bool {
+		st := h.Standby()
+		return st != nil && st.LagEntries == 0 && st.LagMs == 0 && st.Groups[0].Applied == 1
+	})
+	src.mu.Lock()
+	src.follower = true
+	src.mu.Unlock()
+	waitStandby(t, "a lag of unknown entries", func() bool {
+		st := h.Standby()
+		return st.LagEntries == 0 && st.LagMs >= 300
+	})
+	src.mu.Lock()
+	src.follower = false
+	src.mu.Unlock()
+	waitStandby(t, "lag 0 once the leader answers", func() bool { return h.Standby().LagMs == 0 })
 }

@@ -43,6 +43,10 @@ type Batch struct {
 	// Commit is the last index the answering node serves (its applied
 	// index); First the first it holds.
 	Commit, First uint64
+	// Leader is true when the group's leader answered: only then does
+	// Commit bound what the source acknowledged (a follower's applied
+	// index trails the leader's).
+	Leader bool
 }
 
 // Client reads a source cluster's link. Any member of a group serves its
@@ -57,8 +61,12 @@ type Client struct {
 	http   *http.Client
 
 	mu        sync.Mutex
-	preferred map[int]int // group → index in addrs that answered last
+	preferred map[int]int // group → index in addrs to ask first
 }
+
+// maxAddrs bounds the source addresses a client learns from leaders'
+// answers (a source whose nodes are replaced many times over).
+const maxAddrs = 64
 
 // Client timeouts.
 const (
@@ -124,16 +132,17 @@ func groupAddr(base string, n int) (string, error) {
 // starting with the preferred one, and returns the first answer that is
 // not a transport error or a 5xx. The caller closes the body.
 func (c *Client) do(ctx context.Context, group int, path string, q url.Values) (*http.Response, error) {
-	if len(c.addrs) == 0 {
-		return nil, errors.New("link: no source addresses")
-	}
 	c.mu.Lock()
 	start := c.preferred[group]
+	addrs := c.addrs[:len(c.addrs):len(c.addrs)]
 	c.mu.Unlock()
+	if len(addrs) == 0 {
+		return nil, errors.New("link: no source addresses")
+	}
 	var errs []error
-	for i := range c.addrs {
-		at := (start + i) % len(c.addrs)
-		addr, err := groupAddr(c.addrs[at], group)
+	for i := range addrs {
+		at := (start + i) % len(addrs)
+		addr, err := groupAddr(addrs[at], group)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -167,10 +176,40 @@ func (c *Client) do(ctx context.Context, group int, path string, q url.Values) (
 		}
 		c.mu.Lock()
 		c.preferred[group] = at
+		c.followLeader(group, resp.Header)
 		c.mu.Unlock()
 		return resp, nil
 	}
 	return nil, fmt.Errorf("link: group %d %s: no source node answered: %w", group, path, errors.Join(errs...))
+}
+
+// followLeader makes the group's leader, when the answer names another
+// node, the one asked first next time, learning its address if it is new.
+// The caller holds mu.
+func (c *Client) followLeader(group int, h http.Header) {
+	if isLeader(h) || h.Get(HeaderLeader) == "" || h.Get(HeaderLeader) == "0" {
+		return
+	}
+	base := h.Get(HeaderLeaderAddr)
+	if _, err := groupAddr(base, group); err != nil {
+		return
+	}
+	for i, a := range c.addrs {
+		if a == base {
+			c.preferred[group] = i
+			return
+		}
+	}
+	if len(c.addrs) < maxAddrs {
+		c.addrs = append(c.addrs, base)
+		c.preferred[group] = len(c.addrs) - 1
+	}
+}
+
+// isLeader reports whether the answer came from the group's leader.
+func isLeader(h http.Header) bool {
+	node, leader := h.Get(HeaderNode), h.Get(HeaderLeader)
+	return node != "" && node != "0" && node == leader
 }
 
 // errorOf turns a non-200 answer into an error, reading its JSON body.
@@ -236,6 +275,7 @@ func (c *Client) Entries(ctx context.Context, group int, from uint64, maxBytes i
 	var b Batch
 	b.Commit, _ = strconv.ParseUint(resp.Header.Get(HeaderCommit), 10, 64)
 	b.First, _ = strconv.ParseUint(resp.Header.Get(HeaderFirst), 10, 64)
+	b.Leader = isLeader(resp.Header)
 	// One entry may exceed maxBytes; none exceeds maxPayload.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(min(maxBytes, MaxBytesCap))+maxPayload+64))
 	if err != nil {

@@ -18,6 +18,15 @@ const (
 	HeaderCommit = "X-Queen-Link-Commit"
 	HeaderFirst  = "X-Queen-Link-First"
 	HeaderIndex  = "X-Queen-Link-Index"
+	// HeaderNode is the answering node's id; HeaderLeader the group's
+	// leader as it knows it (0: none) and HeaderLeaderAddr the leader's
+	// raft base address. A standby reads from the leader: the leader is
+	// the node whose applied index bounds what the source acknowledged
+	// (a follower trails it), so only a leader's answer makes the lag an
+	// upper bound.
+	HeaderNode       = "X-Queen-Link-Node"
+	HeaderLeader     = "X-Queen-Link-Leader"
+	HeaderLeaderAddr = "X-Queen-Link-Leader-Addr"
 	// Trailers of the snapshot route: the stream's length and CRC-32C,
 	// sent after it, so a standby tells a whole stream from one cut short
 	// (a chunked body that ends cleanly but early looks whole otherwise).
@@ -92,6 +101,13 @@ type Source interface {
 	Snapshot() (Snapshot, error)
 }
 
+// Leadership is a Source that knows the group's leader.
+type Leadership interface {
+	// Leader is this node's id, the group's leader id (0: none known) and
+	// the leader's raft base address ("" when unknown).
+	Leader() (self, leader uint64, leaderAddr string)
+}
+
 // Notifier is a Source that says when it applies entries, so long polls
 // wake at once instead of looking every pollEvery.
 type Notifier interface {
@@ -142,8 +158,25 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "unavailable", err.Error(), nil)
 		return
 	}
+	s.setLeader(w)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(info)
+}
+
+// setLeader tells the standby who leads the group (nothing when the
+// source does not know: the standby then treats the answer as a
+// follower's).
+func (s *Server) setLeader(w http.ResponseWriter) {
+	l, ok := s.src.(Leadership)
+	if !ok {
+		return
+	}
+	self, leader, addr := l.Leader()
+	w.Header().Set(HeaderNode, strconv.FormatUint(self, 10))
+	w.Header().Set(HeaderLeader, strconv.FormatUint(leader, 10))
+	if addr != "" {
+		w.Header().Set(HeaderLeaderAddr, addr)
+	}
 }
 
 // query reads a non-negative integer parameter.
@@ -236,6 +269,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set(HeaderCommit, strconv.FormatUint(applied, 10))
 	w.Header().Set(HeaderFirst, strconv.FormatUint(first, 10))
+	s.setLeader(w)
 	sw := &stallWriter{w: w, rc: http.NewResponseController(w)}
 	bw := bufio.NewWriterSize(sw, 64<<10)
 	var frame []byte
