@@ -75,6 +75,12 @@ func TestLinkTokenOnTheRealBinary(t *testing.T) {
 		t.Fatalf("the link token on a raft route: %d, body read %v", status, read)
 	}
 
+	// Every refusal is counted, for an alert on a standby with the wrong
+	// token (or someone probing the link).
+	if v, err := e2etest.Metric(ctx, n.URL(), `queen_link_refused_total{group="0"}`); err != nil || v < 3 {
+		t.Fatalf("queen_link_refused_total: %v %v, want at least 3", v, err)
+	}
+
 	e := e2etest.NewClient(t, ctx, n)
 	if st := e.Do(http.MethodPut, "/api/v1/kv/linkns/linked-key", map[string]string{"v": "through-the-link"}, nil); st/100 != 2 {
 		t.Fatalf("kv put: %d", st)
@@ -91,6 +97,9 @@ func TestLinkTokenOnTheRealBinary(t *testing.T) {
 			b, err := cl.Entries(ctx, g, from, 1<<20, 0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !b.Leader {
+				t.Fatalf("group %d: the single source node's answer is not its leader's", g)
 			}
 			if len(b.Entries) == 0 {
 				break

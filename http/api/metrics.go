@@ -212,6 +212,7 @@ func (s *Server) writeRaftMetrics(p promText) {
 		{"queen_raft_rpc_rejected_total", transportCounters.Rejected},
 		{"queen_raft_tls_refused_total", transportCounters.TLSRefused},
 		{"queen_raft_batches_oversized_total", transportCounters.Oversized},
+		{"queen_link_refused_total", transportCounters.LinkRefused},
 	} {
 		p.family(f.name, "counter")
 		for i := range status {
@@ -228,6 +229,7 @@ type transportCounters interface {
 	Rejected() uint64
 	TLSRefused() uint64
 	Oversized() uint64
+	LinkRefused() uint64
 }
 
 func boolValue(b bool) uint64 {

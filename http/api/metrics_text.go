@@ -109,6 +109,7 @@ var familyHelp = map[string]string{
 	"queen_raft_rpc_rejected_total":        "Raft messages to the group's listener rejected after the handshake.",
 	"queen_raft_tls_refused_total":         "TLS handshakes the group's raft listener refused.",
 	"queen_raft_batches_oversized_total":   "Raft message batches over the frame limit, not sent.",
+	"queen_link_refused_total":             "Standby link requests to the group's listener refused (bad or missing QUEEN_LINK_TOKEN).",
 	// Storage and disk
 	"queen_storage_full":                        "1 while this node refuses new data: its disk is above QUEEN_RAFT_DISK_HIGH_PCT.",
 	"queen_storage_segment_files":               "Record segment files of the group's store on this node.",
