@@ -53,18 +53,25 @@ func (s *linkServed) Info() (link.Info, error) {
 }
 
 // Leader names the group's leader for the standby, which reads from it.
-func (s *linkServed) Leader() (uint64, uint64, string) {
+func (s *linkServed) Leader() (uint64, uint64, string, []string) {
+	voters := s.g.view.Load().voters
+	members := make([]string, 0, len(voters))
+	for _, addr := range voters {
+		if b, err := addrWithOffset(addr, -s.g.n); err == nil {
+			members = append(members, b)
+		}
+	}
 	id, _, valid, err := s.g.nh.GetLeaderID(s.g.shardID)
 	if err != nil || !valid {
-		return s.h.cfg.NodeID, 0, ""
+		return s.h.cfg.NodeID, 0, "", members
 	}
 	base := ""
-	if addr, ok := s.g.view.Load().voters[id]; ok {
+	if addr, ok := voters[id]; ok {
 		if b, err := addrWithOffset(addr, -s.g.n); err == nil {
 			base = b
 		}
 	}
-	return s.h.cfg.NodeID, id, base
+	return s.h.cfg.NodeID, id, base, members
 }
 
 func (s *linkServed) Range() (uint64, uint64, error) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,6 +188,7 @@ func (c *Client) do(ctx context.Context, group int, path string, q url.Values) (
 // node, the one asked first next time, learning its address if it is new.
 // The caller holds mu.
 func (c *Client) followLeader(group int, h http.Header) {
+	c.learnMembers(h.Get(HeaderMembers))
 	if isLeader(h) || h.Get(HeaderLeader) == "" || h.Get(HeaderLeader) == "0" {
 		return
 	}
@@ -194,16 +196,35 @@ func (c *Client) followLeader(group int, h http.Header) {
 	if _, err := groupAddr(base, group); err != nil {
 		return
 	}
-	for i, a := range c.addrs {
-		if a == base {
-			c.preferred[group] = i
-			return
+	if i, ok := c.learn(base); ok {
+		c.preferred[group] = i
+	}
+}
+
+// learnMembers adds the source nodes an answer lists (a source that added
+// nodes), so the client still reaches the source once every node it was
+// given is gone. The caller holds mu.
+func (c *Client) learnMembers(list string) {
+	for _, base := range strings.Split(list, ",") {
+		if base = strings.TrimSpace(base); base != "" {
+			c.learn(base)
 		}
 	}
-	if len(c.addrs) < maxAddrs {
-		c.addrs = append(c.addrs, base)
-		c.preferred[group] = len(c.addrs) - 1
+}
+
+// learn is base's index in addrs, adding it if it is new and valid (false
+// when it is not, or addrs is full). The caller holds mu.
+func (c *Client) learn(base string) (int, bool) {
+	for i, a := range c.addrs {
+		if a == base {
+			return i, true
+		}
 	}
+	if _, err := groupAddr(base, 0); err != nil || len(c.addrs) >= maxAddrs {
+		return 0, false
+	}
+	c.addrs = append(c.addrs, base)
+	return len(c.addrs) - 1, true
 }
 
 // isLeader reports whether the answer came from the group's leader.
@@ -242,6 +263,11 @@ func (c *Client) Info(ctx context.Context, group int) (Info, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
 		return Info{}, fmt.Errorf("link: group %d info: %w", group, err)
 	}
+	c.mu.Lock()
+	for _, base := range info.Members {
+		c.learn(base)
+	}
+	c.mu.Unlock()
 	return info, nil
 }
 

@@ -15,11 +15,14 @@ type leaderSource struct {
 	self   uint64
 	leader atomic.Uint64
 	addr   atomic.Value // string: the leader's base address
+	// members are the voters' base addresses it lists.
+	members atomic.Value // []string
 }
 
-func (l *leaderSource) Leader() (uint64, uint64, string) {
+func (l *leaderSource) Leader() (uint64, uint64, string, []string) {
 	a, _ := l.addr.Load().(string)
-	return l.self, l.leader.Load(), a
+	m, _ := l.members.Load().([]string)
+	return l.self, l.leader.Load(), a, m
 }
 
 // A standby started with only a source follower's address, whose applied
@@ -68,5 +71,49 @@ func TestClientMovesToTheGroupLeader(t *testing.T) {
 	follower.leader.Store(0)
 	if b, err = c.Entries(ctx, 0, 11, 1<<20, 0); err != nil || b.Leader {
 		t.Fatalf("without a leader: leader %v, %v", b.Leader, err)
+	}
+}
+
+// A source that added a node is followed on it once every node the
+// standby was started with is gone: the client learns the members an
+// answer lists (and Info's), besides the addresses it was given.
+func TestClientLearnsTheSourcesNewNodes(t *testing.T) {
+	old := &leaderSource{fakeSource: &fakeSource{first: 1}, self: 1}
+	added := &leaderSource{fakeSource: &fakeSource{first: 1}, self: 4}
+	for i := 0; i < 5; i++ {
+		old.appendCmd(1_700_000_000_000+int64(i), "k")
+		added.appendCmd(1_700_000_000_000+int64(i), "k")
+	}
+	os := httptest.NewServer(NewServer(old))
+	as := httptest.NewServer(NewServer(added))
+	t.Cleanup(as.Close)
+	oldAddr, addedAddr := strings.TrimPrefix(os.URL, "http://"), strings.TrimPrefix(as.URL, "http://")
+	for _, s := range []*leaderSource{old, added} {
+		s.leader.Store(1)
+		s.addr.Store(oldAddr)
+		s.members.Store([]string{oldAddr, addedAddr})
+	}
+	c := NewClient([]string{oldAddr}, "tok", nil)
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if b, err := c.Entries(ctx, 0, 1, 1<<20, 0); err != nil || !b.Leader || len(b.Entries) != 5 {
+		t.Fatalf("from the node it was given: %+v %v", b, err)
+	}
+	// The node it was started with goes; the one the source added leads.
+	os.Close()
+	added.leader.Store(4)
+	added.addr.Store(addedAddr)
+	b, err := c.Entries(ctx, 0, 6, 1<<20, 0)
+	if err != nil || !b.Leader || b.Commit != 5 {
+		t.Fatalf("after the node it was given went: %+v %v", b, err)
+	}
+	// A bad address is never learnt.
+	c.mu.Lock()
+	_, ok := c.learn("no-port")
+	n := len(c.addrs)
+	c.mu.Unlock()
+	if ok || n != 2 {
+		t.Fatalf("addresses after a bad one: %d (learnt: %v)", n, ok)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	pb "github.com/lni/dragonboat/v4/raftpb"
@@ -27,6 +28,10 @@ const (
 	HeaderNode       = "X-Queen-Link-Node"
 	HeaderLeader     = "X-Queen-Link-Leader"
 	HeaderLeaderAddr = "X-Queen-Link-Leader-Addr"
+	// HeaderMembers lists the raft base addresses of the group's voters,
+	// comma-separated: a standby learns the nodes a source adds, so it
+	// keeps following when every node it was started with is replaced.
+	HeaderMembers = "X-Queen-Link-Members"
 	// Trailers of the snapshot route: the stream's length and CRC-32C,
 	// sent after it, so a standby tells a whole stream from one cut short
 	// (a chunked body that ends cleanly but early looks whole otherwise).
@@ -103,9 +108,9 @@ type Source interface {
 
 // Leadership is a Source that knows the group's leader.
 type Leadership interface {
-	// Leader is this node's id, the group's leader id (0: none known) and
-	// the leader's raft base address ("" when unknown).
-	Leader() (self, leader uint64, leaderAddr string)
+	// Leader is this node's id, the group's leader id (0: none known),
+	// the leader's raft base address ("" when unknown) and every voter's.
+	Leader() (self, leader uint64, leaderAddr string, members []string)
 }
 
 // Notifier is a Source that says when it applies entries, so long polls
@@ -171,11 +176,14 @@ func (s *Server) setLeader(w http.ResponseWriter) {
 	if !ok {
 		return
 	}
-	self, leader, addr := l.Leader()
+	self, leader, addr, members := l.Leader()
 	w.Header().Set(HeaderNode, strconv.FormatUint(self, 10))
 	w.Header().Set(HeaderLeader, strconv.FormatUint(leader, 10))
 	if addr != "" {
 		w.Header().Set(HeaderLeaderAddr, addr)
+	}
+	if len(members) > 0 {
+		w.Header().Set(HeaderMembers, strings.Join(members, ","))
 	}
 }
 
