@@ -87,6 +87,9 @@ type standbyHealth struct {
 	Source     string `json:"source"`
 	LagEntries uint64 `json:"lagEntries"`
 	LagMs      int64  `json:"lagMs"`
+	Groups     []struct {
+		Applied uint64 `json:"appliedSourceIndex"`
+	} `json:"groups"`
 }
 
 func health(ctx context.Context, n *harness.Node) (*standbyHealth, error) {
