@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/spf13/cobra"
+
+	"github.com/queen-mq/queen/raftgroups"
 )
 
 // Standby commands (docs/standby.md): a standby's lag as /health shows it,
@@ -16,21 +18,6 @@ func newStandbyCommand(cf *clientFlags) *cobra.Command {
 	cf.register(cmd)
 	cmd.AddCommand(standbyStatus(cf), standbyPromote(cf))
 	return cmd
-}
-
-// standbyJSON is /health's standby block.
-type standbyJSON struct {
-	Following  bool   `json:"following"`
-	Source     string `json:"source"`
-	LagEntries uint64 `json:"lagEntries"`
-	LagMs      int64  `json:"lagMs"`
-	Groups     []struct {
-		Group   int    `json:"group"`
-		Entries uint64 `json:"lagEntries"`
-		Ms      int64  `json:"lagMs"`
-		Applied uint64 `json:"appliedSourceIndex"`
-		Commit  uint64 `json:"sourceCommit"`
-	} `json:"groups"`
 }
 
 func standbyStatus(cf *clientFlags) *cobra.Command {
@@ -44,7 +31,7 @@ func standbyStatus(cf *clientFlags) *cobra.Command {
 				return err
 			}
 			var ans struct {
-				Standby *standbyJSON `json:"standby"`
+				Standby *raftgroups.StandbyStatus `json:"standby"`
 			}
 			a, reqErr := c.do(http.MethodGet, "/health", nil, nil)
 			if reqErr != nil && a.status != http.StatusServiceUnavailable {
