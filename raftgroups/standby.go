@@ -76,8 +76,8 @@ type standby struct {
 	source string // QUEEN_STANDBY_OF as given, for /health and logs
 	src    linkSource
 	// install brings a group on from a source snapshot when the source
-	// compacted what it needs next (LINK's installLinkSnapshot); nil
-	// until wired, when the follower waits and says so.
+	// compacted what it needs next (installLinkSnapshot); nil only with a
+	// test's in-memory source, which serves no snapshots.
 	install func(ctx context.Context, g *group) error
 	groups  []followState
 }
@@ -352,7 +352,7 @@ func firstStamp(es []linkEntry) uint64 {
 // installSnapshot brings g on from a snapshot of the source's group.
 func (h *Host) installSnapshot(g *group) error {
 	if h.standby.install == nil {
-		return errors.New("raftgroups: standby: this build cannot install a source snapshot yet; start the standby from a source that still holds its whole log")
+		return errors.New("raftgroups: standby: this link source serves no snapshots, and the source no longer holds the entries needed next")
 	}
 	ctx, cancel := context.WithCancel(h.stopped)
 	defer cancel()
