@@ -182,6 +182,26 @@ func (e *Engine) GroupPositions(tenant wire.ID, group, queue string) []storage.G
 	return out
 }
 
+// TxnStagedPositions merges, over every group holding the queue's
+// partitions (every queue when queue is empty), the partitions where a
+// consumer group has offsets staged by a Kafka transaction not yet
+// resolved there.
+func (e *Engine) TxnStagedPositions(tenant wire.ID, group, queue string) []storage.StagedPosition {
+	groups := e.TenantGroups(tenant)
+	if queue != "" {
+		groups = e.QueueGroups(tenant, queue)
+	}
+	var out []storage.StagedPosition
+	for _, g := range groups {
+		for _, sp := range e.GroupStore(g).TxnStagedPositions(tenant, group) {
+			if queue == "" || sp.Queue == queue {
+				out = append(out, sp)
+			}
+		}
+	}
+	return out
+}
+
 // DLQ merges the tenant's dead-letter rows matching f over every group,
 // newest first, skipping skip and returning at most limit, with the number
 // of all matching rows.

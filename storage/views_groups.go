@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/queen-mq/queen/wire"
 )
 
@@ -95,4 +97,59 @@ func (s *Store) HasGroup(tenant wire.ID, group string) bool {
 		}
 	}
 	return false
+}
+
+// StagedPosition is a partition where a consumer group has an offset
+// staged by a Kafka transaction that is not resolved here yet.
+type StagedPosition struct {
+	Queue string
+	Index uint32
+}
+
+// TxnStagedPositions lists the partitions of this raft group where group
+// has an offset staged by a Kafka transaction (TxnOffsetCommit) that this
+// group has not resolved yet: positions about to move, or to stay, as the
+// transaction's coordinator decided or will decide. A require_stable
+// OffsetFetch must not answer them (KIP-447): a consumer starting from
+// the old position would read again what a committed transaction consumed.
+func (s *Store) TxnStagedPositions(tenant wire.ID, group string) []StagedPosition {
+	var xids []wire.ID
+	s.mu.RLock()
+	for id, p := range s.xprep {
+		if p.sub.Kind != wire.KindKafkaStage {
+			continue
+		}
+		if part, err := decodeKafkaPart(p.sub.Body); err == nil && part.tenant == tenant && part.pieces > 0 {
+			xids = append(xids, id)
+		}
+	}
+	s.mu.RUnlock()
+	if len(xids) == 0 {
+		return nil
+	}
+	// The pieces are read after the lock: a part resolved meanwhile has
+	// its pieces deleted in the same write, so it lists nothing.
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return nil
+	}
+	var out []StagedPosition
+	for _, id := range xids {
+		prefix := xStagePrefix(id)
+		it := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		for it.First(); it.Valid(); it.Next() {
+			c, err := wire.DecodeKafkaStageCmd(it.Value())
+			if err != nil {
+				continue
+			}
+			for _, o := range c.Offsets {
+				if o.Group == group {
+					out = append(out, StagedPosition{Queue: o.Queue, Index: o.PartitionIndex})
+				}
+			}
+		}
+		_ = it.Close()
+	}
+	return out
 }

@@ -18,9 +18,14 @@ import (
 // made before, through whichever node (a new coordinator has nothing to
 // load). A partition without a position answers offset -1, as Kafka does;
 // v2+ with no topics lists every position the group has. Transactional
-// offsets reach a partition's group only when their transaction commits
-// there, so every offset read here is committed (v7's require_stable needs
-// no waiting).
+// offsets reach a partition's position only when their transaction commits
+// there, so every offset read here is committed; but with v7's
+// require_stable (KIP-447) a partition where the group has offsets staged
+// by a transaction not yet resolved answers UNSTABLE_OFFSET_COMMIT, and
+// the client asks again: its position is about to move, and a consumer
+// starting from the old one would read again what that transaction
+// consumed (a new session of a read-process-write loop, after its
+// coordinator died between the commit's decision and its resolution).
 func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	tenant, kErr := b.positionsReader(ctx, c, req.Group)
@@ -29,6 +34,7 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Topics == nil {
+		unstable := b.unstablePositions(req, tenant, "")
 		var rt *kmsg.OffsetFetchResponseTopic
 		for _, pos := range b.engine.GroupPositions(tenant, req.Group, "") {
 			if rt == nil || rt.Topic != pos.Queue {
@@ -36,11 +42,14 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg
 				rt = &resp.Topics[len(resp.Topics)-1]
 				rt.Topic = pos.Queue
 			}
-			rt.Partitions = append(rt.Partitions, fetchedOffset(int32(pos.Index), &pos))
+			rp := fetchedOffset(int32(pos.Index), &pos)
+			markUnstable(&rp, unstable[storage.StagedPosition{Queue: pos.Queue, Index: pos.Index}])
+			rt.Partitions = append(rt.Partitions, rp)
 		}
 		return resp, nil
 	}
 	for _, t := range req.Topics {
+		unstable := b.unstablePositions(req, tenant, t.Topic)
 		byIndex := map[int32]*storage.GroupPosition{}
 		positions := b.engine.GroupPositions(tenant, req.Group, t.Topic)
 		for i := range positions {
@@ -49,7 +58,9 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, c *kafka.Conn, kreq kmsg
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, fetchedOffset(p, byIndex[p]))
+			rp := fetchedOffset(p, byIndex[p])
+			markUnstable(&rp, p >= 0 && unstable[storage.StagedPosition{Queue: t.Topic, Index: uint32(p)}])
+			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -65,6 +76,31 @@ func fetchedOffset(partition int32, pos *storage.GroupPosition) kmsg.OffsetFetch
 		rp.Metadata = kmsg.StringPtr(pos.Metadata)
 	}
 	return rp
+}
+
+// unstablePositions is, for a require_stable request, the partitions of
+// queue (every queue when "") where the group has offsets staged by a
+// transaction not yet resolved; nil otherwise, which costs nothing.
+func (b *Broker) unstablePositions(req *kmsg.OffsetFetchRequest, tenant wire.ID, queue string) map[storage.StagedPosition]bool {
+	if !req.RequireStable {
+		return nil
+	}
+	var out map[storage.StagedPosition]bool
+	for _, sp := range b.engine.TxnStagedPositions(tenant, req.Group, queue) {
+		if out == nil {
+			out = map[storage.StagedPosition]bool{}
+		}
+		out[sp] = true
+	}
+	return out
+}
+
+// markUnstable answers a partition whose position a pending transaction
+// may move with UNSTABLE_OFFSET_COMMIT and no offset, as Kafka does.
+func markUnstable(rp *kmsg.OffsetFetchResponseTopicPartition, unstable bool) {
+	if unstable {
+		rp.Offset, rp.Metadata, rp.ErrorCode = -1, nil, kerr.UnstableOffsetCommit.Code
+	}
 }
 
 // positionsReader is the tenant of a group coordinated here once every
