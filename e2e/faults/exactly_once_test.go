@@ -147,6 +147,16 @@ func (cp *eosCopier) run(ctx context.Context) {
 				return
 			}
 			sess = s
+			// Fence the previous session first, as a Java application's
+			// initTransactions() does before it polls: its InitProducerId
+			// aborts a transaction the previous session left open, whose
+			// staged offsets would otherwise hold this session's
+			// require_stable OffsetFetch until the transaction's timeout.
+			ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			if _, _, err := sess.Client().ProducerID(ictx); err != nil {
+				cp.note("new session: init producer id: %v (franz-go tries again at the first produce)", err)
+			}
+			cancel()
 		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fs := sess.PollRecords(pctx, eosBatch)
