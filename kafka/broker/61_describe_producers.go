@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,7 +21,8 @@ import (
 // (QUEEN_KAFKA_DEDUP_WINDOW_SECONDS) but whose transaction is still open
 // in the partition is listed too, with sequence and time -1: that is a
 // hanging transaction. Coordinator epochs are not kept (-1). A partition
-// of an internal topic has no producers.
+// of an internal topic has no producers. A leader not yet caught up with
+// its term answers a retriable error rather than a state that may trail.
 func (b *Broker) handleDescribeProducers(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
@@ -63,8 +65,17 @@ func (b *Broker) partitionProducers(tenant wire.ID, topic string, index int32) (
 	if !ok {
 		return nil, wire.ErrPartitionNotFound
 	}
-	if _, _, err := b.leading(p.group, -1); err != nil {
+	_, caughtUp, err := b.leading(p.group, -1)
+	if err != nil {
 		return nil, err
+	}
+	if !caughtUp {
+		// A leader just elected may not have applied its predecessor's
+		// last entries yet: its producers' sequences and open
+		// transactions could trail what was acknowledged. Kafka's clients
+		// retry NOT_LEADER_OR_FOLLOWER (OFFSET_NOT_AVAILABLE, ListOffsets'
+		// answer in that window, is not one this API's callers expect).
+		return nil, fmt.Errorf("%w: just elected, still applying what its predecessor committed", errNotLeader)
 	}
 	return p.Store().KafkaProducers(p.Partition), nil
 }
