@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/queen-mq/queen/tenancy/acl"
@@ -70,17 +69,10 @@ func (s *ACLStore) Generation(ctx context.Context) (uint64, error) {
 	return s.generation()
 }
 
-func (s *ACLStore) generation() (uint64, error) {
-	it, found, err := s.e.KVStore(wire.DefaultTenant).KVGet(wire.DefaultTenant, aclNS, []byte(aclGenKey))
-	if err != nil || !found {
-		return 0, err
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(it.Value)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("acl generation %q: %w", it.Value, err)
-	}
-	return n, nil
-}
+func (s *ACLStore) generation() (uint64, error) { return s.gen().Local() }
+
+// gen is the bindings' generation counter.
+func (s *ACLStore) gen() KVGeneration { return s.e.KVGeneration(aclNS, aclGenKey) }
 
 // Load implements acl.Store. The generation is read before the bindings:
 // a change landing between them leaves the generation behind, and the
@@ -119,7 +111,7 @@ func (s *ACLStore) Change(ctx context.Context, tenant string, add, remove []acl.
 		if len(ops) == 0 {
 			return nil
 		}
-		ops = append(ops, wire.KVOp{Op: wire.KVIncr, NS: aclNS, Key: []byte(aclGenKey), Delta: 1, Required: true})
+		ops = append(ops, s.gen().Bump())
 		res, err := s.e.KV(ctx, &wire.KVCmd{Tenant: wire.DefaultTenant, Ops: ops})
 		ops = ops[:0]
 		switch {

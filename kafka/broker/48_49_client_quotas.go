@@ -18,7 +18,8 @@ import (
 // Client quotas, DescribeClientQuotas (48) and AlterClientQuotas (49),
 // KIP-546. They are kept as SCRAM users are: in the default tenant's KV
 // store (raft-replicated, no new entry kind), one JSON value per entity in
-// a namespace HTTP clients cannot name. The key starts with the tenant the
+// a namespace HTTP clients cannot name, beside a generation counter
+// (quotaGenKey) every change bumps. The key starts with the tenant the
 // entity belongs to, so in tenancy mode a tenant's "user alice" is not
 // another tenant's: a login sees and alters only its own tenant's
 // entities, and enforcement looks only at them.
@@ -254,7 +255,10 @@ func (b *Broker) alterQuota(ctx context.Context, tenant wire.ID, e quotaEntity, 
 		if !found && len(q.Values) == 0 {
 			return nil // nothing to remove
 		}
-		written, err := b.replaceKV(cctx, wire.DefaultTenant, quotaNS, key, version, q, len(q.Values) == 0)
+		// The generation moves in the same command, so every node's
+		// refresher sees the change (client_quota_enforce.go).
+		bump := b.engine.KVGeneration(quotaNS, quotaGenKey).Bump()
+		written, err := b.replaceKV(cctx, wire.DefaultTenant, quotaNS, key, version, q, len(q.Values) == 0, bump)
 		if err != nil {
 			return err
 		}

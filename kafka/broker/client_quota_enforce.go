@@ -16,17 +16,35 @@ import (
 
 // The node's cache of the client quotas and their token buckets, per node
 // as Kafka meters per broker. The quotas are cached from the replicated
-// KV (refreshQuotas: on a change made through this node, else at most
-// once a second), and a request looks at the cache only when some quota
-// is set anywhere: without one, a request costs one atomic load. How each
+// KV, reloaded only when their generation counter moved (refreshQuotas:
+// at once after a change made through this node, else within
+// quotaRefreshEvery of a change through another), and a request looks at
+// the cache only when some quota is set anywhere: without one, a request
+// costs one atomic load. How each
 // key is charged and the throttle answered is client_quota_throttle.go:
 // a client over a quota is served and answered with throttle_time_ms, and
 // its next request meeting that quota waits the throttle out first, as
 // Kafka mutes a throttled channel (KIP-219).
 
-// quotaRefreshEvery is how stale a node's quota cache may be after a
-// change made through another node.
-const quotaRefreshEvery = time.Second
+// quotaRefreshEvery is how often a node reads the quotas' generation
+// (one local key read): about how stale its cache may be after a change
+// made through another node, plus the time its replica takes to apply
+// the change.
+const quotaRefreshEvery = 200 * time.Millisecond
+
+// quotaReloadAnyway is how often a node reloads the quotas whether the
+// generation moved or not: a build before the generation writes quotas
+// without bumping it, so in a rolling upgrade its changes reach upgraded
+// nodes this way.
+const quotaReloadAnyway = time.Minute
+
+// quotaSweepEvery is how often idle buckets are looked for, while any
+// bucket exists.
+const quotaSweepEvery = time.Second
+
+// quotaGenKey is the key of the quotas' generation in quotaNS: '~' sorts
+// after every tenant id, and no entity key lacks a '/'.
+const quotaGenKey = "~gen"
 
 // quotaBurst is how much traffic a bucket holds: one second of quota.
 const quotaBurst = time.Second
@@ -67,6 +85,13 @@ type quotaCache struct {
 	table atomic.Pointer[quotaTable]
 	// changed wakes the refresher after a change made through this node.
 	changed chan struct{}
+	// loadMu serialises loads, so an older read never replaces a newer
+	// one; gen is the generation the table was read at.
+	loadMu sync.Mutex
+	gen    uint64
+	// polls and reloads count the refresher's generation reads and the
+	// loads (a test's window on the work done when nothing changes).
+	polls, reloads atomic.Int64
 
 	// buckets holds a *quotaBucket per bucketKind: a sync.Map, so the
 	// connections of different entities share no lock; nBuckets bounds it.
@@ -261,33 +286,64 @@ func (q *quotaCache) sweep(now time.Time) {
 }
 
 // refreshQuotas keeps this node's quota cache current until the broker
-// closes: at once after a change made here, else once a second, each time
-// on the KV replica caught up with its leader.
+// closes: loaded at start and at once after a change made here (on the
+// KV replica caught up with its leader), else whenever the generation on
+// this node's replica moved, read every quotaRefreshEvery, and every
+// quotaReloadAnyway regardless.
 func (b *Broker) refreshQuotas() {
 	defer b.wg.Done()
 	t := time.NewTicker(quotaRefreshEvery)
 	defer t.Stop()
+	gen := b.engine.KVGeneration(quotaNS, quotaGenKey)
+	var loadedAt, sweptAt time.Time
+	load := true
 	for {
-		_ = b.catchUpKV(b.ctx, wire.DefaultTenant)
-		if err := b.reloadQuotas(); err != nil && b.ctx.Err() == nil {
-			b.log.Warn("kafka: reading client quotas", "err", err)
+		if load {
+			_ = b.catchUpKV(b.ctx, wire.DefaultTenant)
+			if err := b.reloadQuotas(); err != nil && b.ctx.Err() == nil {
+				b.log.Warn("kafka: reading client quotas", "err", err)
+			}
+			loadedAt = time.Now()
 		}
-		b.quotas.sweep(time.Now())
+		if now := time.Now(); b.quotas.nBuckets.Load() > 0 && now.Sub(sweptAt) >= quotaSweepEvery {
+			b.quotas.sweep(now)
+			sweptAt = now
+		}
 		select {
 		case <-b.ctx.Done():
 			return
-		case <-t.C:
 		case <-b.quotas.changed:
+			load = true
+			continue
+		case <-t.C:
 		}
+		b.quotas.polls.Add(1)
+		g, err := gen.Local()
+		if err != nil && b.ctx.Err() == nil {
+			b.log.Warn("kafka: reading the client quotas' generation", "err", err)
+		}
+		b.quotas.loadMu.Lock()
+		moved := err == nil && g != b.quotas.gen
+		b.quotas.loadMu.Unlock()
+		load = moved || time.Since(loadedAt) >= quotaReloadAnyway
 	}
 }
 
 // reloadQuotas reads every tenant's quotas from this node's KV replica.
+// The generation is read before them: a change landing between the two
+// leaves it behind, and the next poll loads again.
 func (b *Broker) reloadQuotas() error {
+	b.quotas.loadMu.Lock()
+	defer b.quotas.loadMu.Unlock()
+	b.quotas.reloads.Add(1)
+	gen, err := b.engine.KVGeneration(quotaNS, quotaGenKey).Local()
+	if err != nil {
+		return err
+	}
 	var all []storedQuota
-	err := b.engine.KVStore(wire.DefaultTenant).KVEach(wire.DefaultTenant, quotaNS, nil, func(it wire.KVItem) error {
+	err = b.engine.KVStore(wire.DefaultTenant).KVEach(wire.DefaultTenant, quotaNS, nil, func(it wire.KVItem) error {
 		var q storedQuota
-		if json.Unmarshal(it.Value, &q) == nil {
+		if string(it.Key) != quotaGenKey && json.Unmarshal(it.Value, &q) == nil {
 			all = append(all, q)
 		}
 		return nil
@@ -296,6 +352,7 @@ func (b *Broker) reloadQuotas() error {
 		return err
 	}
 	b.quotas.load(tableOf(all))
+	b.quotas.gen = gen
 	return nil
 }
 

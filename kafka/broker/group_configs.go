@@ -102,7 +102,7 @@ func (b *Broker) alterGroupConfigs(ctx context.Context, tenant wire.ID, group st
 // remove, if the key is still at version (what the caller read): false
 // and no error when another change came first, for the caller to read
 // again and retry.
-func (b *Broker) replaceKV(ctx context.Context, tenant wire.ID, ns, key string, version uint64, value any, remove bool) (bool, error) {
+func (b *Broker) replaceKV(ctx context.Context, tenant wire.ID, ns, key string, version uint64, value any, remove bool, also ...wire.KVOp) (bool, error) {
 	op := wire.KVOp{Op: wire.KVPut, NS: ns, Key: []byte(key), HasExpect: true, Expect: version, Required: true}
 	if remove {
 		op.Op = wire.KVDelete
@@ -112,7 +112,7 @@ func (b *Broker) replaceKV(ctx context.Context, tenant wire.ID, ns, key string, 
 			return false, err
 		}
 	}
-	res, err := b.engine.KV(ctx, &wire.KVCmd{Tenant: tenant, Ops: []wire.KVOp{op}})
+	res, err := b.engine.KV(ctx, &wire.KVCmd{Tenant: tenant, Ops: append([]wire.KVOp{op}, also...)})
 	switch {
 	case err != nil:
 		return false, err
