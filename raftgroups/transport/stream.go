@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -42,7 +43,10 @@ const (
 	writePiece = 256 << 10
 )
 
-// stream is the sending end; it implements raftio.IConnection.
+// stream is the sending end; it implements raftio.IConnection. It is
+// either chunked (pw, pr, cancel and stall set: frames go through the pipe
+// into a POST's body) or raw (conn set: frames go straight onto the
+// upgraded connection, raw.go).
 type stream struct {
 	t      *Transport
 	target string
@@ -50,9 +54,14 @@ type stream struct {
 	pr     *io.PipeReader
 	cancel context.CancelFunc
 	stall  *time.Timer
-	buf    []byte
-	once   sync.Once
-	why    atomic.Pointer[error] // what aborted the stream
+	// conn is a raw stream's connection (TCP or TLS) and tcp the TCP
+	// connection under it, which abort closes: closing a TLS connection
+	// would first try to send close_notify to a peer that may not read.
+	conn net.Conn
+	tcp  net.Conn
+	buf  []byte
+	once sync.Once
+	why  atomic.Pointer[error] // what aborted the stream
 }
 
 // openStream starts the request and waits for the peer's answer to its
@@ -145,6 +154,10 @@ func (s *stream) run(req *http.Request, opened chan<- error) {
 func (s *stream) abort(err error) {
 	s.once.Do(func() {
 		s.why.Store(&err)
+		if s.conn != nil {
+			_ = s.tcp.Close()
+			return
+		}
 		s.pr.CloseWithError(err)
 		s.pw.CloseWithError(err)
 		s.cancel()
@@ -191,7 +204,10 @@ func (s *stream) SendMessageBatch(b pb.MessageBatch) error {
 		return fmt.Errorf("raft transport: marshal batch: %w", err)
 	}
 	binary.BigEndian.PutUint32(s.buf, uint32(n))
-	for frame := s.buf[:4+n]; len(frame) > 0 && err == nil; {
+	if s.conn != nil {
+		err = s.writeRaw(s.buf[:4+n])
+	}
+	for frame := s.buf[:4+n]; s.conn == nil && len(frame) > 0 && err == nil; {
 		piece := frame[:min(len(frame), writePiece)]
 		frame = frame[len(piece):]
 		s.stall.Reset(s.t.cfg.Timeouts.Write)
@@ -229,15 +245,22 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := &deadlineReader{r: r.Body, rc: rc}
-	br := bufio.NewReaderSize(body, 64<<10)
+	t.readFrames(bufio.NewReaderSize(body, 64<<10), &body.timeout)
+}
+
+// readFrames hands each frame's batch read from br to dragonboat until the
+// stream ends, the sender's or a bad frame's doing. Before each read it
+// sets *timeout, the bound of the reader under br: Timeouts.Idle while
+// waiting for a frame, Timeouts.Stall while one is arriving.
+func (t *Transport) readFrames(br *bufio.Reader, timeout *time.Duration) {
 	var head [4]byte
 	var frame []byte
 	for {
-		body.timeout = t.cfg.Timeouts.Idle
+		*timeout = t.cfg.Timeouts.Idle
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return // io.EOF: the sender ended the stream
 		}
-		body.timeout = t.cfg.Timeouts.Stall
+		*timeout = t.cfg.Timeouts.Stall
 		n := int64(binary.BigEndian.Uint32(head[:]))
 		if n > t.cfg.MaxBodyBytes {
 			t.cfg.Logger.Warn("raft: dropping a stream whose batch is over the limit", "group", t.cfg.Group, "bytes", n, "limit", t.cfg.MaxBodyBytes)

@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,8 +25,15 @@ var fastTimeouts = Timeouts{Dial: 500 * time.Millisecond, Open: 500 * time.Milli
 
 func startTimed(t *testing.T, rcv *receiver, to Timeouts) (*Transport, string) {
 	t.Helper()
+	return startTimedWith(t, rcv, Config{Timeouts: to})
+}
+
+// startTimedWith starts a transport of cfg, logging nowhere.
+func startTimedWith(t *testing.T, rcv *receiver, cfg Config) (*Transport, string) {
+	t.Helper()
 	addr := freeAddr(t)
-	f := NewFactory(Config{Group: 0, Timeouts: to, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := NewFactory(cfg)
 	tr := f.Create(config.NodeHostConfig{RaftAddress: addr}, rcv.handle, func(pb.Chunk) bool { return true }).(*Transport)
 	if err := tr.Start(); err != nil {
 		t.Fatal(err)
@@ -36,8 +44,8 @@ func startTimed(t *testing.T, rcv *receiver, to Timeouts) (*Transport, string) {
 
 // blackHole accepts connections and then neither reads nor answers, as a
 // peer behind a dropping firewall or a frozen process does. With answer200
-// it reads a request's headers and answers 200 first, as a stream receiver
-// that then stops reading.
+// it reads a request's headers and answers 200 first (101 to a raw
+// stream's request), as a stream receiver that then stops reading.
 func blackHole(t *testing.T, answer200 bool) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,7 +65,12 @@ func blackHole(t *testing.T, answer200 bool) string {
 			mu.Unlock()
 			if answer200 {
 				go func() {
-					if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					req, err := http.ReadRequest(bufio.NewReader(c))
+					switch {
+					case err != nil:
+					case req.Header.Get("Upgrade") == rawProto:
+						_, _ = io.WriteString(c, rawAnswer) // a raw stream's receiver that then stops reading
+					default:
 						_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
 					}
 				}()
@@ -159,23 +172,35 @@ func TestSenderGivesUpOnABlackHoledPeer(t *testing.T) {
 	})
 
 	// A peer that accepts the stream and then stops reading: frames fill
-	// the socket buffers, then a send fails.
-	stalled := blackHole(t, true)
-	conn, err := sender.GetConnection(context.Background(), stalled)
+	// the socket buffers, then a send fails, raw or chunked.
+	stallsOut(t, sender)
+	chunked, _ := startTimedWith(t, &receiver{}, Config{Timeouts: fastTimeouts, chunkedOnly: true})
+	stallsOut(t, chunked)
+	close(stop)
+	if err := <-result; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stallsOut opens a stream to a peer that accepts it and never reads, and
+// checks that sending to it fails within the write bound, with errStalled.
+func stallsOut(t *testing.T, sender *Transport) {
+	t.Helper()
+	conn, err := sender.GetConnection(context.Background(), blackHole(t, true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	big := pb.MessageBatch{Requests: []pb.Message{{ShardID: 1, Type: pb.Replicate, Entries: []pb.Entry{{Cmd: make([]byte, 1<<20)}}}}}
+	var last error
 	within(t, "writing frames to a peer that stopped reading", 4*time.Second, func() error {
 		for {
-			if err := conn.SendMessageBatch(big); err != nil {
-				return err
+			if last = conn.SendMessageBatch(big); last != nil {
+				return last
 			}
 		}
 	})
-	close(stop)
-	if err := <-result; err != nil {
-		t.Fatal(err)
+	if !errors.Is(last, errStalled) {
+		t.Fatalf("want errStalled, got %v", last)
 	}
 }
 
@@ -205,6 +230,7 @@ func rawRequest(t *testing.T, addr, head, body string) <-chan struct{} {
 // a stream with no frame for longer than the idle bound, are dropped.
 func TestReceiverDropsStalledSenders(t *testing.T) {
 	_, addr := startTimed(t, &receiver{}, fastTimeouts)
+	const rawUpgrade = "Connection: Upgrade\r\nUpgrade: " + rawProto + "\r\nContent-Length: 0"
 	headers := func(path, length string) string {
 		return "POST " + path + " HTTP/1.1\r\nHost: x\r\n" + GroupHeader + ": 0\r\n" + length + "\r\n\r\n"
 	}
@@ -213,6 +239,9 @@ func TestReceiverDropsStalledSenders(t *testing.T) {
 		"half a frame": rawRequest(t, addr, headers(streamPath, "Transfer-Encoding: chunked"), "e\r\n\x00\x00\x03\xe8"+strings.Repeat("x", 10)+"\r\n"),
 		"no frame":     rawRequest(t, addr, headers(streamPath, "Transfer-Encoding: chunked"), ""),
 		"half a chunk": rawRequest(t, addr, headers(chunkPath, "Content-Length: 1000"), strings.Repeat("x", 10)),
+		// the same on a raw stream, its frames after the request
+		"raw: half a frame": rawRequest(t, addr, headers(rawPath, rawUpgrade), "\x00\x00\x03\xe8"+strings.Repeat("x", 10)),
+		"raw: no frame":     rawRequest(t, addr, headers(rawPath, rawUpgrade), ""),
 	}
 	limit := time.After(5 * time.Second)
 	for name, closed := range cases {

@@ -96,6 +96,10 @@ type Config struct {
 	// LinkPrefix on this listener, behind LinkToken (link.go).
 	LinkToken string
 	Link      http.Handler
+
+	// chunkedOnly makes every outgoing stream a chunked POST, as before
+	// raw streams: the tests and the benchmark that compare the two.
+	chunkedOnly bool
 }
 
 // Timeouts bound every wait on a peer, so a peer that is black-holed
@@ -211,10 +215,20 @@ type Transport struct {
 	streams   map[*stream]struct{}
 	closed    bool
 	streamsWG sync.WaitGroup
+	// rawIn are the raw streams this node receives (raw.go): net/http
+	// forgets a connection once it is hijacked, so Close ends them and
+	// rawInWG waits for the handlers reading them.
+	rawIn   map[net.Conn]struct{}
+	rawInWG sync.WaitGroup
+	// oldPeers: target → time.Time until which streams to it are chunked,
+	// because it did not take a raw one (a node of an older build).
+	oldPeers sync.Map
+	// rawTLS is the client TLS configuration of raw streams.
+	rawTLS *tls.Config
 }
 
 func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.MessageHandler, ch raftio.ChunkHandler) *Transport {
-	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token, cfg.AcceptTokens...), link: linkMatcher(cfg), streams: map[*stream]struct{}{}}
+	t := &Transport{cfg: cfg, listen: listen, mh: mh, ch: ch, token: secret.NewMatcher(cfg.Token, cfg.AcceptTokens...), link: linkMatcher(cfg), streams: map[*stream]struct{}{}, rawIn: map[net.Conn]struct{}{}}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: cfg.Timeouts.Dial, KeepAlive: 10 * time.Second}).DialContext,
@@ -227,6 +241,7 @@ func newTransport(cfg Config, listen string, deploymentID uint64, mh raftio.Mess
 	if cfg.TLS != nil {
 		t.scheme = "https"
 		ht.TLSClientConfig = cfg.TLS.Client()
+		t.rawTLS = cfg.TLS.Client()
 		// The handshake is a wait on the peer like any other: a peer that
 		// accepts and never answers it must fail the send, not hold it.
 		ht.TLSHandshakeTimeout = cfg.Timeouts.Open
@@ -248,6 +263,7 @@ func (t *Transport) Start() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(streamPath, t.guard(t.serveStream))
+	mux.Handle(rawPath, t.guard(t.serveRaw))
 	mux.Handle(chunkPath, t.guard(t.bodyOf(maxChunkBody, t.serveChunk)))
 	if t.cfg.Clock != nil {
 		mux.Handle(timePath, t.guard(t.serveTime))
@@ -285,8 +301,12 @@ func (t *Transport) Close() error {
 	for s := range t.streams {
 		s.abort(errTransportClosed)
 	}
+	for c := range t.rawIn {
+		_ = closeUnder(c)
+	}
 	t.streamsMu.Unlock()
 	t.streamsWG.Wait()
+	t.rawInWG.Wait()
 	t.client.CloseIdleConnections()
 	return nil
 }
@@ -446,9 +466,22 @@ func (t *Transport) heard(addr string) {
 	}
 }
 
-// GetConnection returns a connection to target after a quick dial probe, so
-// a dead peer fails fast and dragonboat's breaker backs off.
+// GetConnection returns a stream to target: a raw one when the peer takes
+// it (raw.go), whose own dial fails a dead peer fast; otherwise, after a
+// quick dial probe so that a dead peer fails fast and dragonboat's breaker
+// backs off, a chunked one.
 func (t *Transport) GetConnection(ctx context.Context, target string) (raftio.IConnection, error) {
+	if t.rawFor(target) {
+		s, err := t.openRaw(ctx, target)
+		if !errors.Is(err, errNoRaw) {
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+		t.noteOldPeer(target, err)
+		return t.openStream(ctx, target)
+	}
 	if err := t.probe(ctx, target); err != nil {
 		return nil, err
 	}
