@@ -52,7 +52,8 @@ type Batch struct {
 
 // Client reads a source cluster's link. Any member of a group serves its
 // committed entries, so a call tries the source's nodes in turn, starting
-// with the one that answered last for that group. Every wait is bounded:
+// with the one that answered last for that group (the group's leader once
+// an answer names it), and a node it could not reach last for a while. Every wait is bounded:
 // connecting (2 s), the TLS handshake (5 s), a read making no progress
 // (30 s), and an entries call as a whole (its wait + 30 s).
 type Client struct {
@@ -63,7 +64,16 @@ type Client struct {
 
 	mu        sync.Mutex
 	preferred map[int]int // group → index in addrs to ask first
+	// downUntil holds the source nodes (base addresses) a call could not
+	// reach: each is asked last until then, and never made the preferred
+	// one, so a leader the standby is cut from costs one connect timeout
+	// per downFor rather than one per read.
+	downUntil map[string]time.Time
 }
+
+// downFor is how long a source node that could not be reached is asked
+// last.
+const downFor = 10 * time.Second
 
 // maxAddrs bounds the source addresses a client learns from leaders'
 // answers (a source whose nodes are replaced many times over).
@@ -96,7 +106,7 @@ func NewClient(addrs []string, token string, tls *nodetls.Config) *Client {
 		DisableCompression:  true,
 	}
 	c := &Client{addrs: append([]string(nil), addrs...), token: token, scheme: "http", http: &http.Client{Transport: ht},
-		preferred: map[int]int{}}
+		preferred: map[int]int{}, downUntil: map[string]time.Time{}}
 	if tls != nil {
 		c.scheme = "https"
 		ht.TLSClientConfig = tls.Client()
@@ -136,13 +146,24 @@ func (c *Client) do(ctx context.Context, group int, path string, q url.Values) (
 	c.mu.Lock()
 	start := c.preferred[group]
 	addrs := c.addrs[:len(c.addrs):len(c.addrs)]
+	order := make([]int, 0, len(addrs))
+	var down []int
+	now := time.Now()
+	for i := range addrs {
+		at := (start + i) % len(addrs)
+		if now.Before(c.downUntil[addrs[at]]) {
+			down = append(down, at)
+		} else {
+			order = append(order, at)
+		}
+	}
+	order = append(order, down...)
 	c.mu.Unlock()
 	if len(addrs) == 0 {
 		return nil, errors.New("link: no source addresses")
 	}
 	var errs []error
-	for i := range addrs {
-		at := (start + i) % len(addrs)
+	for _, at := range order {
 		addr, err := groupAddr(addrs[at], group)
 		if err != nil {
 			errs = append(errs, err)
@@ -163,6 +184,9 @@ func (c *Client) do(ctx context.Context, group int, path string, q url.Values) (
 				return nil, fmt.Errorf("link: group %d %s: %w", group, path, ctx.Err())
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			c.mu.Lock()
+			c.downUntil[addrs[at]] = time.Now().Add(downFor)
+			c.mu.Unlock()
 			continue
 		}
 		if resp.StatusCode >= 500 {
@@ -176,6 +200,7 @@ func (c *Client) do(ctx context.Context, group int, path string, q url.Values) (
 			return nil, fmt.Errorf("link: group %d at %s: %w", group, addr, ErrRefused)
 		}
 		c.mu.Lock()
+		delete(c.downUntil, addrs[at])
 		c.preferred[group] = at
 		c.followLeader(group, resp.Header)
 		c.mu.Unlock()
@@ -196,7 +221,7 @@ func (c *Client) followLeader(group int, h http.Header) {
 	if _, err := groupAddr(base, group); err != nil {
 		return
 	}
-	if i, ok := c.learn(base); ok {
+	if i, ok := c.learn(base); ok && !time.Now().Before(c.downUntil[base]) {
 		c.preferred[group] = i
 	}
 }

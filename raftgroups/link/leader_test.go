@@ -2,6 +2,7 @@ package link
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -115,5 +116,52 @@ func TestClientLearnsTheSourcesNewNodes(t *testing.T) {
 	c.mu.Unlock()
 	if ok || n != 2 {
 		t.Fatalf("addresses after a bad one: %d (learnt: %v)", n, ok)
+	}
+}
+
+// A source leader the standby cannot reach (cut from it, while the
+// source's followers still name it) is tried once, then left for the
+// followers until a while has passed: before, every read tried it first
+// and waited out the connect timeout (2 s against a silent address)
+// before falling back. Here the unreachable leader accepts and drops
+// each connection, so the test counts how often it was tried.
+func TestClientSkipsAnUnreachableLeaderForAWhile(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var tries atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tries.Add(1)
+			c.Close()
+		}
+	}()
+	follower := &leaderSource{fakeSource: &fakeSource{first: 1}, self: 1}
+	for i := 0; i < 5; i++ {
+		follower.appendCmd(1_700_000_000_000+int64(i), "k")
+	}
+	follower.leader.Store(2)
+	follower.addr.Store(ln.Addr().String())
+	fs := httptest.NewServer(NewServer(follower))
+	t.Cleanup(fs.Close)
+	c := NewClient([]string{strings.TrimPrefix(fs.URL, "http://")}, "tok", nil)
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 6; i++ {
+		if _, err := c.Entries(ctx, 0, 1, 1<<20, 0); err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+	}
+	// The first read learns the leader from the follower, the second
+	// tries it and falls back; the next four go to the follower.
+	if n := tries.Load(); n != 1 {
+		t.Fatalf("the unreachable leader was tried %d times in 6 reads, want once", n)
 	}
 }
