@@ -19,9 +19,16 @@ const (
 	ClassQueueAdmin
 	ClassRead
 	ClassGated
+	// ClassACLDescribe and ClassACLAlter are the cluster's own ACLs
+	// (/api/v1/system/acls): listing, and creating or deleting them. They
+	// need of a key what Kafka's DescribeAcls and Create/DeleteAcls need of
+	// its Kafka login (grantedBy), and behind them the broker checks the
+	// ACLs themselves, as over Kafka.
+	ClassACLDescribe
+	ClassACLAlter
 )
 
-var classNames = [...]string{"blocked", "operator", "produce", "consume", "queue admin", "read", "gated"}
+var classNames = [...]string{"blocked", "operator", "produce", "consume", "queue admin", "read", "gated", "acl describe", "acl alter"}
 
 func (c Class) String() string { return classNames[c] }
 
@@ -77,6 +84,8 @@ func Classify(method, path string) Route {
 	switch {
 	case oneOf(path, operatorPaths...):
 		return class(ClassOperator)
+	case path == aclsPath:
+		return classifyACLs(method)
 	case under(path, "/api/v1/migration"), under(path, "/api/v1/system"), under(path, "/internal"),
 		oneOf(path, "/api/v1/stats/refresh", "/metrics", "/status", "/api/v1/pop", "/api/v1/pop/"):
 		return class(ClassBlocked)
@@ -93,6 +102,22 @@ func Classify(method, path string) Route {
 		return r
 	}
 	return classifyRead(method, path)
+}
+
+// aclsPath is the broker's ACL admin route (http/api/acl_admin.go), the
+// one /api/v1/system route a tenant's credential reaches: the bindings it
+// lists and changes are its cluster's broker tenant's only (the broker
+// scopes them by the tenant the proxy hands it), as a Kafka login's.
+const aclsPath = "/api/v1/system/acls"
+
+func classifyACLs(method string) Route {
+	switch {
+	case isGet(method):
+		return class(ClassACLDescribe)
+	case method == "POST" || method == "DELETE":
+		return class(ClassACLAlter)
+	}
+	return class(ClassBlocked)
 }
 
 func classifyConsume(method, path string) (Route, bool) {
@@ -250,6 +275,13 @@ func (r Route) grantedBy() []string {
 		return []string{ScopeAdmin}
 	case ClassRead:
 		return []string{ScopeRead, ScopeAdmin}
+	case ClassACLDescribe:
+		// Kafka's DescribeAcls needs the describe level, which every
+		// scope passes (scopeLimits: read-only or write-only); the ACL
+		// DESCRIBE on the cluster is the broker's to check.
+		return []string{ScopeProduce, ScopeConsume, ScopeRead, ScopeAdmin}
+	case ClassACLAlter:
+		return []string{ScopeAdmin} // Create/DeleteAcls: the admin level
 	case ClassGated:
 		switch r.Op {
 		case OpRead:

@@ -112,10 +112,11 @@ var brokerRouteClasses = map[string]string{
 	"POST /api/v1/system/ephemeral":              "blocked",
 	"GET /api/v1/system/quota":                   "blocked",
 	"POST /api/v1/system/quota":                  "blocked",
-	// ACL admin: blocked behind the proxy (docs/security.md "ACL admin over HTTP").
-	"GET /api/v1/system/acls":                    "blocked",
-	"POST /api/v1/system/acls":                   "blocked",
-	"DELETE /api/v1/system/acls":                 "blocked",
+	// ACL admin: the cluster's own ACLs, as Kafka's Describe/Create/DeleteAcls
+	// (docs/proxy.md "ACLs behind the proxy").
+	"GET /api/v1/system/acls":                    "acl describe",
+	"POST /api/v1/system/acls":                   "acl alter",
+	"DELETE /api/v1/system/acls":                 "acl alter",
 	"GET /api/v1/system/maintenance":             "operator",
 	"POST /api/v1/system/maintenance":            "operator",
 	"GET /api/v1/system/maintenance/pop":         "operator",
@@ -207,6 +208,13 @@ func TestClassifierFailsClosed(t *testing.T) {
 		{"GET", "/api/v1/analytics/postgres-stats", "operator"},
 		{"POST", "/api/v1/system/maintenance", "operator"},
 		{"GET", "/index.html", "read"},
+		{"HEAD", "/api/v1/system/acls", "acl describe"},
+		{"PUT", "/api/v1/system/acls", "blocked"},
+		{"PATCH", "/api/v1/system/acls", "blocked"},
+		{"GET", "/api/v1/system/acls/", "blocked"},
+		{"POST", "/api/v1/system/acls/x", "blocked"},
+		{"GET", "/api/v1/system/aclsx", "blocked"},
+		{"GET", "/api/v1/system/quota", "blocked"},
 	}
 	for _, c := range cases {
 		if got := Classify(c.method, c.path).String(); got != c.want {
@@ -240,6 +248,15 @@ func TestScopesGrantClasses(t *testing.T) {
 		{gated(FeatureEphemeral, OpOpen), []string{ScopeRead}, false},
 		{gated(FeatureKV, OpDelete), []string{ScopeProduce, ScopeConsume, ScopeRead}, false},
 		{gated(FeatureTimers, OpDelete), []string{ScopeAdmin}, true},
+		// The ACL routes need what the Kafka door's DescribeAcls and
+		// Create/DeleteAcls need of a key (kafka.go's scopeLimits): any
+		// scope to describe, admin to change.
+		{class(ClassACLDescribe), []string{ScopeProduce}, true},
+		{class(ClassACLDescribe), []string{ScopeConsume}, true},
+		{class(ClassACLDescribe), []string{ScopeRead}, true},
+		{class(ClassACLDescribe), []string{ScopeAdmin}, true},
+		{class(ClassACLAlter), []string{ScopeProduce, ScopeConsume, ScopeRead}, false},
+		{class(ClassACLAlter), []string{ScopeAdmin}, true},
 	}
 	for _, c := range cases {
 		if got := c.route.allowedFor(c.scopes); got != c.want {
@@ -250,7 +267,7 @@ func TestScopesGrantClasses(t *testing.T) {
 
 func TestMeterOps(t *testing.T) {
 	for path, want := range map[string]string{"/api/v1/push": "push", "/api/v1/transaction": "txn", "/api/v1/configure": "configure",
-		"/api/v1/pop/queue/q": "delivery", "/api/v1/ack": "read", "/api/v1/fetch": "read"} {
+		"/api/v1/pop/queue/q": "delivery", "/api/v1/ack": "read", "/api/v1/fetch": "read", "/api/v1/system/acls": "read"} {
 		if got := meterOp(path); got != want {
 			t.Errorf("%s: %q, want %q", path, got, want)
 		}

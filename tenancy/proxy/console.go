@@ -246,8 +246,9 @@ func sessionCookieFor(ctx *fasthttp.RequestCtx) (string, error) {
 // changesState reports whether a request may change state. Only a GET or
 // HEAD can be a read: on the console's routes every one is, and on the
 // data plane those the classifier calls reads (ClassRead, a gated route's
-// OpRead). Everything else counts as a change: pops (which lease, or with
-// autoAck consume, messages) and the ephemeral pop are GETs that change.
+// OpRead, the ACLs' listing). Everything else counts as a change: pops
+// (which lease, or with autoAck consume, messages) and the ephemeral pop
+// are GETs that change.
 func changesState(method, path string) bool {
 	if !isGet(method) {
 		return true
@@ -256,7 +257,7 @@ func changesState(method, path string) bool {
 		return false
 	}
 	r := Classify(method, path)
-	return r.Class != ClassRead && !(r.Class == ClassGated && r.Op == OpRead)
+	return r.Class != ClassRead && r.Class != ClassACLDescribe && !(r.Class == ClassGated && r.Op == OpRead)
 }
 
 // consoleSession is the session of a console request: its bearer token or

@@ -73,7 +73,9 @@ func (p *Proxy) consoleCluster(ctx *fasthttp.RequestCtx, method string, parts []
 				q.SetBytesV(name, v)
 			}
 		}
-		status, body := p.brokerCall("GET", "/api/v1/resources/queues?"+q.String(), tenant, nil)
+		// As the session: with ACLs on, the page lists what its user may
+		// DESCRIBE, as the dashboard's own listing does.
+		status, body := p.brokerCallAs(ConsolePrincipal(s.user.ID), "GET", "/api/v1/resources/queues?"+q.String(), tenant, nil)
 		ctx.SetStatusCode(status)
 		ctx.SetContentType("application/json")
 		ctx.SetBody(body)

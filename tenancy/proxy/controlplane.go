@@ -633,6 +633,12 @@ func (p *Proxy) revokeKey(ctx context.Context, id, cluster string) error {
 
 // brokerCall runs one broker request in-process in tenant's scope.
 func (p *Proxy) brokerCall(method, path string, tenant wire.ID, body []byte) (int, []byte) {
+	return p.brokerCallAs("", method, path, tenant, body)
+}
+
+// brokerCallAs is brokerCall acting as an ACL principal ("": none, which
+// the broker takes as User:ANONYMOUS).
+func (p *Proxy) brokerCallAs(principal, method, path string, tenant wire.ID, body []byte) (int, []byte) {
 	var req fasthttp.Request
 	req.Header.SetMethod(method)
 	req.SetRequestURI(path)
@@ -643,6 +649,9 @@ func (p *Proxy) brokerCall(method, path string, tenant wire.ID, body []byte) (in
 	var rc fasthttp.RequestCtx
 	rc.Init(&req, nil, nil)
 	api.Proxied(&rc, tenant)
+	if principal != "" {
+		api.ProxiedPrincipal(&rc, principal)
+	}
 	p.broker(&rc)
 	return rc.Response.StatusCode(), append([]byte(nil), rc.Response.Body()...)
 }

@@ -28,6 +28,18 @@ type credential struct {
 	userID  string // sessions
 }
 
+// principal is the credential's ACL principal: a key's is the one its
+// Kafka login has, a session's its user's (ConsolePrincipal).
+func (c *credential) principal() string {
+	switch {
+	case c.keyID != "":
+		return acl.PrincipalForAPIKey(c.cluster.ID, c.keyID)
+	case c.userID != "":
+		return ConsolePrincipal(c.userID)
+	}
+	return acl.Anonymous // no credential names no one; authenticate never makes one
+}
+
 // dataPlane authenticates, classifies, limits, meters and hands a request
 // to the broker.
 func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
@@ -121,9 +133,7 @@ func (p *Proxy) dataPlane(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	api.Proxied(ctx, tenant)
-	if cred.keyID != "" { // the key's ACL principal, the same as over Kafka (a session's is anonymous)
-		api.ProxiedPrincipal(ctx, acl.PrincipalForAPIKey(cred.cluster.ID, cred.keyID))
-	}
+	api.ProxiedPrincipal(ctx, cred.principal())
 	p.broker(ctx)
 	code := ctx.Response.StatusCode()
 	p.meter.record(cred.cluster.ID, meterOp(path), code, len(body), ctx.Response.Body())
