@@ -129,10 +129,12 @@ func (n *aclNeeds) topicOrCluster(name string, op acl.Operation) {
 }
 
 // aclGuarded wraps a handler with the ACL checks of its key. Produce,
-// Metadata and the listing requests of acl_partial.go answer per item
-// (refused ones get the error, the others are served); ListGroups and
-// ListTransactions leave out what the caller may not describe; the others
-// are refused whole with the first refused resource's error.
+// Metadata, the listing requests of acl_partial.go and the group,
+// transaction and share-group requests of acl_offsets.go and
+// acl_shares.go answer per item (refused ones get the error, the others
+// are served); ListGroups and ListTransactions leave out what the caller
+// may not describe; the others are refused whole with the first refused
+// resource's error.
 func (b *Broker) aclGuarded(key int16, h kafka.Handler) kafka.Handler {
 	if !b.cfg.ACL.Enabled() {
 		return h
@@ -316,11 +318,20 @@ func (b *Broker) aclCheck(n *aclNeeds, c *kafka.Conn, req kmsg.Request) {
 	case *kmsg.DescribeShareGroupOffsetsRequest:
 		for _, g := range r.Groups {
 			n.group(g.GroupID, acl.OpDescribe)
+			for _, t := range g.Topics {
+				n.topic(t.Topic, acl.OpDescribe)
+			}
 		}
 	case *kmsg.AlterShareGroupOffsetsRequest:
 		n.group(r.GroupID, acl.OpRead)
+		for _, t := range r.Topics {
+			n.topic(t.Topic, acl.OpRead)
+		}
 	case *kmsg.DeleteShareGroupOffsetsRequest:
 		n.group(r.GroupID, acl.OpDelete)
+		for _, t := range r.Topics {
+			n.topic(t.Topic, acl.OpRead)
+		}
 
 	case *kmsg.InitProducerIDRequest:
 		if r.TransactionalID != nil && *r.TransactionalID != "" {

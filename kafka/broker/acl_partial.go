@@ -13,7 +13,8 @@ import (
 // and serve the others, as Kafka does (a tool describing every topic's
 // configs, or every group, is not refused all of them for one): Fetch,
 // ListOffsets, CreateTopics, DeleteTopics, DescribeConfigs and
-// DescribeGroups.
+// DescribeGroups here; the group, transaction and share-group requests
+// naming topics in acl_offsets.go and acl_shares.go.
 
 // aclPartial serves the items of *items refusal lets through (0) and
 // answers each other one with its code, in a response of the same kind
@@ -21,6 +22,14 @@ import (
 // it returns. With every item allowed it only reads them.
 func aclPartial[T any](ctx context.Context, c *kafka.Conn, req kmsg.Request, items *[]T, refusal func(T) int16,
 	h kafka.Handler, merge func(into, from kmsg.Response)) (kmsg.Response, error) {
+	return aclSplit(ctx, c, req, items, refusal, h, merge, false)
+}
+
+// aclSplit is aclPartial; always also serves a request none of whose
+// items is allowed, with none (a share session's request still moves its
+// epoch and releases what it should).
+func aclSplit[T any](ctx context.Context, c *kafka.Conn, req kmsg.Request, items *[]T, refusal func(T) int16,
+	h kafka.Handler, merge func(into, from kmsg.Response), always bool) (kmsg.Response, error) {
 	all := *items
 	first := -1
 	for i, it := range all {
@@ -50,7 +59,7 @@ func aclPartial[T any](ctx context.Context, c *kafka.Conn, req kmsg.Request, ite
 	// Nothing allowed: an empty answer of the request's version (no
 	// top-level error: the refusals are per item, as Kafka's).
 	resp := req.ResponseKind()
-	if len(kept) > 0 {
+	if len(kept) > 0 || always {
 		*items = kept
 		r, err := h(ctx, c, req)
 		if err != nil || r == nil {
@@ -65,8 +74,8 @@ func aclPartial[T any](ctx context.Context, c *kafka.Conn, req kmsg.Request, ite
 	return resp, nil
 }
 
-// aclServePartial answers the requests aclPartial serves; false for the
-// others.
+// aclServePartial answers the requests aclPartial serves, and those of
+// acl_offsets.go and acl_shares.go; false for the others.
 func (b *Broker) aclServePartial(ctx context.Context, c *kafka.Conn, k aclCaller, req kmsg.Request, h kafka.Handler) (kmsg.Response, bool, error) {
 	topicCode := func(name string, op acl.Operation) int16 {
 		if name == "" || k.may(acl.ResourceTopic, name, op) {
@@ -132,7 +141,7 @@ func (b *Broker) aclServePartial(ctx context.Context, c *kafka.Conn, k aclCaller
 			into.(*kmsg.DescribeGroupsResponse).Groups = append(into.(*kmsg.DescribeGroupsResponse).Groups, from.(*kmsg.DescribeGroupsResponse).Groups...)
 		})
 	default:
-		return nil, false, nil
+		return b.aclServeOffsets(ctx, c, k, req, h)
 	}
 	return resp, true, err
 }
