@@ -46,6 +46,9 @@ func (s *Store) applyInitProducer(ctx *applyCtx, c *wire.InitProducerCmd) wire.I
 			t.end(c.Tenant, c.TxnID, false, ctx.nowMs, s.at(wire.FormatV2))
 		}
 		t.bumpEpoch(s, ctx)
+		// Kafka's coordinator is Empty after an InitProducerId, whatever
+		// the last transaction did; a build before FormatV8 cannot store it.
+		t.reinit = t.txnSeq > 0 && s.at(wire.FormatV8)
 	}
 	t.timeoutMs, t.lastInitReq = c.TimeoutMs, c.ReqID
 	ctx.set(txnStateKey(c.Tenant, c.TxnID), t.encode())
@@ -85,7 +88,7 @@ func (s *Store) applyTxnBegin(ctx *applyCtx, c *wire.TxnBeginCmd) wire.KafkaTxnR
 	case !t.ongoing && !t.unsettled.IsZero():
 		return wire.KafkaTxnResult{Code: wire.CodeTxnUnsettled, TxnSeq: t.txnSeq, Epoch: t.epoch}
 	case !t.ongoing:
-		t.ongoing, t.beganMs, t.groups = true, ctx.nowMs, c.Groups
+		t.ongoing, t.beganMs, t.groups, t.reinit = true, ctx.nowMs, c.Groups, false
 		t.txnSeq++
 	case t.groups|c.Groups != t.groups:
 		t.groups |= c.Groups

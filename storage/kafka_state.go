@@ -169,6 +169,10 @@ type txnState struct {
 	// begins no new transaction until a TxnSettledCmd clears it.
 	unsettled wire.ID
 	endedMs   int64
+	// reinit: an InitProducerId came after the last transaction ended
+	// (from FormatV8; the next begin clears it), which Kafka shows as
+	// Empty rather than how that transaction ended.
+	reinit bool
 }
 
 // end ends the ongoing transaction, committed or not. With settle (from
@@ -192,9 +196,14 @@ func (t *txnState) encode() []byte {
 	w.Uvarint(uint64(t.timeoutMs))
 	w.Fixed(t.lastInitReq[:])
 	w.U64(t.groups)
-	if !t.unsettled.IsZero() { // an optional tail: states without it read as settled
+	// Optional tails: states without the first read as settled, without
+	// the second (FormatV8's, written only when set) as not reinit.
+	if !t.unsettled.IsZero() || t.reinit {
 		w.Fixed(t.unsettled[:])
 		w.Varint(t.endedMs)
+	}
+	if t.reinit {
+		w.Bool(true)
 	}
 	return w.B
 }
@@ -208,6 +217,9 @@ func decodeTxnState(b []byte) (*txnState, error) {
 	if r.Len() > 0 {
 		copy(t.unsettled[:], r.Fixed(16))
 		t.endedMs = r.Varint()
+	}
+	if r.Len() > 0 {
+		t.reinit = r.Bool()
 	}
 	return t, r.Done()
 }

@@ -199,12 +199,15 @@ type TxnInfo struct {
 	// EndedMs.
 	Unsettled wire.ID
 	EndedMs   int64
+	// Reinit: an InitProducerId came after the last transaction ended
+	// (recorded from FormatV8; never before).
+	Reinit bool
 }
 
 func txnInfo(k txnKeyT, t *txnState) TxnInfo {
 	return TxnInfo{Tenant: k.tenant, TxnID: k.id, ProducerID: t.producerID, Epoch: t.epoch, Ongoing: t.ongoing,
 		TxnSeq: t.txnSeq, LastCommitted: t.lastCommitted, BeganMs: t.beganMs, TimeoutMs: t.timeoutMs, Groups: t.groups,
-		Unsettled: t.unsettled, EndedMs: t.endedMs}
+		Unsettled: t.unsettled, EndedMs: t.endedMs, Reinit: t.reinit}
 }
 
 // KafkaTxn returns a transactional id's state.

@@ -40,8 +40,14 @@ const (
 	// (storage/link_apply.go), so a source below FormatV7 is followed.
 	FormatV7 uint32 = 7
 
+	// FormatV8: a transactional id's state records an InitProducerId
+	// since its last transaction ended (an optional tail of the stored
+	// state a build before it cannot decode), so DescribeTransactions
+	// answers Empty as Kafka does.
+	FormatV8 uint32 = 8
+
 	// NewestFormat is the newest format this build writes and applies.
-	NewestFormat = FormatV7
+	NewestFormat = FormatV8
 	// OldestFormat is the oldest format this build applies: a log from the
 	// first entry on.
 	OldestFormat = FormatV1

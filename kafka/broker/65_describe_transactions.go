@@ -34,8 +34,11 @@ var txnStates = map[string]bool{
 // its first transaction; Ongoing while one is open; once it ended,
 // PrepareCommit or PrepareAbort until every raft group it staged in has
 // resolved it (written its markers), then CompleteCommit or CompleteAbort
-// until the next begins. An InitProducerId does not make it Empty again:
-// the state keeps how the last transaction ended.
+// until the next begins or an InitProducerId makes it Empty again, as
+// Kafka's coordinator does (an InitProducerId that aborted an open
+// transaction: PrepareAbort until that is resolved). A raft group below
+// FormatV8 does not record the InitProducerId: there the state keeps how
+// the last transaction ended.
 func txnStateOf(info storage.TxnInfo) string {
 	switch {
 	case info.Ongoing:
@@ -44,7 +47,7 @@ func txnStateOf(info storage.TxnInfo) string {
 		return txnPrepareCommit
 	case !info.Unsettled.IsZero():
 		return txnPrepareAbort
-	case info.TxnSeq == 0:
+	case info.TxnSeq == 0 || info.Reinit:
 		return txnEmpty
 	case info.LastCommitted:
 		return txnCompleteCommit
@@ -53,9 +56,10 @@ func txnStateOf(info storage.TxnInfo) string {
 }
 
 // txnStartMs is when a transactional id's current or last transaction
-// began (the cluster's clock), -1 before its first.
+// began (the cluster's clock), -1 when it is Empty (before its first, or
+// after an InitProducerId), as Kafka's coordinator answers.
 func txnStartMs(info storage.TxnInfo) int64 {
-	if info.TxnSeq == 0 {
+	if info.TxnSeq == 0 || (info.Reinit && !info.Ongoing && info.Unsettled.IsZero()) {
 		return -1
 	}
 	return info.BeganMs

@@ -78,3 +78,46 @@ func TestDescribeTransactionsSeesAcknowledgedBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeTransactionsEmptyAfterInitProducerID: as Kafka's
+// coordinator, an InitProducerId makes a transactional id Empty (no start
+// timestamp) whether its last transaction committed, aborted or was still
+// open (aborted by the InitProducerId: PrepareAbort until resolved, then
+// Empty); the next transaction is Ongoing and ends Complete* again.
+// ListTransactions lists the same states.
+func TestDescribeTransactionsEmptyAfterInitProducerID(t *testing.T) {
+	n := startNode(t, nil)
+	cl := n.client()
+	adm := kadm.NewClient(cl)
+	createTopic(t, cl, "reinit", 1)
+	x := &txnClient{t: t, cl: cl, id: "reinit"}
+	state := func() (kadm.DescribedTransaction, string) {
+		d := describeTxn(t, adm, x.id)
+		return d, listTxns(t, adm)[x.id].State
+	}
+	run := func(what string, end func() int16, ended string) {
+		t.Helper()
+		x.init(60000)
+		if d, l := state(); d.State != "Empty" || l != "Empty" || d.StartTimestamp != -1 || d.ProducerEpoch != x.epoch {
+			t.Fatalf("%s: after InitProducerId described %+v, listed %s; want Empty with no start", what, d, l)
+		}
+		if x.addPartition("reinit", 0) != 0 || x.produce("reinit", "v") != 0 {
+			t.Fatalf("%s: staging", what)
+		}
+		if d, _ := state(); d.State != "Ongoing" {
+			t.Fatalf("%s: staged, described %+v", what, d)
+		}
+		if code := end(); code != 0 {
+			t.Fatalf("%s: ending: %s", what, codeName(code))
+		}
+		waitFor(t, what+" described "+ended, func() bool { d, l := state(); return d.State == ended && l == ended })
+	}
+	run("commit", func() int16 { return x.end(true) }, "CompleteCommit")
+	run("abort", func() int16 { return x.end(false) }, "CompleteAbort")
+	run("commit again", func() int16 { return x.end(true) }, "CompleteCommit")
+	// Left open, then fenced by the next InitProducerId (Empty once the
+	// abort is resolved; a client retries CONCURRENT_TRANSACTIONS until).
+	run("left open", func() int16 { return 0 }, "Ongoing")
+	x.init(60000)
+	waitFor(t, "the fenced transaction resolved", func() bool { d, l := state(); return d.State == "Empty" && l == "Empty" })
+}
