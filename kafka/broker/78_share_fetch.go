@@ -62,6 +62,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *kafka.Conn, kreq kmsg.
 	})
 	out := newShareFetchAnswer(resp)
 	topics := newShareTopics(b, tenant)
+	topics.mayRead = b.aclTopicReader(c)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			if len(p.AcknowledgementBatches) == 0 {
@@ -157,6 +158,12 @@ func (b *Broker) acquireOnce(ctx context.Context, tenant wire.ID, group string, 
 			break
 		}
 		t, p, err := topics.partition(k)
+		if err == nil && topics.refused(k) {
+			// Checked on every fetch, as Kafka: READ taken away while
+			// the partition is in the session stops it being served.
+			out.partition(k).ErrorCode = kerr.TopicAuthorizationFailed.Code
+			continue
+		}
 		if err == nil && !b.leads(p) {
 			err = errNotLeader
 		}
@@ -199,6 +206,9 @@ func (b *Broker) leads(p cachedPartition) bool {
 func (b *Broker) ackSharePartition(ctx context.Context, tenant wire.ID, group string, set shareSettings, sess *shareSession, topics *shareTopics,
 	k tidp, batches []shareAckBatch) int16 {
 	_, p, err := topics.partition(k)
+	if err == nil && topics.refused(k) {
+		return kerr.TopicAuthorizationFailed.Code
+	}
 	if err == nil && !b.leads(p) {
 		err = errNotLeader
 	}
@@ -219,6 +229,10 @@ type shareTopics struct {
 	tenant wire.ID
 	byID   map[[16]byte]storage.Topic
 	tried  map[[16]byte]bool
+	// mayRead says whether the caller may READ a topic (ACLs,
+	// acl_shares.go); nil: every topic.
+	mayRead func(name string) bool
+	refusal map[[16]byte]bool
 }
 
 func newShareTopics(b *Broker, tenant wire.ID) *shareTopics {

@@ -25,6 +25,7 @@ func (b *Broker) handleShareAcknowledge(ctx context.Context, c *kafka.Conn, kreq
 	set := b.shareSettings(tenant, group)
 	resp.AcquisitionLockTimeoutMillis = int32(set.lock / time.Millisecond)
 	topics := newShareTopics(b, tenant)
+	topics.mayRead = b.aclTopicReader(c)
 	for _, t := range req.Topics {
 		rt := kmsg.NewShareAcknowledgeResponseTopic()
 		rt.TopicID = t.TopicID

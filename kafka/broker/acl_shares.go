@@ -14,12 +14,14 @@ import (
 // refusing the request whole, then on each topic, whose partitions answer
 // TOPIC_AUTHORIZATION_FAILED while the others are served.
 //
-// ShareFetch and ShareAcknowledge are served even when every topic they
-// name is refused: the request still moves its share session's epoch,
-// acquires from the partitions already in the session, and a final one
-// releases the session. A refused topic's partitions never enter the
-// session and its acknowledgements are not applied (their acknowledge
-// error is TOPIC_AUTHORIZATION_FAILED too).
+// ShareFetch and ShareAcknowledge check the topics where the share
+// session is, in the handler (aclTopicReader): as in Kafka a refused
+// topic's partitions enter the session, and every fetch answers each one
+// TOPIC_AUTHORIZATION_FAILED, acquiring nothing from it, while the others
+// are served; its acknowledgements are not applied (their acknowledge
+// error is the same). So READ taken away stops a partition already in a
+// session, and the request still moves the session's epoch on and a
+// closing one still releases what the session holds.
 
 // aclServeShares answers the requests above; false for the others.
 func (b *Broker) aclServeShares(ctx context.Context, c *kafka.Conn, k aclCaller, req kmsg.Request, h kafka.Handler,
@@ -34,42 +36,17 @@ func (b *Broker) aclServeShares(ctx context.Context, c *kafka.Conn, k aclCaller,
 	var err error
 	switch r := req.(type) {
 	case *kmsg.ShareFetchRequest:
+		// The topics are checked by the handler (aclTopicReader), on
+		// every partition of the session each time.
 		if refused := groupRefused(str(r.GroupID), acl.OpRead); refused != nil {
 			return refused, true, nil
 		}
-		resp, err = aclSplit(ctx, c, req, &r.Topics, func(t kmsg.ShareFetchRequestTopic) int16 {
-			return topic(b.aclTopicName(c, "", t.TopicID), acl.OpRead)
-		}, h, func(into, from kmsg.Response) {
-			// from mirrors r.Topics, now the refused topics of one code.
-			refused := from.(*kmsg.ShareFetchResponse).Topics
-			for i := range refused {
-				for j := range refused[i].Partitions {
-					rp := &refused[i].Partitions[j]
-					rp.Records = []byte{}
-					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
-					if len(r.Topics[i].Partitions[j].AcknowledgementBatches) > 0 {
-						rp.AcknowledgeErrorCode = rp.ErrorCode
-					}
-				}
-			}
-			into.(*kmsg.ShareFetchResponse).Topics = append(into.(*kmsg.ShareFetchResponse).Topics, refused...)
-		}, true)
+		resp, err = h(ctx, c, req)
 	case *kmsg.ShareAcknowledgeRequest:
 		if refused := groupRefused(str(r.GroupID), acl.OpRead); refused != nil {
 			return refused, true, nil
 		}
-		resp, err = aclSplit(ctx, c, req, &r.Topics, func(t kmsg.ShareAcknowledgeRequestTopic) int16 {
-			return topic(b.aclTopicName(c, "", t.TopicID), acl.OpRead)
-		}, h, func(into, from kmsg.Response) {
-			refused := from.(*kmsg.ShareAcknowledgeResponse).Topics
-			for i := range refused {
-				for j := range refused[i].Partitions {
-					rp := &refused[i].Partitions[j]
-					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
-				}
-			}
-			into.(*kmsg.ShareAcknowledgeResponse).Topics = append(into.(*kmsg.ShareAcknowledgeResponse).Topics, refused...)
-		}, true)
+		resp, err = h(ctx, c, req)
 	case *kmsg.DescribeShareGroupOffsetsRequest:
 		// Each group on its own; within one the caller may describe,
 		// the topics it may not describe answer the error when named and
@@ -142,4 +119,33 @@ func (b *Broker) aclServeShares(ctx context.Context, c *kafka.Conn, k aclCaller,
 		return nil, false, nil
 	}
 	return resp, true, err
+}
+
+// aclTopicReader says whether c may READ a topic, for the share handlers
+// that check their session's partitions on every request; nil with ACLs
+// off (every topic).
+func (b *Broker) aclTopicReader(c *kafka.Conn) func(name string) bool {
+	if !b.cfg.ACL.Enabled() {
+		return nil
+	}
+	k := b.aclCallerOf(c)
+	return func(name string) bool { return k.may(acl.ResourceTopic, name, acl.OpRead) }
+}
+
+// refused says whether the caller may not READ k's topic, once per topic
+// a request: false for a topic no one has (the handler answers it
+// unknown) and with ACLs off.
+func (s *shareTopics) refused(k tidp) bool {
+	if s.mayRead == nil || !s.known(k.id) {
+		return false
+	}
+	r, ok := s.refusal[k.id]
+	if !ok {
+		r = !s.mayRead(s.byID[k.id].Name)
+		if s.refusal == nil {
+			s.refusal = map[[16]byte]bool{}
+		}
+		s.refusal[k.id] = r
+	}
+	return r
 }

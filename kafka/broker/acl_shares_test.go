@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -12,7 +13,9 @@ import (
 // share group sg, nothing on g2) alters, describes and deletes sg's
 // offsets of a.x while b.x answers TOPIC_AUTHORIZATION_FAILED and keeps
 // the admin's offset; her share fetch acquires from a.x and answers b.x's
-// partition the error, as does her acknowledgement; g2 refuses whole.
+// partition the error, as does her acknowledgement, and goes on answering
+// it for the session's partitions (a.x too once READ on it is denied);
+// g2 refuses whole.
 func TestACLShareGroupsPerTopic(t *testing.T) {
 	eve, admin, adm := aclOffsetsNode(t)
 	md, err := adm.Metadata(ctxFor(t), "a.x", "b.x")
@@ -128,14 +131,28 @@ func TestACLShareGroupsPerTopic(t *testing.T) {
 	if akr.ErrorCode != 0 || len(acodes) != 2 || acodes[ids["a.x"]] != 0 || acodes[ids["b.x"]] != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("eve's acknowledge: top %d, %v", akr.ErrorCode, acodes)
 	}
-	// Only refused topics: the session still moves on (epoch 2 -> 3).
-	fetch.ShareSessionEpoch, fetch.Topics = 2, fetch.Topics[1:]
-	if fr = direct[*kmsg.ShareFetchResponse](t, eve, fetch); fr.ErrorCode != 0 {
-		t.Fatalf("eve's share fetch of b.x alone: %+v", fr)
+	// The session's partitions are checked on every fetch, as Kafka: b.x
+	// (in the session) answers its error again, and a.x too once a DENY
+	// takes eve's READ away.
+	sessionCodes := func(epoch int32) map[[16]byte]int16 {
+		t.Helper()
+		fetch.ShareSessionEpoch, fetch.Topics = epoch, nil
+		fr := direct[*kmsg.ShareFetchResponse](t, eve, fetch)
+		if fr.ErrorCode != 0 {
+			t.Fatalf("eve's share fetch %d: %+v", epoch, fr)
+		}
+		out := map[[16]byte]int16{}
+		for _, rt := range fr.Topics {
+			out[rt.TopicID] = rt.Partitions[0].ErrorCode
+		}
+		return out
 	}
-	fetch.ShareSessionEpoch, fetch.Topics = 3, nil
-	if fr = direct[*kmsg.ShareFetchResponse](t, eve, fetch); fr.ErrorCode != 0 {
-		t.Fatalf("eve's next share fetch: %+v", fr)
+	if got := sessionCodes(2); got[ids["b.x"]] != kerr.TopicAuthorizationFailed.Code || got[ids["a.x"]] != 0 {
+		t.Fatalf("eve's next share fetch: %v", got)
+	}
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics("a.x").Deny("User:eve").Operations(kadm.OpRead))
+	if got := sessionCodes(3); got[ids["b.x"]] != kerr.TopicAuthorizationFailed.Code || got[ids["a.x"]] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("eve's share fetch after READ on a.x was denied: %v", got)
 	}
 	fetch.GroupID = kmsg.StringPtr("g2")
 	if fr = direct[*kmsg.ShareFetchResponse](t, eve, fetch); fr.ErrorCode != kerr.GroupAuthorizationFailed.Code {
