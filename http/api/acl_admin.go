@@ -11,7 +11,10 @@ import (
 // The ACL admin routes (docs/security.md "ACL admin over HTTP"): the
 // HTTP face of Kafka's Describe/Create/DeleteAcls, on the request's tenant,
 // admin level. With ACLs off each answers 400 security_disabled, as Kafka
-// answers SECURITY_DISABLED without an authorizer.
+// answers SECURITY_DISABLED without an authorizer. Behind the embedded
+// proxy a cluster's key reaches them with the scopes its Kafka login
+// needs for the ACL keys (tenancy/proxy/classify.go), acting as its
+// principal in its cluster's tenant (Proxied, ProxiedPrincipal).
 
 const aclsPath = "/api/v1/system/acls"
 

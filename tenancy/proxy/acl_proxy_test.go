@@ -289,3 +289,27 @@ func (p *Proxy) mustCluster(t *testing.T, slug string) *Cluster {
 	}
 	return c
 }
+
+// TestProxysOwnCallsSkipACLs: the proxy's own broker calls (its storage
+// quota's reading of queue sizes; the control plane's calls, which the
+// cell's operator makes) act for no tenant principal: with ACLs on and no
+// binding at all they are served, as a peer's relay is, while a key of
+// the same cluster is still refused.
+func TestProxysOwnCallsSkipACLs(t *testing.T) {
+	a := newACLProxy(t, func(map[string]string, *Cluster, *Cluster) []string { return nil })
+	tenant, err := a.p.tenantOf(a.alpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := a.call("POST", "/api/v1/push", a.keys["alpha"], `{"items":[{"queue":"q1","payload":"0123456789"}]}`); code != http.StatusForbidden ||
+		errorCode(out) != "acl_denied" {
+		t.Fatalf("a key without bindings pushes: %d %s", code, out)
+	}
+	if code, out := a.p.brokerCall("POST", "/api/v1/push", tenant, []byte(`{"items":[{"queue":"q1","payload":"0123456789"}]}`)); code != http.StatusCreated {
+		t.Fatalf("the proxy's own push: %d %s", code, out)
+	}
+	total, err := a.p.retainedBytes(context.Background(), a.alpha)
+	if err != nil || total < 10 {
+		t.Fatalf("the storage quota's reading with ACLs on: %d %v", total, err)
+	}
+}

@@ -631,13 +631,15 @@ func (p *Proxy) revokeKey(ctx context.Context, id, cluster string) error {
 	return err
 }
 
-// brokerCall runs one broker request in-process in tenant's scope.
+// brokerCall runs one broker request in-process in tenant's scope, on
+// the proxy's own account (the storage quota's reading, the control
+// plane's calls): no tenant's ACL applies to it (api.ProxiedSystem).
 func (p *Proxy) brokerCall(method, path string, tenant wire.ID, body []byte) (int, []byte) {
 	return p.brokerCallAs("", method, path, tenant, body)
 }
 
-// brokerCallAs is brokerCall acting as an ACL principal ("": none, which
-// the broker takes as User:ANONYMOUS).
+// brokerCallAs is brokerCall acting as an ACL principal, a person's for
+// the console's pages; "" is the proxy's own account (brokerCall).
 func (p *Proxy) brokerCallAs(principal, method, path string, tenant wire.ID, body []byte) (int, []byte) {
 	var req fasthttp.Request
 	req.Header.SetMethod(method)
@@ -651,6 +653,8 @@ func (p *Proxy) brokerCallAs(principal, method, path string, tenant wire.ID, bod
 	api.Proxied(&rc, tenant)
 	if principal != "" {
 		api.ProxiedPrincipal(&rc, principal)
+	} else {
+		api.ProxiedSystem(&rc)
 	}
 	p.broker(&rc)
 	return rc.Response.StatusCode(), append([]byte(nil), rc.Response.Body()...)
