@@ -22,14 +22,6 @@ import (
 // it returns. With every item allowed it only reads them.
 func aclPartial[T any](ctx context.Context, c *kafka.Conn, req kmsg.Request, items *[]T, refusal func(T) int16,
 	h kafka.Handler, merge func(into, from kmsg.Response)) (kmsg.Response, error) {
-	return aclSplit(ctx, c, req, items, refusal, h, merge, false)
-}
-
-// aclSplit is aclPartial; always also serves a request none of whose
-// items is allowed, with none (a share session's request still moves its
-// epoch and releases what it should).
-func aclSplit[T any](ctx context.Context, c *kafka.Conn, req kmsg.Request, items *[]T, refusal func(T) int16,
-	h kafka.Handler, merge func(into, from kmsg.Response), always bool) (kmsg.Response, error) {
 	all := *items
 	first := -1
 	for i, it := range all {
@@ -59,7 +51,7 @@ func aclSplit[T any](ctx context.Context, c *kafka.Conn, req kmsg.Request, items
 	// Nothing allowed: an empty answer of the request's version (no
 	// top-level error: the refusals are per item, as Kafka's).
 	resp := req.ResponseKind()
-	if len(kept) > 0 || always {
+	if len(kept) > 0 {
 		*items = kept
 		r, err := h(ctx, c, req)
 		if err != nil || r == nil {
