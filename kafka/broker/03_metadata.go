@@ -228,6 +228,11 @@ func (b *Broker) autoCreate(ctx context.Context, tenant wire.ID, name string, al
 			return asks[0].Err
 		}
 	}
+	// controller_mutation_rate, as Kafka's controller charges the
+	// creation its broker forwards (client_quota_throttle.go).
+	if err := chargeAutoCreate(ctx, int(b.cfg.DefaultPartitions)); err != nil {
+		return err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := b.engine.CreateTopic(cctx, &wire.CreateTopicCmd{Tenant: tenant, Name: name,

@@ -24,7 +24,10 @@ import (
 //   - controller_mutation_rate on CreateTopics, CreatePartitions and
 //     DeleteTopics (KIP-599), charged by the handlers per topic through
 //     chargeMutation, which refuses a topic with THROTTLING_QUOTA_EXCEEDED
-//     when the versions that know it meet a bucket already in debt;
+//     when the versions that know it meet a bucket already in debt; and
+//     on the topics Metadata and Produce create automatically
+//     (chargeAutoCreate), as Kafka's controller charges the CreateTopics
+//     a broker forwards for them: strict, and throttling nothing;
 //   - the embedded proxy's plan of an API-key login (proxy_hooks.go): its
 //     requests_per_sec and messages_per_sec buckets are the cluster's
 //     (shared with its HTTP requests) and charged by Policy.After, and
@@ -53,6 +56,15 @@ var mutationStrictFrom = map[kmsg.Key]int16{
 	kmsg.CreatePartitions: 3,
 	kmsg.DeleteTopics:     5,
 }
+
+// autoCreates are the keys that create topics automatically (autoCreate).
+// Kafka's broker forwards such a creation to its controller as a
+// CreateTopics in an envelope carrying the client's principal and client
+// id, at the newest version, so the controller charges it to the
+// client's controller_mutation_rate strictly, and throttles nothing, as
+// it throttles no forwarded request (ControllerApis.handleCreateTopics,
+// DefaultAutoTopicCreationManager.sendCreateTopicRequest).
+var autoCreates = map[kmsg.Key]bool{kmsg.Metadata: true, kmsg.Produce: true}
 
 // requestQuota is one request's quota state, made by the first wrapper
 // that needs it (policed or quoted) and carried in its context.
@@ -103,6 +115,9 @@ type mutationQuota struct {
 	bucket *quotaBucket
 	rate   float64 // partitions per second
 	strict bool
+	// auto: the request only creates topics automatically
+	// (chargeAutoCreate), so the quota neither holds nor throttles it.
+	auto bool
 	// throttle is the longest throttle its topics met; the handler's
 	// goroutine alone charges it, and quoted reads it after.
 	throttle time.Duration
@@ -127,6 +142,39 @@ func chargeMutation(ctx context.Context, n int) error {
 			Msg: fmt.Sprintf("controller_mutation_rate of %g partitions/s exceeded: retry in %d ms", m.rate, d.Milliseconds()+1)}
 	}
 	return nil
+}
+
+// errAutoCreateThrottled refuses an automatic creation while the client's
+// controller_mutation_rate is in debt: UNKNOWN_TOPIC_OR_PARTITION, what
+// Kafka's client hears while its topic is not created, and asks again.
+var errAutoCreateThrottled = fmt.Errorf("%w: controller_mutation_rate exceeded, not created yet", wire.ErrQueueNotFound)
+
+// chargeAutoCreate charges n partitions a topic created automatically
+// makes to the request's controller_mutation_rate (autoCreates): refused
+// while the bucket is in debt, else taken, into debt if need be, with no
+// throttle and no mute.
+func chargeAutoCreate(ctx context.Context, n int) error {
+	rq := requestQuotaOf(ctx)
+	if rq == nil || rq.mutation == nil || n <= 0 {
+		return nil
+	}
+	if !rq.mutation.bucket.take(time.Now(), rq.mutation.rate, float64(n)) {
+		return errAutoCreateThrottled
+	}
+	return nil
+}
+
+// take is mutate's strict charge without a throttle: false, nothing
+// taken, while the bucket is in debt.
+func (bk *quotaBucket) take(now time.Time, rate, n float64) bool {
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	bk.refill(now, rate, mutationBurst)
+	if bk.credit < 0 {
+		return false
+	}
+	bk.credit -= n
+	return true
 }
 
 // mutate is KIP-599's token bucket: strict, a bucket in debt refuses n
@@ -214,6 +262,7 @@ func (q *quotaCache) meterOf(t *quotaTable, tenant quotaTenant, kind string, now
 func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 	byteKind := quotaKindOf(key)
 	strictFrom, mutates := mutationStrictFrom[kmsg.Key(key)]
+	auto := autoCreates[kmsg.Key(key)]
 	return func(ctx context.Context, c *kafka.Conn, req kmsg.Request) (kmsg.Response, error) {
 		q := b.quotas
 		pol := policyOf(ctx)
@@ -231,7 +280,7 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 			t := q.table.Load()
 			bytes = q.meterOf(t, who, byteKind, now)
 			request = q.meterOf(t, who, quotaRequestPercentage, now)
-			if mutates {
+			if mutates || auto {
 				mutation = q.meterOf(t, who, quotaControllerMutationRate, now)
 			}
 		}
@@ -247,7 +296,10 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 			ctx = context.WithValue(ctx, requestQuotaKey{}, rq)
 		}
 		if mutation.bucket != nil {
-			rq.mutation = &mutationQuota{bucket: mutation.bucket, rate: mutation.rate, strict: req.GetVersion() >= strictFrom}
+			rq.mutation = &mutationQuota{bucket: mutation.bucket, rate: mutation.rate, strict: auto || req.GetVersion() >= strictFrom, auto: auto}
+			if auto { // charged by chargeAutoCreate only: no hold
+				mutation = meter{}
+			}
 		}
 		var until int64
 		for _, m := range [...]meter{request, mutation, plan} {
@@ -294,7 +346,7 @@ func (b *Broker) quoted(key int16, h kafka.Handler) kafka.Handler {
 			used := requestSeconds(start, end, time.Duration(rq.parked.Load()))
 			throttle = max(throttle, request.bucket.charge(end, request.rate/100, used))
 		}
-		if rq.mutation != nil {
+		if rq.mutation != nil && !rq.mutation.auto {
 			throttle = max(throttle, rq.mutation.throttle)
 		}
 		if pol != nil {
