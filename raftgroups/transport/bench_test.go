@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -12,6 +14,9 @@ import (
 
 	"github.com/lni/dragonboat/v4/config"
 	pb "github.com/lni/dragonboat/v4/raftpb"
+
+	"github.com/queen-mq/queen/crypto/nodetls"
+	"github.com/queen-mq/queen/crypto/nodetls/nodetlstest"
 )
 
 // benchBatch is a leader's Replicate batch as raft sends it: entries of
@@ -32,7 +37,7 @@ func benchBatch(entries, size int) pb.MessageBatch {
 // included) per frame. "ack" is a follower's ReplicateResp, "small" a
 // leader's batch of four 1 KiB records, "1MiB" sixteen 64 KiB entries.
 //
-//	go test -run '^$' -bench BenchmarkStream -count 6 ./raftgroups/transport/
+//	for i in 1 2 3 4 5 6; do go test -run '^$' -bench BenchmarkStream ./raftgroups/transport/; done
 func BenchmarkStream(b *testing.B) {
 	ack := pb.MessageBatch{DeploymentId: 1, SourceAddress: "127.0.0.1:7101", BinVer: 210,
 		Requests: []pb.Message{{ShardID: 3, From: 2, To: 1, Type: pb.ReplicateResp, Term: 7, LogIndex: 1 << 20}}}
@@ -40,14 +45,49 @@ func BenchmarkStream(b *testing.B) {
 		name  string
 		batch pb.MessageBatch
 	}{{"ack", ack}, {"small", benchBatch(4, 1<<10)}, {"1MiB", benchBatch(16, 64<<10)}}
-	for _, mode := range []string{"chunked", "raw"} {
-		for _, sz := range sizes {
-			b.Run(mode+"/"+sz.name, func(b *testing.B) { benchStream(b, mode == "chunked", sz.batch) })
+	// Size-major, so that a size's two modes run back to back, under the
+	// same load from whatever else the machine runs.
+	// With "tls", both ends hold certificates of one CA (mutual TLS).
+	var tc *nodetls.Config
+	for _, sz := range sizes {
+		for _, mode := range []string{"chunked", "raw", "chunked-tls", "raw-tls"} {
+			b.Run(mode+"/"+sz.name, func(b *testing.B) {
+				if strings.HasSuffix(mode, "-tls") && tc == nil {
+					tc = benchTLS(b)
+				}
+				var use *nodetls.Config
+				if strings.HasSuffix(mode, "-tls") {
+					use = tc
+				}
+				benchStream(b, strings.HasPrefix(mode, "chunked"), use, sz.batch)
+			})
 		}
 	}
 }
 
-func benchStream(b *testing.B, chunked bool, batch pb.MessageBatch) {
+// benchTLS is a node's mutual TLS configuration, from a CA made for it.
+func benchTLS(b *testing.B) *nodetls.Config {
+	dir, err := os.MkdirTemp("", "queen-bench-tls")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	ca, err := nodetlstest.NewCA(dir, "cluster")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cert, key, err := ca.Issue(dir, nodetlstest.Leaf{Name: "node"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := nodetls.Load(nodetls.Files{Cert: cert, Key: key, CA: ca.CertPEM})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func benchStream(b *testing.B, chunked bool, tc *nodetls.Config, batch pb.MessageBatch) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var got atomic.Int64
 	start := func(cfg Config, mh func(pb.MessageBatch)) *Transport {
@@ -64,9 +104,9 @@ func benchStream(b *testing.B, chunked bool, batch pb.MessageBatch) {
 		}
 		return tr
 	}
-	rcv := start(Config{Token: "tok"}, func(pb.MessageBatch) { got.Add(1) })
+	rcv := start(Config{Token: "tok", TLS: tc}, func(pb.MessageBatch) { got.Add(1) })
 	defer rcv.Close()
-	snd := start(Config{Token: "tok", chunkedOnly: chunked}, func(pb.MessageBatch) {})
+	snd := start(Config{Token: "tok", TLS: tc, chunkedOnly: chunked}, func(pb.MessageBatch) {})
 	defer snd.Close()
 	conn, err := snd.GetConnection(context.Background(), rcv.listen)
 	if err != nil {
