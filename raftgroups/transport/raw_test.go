@@ -362,3 +362,31 @@ func TestRawRouteNeedsTheUpgrade(t *testing.T) {
 		t.Fatalf("got %s", resp.Status)
 	}
 }
+
+// Close cuts short a raw stream still waiting for its peer's answer, and
+// so does the caller's context: neither waits out Timeouts.Open (5 s).
+func TestRawOpenEndsWithCloseOrItsContext(t *testing.T) {
+	hole := blackHole(t, false)
+	sender, _ := startTransport(t, "", 0, &receiver{}, io.Discard)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := sender.GetConnection(ctx, hole); err == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("open with a 200 ms context: %v after %v", err, time.Since(start))
+	}
+	opened := make(chan error, 1)
+	go func() {
+		_, err := sender.GetConnection(context.Background(), hole)
+		opened <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the open reach the wait; not synchronisation of the outcome
+	sender.Close()
+	select {
+	case err := <-opened:
+		if !errors.Is(err, errTransportClosed) {
+			t.Fatalf("open during Close: %v, want errTransportClosed", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close did not end an open waiting for its answer")
+	}
+}
