@@ -86,6 +86,32 @@ func kafkaError(what string, err error, brokers string) error {
 	return serverError("%s: %v", what, err)
 }
 
+// listOffsets lists topic's offsets with list, again while a partition
+// answers a retriable error (a leader just elected answers
+// OFFSET_NOT_AVAILABLE until it has applied its predecessor's entries),
+// until ctx ends: Kafka's admin client retries those too.
+func listOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (kadm.ListedOffsets, error) {
+	for {
+		offs, err := list(ctx, topic)
+		if err == nil {
+			err = offs.Error()
+		}
+		if err == nil || !kerr.IsRetriable(err) {
+			return offs, err
+		}
+		t := time.NewTimer(listRetryEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return offs, err
+		case <-t.C:
+		}
+	}
+}
+
+// listRetryEvery is how long listOffsets waits before asking again.
+const listRetryEvery = 100 * time.Millisecond
+
 // withBrokerMessage adds the message a topic's error code came with.
 func withBrokerMessage(err error, msg string) error {
 	if msg == "" {
@@ -183,17 +209,11 @@ func topicsDescribe(kf *kafkaFlags) *cobra.Command {
 			if d.Err != nil {
 				return kafkaError("describe topic "+args[0], d.Err, kf.brokers)
 			}
-			starts, err := adm.ListStartOffsets(ctx, args[0])
-			if err == nil {
-				err = starts.Error()
-			}
+			starts, err := listOffsets(ctx, adm.ListStartOffsets, args[0])
 			if err != nil {
 				return kafkaError("start offsets of "+args[0], err, kf.brokers)
 			}
-			ends, err := adm.ListEndOffsets(ctx, args[0])
-			if err == nil {
-				err = ends.Error()
-			}
+			ends, err := listOffsets(ctx, adm.ListEndOffsets, args[0])
 			if err != nil {
 				return kafkaError("end offsets of "+args[0], err, kf.brokers)
 			}
