@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
@@ -42,7 +44,7 @@ func TestTenantInflightProduceWaitsNotRefused(t *testing.T) {
 				resp := rawProduceResponse(t, cl, "t", rec, -1)
 				p := resp.Topics[0].Partitions[0]
 				if p.ErrorCode != 0 {
-					errs <- "busy tenant: a produce was refused"
+					errs <- fmt.Sprintf("busy tenant: a produce was refused: %v", kerr.ErrorForCode(p.ErrorCode))
 					return
 				}
 				offsets <- p.BaseOffset
