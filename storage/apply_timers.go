@@ -146,7 +146,7 @@ type timerSweeper struct{}
 func (timerSweeper) name() string { return "timers" }
 
 func (timerSweeper) due(s *Store, nowMs int64) bool {
-	first, ok := s.firstKey([]byte{tagTimerGone})
+	first, ok := s.firstKeyHeld([]byte{tagTimerGone})
 	return ok && len(first) >= 9 && int64(binary.BigEndian.Uint64(first[1:9])) <= nowMs
 }
 

@@ -99,7 +99,7 @@ type traceSweeper struct{}
 func (traceSweeper) name() string { return "traces" }
 
 func (traceSweeper) due(s *Store, nowMs int64) bool {
-	first, ok := s.firstKey([]byte{tagTraceAge})
+	first, ok := s.firstKeyHeld([]byte{tagTraceAge})
 	return ok && len(first) >= 9 && int64(binary.BigEndian.Uint64(first[1:9])) <= nowMs-s.cfg.TraceRetentionMs
 }
 

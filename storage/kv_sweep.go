@@ -18,7 +18,7 @@ type kvTTLSweeper struct{}
 func (kvTTLSweeper) name() string { return "kv-ttl" }
 
 func (kvTTLSweeper) due(s *Store, nowMs int64) bool {
-	first, ok := s.firstKey([]byte{tagKVTTL})
+	first, ok := s.firstKeyHeld([]byte{tagKVTTL})
 	return ok && len(first) >= 9 && int64(binary.BigEndian.Uint64(first[1:9])) <= nowMs
 }
 
@@ -51,6 +51,13 @@ func (kvTTLSweeper) sweep(s *Store, ctx *applyCtx) {
 func (s *Store) firstKey(prefix []byte) ([]byte, bool) {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
+	return s.firstKeyHeld(prefix)
+}
+
+// firstKeyHeld is firstKey for a caller holding the database lock
+// (TickDue's sweeper checks): a second read lock taken while Close waits
+// for the write lock would never be granted.
+func (s *Store) firstKeyHeld(prefix []byte) ([]byte, bool) {
 	if s.db == nil {
 		return nil, false
 	}

@@ -36,9 +36,12 @@ func (s *Store) TickCommand() wire.Command {
 
 // TickDue reports whether any sweeper has work at nowMs (the caller's wall
 // clock, close to the clock the tick will carry).
+//
+// It holds the database lock, then the store's, in the order Close and
+// RecoverFromSnapshot take them: a sweeper's check that reads the database
+// (firstKeyHeld) must not wait for its lock while holding the store's.
 func (s *Store) TickDue(nowMs int64) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readLock()()
 	for _, sw := range sweepers {
 		if sw.due(s, nowMs) {
 			return true
