@@ -195,8 +195,8 @@ func (s *Store) applyEnsureShard(ctx *applyCtx, c *wire.EnsureShardCmd) wire.Cod
 		if int(d.Group) != s.cfg.Group || d.Name == "" {
 			return wire.CodeResult{Code: wire.CodeBadRequest}
 		}
-		if q.has(d.Index) {
-			continue
+		if q.has(d.Index) || s.movedAt(q, d.Index) {
+			continue // a partition moved away is never made again here (move.go)
 		}
 		if q.gone.has(d.Index) {
 			continue // removed as idle: never made again at this index (a push to it answers CodePartitionGone)
@@ -265,6 +265,7 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 		ctx.del(partitionKey(pid))
 	}
 	s.forgetKafkaQueue(ctx, q)
+	s.forgetMoves(ctx, q)
 	deleteDLQRows(ctx, q.tenant, q.id)
 	for _, prefix := range [][]byte{subPrefix(q.id), dirPrefix(q.id), gonePrefix(q.id)} {
 		_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)

@@ -1,0 +1,319 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/queen-mq/queen/wire"
+)
+
+// threeGroups spreads queue "q" over groups 0 (home), 1 and 2.
+var threeGroups = wire.Placement{Groups: []uint16{0, 1, 2}, Start: 0}
+
+// movingGroup is group g of a three-group node, at this build's format,
+// opened again as group g after a restart.
+func movingGroup(t *testing.T, g int) *harness {
+	t.Helper()
+	h := newGroupHarness(t, g)
+	h.local = func(c *Config) { c.Group = g }
+	h.raiseFormat()
+	return h
+}
+
+func (h *harness) move(kind wire.Kind, body []byte) []byte {
+	h.t.Helper()
+	return h.apply(kind, body)
+}
+
+func (h *harness) moveRecord(op uint8, inc uint64, m wire.MoveInfo) wire.MoveRecordResult {
+	h.t.Helper()
+	c := wire.MoveRecordCmd{Op: op, Inc: inc, Move: m}
+	r, err := wire.DecodeMoveRecordResult(h.move(wire.KindMoveRecord, c.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) moveCopy(c wire.MoveCopyCmd) wire.MoveCopyResult {
+	h.t.Helper()
+	r, err := wire.DecodeMoveCopyResult(h.move(wire.KindMoveCopy, c.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) moveSeal(inc uint64, index uint32, unseal bool) wire.MoveSealResult {
+	h.t.Helper()
+	c := wire.MoveSealCmd{Tenant: wire.DefaultTenant, Queue: "q", Inc: inc, Index: index, Unseal: unseal}
+	r, err := wire.DecodeMoveSealResult(h.move(wire.KindMoveSeal, c.Encode(nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) moveCode(kind wire.Kind, body []byte) wire.Code {
+	h.t.Helper()
+	code, _ := wire.ResultCode(h.move(kind, body))
+	return code
+}
+
+// copyAll copies src's partition pid from offset from to to into dst, as
+// the mover does, in pieces of at most max bytes, state keys included
+// when keys is set; it returns the incoming partition's next offset.
+func copyAll(t *testing.T, src, dst *harness, inc uint64, pid, from, to uint64, keys bool) uint64 {
+	t.Helper()
+	next := from
+	for {
+		chunks, err := src.s.MoveChunks(pid, next, to, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(chunks) == 0 {
+			break
+		}
+		c := wire.MoveCopyCmd{Tenant: wire.DefaultTenant, Queue: "q", Inc: inc, Index: 1, Name: "b", CreatedMs: 5, Chunks: chunks}
+		r := dst.moveCopy(c)
+		if r.Code != wire.CodeOK || r.Next <= next {
+			t.Fatalf("copy from %d: %+v", next, r)
+		}
+		if again := dst.moveCopy(c); again != r {
+			t.Fatalf("a repeated copy changed the incoming partition: %+v, then %+v", r, again)
+		}
+		next = r.Next
+	}
+	if !keys {
+		return next
+	}
+	kind, after := wire.MoveKeyCursor, []byte(nil)
+	for {
+		ks, more, err := src.s.MoveStateKeys(pid, kind, after, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ks) > 0 {
+			if r := dst.moveCopy(wire.MoveCopyCmd{Tenant: wire.DefaultTenant, Queue: "q", Inc: inc, Index: 1, Name: "b", Keys: ks}); r.Code != wire.CodeOK {
+				t.Fatalf("copy keys: %+v", r)
+			}
+			last := ks[len(ks)-1]
+			kind, after = last.Kind, last.Suffix
+		}
+		if !more {
+			return next
+		}
+	}
+}
+
+// A partition moves from group 1 to group 2 while it holds messages, a
+// consumer group's position and an in-flight lease: every step is
+// idempotent, the sealed source refuses writes (CodePartitionMoved) and
+// answers an ack of its lease as an expired lease's, the target serves the
+// same offsets, records and positions (the lease's message delivered
+// again), the home's directory names the target, and all of it survives
+// restarts of every replica.
+func TestMovePartitionToAnotherGroup(t *testing.T) {
+	home, src, dst := movingGroup(t, 0), movingGroup(t, 1), movingGroup(t, 2)
+	r := home.allocIn(threeGroups, "q", "a", "b")
+	inc := r.Catalog.Inc
+	if r.Parts[1].Group != 1 {
+		t.Fatalf("placement: %+v", r.Parts)
+	}
+	if code := src.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog, Parts: r.Parts[1:]}); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	if code := dst.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog}); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	for _, p := range []string{"m0", "m1", "m2"} {
+		if res := src.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: src.nextID(), Payload: []byte(p)})); res.Code != wire.CodeOK {
+			t.Fatal(res.Code)
+		}
+	}
+	first := src.pop("q", "g", 1, 60000).Claims[0]
+	if out := src.ack("g", first, mustTxn(t, src, first), wire.AckCompleted); out.Code != wire.CodeOK {
+		t.Fatalf("ack: %+v", out)
+	}
+	inflight := src.pop("q", "g", 1, 60000).Claims[0] // offset 1, leased
+
+	start := wire.MoveInfo{Tenant: wire.DefaultTenant, Queue: "q", Index: 1, To: 2}
+	rec := home.moveRecord(wire.MoveOpStart, inc, start)
+	if rec.Code != wire.CodeOK || rec.Move.From != 1 || rec.Move.State != wire.MoveCopying {
+		t.Fatalf("start: %+v", rec)
+	}
+	if again := home.moveRecord(wire.MoveOpStart, inc, start); again.Code != wire.CodeOK || again.Move.StartedMs != rec.Move.StartedMs {
+		t.Fatalf("a repeated start: %+v", again)
+	}
+	if other := home.moveRecord(wire.MoveOpStart, inc, wire.MoveInfo{Tenant: wire.DefaultTenant, Queue: "q", Index: 1, To: 0}); other.Code != wire.CodeExists {
+		t.Fatalf("a second move of the partition: %+v", other)
+	}
+
+	srcPart, _ := src.s.PartitionByIndex(wire.DefaultTenant, "q", 1)
+	copied := copyAll(t, src, dst, inc, srcPart.ID, 0, srcPart.HighWatermark(), false)
+	if copied != 3 {
+		t.Fatalf("copied to %d, want 3", copied)
+	}
+	if _, ok := dst.s.PartitionByIndex(wire.DefaultTenant, "q", 1); ok {
+		t.Fatal("the incoming partition is visible before the finish")
+	}
+	// Writes go on while it copies.
+	for _, p := range []string{"m3", "m4"} {
+		src.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: src.nextID(), Payload: []byte(p)}))
+	}
+
+	sealed := src.moveSeal(inc, 1, false)
+	if sealed.Code != wire.CodeOK || sealed.Next != 5 || sealed.PID != srcPart.ID {
+		t.Fatalf("seal: %+v", sealed)
+	}
+	if again := src.moveSeal(inc, 1, false); again != sealed {
+		t.Fatalf("a repeated seal: %+v, first %+v", again, sealed)
+	}
+	if res := src.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: src.nextID(), Payload: []byte("late")})); res.Code != wire.CodePartitionMoved {
+		t.Fatalf("a push to the sealed partition: %v", res.Code)
+	}
+	if out := src.ack("g", inflight, "whatever", wire.AckCompleted); out.Code != wire.CodeLeaseMismatch {
+		t.Fatalf("an ack of a lease the seal ended: %+v", out)
+	}
+	if res := src.pop("q", "g", 10, 60000); len(res.Claims) != 0 {
+		t.Fatalf("a pop found the sealed partition: %+v", res.Claims)
+	}
+	home.moveRecord(wire.MoveOpProgress, inc, wire.MoveInfo{Tenant: wire.DefaultTenant, Queue: "q", Index: 1, State: wire.MoveSealed, End: sealed.Next})
+
+	copyAll(t, src, dst, inc, sealed.PID, copied, sealed.Next, true)
+	fin := wire.MoveFinishCmd{Tenant: wire.DefaultTenant, Queue: "q", Inc: inc, Index: 1, Start: sealed.Start, Next: sealed.Next, LastWriteMs: sealed.LastWriteMs}
+	if code := dst.moveCode(wire.KindMoveFinish, fin.Encode(nil)); code != wire.CodeOK {
+		t.Fatal("finish:", code)
+	}
+	if code := dst.moveCode(wire.KindMoveFinish, fin.Encode(nil)); code != wire.CodeOK {
+		t.Fatal("a repeated finish:", code)
+	}
+	if sw := home.moveRecord(wire.MoveOpSwitch, inc, start); sw.Code != wire.CodeOK || sw.Move.State != wire.MoveSwitched {
+		t.Fatalf("switch: %+v", sw)
+	}
+	drop := wire.MoveDropCmd{Tenant: wire.DefaultTenant, Queue: "q", Index: 1}
+	for range 2 {
+		if code := src.moveCode(wire.KindMoveDrop, drop.Encode(nil)); code != wire.CodeOK {
+			t.Fatal("drop:", code)
+		}
+	}
+	if done := home.moveRecord(wire.MoveOpDone, inc, start); done.Code != wire.CodeOK || done.Move.State != wire.MoveDone {
+		t.Fatalf("done: %+v", done)
+	}
+
+	check := func(when string) {
+		t.Helper()
+		if d, ok := home.s.DirByIndex(wire.DefaultTenant, "q", 1); !ok || d.Group != 2 || d.Name != "b" {
+			t.Fatalf("%s: directory entry %+v %v", when, d, ok)
+		}
+		if home.s.DirInGroup(wire.DefaultTenant, "q", 2) != 1 || home.s.DirInGroup(wire.DefaultTenant, "q", 1) != 0 {
+			t.Fatalf("%s: directory counts by group", when)
+		}
+		p, ok := dst.s.PartitionByIndex(wire.DefaultTenant, "q", 1)
+		if !ok || wire.GroupOfID(p.ID) != 2 || p.HighWatermark() != 5 || p.Name != "b" {
+			t.Fatalf("%s: target partition %+v %v", when, p, ok)
+		}
+		if got := readPayloads(t, dst.s, p); got != "m0,m1,m2,m3,m4" {
+			t.Fatalf("%s: target holds %q", when, got)
+		}
+		if _, ok := src.s.PartitionByIndex(wire.DefaultTenant, "q", 1); ok {
+			t.Fatalf("%s: the source still holds the partition", when)
+		}
+		if code := src.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog, Parts: r.Parts[1:]}); code != wire.CodeOK {
+			t.Fatal(code)
+		}
+		if _, ok := src.s.PartitionByIndex(wire.DefaultTenant, "q", 1); ok {
+			t.Fatalf("%s: a stale directory made the moved partition again in the source", when)
+		}
+	}
+	check("after the move")
+	for _, h := range []*harness{home, src, dst} {
+		h.restart(true)
+	}
+	check("after a restart from the store")
+	for _, h := range []*harness{home, src, dst} {
+		h.restart(false)
+	}
+	check("after a restart from the load image")
+
+	// The group's position came along: offset 0 was acknowledged, offset 1
+	// (leased when the source sealed) is delivered again.
+	res := dst.pop("q", "g", 10, 60000)
+	if len(res.Claims) != 1 || res.Claims[0].From != 1 || res.Claims[0].To != 5 || wire.GroupOfID(res.Claims[0].PartitionID) != 2 {
+		t.Fatalf("pop at the target: %+v", res.Claims)
+	}
+	if res := dst.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: dst.nextID(), Payload: []byte("m5")})); res.Code != wire.CodeOK || res.BaseOffset != 5 {
+		t.Fatalf("a push to the moved partition: %+v", res)
+	}
+}
+
+func mustTxn(t *testing.T, h *harness, cl wire.Claim) string {
+	t.Helper()
+	_, txns := h.payloads(cl)
+	return txns[0]
+}
+
+// A move cancelled or failed before the switch gives the partition back:
+// the source unseals it with everything it held, the target drops what it
+// received.
+func TestMoveUnsealAndDropIncoming(t *testing.T) {
+	home, src, dst := movingGroup(t, 0), movingGroup(t, 1), movingGroup(t, 2)
+	r := home.allocIn(threeGroups, "q", "a", "b")
+	inc := r.Catalog.Inc
+	src.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog, Parts: r.Parts[1:]})
+	dst.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: "q", Catalog: r.Catalog})
+	src.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: src.nextID(), Payload: []byte("m0")}))
+	p, _ := src.s.PartitionByIndex(wire.DefaultTenant, "q", 1)
+	copyAll(t, src, dst, inc, p.ID, 0, 1, false)
+	if s := src.moveSeal(inc, 1, false); s.Code != wire.CodeOK {
+		t.Fatal(s)
+	}
+	src.restart(true)
+	if s := src.moveSeal(inc, 1, true); s.Code != wire.CodeOK || s.Next != 1 {
+		t.Fatalf("unseal: %+v", s)
+	}
+	if res := src.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: src.nextID(), Payload: []byte("m1")})); res.Code != wire.CodeOK || res.BaseOffset != 1 {
+		t.Fatalf("a push after the unseal: %+v", res)
+	}
+	drop := wire.MoveDropCmd{Tenant: wire.DefaultTenant, Queue: "q", Index: 1, Incoming: true}
+	if code := dst.moveCode(wire.KindMoveDrop, drop.Encode(nil)); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	if _, _, ok := dst.s.Incoming(wire.DefaultTenant, "q", 1); ok {
+		t.Fatal("the incoming partition survived its drop")
+	}
+	if chunks, _ := dst.s.MoveChunks(p.ID, 0, 10, 1<<20); len(chunks) != 0 {
+		t.Fatal("chunks left")
+	}
+}
+
+// Below FormatV9 no member may know the move kinds: each is refused and
+// changes nothing.
+func TestMoveCommandsNeedFormatV9(t *testing.T) {
+	home := newGroupHarness(t, 0)
+	c := wire.SetFormatCmd{Version: wire.FormatV8}
+	home.apply(wire.KindSetFormat, c.Encode(nil))
+	r := home.allocIn(threeGroups, "q", "a", "b")
+	rec := home.moveRecord(wire.MoveOpStart, r.Catalog.Inc, wire.MoveInfo{Tenant: wire.DefaultTenant, Queue: "q", Index: 1, To: 2})
+	if rec.Code != wire.CodeBadRequest {
+		t.Fatalf("a move record at FormatV8: %+v", rec)
+	}
+	if len(home.s.Moves(wire.ID{})) != 0 {
+		t.Fatal("a move was recorded below FormatV9")
+	}
+	for _, body := range []struct {
+		kind wire.Kind
+		b    []byte
+	}{
+		{wire.KindMoveCopy, (&wire.MoveCopyCmd{Tenant: wire.DefaultTenant, Queue: "q", Index: 1, Name: "b"}).Encode(nil)},
+		{wire.KindMoveSeal, (&wire.MoveSealCmd{Tenant: wire.DefaultTenant, Queue: "q", Index: 0}).Encode(nil)},
+		{wire.KindMoveFinish, (&wire.MoveFinishCmd{Tenant: wire.DefaultTenant, Queue: "q", Index: 1}).Encode(nil)},
+		{wire.KindMoveDrop, (&wire.MoveDropCmd{Tenant: wire.DefaultTenant, Queue: "q", Index: 0}).Encode(nil)},
+	} {
+		if code := home.moveCode(body.kind, body.b); code != wire.CodeBadRequest {
+			t.Fatalf("kind %d at FormatV8: %v", body.kind, code)
+		}
+	}
+	if _, ok := home.s.PartitionByIndex(wire.DefaultTenant, "q", 0); !ok {
+		t.Fatal("a seal below FormatV9 took the partition")
+	}
+}
