@@ -440,12 +440,14 @@ func (mv *mover) sealed(ctx context.Context) error {
 	}
 	name, created := mv.partName()
 	kind, after := wire.MoveKeyCursor, []byte(nil)
-	for {
+	// The first command makes the incoming partition when nothing was
+	// copied yet (an empty partition).
+	for first := true; ; first = false {
 		keys, more, err := mv.e.GroupStore(from).MoveStateKeys(res.PID, kind, after, mv.chunkBytes())
 		if err != nil {
 			return err
 		}
-		if len(keys) > 0 {
+		if len(keys) > 0 || first {
 			cmd := wire.MoveCopyCmd{Tenant: mv.m.Tenant, Queue: mv.m.Queue, Inc: mv.inc, Index: mv.m.Index,
 				Name: name, CreatedMs: created, Start: res.Start, Keys: keys}
 			b, err := mv.propose(ctx, to, wire.KindMoveCopy, cmd.Encode(nil))
@@ -455,8 +457,10 @@ func (mv *mover) sealed(ctx context.Context) error {
 			if r, err := wire.DecodeMoveCopyResult(b); err != nil || (r.Code != wire.CodeOK && r.Code != wire.CodeExists) {
 				return fmt.Errorf("raftgroups: carry the partition's state: %v %w", r.Code, err)
 			}
-			last := keys[len(keys)-1]
-			kind, after = last.Kind, last.Suffix
+			if len(keys) > 0 {
+				last := keys[len(keys)-1]
+				kind, after = last.Kind, last.Suffix
+			}
 		}
 		if !more {
 			break

@@ -27,11 +27,12 @@ type cachedPartition struct {
 }
 
 // partitionCache remembers partitions. A handle's fields never change and
-// its offsets are atomics, and a partition never moves to another group,
-// so produce and fetch skip the stores' locks, which the apply loops hold
-// while they commit a batch, once they have seen a partition. A handle
-// whose queue was deleted (or replaced by a snapshot) reports Deleted and
-// is looked up again; one refused as stale by its group is forgotten.
+// its offsets are atomics, so produce and fetch skip the stores' locks,
+// which the apply loops hold while they commit a batch, once they have
+// seen a partition. A handle whose queue was deleted (or replaced by a
+// snapshot), or whose partition was sealed to move to another group,
+// reports Deleted and is looked up again; one refused as stale by its
+// group is forgotten.
 type partitionCache struct {
 	mu sync.RWMutex
 	m  map[partitionKey]cachedPartition
