@@ -98,6 +98,7 @@ func decodeIncoming(b []byte) (incoming, error) {
 // loadMoves reads the partitions this group sealed or gave away.
 func (s *Store) loadMoves() error {
 	s.moved = map[moveRef]*movedPart{}
+	s.movedPIDs = map[uint64]bool{}
 	prefix := []byte{tagMove, moveOut}
 	return s.scan(prefix, func(k, v []byte) error {
 		if len(k) != 14 {
@@ -107,7 +108,7 @@ func (s *Store) loadMoves() error {
 		if err != nil {
 			return err
 		}
-		s.moved[moveRef{binary.BigEndian.Uint64(k[2:10]), binary.BigEndian.Uint32(k[10:])}] = m
+		s.noteMoved(moveRef{binary.BigEndian.Uint64(k[2:10]), binary.BigEndian.Uint32(k[10:])}, m)
 		return nil
 	})
 }
@@ -115,12 +116,30 @@ func (s *Store) loadMoves() error {
 // sealedPID reports whether pid is a partition sealed for a move: kept,
 // but no longer its queue's.
 func (s *Store) sealedPID(pid uint64) bool {
-	for _, m := range s.moved {
-		if m.sealed && m.pid == pid {
-			return true
-		}
+	return s.movedPIDs[pid]
+}
+
+// noteMoved records (or forgets, m nil) the partition moved out at ref.
+func (s *Store) noteMoved(ref moveRef, m *movedPart) {
+	if old := s.moved[ref]; old != nil {
+		delete(s.movedPIDs, old.pid)
 	}
-	return false
+	if m == nil {
+		delete(s.moved, ref)
+		return
+	}
+	s.moved[ref] = m
+	s.movedPIDs[m.pid] = m.sealed
+}
+
+// movedCode is the code of a write naming q's partition by index (when
+// index >= 0) or name that this group does not hold: CodePartitionMoved
+// when it moved (or is moving) away, else CodePartitionNotFound.
+func (s *Store) movedCode(q *queueState, index int64, name string) wire.Code {
+	if (index >= 0 && s.movedAt(q, uint32(index))) || (index < 0 && s.movedNamed(q, name)) {
+		return wire.CodePartitionMoved
+	}
+	return wire.CodePartitionNotFound
 }
 
 // movedAt reports whether q's partition i left this group (or is leaving).
@@ -141,12 +160,8 @@ func (s *Store) movedNamed(q *queueState, name string) bool {
 
 // movedPID reports whether pid was a partition of this group that moved.
 func (s *Store) movedPID(pid uint64) bool {
-	for _, m := range s.moved {
-		if m.pid == pid {
-			return true
-		}
-	}
-	return false
+	_, ok := s.movedPIDs[pid]
+	return ok
 }
 
 // moveQueue is the queue a move command names, of its incarnation.
@@ -431,7 +446,7 @@ func (s *Store) applyMoveSeal(ctx *applyCtx, c *wire.MoveSealCmd) wire.MoveSealR
 	ctx.set(partitionKey(p.id), p.encodeMeta())
 	s.detachPart(q, p)
 	m := &movedPart{pid: p.id, name: p.name, sealed: true}
-	s.moved[ref] = m
+	s.noteMoved(ref, m)
 	ctx.set(moveKey(moveOut, q.id, c.Index), m.encode())
 	ctx.touch(q)
 	return wire.MoveSealResult{Code: wire.CodeOK, PID: p.id, Start: p.start, Next: p.next, LastWriteMs: p.lastWriteMs}
@@ -482,7 +497,7 @@ func (s *Store) unseal(ctx *applyCtx, q *queueState, ref moveRef) wire.MoveSealR
 		return wire.MoveSealResult{Code: wire.CodeBadRequest}
 	}
 	s.attachPart(ctx, q, p)
-	delete(s.moved, ref)
+	s.noteMoved(ref, nil)
 	ctx.del(moveKey(moveOut, q.id, ref.index))
 	ctx.touch(q)
 	return wire.MoveSealResult{Code: wire.CodeOK, PID: p.id, Start: p.start, Next: p.next, LastWriteMs: p.lastWriteMs}
@@ -535,7 +550,7 @@ func (s *Store) applyMoveFinish(ctx *applyCtx, c *wire.MoveFinishCmd) wire.CodeR
 			return wire.CodeResult{Code: wire.CodeConflict}
 		}
 		// The partition moved away from here once and now comes back.
-		delete(s.moved, ref)
+		s.noteMoved(ref, nil)
 		ctx.del(moveKey(moveOut, q.id, c.Index))
 	}
 	p := &partState{id: in.pid, q: q, index: c.Index, name: in.name, createdMs: in.createdMs,
@@ -616,8 +631,8 @@ func (s *Store) applyMoveDrop(ctx *applyCtx, c *wire.MoveDropCmd) wire.CodeResul
 	}
 	s.forgetPartKafka(m.pid)
 	deletePartKeys(ctx, m.pid)
-	m.sealed = false
-	ctx.set(moveKey(moveOut, q.id, c.Index), m.encode())
+	s.noteMoved(ref, &movedPart{pid: m.pid, name: m.name})
+	ctx.set(moveKey(moveOut, q.id, c.Index), s.moved[ref].encode())
 	return wire.CodeResult{Code: wire.CodeOK}
 }
 
@@ -641,7 +656,7 @@ func (s *Store) forgetMoves(ctx *applyCtx, q *queueState) {
 			s.forgetPartKafka(m.pid)
 			deletePartKeys(ctx, m.pid)
 		}
-		delete(s.moved, ref)
+		s.noteMoved(ref, nil)
 	}
 	it := ctx.b.NewIter(&pebble.IterOptions{LowerBound: movePrefix(moveIncoming, q.id), UpperBound: prefixEnd(movePrefix(moveIncoming, q.id))})
 	var pids []uint64

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/queen-mq/queen/wire"
@@ -315,5 +316,118 @@ func TestMoveCommandsNeedFormatV9(t *testing.T) {
 	}
 	if _, ok := home.s.PartitionByIndex(wire.DefaultTenant, "q", 0); !ok {
 		t.Fatal("a seal below FormatV9 took the partition")
+	}
+}
+
+// moveAll moves topic t's partition 0 from src to dst as the mover does:
+// seal, copy everything, finish.
+func moveAll(t *testing.T, src, dst *harness, topic string) wire.MoveSealResult {
+	t.Helper()
+	cat, _, _ := src.s.Catalog(wire.DefaultTenant, topic)
+	if code := dst.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: topic, Catalog: cat}); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	c := wire.MoveSealCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc}
+	sealed, err := wire.DecodeMoveSealResult(src.apply(wire.KindMoveSeal, c.Encode(nil)))
+	if err != nil || sealed.Code != wire.CodeOK {
+		t.Fatalf("seal: %+v %v", sealed, err)
+	}
+	chunks, err := src.s.MoveChunks(sealed.PID, sealed.Start, sealed.Next, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, more, err := src.s.MoveStateKeys(sealed.PID, wire.MoveKeyCursor, nil, 1<<20)
+	if err != nil || more {
+		t.Fatal(err, more)
+	}
+	cp := wire.MoveCopyCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc, Name: "0", Start: sealed.Start, Chunks: chunks, Keys: keys}
+	if r := dst.moveCopy(cp); r.Code != wire.CodeOK || r.Next != sealed.Next {
+		t.Fatalf("copy: %+v", r)
+	}
+	fin := wire.MoveFinishCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc, Start: sealed.Start, Next: sealed.Next, LastWriteMs: sealed.LastWriteMs}
+	if code := dst.moveCode(wire.KindMoveFinish, fin.Encode(nil)); code != wire.CodeOK {
+		t.Fatal("finish:", code)
+	}
+	return sealed
+}
+
+// A Kafka partition moves with what Kafka clients depend on: kept batches
+// byte for byte at their offsets, an idempotent producer's sequences (a
+// retried batch is recognised at the target, the next one continues) and
+// a consumer group's committed offset; a partition with a transaction
+// open is not sealed (CodeConflict), and is once it ended. The moved
+// state survives a snapshot of the target installed elsewhere.
+func TestMoveCarriesKafkaState(t *testing.T) {
+	src, dst := newHarness(t), movingGroup(t, 1)
+	first := src.produceCmd("t", 0, 7, 0, 0, 3)
+	if r := src.produce(first); r.Code != wire.CodeOK || r.BaseOffset != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	kept, _ := src.keptProduce("t", 4)
+	if r := src.produce(kept); r.Code != wire.CodeOK || r.BaseOffset != 3 {
+		t.Fatalf("kept produce: %+v", r)
+	}
+	if code := src.commit("t", "cg", 0, 5, "meta"); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+
+	ini := src.initProducer("tx", 1)
+	begin := wire.TxnBeginCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, Groups: 1}
+	b := src.kafkaTxn(wire.KindKafkaTxnBegin, begin.Encode(nil))
+	x := wire.ID{0: 1, 15: 1}
+	if r := src.stage(x, wire.KafkaStageCmd{TxnID: "tx", Produce: src.produceCmd("t", 0, ini.ProducerID, ini.Epoch, 0, 2)}); r.Code != wire.CodeOK {
+		t.Fatalf("stage: %+v", r)
+	}
+	cat, _, _ := src.s.Catalog(wire.DefaultTenant, "t")
+	seal := wire.MoveSealCmd{Tenant: wire.DefaultTenant, Queue: "t", Inc: cat.Inc}
+	if r, _ := wire.DecodeMoveSealResult(src.apply(wire.KindMoveSeal, seal.Encode(nil))); r.Code != wire.CodeConflict {
+		t.Fatalf("a seal with a transaction open: %+v", r)
+	}
+	end := wire.TxnEndCmd{Tenant: wire.DefaultTenant, TxnID: "tx", ProducerID: ini.ProducerID, Epoch: ini.Epoch, TxnSeq: b.TxnSeq, Commit: false}
+	if r, _ := src.end(x, end); r.Code != wire.CodeOK {
+		t.Fatalf("abort: %+v", r)
+	}
+	srcPart, _ := src.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+	srcTxns := src.s.Txns(srcPart, 0, srcPart.HighWatermark())
+	srcKept := keptBatches(t, src.s, "t")
+
+	sealed := moveAll(t, src, dst, "t")
+	if sealed.Next != 10 { // 3 + 4 + 2 staged + the abort marker
+		t.Fatalf("sealed at %d", sealed.Next)
+	}
+	check := func(h *harness, when string) {
+		t.Helper()
+		p, ok := h.s.PartitionByIndex(wire.DefaultTenant, "t", 0)
+		if !ok || p.HighWatermark() != 10 {
+			t.Fatalf("%s: partition %+v %v", when, p, ok)
+		}
+		if got := keptBatches(t, h.s, "t"); fmt.Sprintf("%x", got) != fmt.Sprintf("%x", srcKept) {
+			t.Fatalf("%s: the chunks did not move byte for byte:\n%x\nsource:\n%x", when, got, srcKept)
+		}
+		if v := h.s.Txns(p, 0, p.HighWatermark()); fmt.Sprint(v.Skips) != fmt.Sprint(srcTxns.Skips) || v.LastStable != 10 {
+			t.Fatalf("%s: transaction ranges %+v, the source had %+v", when, v, srcTxns)
+		}
+		if pos, ok := h.s.GroupPosition(p, "cg"); !ok || pos != 5 {
+			t.Fatalf("%s: committed offset %d %v", when, pos, ok)
+		}
+	}
+	check(dst, "after the move")
+	// The producer's retry of its first batch is a duplicate at its
+	// offset; its next batch follows on.
+	if r := dst.produce(first); r.Code != wire.CodeDuplicate || r.BaseOffset != 0 {
+		t.Fatalf("a retried batch at the target: %+v", r)
+	}
+	next := src.produceCmd("t", 0, 7, 0, 3, 1) // src is the home: it allocates
+	next.Push.Inc = 0
+	if r := dst.produce(next); r.Code != wire.CodeOK || r.BaseOffset != 10 {
+		t.Fatalf("the producer's next batch at the target: %+v", r)
+	}
+	other := movingGroup(t, 1)
+	dst.snapshotTo(other)
+	if p, ok := other.s.PartitionByIndex(wire.DefaultTenant, "t", 0); !ok || p.HighWatermark() != 11 {
+		t.Fatalf("after a snapshot: %+v %v", p, ok)
+	}
+	if r := other.produce(next); r.Code != wire.CodeDuplicate || r.BaseOffset != 10 {
+		t.Fatalf("a retried batch after a snapshot: %+v", r)
 	}
 }

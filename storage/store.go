@@ -118,7 +118,8 @@ type Store struct {
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
 	// moved holds the partitions this group sealed or gave away to
 	// another group (move.go), by queue and index.
-	moved map[moveRef]*movedPart
+	moved     map[moveRef]*movedPart
+	movedPIDs map[uint64]bool // their ids: true while sealed
 	// xprep holds the prepared parts of cross-group transactions and
 	// pinned what they pin (xtxn.go); xAborts says abort decisions may be
 	// stored.
