@@ -199,6 +199,9 @@ func (e *Engine) driveMove(home int, m wire.MoveInfo) error {
 			return ErrClosed
 		default:
 		}
+		if !h.leads(h.groups[home]) {
+			return nil // the home's new leader drives it from its record
+		}
 		var err error
 		switch mv.m.State {
 		case wire.MoveCopying:
