@@ -247,6 +247,9 @@ func (s *Store) applyMoveRecord(ctx *applyCtx, c *wire.MoveRecordCmd) wire.MoveR
 		default:
 			return wire.MoveRecordResult{Code: wire.CodeConflict, Move: cur}
 		}
+		if int(cur.Index) >= len(q.dir) || q.dir[cur.Index].removed() || q.dir[cur.Index].group() != cur.From {
+			return wire.MoveRecordResult{Code: wire.CodePartitionNotFound, Move: cur}
+		}
 		s.switchDirEntry(ctx, q, cur.Index, cur.To)
 		cur.State, cur.Copied = wire.MoveSwitched, max(cur.Copied, cur.End)
 		return save(wire.CodeOK)

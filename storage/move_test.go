@@ -268,7 +268,24 @@ func TestMoveUnsealAndDropIncoming(t *testing.T) {
 	if s := src.moveSeal(inc, 1, false); s.Code != wire.CodeOK {
 		t.Fatal(s)
 	}
+	// Sealed, and incoming: both survive restarts and a snapshot.
+	src.restart(false)
 	src.restart(true)
+	dst.restart(true)
+	if _, next, ok := dst.s.Incoming(wire.DefaultTenant, "q", 1); !ok || next != 1 {
+		t.Fatalf("the incoming partition after a restart: %d %v", next, ok)
+	}
+	if _, ok := dst.s.PartitionByIndex(wire.DefaultTenant, "q", 1); ok {
+		t.Fatal("the incoming partition is visible after a restart")
+	}
+	other := movingGroup(t, 1)
+	src.snapshotTo(other)
+	if _, sealed, ok := other.s.MovedOut(wire.DefaultTenant, "q", 1); !ok || !sealed {
+		t.Fatal("a snapshot lost the seal")
+	}
+	if res := other.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: other.nextID(), Payload: []byte("x")})); res.Code != wire.CodePartitionMoved {
+		t.Fatalf("a push to the sealed partition after a snapshot: %v", res.Code)
+	}
 	if s := src.moveSeal(inc, 1, true); s.Code != wire.CodeOK || s.Next != 1 {
 		t.Fatalf("unseal: %+v", s)
 	}
@@ -321,34 +338,37 @@ func TestMoveCommandsNeedFormatV9(t *testing.T) {
 
 // moveAll moves topic t's partition 0 from src to dst as the mover does:
 // seal, copy everything, finish.
-func moveAll(t *testing.T, src, dst *harness, topic string) wire.MoveSealResult {
+func moveAll(t *testing.T, src, dst *harness, topic string, sealed func()) wire.MoveSealResult {
 	t.Helper()
 	cat, _, _ := src.s.Catalog(wire.DefaultTenant, topic)
 	if code := dst.ensure(wire.EnsureShardCmd{Tenant: wire.DefaultTenant, Queue: topic, Catalog: cat}); code != wire.CodeOK {
 		t.Fatal(code)
 	}
 	c := wire.MoveSealCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc}
-	sealed, err := wire.DecodeMoveSealResult(src.apply(wire.KindMoveSeal, c.Encode(nil)))
-	if err != nil || sealed.Code != wire.CodeOK {
-		t.Fatalf("seal: %+v %v", sealed, err)
+	res, err := wire.DecodeMoveSealResult(src.apply(wire.KindMoveSeal, c.Encode(nil)))
+	if err != nil || res.Code != wire.CodeOK {
+		t.Fatalf("seal: %+v %v", res, err)
 	}
-	chunks, err := src.s.MoveChunks(sealed.PID, sealed.Start, sealed.Next, 1<<20)
+	if sealed != nil {
+		sealed()
+	}
+	chunks, err := src.s.MoveChunks(res.PID, res.Start, res.Next, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, more, err := src.s.MoveStateKeys(sealed.PID, wire.MoveKeyCursor, nil, 1<<20)
+	keys, more, err := src.s.MoveStateKeys(res.PID, wire.MoveKeyCursor, nil, 1<<20)
 	if err != nil || more {
 		t.Fatal(err, more)
 	}
-	cp := wire.MoveCopyCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc, Name: "0", Start: sealed.Start, Chunks: chunks, Keys: keys}
-	if r := dst.moveCopy(cp); r.Code != wire.CodeOK || r.Next != sealed.Next {
+	cp := wire.MoveCopyCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc, Name: "0", Start: res.Start, Chunks: chunks, Keys: keys}
+	if r := dst.moveCopy(cp); r.Code != wire.CodeOK || r.Next != res.Next {
 		t.Fatalf("copy: %+v", r)
 	}
-	fin := wire.MoveFinishCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc, Start: sealed.Start, Next: sealed.Next, LastWriteMs: sealed.LastWriteMs}
+	fin := wire.MoveFinishCmd{Tenant: wire.DefaultTenant, Queue: topic, Inc: cat.Inc, Start: res.Start, Next: res.Next, LastWriteMs: res.LastWriteMs}
 	if code := dst.moveCode(wire.KindMoveFinish, fin.Encode(nil)); code != wire.CodeOK {
 		t.Fatal("finish:", code)
 	}
-	return sealed
+	return res
 }
 
 // A Kafka partition moves with what Kafka clients depend on: kept batches
@@ -391,7 +411,15 @@ func TestMoveCarriesKafkaState(t *testing.T) {
 	srcTxns := src.s.Txns(srcPart, 0, srcPart.HighWatermark())
 	srcKept := keptBatches(t, src.s, "t")
 
-	sealed := moveAll(t, src, dst, "t")
+	sealed := moveAll(t, src, dst, "t", func() {
+		// Sealed, with Kafka state kept for the copy: a restart from the
+		// load image and one from the store keep it sealed and whole.
+		src.restart(false)
+		src.restart(true)
+		if _, ok := src.s.PartitionByIndex(wire.DefaultTenant, "t", 0); ok {
+			t.Fatal("a restart gave the sealed partition back")
+		}
+	})
 	if sealed.Next != 10 { // 3 + 4 + 2 staged + the abort marker
 		t.Fatalf("sealed at %d", sealed.Next)
 	}
