@@ -33,8 +33,10 @@ type moveLoad struct {
 
 func startMoveLoad(ctx context.Context, t *testing.T, c *harness.Cluster, topic string, pad int) *moveLoad {
 	l := &moveLoad{t: t, offsets: map[int]int64{}, failures: make(chan error, 1)}
+	// Uncompressed, so the padding is bytes to copy.
 	l.prod = e2etest.KgoClient(t, c, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(2*time.Millisecond), kgo.RetryTimeout(2*time.Minute), kgo.RequiredAcks(kgo.AllISRAcks()))
+		kgo.ProducerLinger(2*time.Millisecond), kgo.RetryTimeout(2*time.Minute), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	padding := make([]byte, pad)
 	l.wg.Add(1)
 	go func() {
@@ -318,7 +320,7 @@ func TestKafkaPartitionMoveSurvivesHomeLeaderSIGKILL(t *testing.T) {
 	from := partitionGroup(ctx, t, c, "mk") // a one-partition topic's partition 0 is at its home
 	to := (from + 1) % 3
 
-	// A backlog large enough that copying it takes a while.
+	// A backlog large enough (about 40 MB) that copying it takes a while.
 	load := startMoveLoad(ctx, t, c, "mk", 2000)
 	load.waitAcked(ctx, 20000)
 
@@ -341,6 +343,8 @@ func TestKafkaPartitionMoveSurvivesHomeLeaderSIGKILL(t *testing.T) {
 	}); err != nil {
 		t.Fatal("the move never started copying")
 	}
+	// (The kill lands mid-copy unless the copy outran the poll: the log
+	// says which step the record was at.)
 	leader := e2etest.GroupLeader(t, ctx, c, from)
 	var during []moveView
 	during = movesOf(ctx, c, "mk")
@@ -355,6 +359,9 @@ func TestKafkaPartitionMoveSurvivesHomeLeaderSIGKILL(t *testing.T) {
 	load.waitAcked(ctx, load.acked()+1000)
 	load.finish()
 	if err := c.Start(killed); err != nil {
+		t.Fatal(err)
+	}
+	if err := killed.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if g := partitionGroup(ctx, t, c, "mk"); g != to {
