@@ -478,7 +478,7 @@ func (mv *mover) sealed(ctx context.Context) error {
 	if code, _ := wire.ResultCode(b); code != wire.CodeOK {
 		return fmt.Errorf("raftgroups: finish in the target: %w", code.Err())
 	}
-	if err := mv.record(ctx, wire.MoveOpSwitch, wire.MoveInfo{}); err != nil {
+	if err := mv.record(ctx, wire.MoveOpSwitch, wire.MoveInfo{EpochBase: mv.epochBase()}); err != nil {
 		return err
 	}
 	// Shards learn the queue's new group set as a configure tells them.
@@ -488,6 +488,23 @@ func (mv *mover) sealed(ctx context.Context) error {
 		cancel()
 	}
 	return nil
+}
+
+// epochBase is the partition's Kafka leader epoch base in the target: a
+// partition's epoch is its group's raft term plus its base, and the
+// target's term may be below the source's, which clients would take for a
+// stale answer (franz-go ignores a rewound epoch for several metadata
+// refreshes). The new base puts the epoch above the source's now; the
+// target's term only grows from there.
+func (mv *mover) epochBase() uint32 {
+	d, _ := mv.e.GroupStore(mv.home).DirByIndex(mv.m.Tenant, mv.m.Queue, mv.m.Index)
+	_, termS, _ := mv.e.Leader(int(mv.m.From))
+	_, termT, _ := mv.e.Leader(int(mv.m.To))
+	epochS := termS + uint64(d.EpochBase)
+	if termT > epochS {
+		return 0
+	}
+	return uint32(min(epochS+1-termT, 1<<30))
 }
 
 // switched drops the source's sealed copy and ends the move.

@@ -250,7 +250,8 @@ func (s *Store) applyMoveRecord(ctx *applyCtx, c *wire.MoveRecordCmd) wire.MoveR
 		if int(cur.Index) >= len(q.dir) || q.dir[cur.Index].removed() || q.dir[cur.Index].group() != cur.From {
 			return wire.MoveRecordResult{Code: wire.CodePartitionNotFound, Move: cur}
 		}
-		s.switchDirEntry(ctx, q, cur.Index, cur.To)
+		cur.EpochBase = m.EpochBase
+		s.switchDirEntry(ctx, q, cur.Index, cur.To, m.EpochBase)
 		cur.State, cur.Copied = wire.MoveSwitched, max(cur.Copied, cur.End)
 		return save(wire.CodeOK)
 	case wire.MoveOpDone:
@@ -281,11 +282,12 @@ func (s *Store) applyMoveRecord(ctx *applyCtx, c *wire.MoveRecordCmd) wire.MoveR
 	return wire.MoveRecordResult{Code: wire.CodeBadRequest}
 }
 
-// switchDirEntry points a home's directory entry at group to.
-func (s *Store) switchDirEntry(ctx *applyCtx, q *queueState, index uint32, to uint16) {
+// switchDirEntry points a home's directory entry at group to, with the
+// partition's new Kafka leader epoch base.
+func (s *Store) switchDirEntry(ctx *applyCtx, q *queueState, index uint32, to uint16, epochBase uint32) {
 	from := q.dir[index].group()
 	d, _ := q.dirEntry(ctx.get, index)
-	d.group = to
+	d.group, d.epochBase = to, epochBase
 	q.dir[index] = slotOf(to)
 	if int(from) < len(q.dirInGroup) && q.dirInGroup[from] > 0 {
 		q.dirInGroup[from]--

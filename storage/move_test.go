@@ -188,7 +188,9 @@ func TestMovePartitionToAnotherGroup(t *testing.T) {
 	if code := dst.moveCode(wire.KindMoveFinish, fin.Encode(nil)); code != wire.CodeOK {
 		t.Fatal("a repeated finish:", code)
 	}
-	if sw := home.moveRecord(wire.MoveOpSwitch, inc, start); sw.Code != wire.CodeOK || sw.Move.State != wire.MoveSwitched {
+	withBase := start
+	withBase.EpochBase = 7
+	if sw := home.moveRecord(wire.MoveOpSwitch, inc, withBase); sw.Code != wire.CodeOK || sw.Move.State != wire.MoveSwitched || sw.Move.EpochBase != 7 {
 		t.Fatalf("switch: %+v", sw)
 	}
 	drop := wire.MoveDropCmd{Tenant: wire.DefaultTenant, Queue: "q", Index: 1}
@@ -203,7 +205,7 @@ func TestMovePartitionToAnotherGroup(t *testing.T) {
 
 	check := func(when string) {
 		t.Helper()
-		if d, ok := home.s.DirByIndex(wire.DefaultTenant, "q", 1); !ok || d.Group != 2 || d.Name != "b" {
+		if d, ok := home.s.DirByIndex(wire.DefaultTenant, "q", 1); !ok || d.Group != 2 || d.Name != "b" || d.EpochBase != 7 {
 			t.Fatalf("%s: directory entry %+v %v", when, d, ok)
 		}
 		if home.s.DirInGroup(wire.DefaultTenant, "q", 2) != 1 || home.s.DirInGroup(wire.DefaultTenant, "q", 1) != 0 {

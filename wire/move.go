@@ -74,6 +74,10 @@ type MoveInfo struct {
 	Reason    string // why it failed
 	StartedMs int64
 	UpdatedMs int64
+	// EpochBase: the switch's new Kafka leader epoch base for the
+	// partition (DirEntry.EpochBase), chosen by the mover so the epoch in
+	// the target is above the source's.
+	EpochBase uint32
 }
 
 func (m *MoveInfo) encode(w *Writer) {
@@ -89,6 +93,7 @@ func (m *MoveInfo) encode(w *Writer) {
 	w.String(m.Reason)
 	w.Varint(m.StartedMs)
 	w.Varint(m.UpdatedMs)
+	w.Uvarint(uint64(m.EpochBase))
 }
 
 func decodeMoveInfo(r *Reader) MoveInfo {
@@ -105,6 +110,7 @@ func decodeMoveInfo(r *Reader) MoveInfo {
 	m.Reason = r.String()
 	m.StartedMs = r.Varint()
 	m.UpdatedMs = r.Varint()
+	m.EpochBase = r.u32()
 	return m
 }
 

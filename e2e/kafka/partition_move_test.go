@@ -224,6 +224,12 @@ func TestKafkaPartitionMoveUnderLoad(t *testing.T) {
 		t.Fatalf("the consumer group committed nothing: %v", err)
 	}
 
+	md, err := adm.Metadata(ctx, "mv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochBefore := md.Topics["mv"].Partitions[0].LeaderEpoch
+
 	var req kadm.AlterPartitionAssignmentsReq
 	req.Assign("mv", 0, []int32{target, target%3 + 1, (target+1)%3 + 1})
 	res, err := adm.AlterPartitionAssignments(ctx, req)
@@ -263,9 +269,9 @@ func TestKafkaPartitionMoveUnderLoad(t *testing.T) {
 			return false, nil
 		}
 		pd := md.Topics["mv"].Partitions[0]
-		return pd.Err == nil && pd.Leader == target, nil
+		return pd.Err == nil && pd.Leader == target && pd.LeaderEpoch > epochBefore, nil
 	}); err != nil {
-		t.Fatalf("Metadata never named broker %d as mv/0's leader", target)
+		t.Fatalf("Metadata never named broker %d as mv/0's leader at an epoch above %d", target, epochBefore)
 	}
 	offs, err := adm.FetchOffsets(ctx, "mvg")
 	if err != nil {

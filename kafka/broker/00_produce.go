@@ -160,7 +160,7 @@ func (b *Broker) hintLeaders(tenant wire.ID, resp *kmsg.ProduceResponse) {
 			if !ok {
 				continue
 			}
-			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epochOf(term)
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epochOf(term+uint64(part.epochBase))
 			if !named[id] {
 				named[id] = true
 				resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: id, Host: host, Port: port})

@@ -24,6 +24,9 @@ type cachedPartition struct {
 	storage.Partition
 	group int
 	inc   uint64
+	// epochBase is added to the group's term for the partition's leader
+	// epoch (non-zero once it moved, docs/placement.md).
+	epochBase uint32
 }
 
 // partitionCache remembers partitions. A handle's fields never change and
@@ -84,7 +87,7 @@ func (b *Broker) lookupPartition(k partitionKey) (cachedPartition, bool) {
 		return cachedPartition{}, false
 	}
 	p, ok := st.PartitionByIndex(k.tenant, k.topic, k.index)
-	return cachedPartition{Partition: p, group: int(d.Group), inc: cat.Inc}, ok
+	return cachedPartition{Partition: p, group: int(d.Group), inc: cat.Inc, epochBase: d.EpochBase}, ok
 }
 
 // forgetPartition drops a cached partition its group refused (its queue
