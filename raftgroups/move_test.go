@@ -2,6 +2,7 @@ package raftgroups
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -168,4 +169,33 @@ func TestMoveCancelledWhileCopying(t *testing.T) {
 		t.Fatal("the target kept an incoming partition")
 	}
 	pushTo(ctx, t, e, "mc", "a", `3`)
+}
+
+// A push to a partition sealed for a move answers CodePartitionMoved (the
+// front doors' retriable partition_moving / NOT_LEADER_OR_FOLLOWER), after
+// resolving it again from the home; unsealed, it is written again.
+func TestPushToASealedPartitionIsRetriable(t *testing.T) {
+	e, ctx := oneNodeThreeGroups(t)
+	waitFormat(ctx, t, e, wire.FormatV9)
+	out := pushTo(ctx, t, e, "ms", "a", `1`)
+	from := wire.GroupOfID(out[0].PartitionID)
+	cat, _ := e.Catalog(wire.DefaultTenant, "ms")
+	seal := func(unseal bool) {
+		t.Helper()
+		c := wire.MoveSealCmd{Tenant: wire.DefaultTenant, Queue: "ms", Inc: cat.Inc, Index: 0, Unseal: unseal}
+		res, err := proposeOne(ctx, e, from, wire.KindMoveSeal, c.Encode(nil), wire.DecodeMoveSealResult)
+		if err != nil || res.Code != wire.CodeOK {
+			t.Fatalf("seal %v: %+v %v", unseal, res, err)
+		}
+	}
+	seal(false)
+	res, err := e.Push(ctx, wire.DefaultTenant, []wire.PushCmd{{Tenant: wire.DefaultTenant, Queue: "ms", Partition: "a",
+		PartitionIndex: -1, Flags: wire.PushIndexTxn, Count: 1, Records: wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: wire.ID{0: 5, 15: 1}, Payload: []byte(`2`)})}})
+	if err != nil || res[0].Err != nil || res[0].Code != wire.CodePartitionMoved || !errors.Is(res[0].Code.Err(), wire.ErrPartitionMoving) {
+		t.Fatalf("a push to the sealed partition: %v %+v", err, res)
+	}
+	seal(true)
+	if again := pushTo(ctx, t, e, "ms", "a", `3`); again[0].BaseOffset != 1 {
+		t.Fatalf("a push after the unseal: %+v", again[0])
+	}
 }
