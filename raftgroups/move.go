@@ -48,6 +48,9 @@ const (
 	// a partition written faster than it copies still moves, with a
 	// longer pause.
 	moveCopyPasses = 64
+	// moveKeepEnded is how long an ended move stays listed (GET
+	// /api/v1/system/partitions/moves) before the mover forgets it.
+	moveKeepEnded = 24 * time.Hour
 )
 
 // StartMove records a move of a queue's partition to group to at the
@@ -147,6 +150,9 @@ func (e *Engine) runMoves() {
 		}
 		for _, m := range g.store.Moves(wire.ID{}) {
 			if !moveActive(&m) {
+				if h.clock.NowMs()-m.UpdatedMs > moveKeepEnded.Milliseconds() {
+					e.forgetMove(g.n, m)
+				}
 				continue
 			}
 			select {
@@ -160,6 +166,18 @@ func (e *Engine) runMoves() {
 			}
 		}
 	}
+}
+
+// forgetMove drops an ended move's record.
+func (e *Engine) forgetMove(home int, m wire.MoveInfo) {
+	cat, ok := e.Catalog(m.Tenant, m.Queue)
+	if !ok {
+		return // the queue's delete took its records
+	}
+	ctx, cancel := context.WithTimeout(e.host.stopped, e.host.cfg.RequestTimeout)
+	defer cancel()
+	cmd := wire.MoveRecordCmd{Op: wire.MoveOpForget, Inc: cat.Inc, Move: wire.MoveInfo{Tenant: m.Tenant, Queue: m.Queue, Index: m.Index}}
+	_, _ = e.Propose(ctx, home, wire.Command{Kind: wire.KindMoveRecord, Body: cmd.Encode(nil)}) // the next round tries again
 }
 
 // mover is one move being driven.

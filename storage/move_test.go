@@ -208,6 +208,9 @@ func TestMovePartitionToAnotherGroup(t *testing.T) {
 		if d, ok := home.s.DirByIndex(wire.DefaultTenant, "q", 1); !ok || d.Group != 2 || d.Name != "b" || d.EpochBase != 7 {
 			t.Fatalf("%s: directory entry %+v %v", when, d, ok)
 		}
+		if m, ok := home.s.MoveOf(wire.DefaultTenant, "q", 1); !ok || m.State != wire.MoveDone || m.From != 1 || m.To != 2 {
+			t.Fatalf("%s: move record %+v %v", when, m, ok)
+		}
 		if home.s.DirInGroup(wire.DefaultTenant, "q", 2) != 1 || home.s.DirInGroup(wire.DefaultTenant, "q", 1) != 0 {
 			t.Fatalf("%s: directory counts by group", when)
 		}
@@ -246,6 +249,21 @@ func TestMovePartitionToAnotherGroup(t *testing.T) {
 	}
 	if res := dst.applyPush("q", "b", 0, 1, wire.AppendRecord(nil, &wire.Record{Flags: wire.FlagJSON, MsgID: dst.nextID(), Payload: []byte("m5")})); res.Code != wire.CodeOK || res.BaseOffset != 5 {
 		t.Fatalf("a push to the moved partition: %+v", res)
+	}
+	// An ended move's record is forgotten when asked; then the partition
+	// can move again.
+	home.moveRecord(wire.MoveOpForget, inc, start)
+	if _, ok := home.s.MoveOf(wire.DefaultTenant, "q", 1); ok {
+		t.Fatal("the record survived its forget")
+	}
+	if again := home.moveRecord(wire.MoveOpStart, inc, wire.MoveInfo{Tenant: wire.DefaultTenant, Queue: "q", Index: 1, To: 1}); again.Code != wire.CodeOK || again.Move.From != 2 {
+		t.Fatalf("a move back: %+v", again)
+	}
+	if forget := home.moveRecord(wire.MoveOpForget, inc, start); forget.Code != wire.CodeOK {
+		t.Fatal(forget)
+	}
+	if m, ok := home.s.MoveOf(wire.DefaultTenant, "q", 1); !ok || m.State != wire.MoveCopying {
+		t.Fatalf("a forget dropped an active move: %+v %v", m, ok)
 	}
 }
 
