@@ -139,6 +139,28 @@ func TestMovePartitionWhileItTakesWrites(t *testing.T) {
 	if src, ok := e.GroupStore(from).PartitionByIndex(wire.DefaultTenant, "mv", 0); ok {
 		t.Fatalf("the source still holds %+v", src)
 	}
+
+	// And back: the old source takes it again (its moved mark goes).
+	if _, err := e.StartMove(ctx, wire.DefaultTenant, "mv", 0, from); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if m, ok := e.MoveOf(wire.DefaultTenant, "mv", 0); ok && m.To == uint16(from) && !moveActive(&m) {
+			if m.State != wire.MoveDone {
+				t.Fatalf("move back: %+v", m)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the move back never ended")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	back := pushTo(ctx, t, e, "mv", "a", `"back"`)
+	if wire.GroupOfID(back[0].PartitionID) != from || back[0].BaseOffset != hwm+1 {
+		t.Fatalf("a push after the move back: %+v", back[0])
+	}
 }
 
 // A move asked to cancel while it copies leaves the partition where it
