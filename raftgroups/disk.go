@@ -75,7 +75,8 @@ func (d *diskGuard) refuses(cmds []wire.Command) bool {
 func addsData(k wire.Kind) bool {
 	switch k {
 	case wire.KindPush, wire.KindTransaction, wire.KindKafkaProduce, wire.KindKV, wire.KindTimers,
-		wire.KindTrace, wire.KindDLQReplay:
+		wire.KindTrace, wire.KindDLQReplay,
+		wire.KindMoveCopy: // a partition moving in waits for room; the mover tries again
 		return true
 	}
 	return false

@@ -33,13 +33,14 @@ const (
 // startEngineLoops starts the loops that need the engine.
 func (h *Host) startEngineLoops(e *Engine) {
 	h.forgets = make(chan forgetReq, 4096)
-	h.wg.Add(5)
+	h.wg.Add(6)
 	// A standby takes none of these writes while it follows: what they
 	// would do arrives in its source's entries (standby.go).
 	go h.every(resolveEvery, h.unlessFollowing(func() { e.resolveInDoubt() }))
 	go h.every(resolveEvery, h.unlessFollowing(func() { e.finishDecisions(); e.settleKafkaTxns() }))
 	go h.every(reconcileEvery, h.unlessFollowing(func() { e.reconcile() }))
 	go h.every(tickEvery, h.unlessFollowing(e.fireTimers))
+	go h.every(moveEvery, h.unlessFollowing(e.runMoves))
 	go e.forgetLoop()
 }
 

@@ -243,7 +243,8 @@ func (e *Engine) ensureShards(ctx context.Context, r *resolved) error {
 // staleShard reports a write refused because the group's shard is of
 // another incarnation or lacks the partition: resolve again from the home.
 func staleShard(code wire.Code) bool {
-	return code == wire.CodeQueueNotFound || code == wire.CodePartitionNotFound || code == wire.CodePartitionGone
+	return code == wire.CodeQueueNotFound || code == wire.CodePartitionNotFound || code == wire.CodePartitionGone ||
+		code == wire.CodePartitionMoved // moved since this node's replica of the home said where (move.go)
 }
 
 // propagateCatalog carries a catalog's options and the home's

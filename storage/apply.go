@@ -267,6 +267,16 @@ func (s *Store) applyCommand(ctx *applyCtx, cmd wire.Command) []byte {
 		return run(cmd.Body, wire.DecodeDropDirCmd, func(c *wire.DropDirCmd) wire.CodeResult { return s.applyDropDir(ctx, c) })
 	case wire.KindForgetDrops:
 		return run(cmd.Body, wire.DecodeDropDirCmd, func(c *wire.DropDirCmd) wire.CodeResult { return s.applyForgetDrops(ctx, c) })
+	case wire.KindMoveRecord:
+		return run(cmd.Body, wire.DecodeMoveRecordCmd, func(c *wire.MoveRecordCmd) wire.MoveRecordResult { return s.applyMoveRecord(ctx, c) })
+	case wire.KindMoveCopy:
+		return run(cmd.Body, wire.DecodeMoveCopyCmd, func(c *wire.MoveCopyCmd) wire.MoveCopyResult { return s.applyMoveCopy(ctx, c) })
+	case wire.KindMoveSeal:
+		return run(cmd.Body, wire.DecodeMoveSealCmd, func(c *wire.MoveSealCmd) wire.MoveSealResult { return s.applyMoveSeal(ctx, c) })
+	case wire.KindMoveFinish:
+		return run(cmd.Body, wire.DecodeMoveFinishCmd, func(c *wire.MoveFinishCmd) wire.CodeResult { return s.applyMoveFinish(ctx, c) })
+	case wire.KindMoveDrop:
+		return run(cmd.Body, wire.DecodeMoveDropCmd, func(c *wire.MoveDropCmd) wire.CodeResult { return s.applyMoveDrop(ctx, c) })
 	case wire.KindLinkApply:
 		return run(cmd.Body, wire.DecodeLinkApplyCmd, func(c *wire.LinkApplyCmd) wire.CountResult { return s.applyLinkApply(ctx, c) })
 	case wire.KindLinkPromote:

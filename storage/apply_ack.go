@@ -89,6 +89,14 @@ type ackTarget struct {
 // lease counts as over.
 func (s *Store) resolveAck(ctx *applyCtx, tenant wire.ID, group string, it *wire.AckItem) ackTarget {
 	p := s.partByID(ctx, it.PartitionID)
+	if p == nil && s.movedPID(it.PartitionID) {
+		// Its leases ended at the seal (move.go): answered as an
+		// expired lease is.
+		if !it.LeaseID.IsZero() {
+			return ackTarget{code: wire.CodeLeaseMismatch}
+		}
+		return ackTarget{code: wire.CodeNotLeased}
+	}
 	if p == nil || p.q.tenant != tenant {
 		return ackTarget{code: wire.CodePartitionNotFound}
 	}

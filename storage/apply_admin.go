@@ -19,7 +19,7 @@ func (s *Store) applyCommitPosition(ctx *applyCtx, c *wire.CommitPositionCmd) wi
 		p = s.partNamed(ctx, q, c.Partition)
 	}
 	if p == nil {
-		return wire.CodeResult{Code: wire.CodePartitionNotFound}
+		return wire.CodeResult{Code: s.movedCode(q, int64(c.PartitionIndex), c.Partition)}
 	}
 	sub := s.subscribe(ctx, q, c.Group, wire.SubAll, 0, 0)
 	cur := s.cursorFor(ctx, p, sub)

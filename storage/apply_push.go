@@ -137,10 +137,16 @@ func (s *Store) pushTarget(ctx *applyCtx, q *queueState, c *wire.PushCmd) (*part
 		if q.gone.has(uint32(c.PartitionIndex)) {
 			return nil, wire.CodePartitionGone // a stale directory entry: the engine allocates the name again
 		}
+		if s.movedAt(q, uint32(c.PartitionIndex)) {
+			return nil, wire.CodePartitionMoved // sealed for a move, or moved: resolve again (move.go)
+		}
 		return nil, wire.CodePartitionNotFound
 	}
 	if p := s.partNamed(ctx, q, c.Partition); p != nil {
 		return p, wire.CodeOK
+	}
+	if s.movedNamed(q, c.Partition) {
+		return nil, wire.CodePartitionMoved
 	}
 	return nil, wire.CodePartitionNotFound
 }

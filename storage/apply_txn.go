@@ -334,7 +334,7 @@ func (s *Store) checkTxnPosition(ctx *applyCtx, tenant wire.ID, pos *wire.Positi
 		return wire.CodeQueueNotFound
 	}
 	if s.partNamed(ctx, q, pos.Partition) == nil {
-		return wire.CodePartitionNotFound
+		return s.movedCode(q, -1, pos.Partition)
 	}
 	return wire.CodeOK
 }

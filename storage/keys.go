@@ -37,6 +37,7 @@ const (
 	tagRetried   = 'R' // proposal stamp ms, proposal id → (empty): a retry of it was applied (retries.go)
 	tagFormat    = 'F' // the store's on-disk format (store.go)
 	tagGone      = 'G' // qid, index → 1 until the home dropped it, else 0: a partition removed as idle (cleanup.go)
+	tagMove      = 'M' // kind, qid, index → a partition move's record, incoming or moved-out partition (move.go)
 )
 
 // Transaction index kinds: a message is addressed either by the raw bytes of

@@ -126,6 +126,9 @@ func (s *Store) loadState(useImage bool) error {
 			return fmt.Errorf("storage: load: %w", err)
 		}
 	}
+	if err := s.loadMoves(); err != nil {
+		return fmt.Errorf("storage: load: %w", err)
+	}
 	// Kafka and cross-group transaction state before the walk: they say
 	// which partitions must stay in memory (partcache.go).
 	if err := s.loadKafka(); err != nil {
@@ -197,7 +200,9 @@ func (s *Store) loadPartitions() error {
 					s.indexLease(c.lease.id, p, c.group)
 				}
 			}
-			if !s.bringLoaded(q, p) {
+			if s.sealedPID(p.id) || !s.bringLoaded(q, p) {
+				// A sealed partition is kept for its move (move.go)
+				// but is no longer its queue's.
 				spare = p
 				spareCursors = append(spareCursors, p.cursors...)
 			}

@@ -34,12 +34,20 @@ func (d *dirEntry) encode() []byte {
 	w.String(d.name)
 	w.Uvarint(uint64(d.group))
 	w.Varint(d.createdMs)
+	if d.epochBase > 0 {
+		// Only a move writes it, from FormatV9: no build before it
+		// meets the tail.
+		w.Uvarint(uint64(d.epochBase))
+	}
 	return w.B
 }
 
 func decodeDirEntry(b []byte) (dirEntry, error) {
 	r := wire.NewReader(b)
 	d := dirEntry{name: r.String(), group: uint16(r.Uvarint()), createdMs: r.Varint()}
+	if r.Len() > 0 {
+		d.epochBase = uint32(r.Uvarint())
+	}
 	return d, r.Done()
 }
 
@@ -56,7 +64,7 @@ func (q *queueState) catalog() wire.Catalog {
 // dirEntryAt is the directory entry at index as the wire carries it.
 func (q *queueState) dirEntryAt(read dirReader, index uint32) wire.DirEntry {
 	d, _ := q.dirEntry(read, index)
-	return wire.DirEntry{Index: index, Name: d.name, Group: q.dir[index].group(), CreatedMs: d.createdMs}
+	return wire.DirEntry{Index: index, Name: d.name, Group: q.dir[index].group(), CreatedMs: d.createdMs, EpochBase: d.epochBase}
 }
 
 // readCommitted is the dirReader of readers, under the read locks.
@@ -195,8 +203,8 @@ func (s *Store) applyEnsureShard(ctx *applyCtx, c *wire.EnsureShardCmd) wire.Cod
 		if int(d.Group) != s.cfg.Group || d.Name == "" {
 			return wire.CodeResult{Code: wire.CodeBadRequest}
 		}
-		if q.has(d.Index) {
-			continue
+		if q.has(d.Index) || s.movedAt(q, d.Index) {
+			continue // a partition moved away is never made again here (move.go)
 		}
 		if q.gone.has(d.Index) {
 			continue // removed as idle: never made again at this index (a push to it answers CodePartitionGone)
@@ -265,6 +273,7 @@ func (s *Store) deleteQueueData(ctx *applyCtx, q *queueState) {
 		ctx.del(partitionKey(pid))
 	}
 	s.forgetKafkaQueue(ctx, q)
+	s.forgetMoves(ctx, q)
 	deleteDLQRows(ctx, q.tenant, q.id)
 	for _, prefix := range [][]byte{subPrefix(q.id), dirPrefix(q.id), gonePrefix(q.id)} {
 		_ = ctx.b.DeleteRange(prefix, prefixEnd(prefix), nil)
@@ -371,7 +380,7 @@ func (s *Store) Dir(tenant wire.ID, queue string, from uint32, limit int) []wire
 		if err != nil {
 			continue
 		}
-		out = append(out, wire.DirEntry{Index: binary.BigEndian.Uint32(k[len(prefix):]), Name: d.name, Group: d.group, CreatedMs: d.createdMs})
+		out = append(out, wire.DirEntry{Index: binary.BigEndian.Uint32(k[len(prefix):]), Name: d.name, Group: d.group, CreatedMs: d.createdMs, EpochBase: d.epochBase})
 	}
 	return out
 }

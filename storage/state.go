@@ -113,6 +113,7 @@ type dirEntry struct {
 	name      string
 	group     uint16
 	createdMs int64
+	epochBase uint32 // set by a move's switch (move.go), an optional tail
 }
 
 // dirSlot is one index of a home's directory in memory: the raft group

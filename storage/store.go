@@ -116,6 +116,10 @@ type Store struct {
 	retried    map[uint64]int64
 	hasReplies bool
 	kafka      kafkaState // Kafka producers, transactions, topic configs, nodes
+	// moved holds the partitions this group sealed or gave away to
+	// another group (move.go), by queue and index.
+	moved     map[moveRef]*movedPart
+	movedPIDs map[uint64]bool // their ids: true while sealed
 	// xprep holds the prepared parts of cross-group transactions and
 	// pinned what they pin (xtxn.go); xAborts says abort decisions may be
 	// stored.

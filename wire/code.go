@@ -32,6 +32,7 @@ const (
 	CodeSealRequired      Code = 18 // unsealed records for a queue whose options now ask for encryption
 	CodePartitionGone     Code = 19 // the partition at that index was removed as idle and empty: allocate the name again
 	CodeTxnUnsettled      Code = 20 // the transactional id's last transaction is not yet ended in every raft group it wrote to
+	CodePartitionMoved    Code = 21 // the partition is being moved to another raft group (sealed) or was: resolve it again from the home
 )
 
 // Sentinel errors, one per non-OK code.
@@ -55,6 +56,7 @@ var (
 	ErrSequenceAhead     = errors.New("sequence ahead of the producer's next: an earlier batch has not landed yet; retry")
 	ErrSealRequired      = errors.New("the queue's encryption was just turned on: the records must be sealed; retry")
 	ErrTxnUnsettled      = errors.New("the previous transaction of this transactional id is still being ended in the raft groups it wrote to; retry")
+	ErrPartitionMoving   = errors.New("the partition is moving to another raft group; retry")
 	ErrUnknownCode       = errors.New("unknown outcome code")
 )
 
@@ -80,6 +82,7 @@ var codeErrors = [...]error{
 	CodeSealRequired:      ErrSealRequired,
 	CodePartitionGone:     ErrPartitionNotFound,
 	CodeTxnUnsettled:      ErrTxnUnsettled,
+	CodePartitionMoved:    ErrPartitionMoving,
 }
 
 // Err returns the sentinel error for c, nil for CodeOK.

@@ -46,8 +46,13 @@ const (
 	// answers Empty as Kafka does.
 	FormatV8 uint32 = 8
 
+	// FormatV9: moving a partition to another raft group (move.go): the
+	// move's record at the home, the copy into the target, the seal and
+	// drop in the source; a build before it never meets them.
+	FormatV9 uint32 = 9
+
 	// NewestFormat is the newest format this build writes and applies.
-	NewestFormat = FormatV8
+	NewestFormat = FormatV9
 	// OldestFormat is the oldest format this build applies: a log from the
 	// first entry on.
 	OldestFormat = FormatV1

@@ -141,6 +141,11 @@ type DirEntry struct {
 	Name      string
 	Group     uint16
 	CreatedMs int64
+	// EpochBase is added to the group's raft term to make the
+	// partition's Kafka leader epoch, so a partition moved to a group of
+	// a lower term never shows an older epoch (storage/move.go). Read
+	// from a home's store only; commands never carry it.
+	EpochBase uint32
 }
 
 func (d *DirEntry) encode(w *Writer) {

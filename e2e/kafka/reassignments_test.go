@@ -38,9 +38,12 @@ func partitionLayout(ctx context.Context, t *testing.T, adm *kadm.Client, topic 
 
 // Partition reassignments through kadm on a three-node cluster, where
 // every node holds every partition: none is listed as in progress; a
-// target of the partition's current replicas is accepted with nothing to
-// move; a shrink is INVALID_REPLICA_ASSIGNMENT; a cancel is
-// NO_REASSIGNMENT_IN_PROGRESS; and Metadata is the same afterwards.
+// target whose first broker leads the partition's group (its preferred
+// leader, after ElectLeaders) is accepted with nothing to move, a shrink
+// so ordered too (replicas stay every node); a duplicate is
+// INVALID_REPLICA_ASSIGNMENT; a cancel is NO_REASSIGNMENT_IN_PROGRESS; and
+// Metadata is the same afterwards. Moves themselves:
+// partition_move_test.go.
 func TestKafkaAdminPartitionReassignments(t *testing.T) {
 	c := e2etest.StartCluster(t, harness.Options{Nodes: 3})
 	ctx := e2etest.Deadline(t, 2*time.Minute)
@@ -89,15 +92,19 @@ func TestKafkaAdminPartitionReassignments(t *testing.T) {
 	var shrink kadm.AlterPartitionAssignmentsReq
 	shrink.Assign("rsg", 0, parts[0].Replicas[:2])
 	shrink.CancelAssign("rsg", 1)
+	shrink.Assign("rsg", 2, []int32{parts[2].Replicas[0], parts[2].Replicas[0]})
 	res, err = adm.AlterPartitionAssignments(ctx, shrink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := res["rsg"][0]; !errors.Is(r.Err, kerr.InvalidReplicaAssignment) || r.ErrMessage == "" {
-		t.Fatalf("shrink: %+v", r)
+	if r := res["rsg"][0]; r.Err != nil {
+		t.Fatalf("shrink, leader first: %+v", r)
 	}
 	if r := res["rsg"][1]; !errors.Is(r.Err, kerr.NoReassignmentInProgress) {
 		t.Fatalf("cancel: %+v", r)
+	}
+	if r := res["rsg"][2]; !errors.Is(r.Err, kerr.InvalidReplicaAssignment) || r.ErrMessage == "" {
+		t.Fatalf("duplicate: %+v", r)
 	}
 
 	if listed, err := adm.ListPartitionReassignments(ctx, set); err != nil || len(listed) != 0 {

@@ -130,6 +130,8 @@ var aclRules = map[string]aclRule{
 	"GET /api/v1/resources/topics/{topic}":               checks(topic(acl.OpDescribe, fromPathTopic)),
 	"GET /api/v1/resources/transactions":                 clusterDescribe,
 	"GET /api/v1/system/placement":                       clusterDescribe,
+	"GET /api/v1/system/partitions/moves":                clusterDescribe,
+	"POST /api/v1/system/partitions/moves":               clusterAlter,
 	"GET /api/v1/system/raft/membership":                 clusterDescribe,
 	"POST /api/v1/system/raft/membership/learners":       clusterAlter,
 	"POST /api/v1/system/raft/membership/promote":        clusterAlter,

@@ -53,6 +53,10 @@ func errorStatus(err error) (status int, code string, retry bool) {
 		return http.StatusServiceUnavailable, "no_leader", true
 	case errors.Is(err, raftgroups.ErrClosed), errors.Is(err, wire.ErrSealRequired):
 		return http.StatusServiceUnavailable, "retry", true
+	case errors.Is(err, wire.ErrPartitionMoving):
+		// Sealed while it moves to another raft group: writable again
+		// there in moments (docs/placement.md, "Moving a partition").
+		return http.StatusServiceUnavailable, "partition_moving", true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable, "timeout", true
 	case errors.Is(err, raftgroups.ErrTooLarge):

@@ -38,6 +38,8 @@ var operatorCalls = []routeCall{
 	{"GET", "/api/v1/system/maintenance/pop", "", http.StatusOK},
 	{"POST", "/api/v1/system/maintenance/pop", `{}`, http.StatusBadRequest},
 	{"GET", "/api/v1/system/shared-state", "", http.StatusOK},
+	{"GET", "/api/v1/system/partitions/moves", "", http.StatusOK},
+	{"POST", "/api/v1/system/partitions/moves", `{}`, http.StatusBadRequest}, // names no queue: nothing moves
 }
 
 // refusedJSON fails t unless the answer is a 403 with the error envelope.

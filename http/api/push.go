@@ -80,6 +80,12 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	if allMoving(results) {
+		// Nothing stored, only because the partitions are sealed while
+		// they move to another raft group: a retriable 503 as a whole,
+		// which clients retry as they do an election (placement.md).
+		return wire.ErrPartitionMoving
+	}
 	answers := pushAnswers(req.Items, placed, ids, results)
 	s.traffic.pushed(answers, len(ctx.PostBody()))
 	writeJSON(ctx, http.StatusCreated, answers)
@@ -117,6 +123,17 @@ func pushAnswers(items []pushItem, placed []itemPlace, ids []wire.ID, results []
 		out[i] = a
 	}
 	return out
+}
+
+// allMoving reports whether every command was refused because its
+// partition is moving to another raft group.
+func allMoving(results []raftgroups.PushOutcome) bool {
+	for i := range results {
+		if results[i].Err != nil || results[i].Code != wire.CodePartitionMoved {
+			return false
+		}
+	}
+	return len(results) > 0
 }
 
 // pushError is why a push command did not store its records, or nil.

@@ -83,6 +83,8 @@ func (s *Server) coreRoutes() []route {
 		{get, "/api/v1/resources/topics/{topic}", authn.LevelReadOnly, s.getTopic},
 		{get, "/api/v1/resources/transactions", authn.LevelReadOnly, s.openTransactions},
 		{get, "/api/v1/system/placement", authn.LevelReadOnly, s.placement},
+		{get, "/api/v1/system/partitions/moves", authn.LevelAdmin, s.moves},
+		{post, "/api/v1/system/partitions/moves", authn.LevelAdmin, s.startMove},
 		{get, "/api/v1/system/raft/membership", authn.LevelAdmin, s.membershipGet},
 		{post, "/api/v1/system/raft/membership/learners", authn.LevelAdmin, s.membershipLearner},
 		{post, "/api/v1/system/raft/membership/promote", authn.LevelAdmin, s.membershipPromote},

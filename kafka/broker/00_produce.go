@@ -160,7 +160,7 @@ func (b *Broker) hintLeaders(tenant wire.ID, resp *kmsg.ProduceResponse) {
 			if !ok {
 				continue
 			}
-			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epochOf(term)
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epochOf(term+uint64(part.epochBase))
 			if !named[id] {
 				named[id] = true
 				resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: id, Host: host, Port: port})
@@ -281,10 +281,12 @@ func (b *Broker) propose(ctx context.Context, c *kafka.Conn, tenant wire.ID, req
 			continue
 		}
 		switch results[i].Code {
-		case wire.CodeQueueNotFound, wire.CodePartitionNotFound:
+		case wire.CodeQueueNotFound, wire.CodePartitionNotFound, wire.CodePartitionMoved:
 			// The group holds another incarnation of the topic (it was
-			// deleted, maybe created again): the client retries after
-			// UNKNOWN_TOPIC_OR_PARTITION, and finds the partition afresh.
+			// deleted, maybe created again), or the partition is moving
+			// to another group: the client retries after
+			// UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER, and
+			// finds the partition afresh.
 			b.forgetPartition(tenant, tg.topic, tg.rp.Partition)
 		}
 		rerr := results[i].Code.Err()

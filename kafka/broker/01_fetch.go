@@ -155,7 +155,7 @@ func (b *Broker) fetchPartition(tenant wire.ID, topic string, appendTime, commit
 	if !ok {
 		return 0, scratch, wire.ErrPartitionNotFound
 	}
-	_, caughtUp, err := b.leading(p.group, fp.CurrentLeaderEpoch)
+	_, caughtUp, err := b.leadingAt(p.group, p.epochBase, fp.CurrentLeaderEpoch)
 	if err != nil {
 		return 0, scratch, err
 	}

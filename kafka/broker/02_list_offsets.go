@@ -47,7 +47,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *kafka.Conn, kreq kmsg
 				if !ok {
 					return wire.ErrPartitionNotFound
 				}
-				caughtUp, err := b.listingLeader(p.group, lp, rp)
+				caughtUp, err := b.listingLeader(p.group, p.epochBase, lp, rp)
 				if err != nil {
 					return err
 				}
@@ -91,7 +91,7 @@ func (b *Broker) listInternalOffsets(tenant wire.ID, lp kmsg.ListOffsetsRequestT
 	if lp.Partition < 0 || int(lp.Partition) >= len(groups) {
 		return wire.ErrPartitionNotFound
 	}
-	if _, err := b.listingLeader(groups[lp.Partition], lp, rp); err != nil {
+	if _, err := b.listingLeader(groups[lp.Partition], 0, lp, rp); err != nil {
 		return err
 	}
 	switch ts := lp.Timestamp; {
@@ -106,8 +106,8 @@ func (b *Broker) listInternalOffsets(tenant wire.ID, lp kmsg.ListOffsetsRequestT
 // listingLeader checks that this node leads raft group n in the epoch the
 // client believes current, and answers with that epoch; caughtUp is
 // whether the leader has applied everything committed before its term.
-func (b *Broker) listingLeader(n int, lp kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) (caughtUp bool, err error) {
-	term, caughtUp, err := b.leading(n, lp.CurrentLeaderEpoch)
+func (b *Broker) listingLeader(n int, base uint32, lp kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) (caughtUp bool, err error) {
+	term, caughtUp, err := b.leadingAt(n, base, lp.CurrentLeaderEpoch)
 	if err != nil {
 		return false, err
 	}

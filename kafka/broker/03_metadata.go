@@ -119,16 +119,8 @@ func (b *Broker) handleMetadata(ctx context.Context, c *kafka.Conn, kreq kmsg.Re
 		dir := b.engine.Dir(tenant, t.Name, 0, t.Partitions)
 		// -1: the topic was deleted since it was listed, or an HTTP
 		// queue's partition was removed as idle (docs/kafka.md).
-		groups := make([]int, t.Partitions)
-		for i := range groups {
-			groups[i] = -1
-		}
-		for _, d := range dir {
-			if int(d.Index) < len(groups) {
-				groups[d.Index] = int(d.Group)
-			}
-		}
-		rt.Partitions = leaders.partitions(groups)
+		groups, bases := partitionGroups(dir, t)
+		rt.Partitions = leaders.partitionsAt(groups, bases)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	for _, name := range internal {
@@ -157,6 +149,12 @@ type groupLeader struct {
 // partition index; -1 for one that no longer exists), each led by its
 // group's leader.
 func (g *groupLeaders) partitions(groups []int) []kmsg.MetadataResponseTopicPartition {
+	return g.partitionsAt(groups, nil)
+}
+
+// partitionsAt is partitions, each partition's leader epoch its group's
+// term plus its base in bases (none when nil: no partition moved).
+func (g *groupLeaders) partitionsAt(groups []int, bases []uint32) []kmsg.MetadataResponseTopicPartition {
 	out := make([]kmsg.MetadataResponseTopicPartition, len(groups))
 	for i, n := range groups {
 		p := kmsg.NewMetadataResponseTopicPartition()
@@ -170,6 +168,9 @@ func (g *groupLeaders) partitions(groups []int) []kmsg.MetadataResponseTopicPart
 			p.ErrorCode = kerr.LeaderNotAvailable.Code
 		} else {
 			p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = l.id, l.epoch, l.replicas, l.replicas
+			if bases != nil && bases[i] > 0 {
+				p.LeaderEpoch = epochOf(uint64(l.epoch) + uint64(bases[i]))
+			}
 		}
 		out[i] = p
 	}

@@ -53,6 +53,7 @@ func (b *Broker) epochEnd(tenant wire.ID, topic string, p kmsg.OffsetForLeaderEp
 	rp *kmsg.OffsetForLeaderEpochResponseTopicPartition) error {
 	var (
 		group int
+		base  uint32
 		end   func() uint64
 	)
 	if isInternalTopic(topic) {
@@ -66,9 +67,9 @@ func (b *Broker) epochEnd(tenant wire.ID, topic string, p kmsg.OffsetForLeaderEp
 		if !ok {
 			return wire.ErrPartitionNotFound
 		}
-		group, end = part.group, part.HighWatermark
+		group, base, end = part.group, part.epochBase, part.HighWatermark
 	}
-	term, caughtUp, err := b.leading(group, p.CurrentLeaderEpoch)
+	term, caughtUp, err := b.leadingAt(group, base, p.CurrentLeaderEpoch)
 	if err != nil {
 		return err
 	}

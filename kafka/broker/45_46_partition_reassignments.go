@@ -14,50 +14,110 @@ import (
 	"github.com/queen-mq/queen/wire"
 )
 
-// Partition reassignments (KIP-455) as queen can answer them: every node
-// holds a replica of every raft group, and a partition lives in one group,
-// so a partition's replicas are every node, always (Metadata lists them so,
-// the group's leader first). Nothing is ever being reassigned, a target
-// naming every node is already reached, and any other target cannot be:
-// moving a partition to another raft group needs a migration protocol
-// (partition and lease ids carry their group) that is not built yet.
+// Partition reassignments (KIP-455) as queen can carry them out: every
+// node holds a replica of every raft group and a partition lives in one
+// group, so a partition's replicas are every node, always, and a replica
+// list cannot choose nodes; it chooses leadership. A partition is led by
+// its group's leader, preferred on node (N mod cluster size)+1
+// (docs/placement.md), so a target whose first replica is broker R moves
+// the partition to a group of the tenant's that prefers R, the one holding
+// the fewest partitions of the topic (the lowest on a tie), through the
+// online move of raftgroups/move.go; a partition whose group already
+// prefers R stays. ListPartitionReassignments lists the moves under way.
 
 // Why an alteration is refused, per partition.
 var (
-	errReassignNotReplicated = errors.New("kafka: queen replicates every partition on every node (a partition lives in one raft group, which every node holds); its replicas are every node and cannot be chosen")
 	errReassignNoReplicas    = errors.New("kafka: the target replica list is empty")
 	errReassignUnknownBroker = errors.New("kafka: the target names a broker that is not registered")
 	errReassignDuplicate     = errors.New("kafka: the target names a broker more than once")
-	errNoReassignment        = errors.New("kafka: no reassignment is in progress (every node already holds every partition)")
+	errReassignNoGroup       = errors.New("kafka: no raft group of the tenant prefers the target's first broker as its leader")
+	errNoReassignment        = errors.New("kafka: no reassignment is in progress for the partition")
 )
 
-// handleListPartitionReassignments (key 46, v0) lists the reassignments in
-// progress: never any (see above), so the answer is empty for the
-// partitions asked and for every partition (no topic named). Kafka leaves
-// unknown topics and partitions out of the answer rather than failing
-// them, and so does this. It needs admin with broker JWTs (Kafka's
+// handleListPartitionReassignments (key 46, v0) lists the moves in
+// progress, of the partitions asked or of every topic when none is named.
+// A moving partition's replicas are every registered node (they stay so);
+// adding names the target group's preferred leader and removing the
+// source group's, the leadership the move carries (empty when both prefer
+// the same node, a move asked over HTTP). Unknown topics and partitions
+// are left out, as Kafka does. It needs admin with broker JWTs (Kafka's
 // DESCRIBE on the cluster).
-func (b *Broker) handleListPartitionReassignments(_ context.Context, _ *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleListPartitionReassignments(_ context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	resp.Topics = []kmsg.ListPartitionReassignmentsResponseTopic{}
+	tenant := b.tenantOf(c)
+	var asked map[string]map[int32]bool
+	if req.Topics != nil {
+		asked = map[string]map[int32]bool{}
+		for _, t := range req.Topics {
+			if asked[t.Topic] == nil {
+				asked[t.Topic] = map[int32]bool{}
+			}
+			for _, p := range t.Partitions {
+				asked[t.Topic][p] = true
+			}
+		}
+	}
+	cur := b.currentReplicas()
+	byTopic := map[string]int{}
+	moves := b.engine.Moves(tenant)
+	slices.SortFunc(moves, func(x, y wire.MoveInfo) int {
+		if x.Queue != y.Queue {
+			return cmpString(x.Queue, y.Queue)
+		}
+		return int(x.Index) - int(y.Index)
+	})
+	for _, m := range moves {
+		if m.State == wire.MoveDone || m.State == wire.MoveFailed {
+			continue
+		}
+		if asked != nil && !asked[m.Queue][int32(m.Index)] {
+			continue
+		}
+		i, ok := byTopic[m.Queue]
+		if !ok {
+			t := kmsg.NewListPartitionReassignmentsResponseTopic()
+			t.Topic = m.Queue
+			resp.Topics = append(resp.Topics, t)
+			i = len(resp.Topics) - 1
+			byTopic[m.Queue] = i
+		}
+		rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+		rp.Partition = int32(m.Index)
+		rp.Replicas = slices.Clone(cur.registered)
+		to, from := int32(b.engine.PreferredLeader(int(m.To))), int32(b.engine.PreferredLeader(int(m.From)))
+		rp.AddingReplicas, rp.RemovingReplicas = []int32{}, []int32{}
+		if to != from {
+			rp.AddingReplicas, rp.RemovingReplicas = []int32{to}, []int32{from}
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
 	return resp, nil
 }
 
-// handleAlterPartitionAssignments (key 45, v0-1) answers each asked
-// partition by what queen can do: a target that is, as a set, the
-// partition's current replicas (every node; Metadata's live ones or every
-// registered one) is accepted with nothing to move; any other target is
-// INVALID_REPLICA_ASSIGNMENT with the reason (as is an empty one, one
-// naming an unregistered broker or naming one twice, as in Kafka); with
-// v1's allow_replication_factor_change false, a target of another size is
-// INVALID_REPLICATION_FACTOR, as Kafka checks it. A cancel (null replicas)
-// is NO_REASSIGNMENT_IN_PROGRESS; an unknown topic or partition
-// UNKNOWN_TOPIC_OR_PARTITION. An accepted target whose first replica is
-// not the partition's leader moves no leadership: a partition is led by
-// its raft group's leader and the replica order is not stored; the answer
-// says so in its message, and ElectLeaders moves the group to its
-// preferred node. Nothing is written, so no request waits.
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// handleAlterPartitionAssignments (key 45, v0-1) starts, per partition,
+// the move its target asks for (see the file comment) and answers once it
+// is recorded, not done: ListPartitionReassignments shows it until it
+// ends. A target naming no broker, an unregistered one or one twice is
+// INVALID_REPLICA_ASSIGNMENT, as in Kafka; with v1's
+// allow_replication_factor_change false, a target of another size than
+// the partition's replicas is INVALID_REPLICATION_FACTOR. A target whose
+// first broker leads no group of the tenant's is INVALID_REPLICA_ASSIGNMENT
+// with the reason. A cancel (null replicas) cancels a move still copying
+// (NO_REASSIGNMENT_IN_PROGRESS without one; past the copy the move
+// finishes and the cancel is INVALID_REPLICA_ASSIGNMENT). Another move of
+// the partition under way to another group is REASSIGNMENT_IN_PROGRESS.
 func (b *Broker) handleAlterPartitionAssignments(ctx context.Context, c *kafka.Conn, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
@@ -83,7 +143,7 @@ func (b *Broker) handleAlterPartitionAssignments(ctx context.Context, c *kafka.C
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
-			note, err := b.reassign(tenant, t.Topic, p, cur, req.Version >= 1 && !req.AllowReplicationFactorChange)
+			note, err := b.reassign(ctx, tenant, t.Topic, p, cur, req.Version >= 1 && !req.AllowReplicationFactorChange)
 			rp.ErrorCode = reassignCode(err)
 			if err != nil && rp.ErrorCode != kerr.UnknownServerError.Code {
 				note = err.Error()
@@ -117,17 +177,24 @@ func (b *Broker) currentReplicas() replicaSets {
 	return replicaSets{live: slices.Compact(live), registered: slices.Compact(registered)}
 }
 
-// reassign answers one partition's target (see
+// reassign carries out one partition's target (see
 // handleAlterPartitionAssignments): nil with an optional note when it is
 // accepted, else why not. fixedFactor is v1's
 // allow_replication_factor_change false.
-func (b *Broker) reassign(tenant wire.ID, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, cur replicaSets, fixedFactor bool) (string, error) {
+func (b *Broker) reassign(ctx context.Context, tenant wire.ID, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, cur replicaSets, fixedFactor bool) (string, error) {
 	n, err := b.partitionGroup(tenant, topic, p.Partition)
 	if err != nil {
 		return "", err
 	}
 	if p.Replicas == nil {
-		return "", errNoReassignment
+		m, ok := b.engine.MoveOf(tenant, topic, uint32(p.Partition))
+		if !ok || m.State == wire.MoveDone || m.State == wire.MoveFailed {
+			return "", errNoReassignment
+		}
+		if _, err := b.engine.CancelMove(ctx, tenant, topic, uint32(p.Partition)); err != nil {
+			return "", err
+		}
+		return "cancel recorded: the move stops and the partition stays in its group", nil
 	}
 	if len(p.Replicas) == 0 {
 		return "", errReassignNoReplicas
@@ -142,26 +209,65 @@ func (b *Broker) reassign(tenant wire.ID, topic string, p kmsg.AlterPartitionAss
 			return "", fmt.Errorf("%w: broker %d (registered: %v)", errReassignUnknownBroker, id, cur.registered)
 		}
 	}
-	if !slices.Equal(target, cur.live) && !slices.Equal(target, cur.registered) {
-		if fixedFactor && len(target) != len(cur.live) && len(target) != len(cur.registered) {
-			return "", fmt.Errorf("%w: the target has %d replicas, the partition %d, and the request does not allow changing the replication factor",
-				errReplicationFactor, len(target), len(cur.live))
+	if fixedFactor && len(target) != len(cur.live) && len(target) != len(cur.registered) {
+		return "", fmt.Errorf("%w: the target has %d replicas, the partition %d, and the request does not allow changing the replication factor",
+			errReplicationFactor, len(target), len(cur.live))
+	}
+	want := uint64(p.Replicas[0])
+	if isInternalTopic(topic) && b.engine.PreferredLeader(n) != want {
+		return "", fmt.Errorf("%w: broker %d (an internal topic's partitions stay in their groups)", errReassignNoGroup, want)
+	}
+	if b.engine.PreferredLeader(n) == want {
+		if m, ok := b.engine.MoveOf(tenant, topic, uint32(p.Partition)); ok && m.State != wire.MoveDone && m.State != wire.MoveFailed {
+			return fmt.Sprintf("a move to raft group %d is under way", m.To), nil
 		}
-		return "", fmt.Errorf("%w: target %v, replicas %v", errReassignNotReplicated, p.Replicas, cur.live)
+		return fmt.Sprintf("nothing to move: raft group %d, which holds the partition, prefers broker %d; replicas stay every node", n, want), nil
 	}
-	leader, _, ok := b.groupLeader(n)
-	if ok && p.Replicas[0] != leader {
-		return fmt.Sprintf("accepted, nothing to move; the leader stays %d: a partition is led by its raft group's leader (ElectLeaders moves the group to its preferred node)", leader), nil
+	to, ok := b.moveTarget(tenant, topic, want)
+	if !ok {
+		return "", fmt.Errorf("%w: broker %d", errReassignNoGroup, want)
 	}
-	return "", nil
+	if _, err := b.engine.StartMove(ctx, tenant, topic, uint32(p.Partition), to); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("moving from raft group %d to raft group %d (preferred leader %d); replicas stay every node", n, to, want), nil
+}
+
+// moveTarget is the tenant's group preferring node as its leader that
+// holds the fewest partitions of the topic.
+func (b *Broker) moveTarget(tenant wire.ID, topic string, node uint64) (int, bool) {
+	count := map[int]int{}
+	for from := uint32(0); ; {
+		dir := b.engine.Dir(tenant, topic, from, 4096)
+		if len(dir) == 0 {
+			break
+		}
+		for _, d := range dir {
+			count[int(d.Group)]++
+		}
+		from = dir[len(dir)-1].Index + 1
+	}
+	best, found := 0, false
+	for _, g := range b.engine.TenantGroups(tenant) {
+		if b.engine.PreferredLeader(g) != node {
+			continue
+		}
+		if !found || count[g] < count[best] {
+			best, found = g, true
+		}
+	}
+	return best, found
 }
 
 // reassignCode is errorCode with the answers only reassignments give.
 func reassignCode(err error) int16 {
 	switch {
-	case errors.Is(err, errReassignNotReplicated), errors.Is(err, errReassignNoReplicas),
-		errors.Is(err, errReassignUnknownBroker), errors.Is(err, errReassignDuplicate):
+	case errors.Is(err, errReassignNoReplicas), errors.Is(err, errReassignUnknownBroker), errors.Is(err, errReassignDuplicate),
+		errors.Is(err, errReassignNoGroup), errors.Is(err, raftgroups.ErrMoveTarget), errors.Is(err, raftgroups.ErrMoveTooLate),
+		errors.Is(err, raftgroups.ErrMoveFormat):
 		return kerr.InvalidReplicaAssignment.Code
+	case errors.Is(err, raftgroups.ErrMoveInProgress):
+		return kerr.ReassignmentInProgress.Code
 	case errors.Is(err, errNoReassignment):
 		return kerr.NoReassignmentInProgress.Code
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,13 +57,14 @@ func wantCode(t *testing.T, what string, p kmsg.AlterPartitionAssignmentsRespons
 }
 
 // TestPartitionReassignments asks a three-node cluster, through a node
-// other than the one that created the topic: nothing is ever listed as
-// being reassigned; a target of every node is accepted (with a note when
-// its first replica is not the leader, which does not move); a shrink, a
-// grow, an unknown broker, a duplicate and an empty list are
+// other than the one that created the topic: nothing is listed at first;
+// a target whose first broker is the preferred leader of the partition's
+// group moves nothing; one naming another broker first moves the
+// partition to the group that broker leads, listed until it is done; an
+// unknown broker, a duplicate and an empty list are
 // INVALID_REPLICA_ASSIGNMENT saying why; v1 without replication factor
-// changes refuses a shrink as INVALID_REPLICATION_FACTOR; a cancel is
-// NO_REASSIGNMENT_IN_PROGRESS and an unknown partition or topic
+// changes refuses a shrink as INVALID_REPLICATION_FACTOR; a cancel with no
+// move is NO_REASSIGNMENT_IN_PROGRESS and an unknown partition or topic
 // UNKNOWN_TOPIC_OR_PARTITION.
 func TestPartitionReassignments(t *testing.T) {
 	nodes := startCluster(t, 3)
@@ -77,42 +79,47 @@ func TestPartitionReassignments(t *testing.T) {
 			t.Fatalf("list %+v: %v %+v", topics, err, resp)
 		}
 	}
+	ctx := ctxFor(t)
+	for _, n := range nodes {
+		for g := range n.engine.TenantGroups(wire.DefaultTenant) {
+			for n.engine.ActiveFormat(g) < wire.FormatV9 {
+				if ctx.Err() != nil {
+					t.Fatal("groups never reached format 9")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
 
-	d, ok := nodes[0].engine.DirByIndex(wire.DefaultTenant, "ra", 0)
-	if !ok {
-		t.Fatal("ra/0 has no directory entry")
-	}
-	leader, _, ok := nodes[0].engine.Leader(int(d.Group))
-	if !ok {
-		t.Fatalf("group %d has no leader", d.Group)
-	}
-	l := int32(leader)
-	other := l%3 + 1
+	g0 := partitionGroupOf(t, nodes[0], "ra", 0)
+	pref := int32(nodes[0].engine.PreferredLeader(g0))
+	other := pref%3 + 1
 	third := other%3 + 1
+	got := alterAssignments(t, cl, 1, true, "ra", map[int32][]int32{0: {pref, other, third}})
+	wantCode(t, "preferred leader first", got[0], 0, "nothing to move")
 
-	for _, version := range []int16{0, 1} {
-		got := alterAssignments(t, cl, version, true, "ra", map[int32][]int32{
-			0: {l, other, third}, 1: {third, other, l},
-		})
-		wantCode(t, "leader first", got[0], 0, "")
-		if got[0].ErrorMessage != nil {
-			t.Fatalf("leader first: message %q", *got[0].ErrorMessage)
+	got = alterAssignments(t, cl, 1, true, "ra", map[int32][]int32{0: {other, pref}})
+	wantCode(t, "another first", got[0], 0, "moving")
+	for {
+		g := partitionGroupOf(t, nodes[2], "ra", 0)
+		list.Topics = nil
+		resp, err := list.RequestWith(ctxFor(t), cl)
+		if err == nil && len(resp.Topics) == 0 && int32(nodes[2].engine.PreferredLeader(g)) == other {
+			break
 		}
-		if lead1, _, _ := nodes[0].broker.groupLeader(partitionGroupOf(t, nodes[0], "ra", 1)); lead1 != third {
-			wantCode(t, "another first", got[1], 0, "the leader stays")
+		if ctx.Err() != nil {
+			t.Fatalf("the move never ended: group %d, list %+v %v", g, resp, err)
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	got := alterAssignments(t, cl, 1, true, "ra", map[int32][]int32{
-		0: {l, other}, 1: {1, 2, 3, 4},
-	})
-	wantCode(t, "shrink", got[0], kerr.InvalidReplicaAssignment.Code, "every node")
-	wantCode(t, "unknown broker", got[1], kerr.InvalidReplicaAssignment.Code, "not registered")
-	got = alterAssignments(t, cl, 1, false, "ra", map[int32][]int32{0: {l}, 1: {l, other, third}})
+
+	got = alterAssignments(t, cl, 1, true, "ra", map[int32][]int32{0: {1, 2, 3, 4}})
+	wantCode(t, "unknown broker", got[0], kerr.InvalidReplicaAssignment.Code, "not registered")
+	got = alterAssignments(t, cl, 1, false, "ra", map[int32][]int32{0: {pref}, 1: {}})
 	wantCode(t, "shrink, factor fixed", got[0], kerr.InvalidReplicationFactor.Code, "replication factor")
-	wantCode(t, "same set, factor fixed", got[1], 0, "")
-	got = alterAssignments(t, cl, 0, true, "ra", map[int32][]int32{0: {l, l, other}, 1: {}})
-	wantCode(t, "duplicate", got[0], kerr.InvalidReplicaAssignment.Code, "more than once")
 	wantCode(t, "empty", got[1], kerr.InvalidReplicaAssignment.Code, "empty")
+	got = alterAssignments(t, cl, 0, true, "ra", map[int32][]int32{0: {pref, pref, other}})
+	wantCode(t, "duplicate", got[0], kerr.InvalidReplicaAssignment.Code, "more than once")
 	got = alterAssignments(t, cl, 1, true, "ra", map[int32][]int32{0: nil, 5: {1, 2, 3}})
 	wantCode(t, "cancel", got[0], kerr.NoReassignmentInProgress.Code, "no reassignment")
 	wantCode(t, "unknown partition", got[5], kerr.UnknownTopicOrPartition.Code, "")

@@ -78,7 +78,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, c *kafka.Con
 		}
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		groups, ok := b.topicGroups(tenant, name, &rt)
+		groups, bases, ok := b.topicGroups(tenant, name, &rt)
 		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, rt)
@@ -91,7 +91,11 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, c *kafka.Con
 		}
 		if int(first) < len(groups) {
 			end := min(len(groups), int(first)+int(left))
-			for j, p := range leaders.partitions(groups[first:end]) {
+			var bs []uint32
+			if bases != nil {
+				bs = bases[first:end]
+			}
+			for j, p := range leaders.partitionsAt(groups[first:end], bs) {
 				rt.Partitions = append(rt.Partitions, describedPartition(first+int32(j), p))
 			}
 			left -= int32(end - int(first))
@@ -109,32 +113,42 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, c *kafka.Con
 // topicGroups is the raft group of each partition of topic name (-1 for
 // one that no longer exists), filling rt's id and internal mark; false
 // when the tenant has no such topic.
-func (b *Broker) topicGroups(tenant wire.ID, name string, rt *kmsg.DescribeTopicPartitionsResponseTopic) ([]int, bool) {
+func (b *Broker) topicGroups(tenant wire.ID, name string, rt *kmsg.DescribeTopicPartitionsResponseTopic) ([]int, []uint32, bool) {
 	if isInternalTopic(name) {
 		rt.TopicID, rt.IsInternal = topicIDOf(tenant, name, 0), true
-		return internalTopicGroups(b.engine, tenant), true
+		return internalTopicGroups(b.engine, tenant), nil, true
 	}
 	t, ok := b.engine.KafkaTopic(tenant, name)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	rt.TopicID = topicID(tenant, t)
-	return partitionGroups(b.engine.Dir(tenant, t.Name, 0, t.Partitions), t), true
+	groups, bases := partitionGroups(b.engine.Dir(tenant, t.Name, 0, t.Partitions), t)
+	return groups, bases, true
 }
 
 // partitionGroups is the raft group of each of t's partitions, by index,
-// from its directory entries; -1 where none is (see handleMetadata).
-func partitionGroups(dir []wire.DirEntry, t storage.Topic) []int {
+// from its directory entries, -1 where none is (the topic was deleted
+// since it was listed, or an HTTP queue's partition was removed as idle:
+// docs/kafka.md), and their leader epoch bases (nil when none moved).
+func partitionGroups(dir []wire.DirEntry, t storage.Topic) ([]int, []uint32) {
 	groups := make([]int, t.Partitions)
 	for i := range groups {
 		groups[i] = -1
 	}
+	var bases []uint32
 	for _, d := range dir {
 		if int(d.Index) < len(groups) {
 			groups[d.Index] = int(d.Group)
+			if d.EpochBase > 0 {
+				if bases == nil {
+					bases = make([]uint32, len(groups))
+				}
+				bases[d.Index] = d.EpochBase
+			}
 		}
 	}
-	return groups
+	return groups, bases
 }
 
 // describedPartition is Metadata's partition p as partition index of a

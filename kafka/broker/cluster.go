@@ -63,7 +63,15 @@ func checkLeaderEpoch(current int32, term uint64) error {
 // request believes current (-1: any), and returns the group's term and
 // whether this leader has caught up with what an earlier one committed.
 func (b *Broker) leading(g int, current int32) (term uint64, caughtUp bool, err error) {
+	return b.leadingAt(g, 0, current)
+}
+
+// leadingAt is leading for a partition whose leader epoch is its group's
+// term plus base (a moved partition's, wire.DirEntry.EpochBase): the term
+// it returns and checks includes the base.
+func (b *Broker) leadingAt(g int, base uint32, current int32) (term uint64, caughtUp bool, err error) {
 	term, leads, caughtUp := b.engine.LeaderEpoch(g)
+	term += uint64(base)
 	if err := checkLeaderEpoch(current, term); err != nil {
 		return term, false, err
 	}

@@ -48,7 +48,8 @@ func errorCode(err error) int16 {
 	}
 	switch {
 	case errors.Is(err, errNotLeader), errors.Is(err, errNotTxnCoordinator), errors.Is(err, raftgroups.ErrNoLeader),
-		errors.Is(err, raftgroups.ErrClosed), errors.Is(err, raftgroups.ErrStandby): // a standby takes writes once promoted
+		errors.Is(err, raftgroups.ErrClosed), errors.Is(err, raftgroups.ErrStandby), // a standby takes writes once promoted
+		errors.Is(err, wire.ErrPartitionMoving): // sealed for a move: Metadata names the new group's leader after the switch
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, raftgroups.ErrOverloaded), errors.Is(err, wire.ErrSealRequired), errors.Is(err, wire.ErrSequenceAhead):
 		// Retriable, nothing was written: an overloaded group proposed

@@ -24,14 +24,18 @@ type cachedPartition struct {
 	storage.Partition
 	group int
 	inc   uint64
+	// epochBase is added to the group's term for the partition's leader
+	// epoch (non-zero once it moved, docs/placement.md).
+	epochBase uint32
 }
 
 // partitionCache remembers partitions. A handle's fields never change and
-// its offsets are atomics, and a partition never moves to another group,
-// so produce and fetch skip the stores' locks, which the apply loops hold
-// while they commit a batch, once they have seen a partition. A handle
-// whose queue was deleted (or replaced by a snapshot) reports Deleted and
-// is looked up again; one refused as stale by its group is forgotten.
+// its offsets are atomics, so produce and fetch skip the stores' locks,
+// which the apply loops hold while they commit a batch, once they have
+// seen a partition. A handle whose queue was deleted (or replaced by a
+// snapshot), or whose partition was sealed to move to another group,
+// reports Deleted and is looked up again; one refused as stale by its
+// group is forgotten.
 type partitionCache struct {
 	mu sync.RWMutex
 	m  map[partitionKey]cachedPartition
@@ -83,7 +87,7 @@ func (b *Broker) lookupPartition(k partitionKey) (cachedPartition, bool) {
 		return cachedPartition{}, false
 	}
 	p, ok := st.PartitionByIndex(k.tenant, k.topic, k.index)
-	return cachedPartition{Partition: p, group: int(d.Group), inc: cat.Inc}, ok
+	return cachedPartition{Partition: p, group: int(d.Group), inc: cat.Inc, epochBase: d.EpochBase}, ok
 }
 
 // forgetPartition drops a cached partition its group refused (its queue
