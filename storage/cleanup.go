@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -126,27 +125,11 @@ func (s *Store) idleAndEmpty(p *partState, idleSince int64) bool {
 // queue's totals and marks its index gone; the home drops the directory
 // entry now when it is this group.
 func (s *Store) removePartition(ctx *applyCtx, q *queueState, p *partState) {
-	q.appended -= p.nextCounted
-	q.totals.sub(p.counted.counts())
-	p.counted = packedCounts{}
-	if p.heapAt >= 0 {
-		heap.Remove(&q.leases, int(p.heapAt))
-	}
 	for _, c := range p.cursors {
-		q.dropLag(c)
 		ctx.del(cursorKey(p.id, c.group))
 	}
 	ctx.del(partitionKey(p.id))
-	for _, sub := range q.subs {
-		sub.ready.clear(p.index)
-	}
-	delete(q.parts, p.index)
-	q.pids[p.index] = 0
-	q.stored.clear(p.index)
-	q.partNames.del(p.name, p.index)
-	delete(s.parts, p.id)
-	p.deleted.Store(true)
-
+	s.detachPart(q, p)
 	q.gone.set(p.index)
 	pending := !q.home || !s.dropDirEntry(ctx, q, p.index, uint16(s.cfg.Group))
 	if pending {

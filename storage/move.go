@@ -458,7 +458,8 @@ func (s *Store) applyMoveSeal(ctx *applyCtx, c *wire.MoveSealCmd) wire.MoveSealR
 }
 
 // detachPart takes p out of its queue's tables and totals, leaving its
-// stored keys (removePartition without deleting anything).
+// stored keys: a move's seal, and removePartition before it deletes them.
+// Every in-memory table a partition is in is left here, in one place.
 func (s *Store) detachPart(q *queueState, p *partState) {
 	q.appended -= p.nextCounted
 	q.totals.sub(p.counted.counts())
