@@ -223,14 +223,8 @@ func (s *Store) loadPartitions() error {
 // bringLoaded counts a partition load read in its queue's totals and
 // ready sets, then keeps it in memory or lets it go (false).
 func (s *Store) bringLoaded(q *queueState, p *partState) bool {
-	q.addPart(p)
-	s.parts[p.id] = p
+	s.tablePart(q, p)
 	recount(p)
-	for _, sub := range q.subs {
-		if readyFor(p, sub) {
-			sub.ready.set(p.index)
-		}
-	}
 	// With a cache, only what cannot leave stays: a boot starts cold, as
 	// from a load image, and the cache fills with what commands ask for.
 	// Keeping the cache's share here held it all through the walk, and the
@@ -242,6 +236,19 @@ func (s *Store) bringLoaded(q *queueState, p *partState) bool {
 	}
 	s.cache.add(p)
 	return true
+}
+
+// tablePart puts p in its queue's tables and the store's: its index, its
+// id, and the ready set of every subscription it may hold messages for.
+// detachPart undoes it.
+func (s *Store) tablePart(q *queueState, p *partState) {
+	q.addPart(p)
+	s.parts[p.id] = p
+	for _, sub := range q.subs {
+		if readyFor(p, sub) {
+			sub.ready.set(p.index)
+		}
+	}
 }
 
 // readyFor reports whether p may hold messages for sub: its cursor is

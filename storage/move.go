@@ -514,14 +514,8 @@ func (s *Store) unseal(ctx *applyCtx, q *queueState, ref moveRef) wire.MoveSealR
 // zero), ready for the groups it may hold messages for.
 func (s *Store) attachPart(ctx *applyCtx, q *queueState, p *partState) {
 	p.q = q
-	q.addPart(p)
-	s.parts[p.id] = p
+	s.tablePart(q, p)
 	s.cache.add(p)
-	for _, sub := range q.subs {
-		if readyFor(p, sub) {
-			sub.ready.set(p.index)
-		}
-	}
 	ctx.markDirty(p)
 }
 
