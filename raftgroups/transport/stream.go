@@ -287,8 +287,8 @@ func (t *Transport) readFrames(br *bufio.Reader, timeout *time.Duration) {
 		}
 		// Contact is read at a scale of seconds (LastContact); storing
 		// it for every frame cost 6% of a raw stream's CPU at small frames.
-		if now := time.Now(); b.SourceAddress != "" && (b.SourceAddress != heardFrom || now.Sub(heardAt) >= heardEvery) {
-			t.lastOK.Store(b.SourceAddress, now)
+		if now := time.Now(); b.SourceAddress != heardFrom || now.Sub(heardAt) >= heardEvery {
+			t.heard(b.SourceAddress)
 			heardFrom, heardAt = b.SourceAddress, now
 		}
 		t.mh(b)
